@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# The test command (README): makes sure what the tests start is installed — a real SearXNG in a
+# virtualenv, Prometheus and promtool — then runs every test. Idempotent; safe to run repeatedly.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+if ! command -v promtool >/dev/null 2>&1 || ! command -v prometheus >/dev/null 2>&1; then
+    echo "test: installing Debian package prometheus (promtool + prometheus)"
+    if [ "$(id -u)" -ne 0 ]; then SUDO=sudo; else SUDO=; fi
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq prometheus >/dev/null
+fi
+bash .ci/install-searxng.sh
+
+# The Debian package starts a Prometheus service on :9090 when systemd is present; the tests start
+# their own on free ports and do not need it.
+cargo test --all-targets --locked -- --test-threads="${TEST_THREADS:-4}"

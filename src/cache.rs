@@ -1,0 +1,335 @@
+//! The answer cache: an LRU of rendered answers with a TTL per entry, plus coalescing — identical
+//! misses in flight at the same moment share one computation. The computation runs in its own task
+//! so a client hanging up does not cancel it for the others; when every waiter has gone, it is
+//! cancelled (and a cancelled upstream call is not an upstream failure).
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::num::NonZeroUsize;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use lru::LruCache;
+use prometheus::{IntCounter, IntGauge};
+use tokio::sync::watch;
+use tokio::time::Instant;
+
+/// How a value was obtained.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CacheStatus {
+    /// Served from the cache.
+    Hit,
+    /// Computed for this request (or shared with an identical request in flight).
+    Miss,
+}
+
+/// What a computation returns: the value and how long to keep it (`None`: do not cache).
+pub type Computed<V> = (V, Option<Duration>);
+
+struct Entry<V> {
+    value: V,
+    expires: Instant,
+}
+
+type Flight<V> = Arc<watch::Sender<Option<V>>>;
+
+struct Inner<V> {
+    entries: Option<LruCache<String, Entry<V>>>,
+    in_flight: HashMap<String, Flight<V>>,
+}
+
+/// The cache. Cheap to clone.
+pub struct AnswerCache<V> {
+    inner: Arc<Mutex<Inner<V>>>,
+    size_gauge: IntGauge,
+    coalesced: IntCounter,
+}
+
+impl<V> Clone for AnswerCache<V> {
+    fn clone(&self) -> Self {
+        Self {
+            inner: Arc::clone(&self.inner),
+            size_gauge: self.size_gauge.clone(),
+            coalesced: self.coalesced.clone(),
+        }
+    }
+}
+
+/// The computation's task ended without a value (it panicked): the caller reports an internal error.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("the shared computation ended without an answer")]
+pub struct ComputationLost;
+
+impl<V: Clone + Send + Sync + 'static> AnswerCache<V> {
+    /// A cache of `capacity` entries (0 disables storage; coalescing still works). `size_gauge`
+    /// always shows the current number of entries.
+    pub fn new(capacity: usize, size_gauge: IntGauge, coalesced: IntCounter) -> Self {
+        size_gauge.set(0);
+        Self {
+            inner: Arc::new(Mutex::new(Inner {
+                entries: NonZeroUsize::new(capacity).map(LruCache::new),
+                in_flight: HashMap::new(),
+            })),
+            size_gauge,
+            coalesced,
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Inner<V>> {
+        // A panic while holding this lock leaves plain data behind; keep serving.
+        self.inner.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    fn publish_size(&self, inner: &Inner<V>) {
+        let len = inner.entries.as_ref().map_or(0, LruCache::len);
+        self.size_gauge.set(i64::try_from(len).unwrap_or(i64::MAX));
+    }
+
+    /// The live value under `key`, if any (an expired entry is removed on the way).
+    pub fn get(&self, key: &str) -> Option<V> {
+        let mut inner = self.lock();
+        let entries = inner.entries.as_mut()?;
+        let entry = entries.get(key)?;
+        if entry.expires > Instant::now() {
+            return Some(entry.value.clone());
+        }
+        entries.pop(key);
+        self.publish_size(&inner);
+        None
+    }
+
+    /// Stores `value` under `key` for `ttl`.
+    pub fn insert(&self, key: String, value: V, ttl: Duration) {
+        let mut inner = self.lock();
+        if let Some(entries) = inner.entries.as_mut() {
+            entries.put(
+                key,
+                Entry {
+                    value,
+                    expires: Instant::now() + ttl,
+                },
+            );
+        }
+        self.publish_size(&inner);
+    }
+
+    /// Number of entries now.
+    pub fn len(&self) -> usize {
+        self.lock().entries.as_ref().map_or(0, LruCache::len)
+    }
+
+    /// Whether the cache holds nothing.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Drops every expired entry (run periodically so `cache_size` does not count dead entries).
+    pub fn purge_expired(&self) {
+        let now = Instant::now();
+        let mut inner = self.lock();
+        if let Some(entries) = inner.entries.as_mut() {
+            let dead: Vec<String> = entries
+                .iter()
+                .filter(|(_, e)| e.expires <= now)
+                .map(|(k, _)| k.clone())
+                .collect();
+            for key in dead {
+                entries.pop(&key);
+            }
+        }
+        self.publish_size(&inner);
+    }
+
+    /// The cached value, or the result of `compute` — shared with every identical request that
+    /// arrives while it runs. `compute` is called at most once per flight.
+    pub async fn get_or_compute<F, Fut>(
+        &self,
+        key: &str,
+        compute: F,
+    ) -> Result<(V, CacheStatus), ComputationLost>
+    where
+        F: FnOnce() -> Fut,
+        Fut: Future<Output = Computed<V>> + Send + 'static,
+    {
+        if let Some(value) = self.get(key) {
+            return Ok((value, CacheStatus::Hit));
+        }
+        let mut compute = Some(compute);
+        // Twice at most: a follower that joined a flight which was cancelled (every earlier waiter
+        // left) starts its own.
+        for _ in 0..2 {
+            let mut receiver = {
+                let mut inner = self.lock();
+                if let Some(value) = inner
+                    .entries
+                    .as_mut()
+                    .and_then(|e| e.get(key))
+                    .filter(|e| e.expires > Instant::now())
+                    .map(|e| e.value.clone())
+                {
+                    return Ok((value, CacheStatus::Hit));
+                }
+                if let Some(flight) = inner.in_flight.get(key) {
+                    self.coalesced.inc();
+                    flight.subscribe()
+                } else {
+                    let Some(compute) = compute.take() else {
+                        return Err(ComputationLost);
+                    };
+                    let (sender, receiver) = watch::channel(None);
+                    let sender = Arc::new(sender);
+                    inner.in_flight.insert(key.to_owned(), Arc::clone(&sender));
+                    drop(inner);
+                    self.spawn_flight(key.to_owned(), sender, compute());
+                    receiver
+                }
+            };
+            let shared = match receiver.wait_for(Option::is_some).await {
+                Ok(value) => value.clone(),
+                Err(_) => None,
+            };
+            if let Some(value) = shared {
+                return Ok((value, CacheStatus::Miss));
+            }
+        }
+        Err(ComputationLost)
+    }
+
+    fn spawn_flight<Fut>(&self, key: String, sender: Flight<V>, work: Fut)
+    where
+        Fut: Future<Output = Computed<V>> + Send + 'static,
+    {
+        let cache = self.clone();
+        tokio::spawn(async move {
+            tokio::select! {
+                (value, ttl) = work => {
+                    let mut inner = cache.lock();
+                    if let (Some(ttl), Some(entries)) = (ttl, inner.entries.as_mut()) {
+                        entries.put(key.clone(), Entry { value: value.clone(), expires: Instant::now() + ttl });
+                    }
+                    inner.in_flight.remove(&key);
+                    cache.publish_size(&inner);
+                    drop(inner);
+                    sender.send_replace(Some(value));
+                }
+                () = sender.closed() => {
+                    // Every waiter hung up: nobody wants the answer, stop the upstream calls.
+                    cache.lock().in_flight.remove(&key);
+                }
+            }
+        });
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    fn cache(capacity: usize) -> AnswerCache<u32> {
+        AnswerCache::new(
+            capacity,
+            IntGauge::new("size", "size").unwrap(),
+            IntCounter::new("coalesced", "coalesced").unwrap(),
+        )
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn entries_expire_after_their_ttl() {
+        let c = cache(10);
+        c.insert("k".into(), 1, Duration::from_secs(60));
+        assert_eq!(c.get("k"), Some(1));
+        tokio::time::advance(Duration::from_secs(61)).await;
+        assert_eq!(c.get("k"), None);
+        assert_eq!(c.size_gauge.get(), 0, "the gauge follows the expiry");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn capacity_evicts_the_least_recently_used() {
+        let c = cache(2);
+        c.insert("a".into(), 1, Duration::from_secs(60));
+        c.insert("b".into(), 2, Duration::from_secs(60));
+        c.get("a");
+        c.insert("c".into(), 3, Duration::from_secs(60));
+        assert_eq!((c.get("a"), c.get("b"), c.get("c")), (Some(1), None, Some(3)));
+        assert_eq!(c.size_gauge.get(), 2);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn purge_drops_expired_entries_and_updates_the_gauge() {
+        let c = cache(10);
+        c.insert("short".into(), 1, Duration::from_secs(5));
+        c.insert("long".into(), 2, Duration::from_secs(500));
+        tokio::time::advance(Duration::from_secs(6)).await;
+        c.purge_expired();
+        assert_eq!(c.len(), 1);
+        assert_eq!(c.size_gauge.get(), 1);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn identical_misses_share_one_computation() {
+        let c = cache(10);
+        let calls = Arc::new(AtomicUsize::new(0));
+        let mut tasks = Vec::new();
+        for _ in 0..20 {
+            let c = c.clone();
+            let calls = Arc::clone(&calls);
+            tasks.push(tokio::spawn(async move {
+                c.get_or_compute("k", move || async move {
+                    calls.fetch_add(1, Ordering::SeqCst);
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                    (7, Some(Duration::from_secs(60)))
+                })
+                .await
+                .unwrap()
+            }));
+        }
+        for t in tasks {
+            assert_eq!(t.await.unwrap().0, 7);
+        }
+        assert_eq!(calls.load(Ordering::SeqCst), 1);
+        assert_eq!(c.coalesced.get(), 19);
+        assert_eq!(c.get_or_compute("k", || async { (0, None) }).await.unwrap(), (7, CacheStatus::Hit));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn uncacheable_results_are_shared_but_not_stored() {
+        let c = cache(10);
+        let (v, status) = c.get_or_compute("k", || async { (5, None) }).await.unwrap();
+        assert_eq!((v, status), (5, CacheStatus::Miss));
+        assert_eq!(c.get("k"), None);
+        assert_eq!(c.size_gauge.get(), 0);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn computation_is_cancelled_when_every_waiter_leaves() {
+        let c = cache(10);
+        let finished = Arc::new(AtomicUsize::new(0));
+        let f = Arc::clone(&finished);
+        let waiter = tokio::spawn({
+            let c = c.clone();
+            async move {
+                c.get_or_compute("k", move || async move {
+                    tokio::time::sleep(Duration::from_secs(10)).await;
+                    f.fetch_add(1, Ordering::SeqCst);
+                    (1, Some(Duration::from_secs(60)))
+                })
+                .await
+            }
+        });
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        waiter.abort();
+        tokio::time::sleep(Duration::from_secs(20)).await;
+        assert_eq!(finished.load(Ordering::SeqCst), 0);
+        assert!(c.lock().in_flight.is_empty());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn zero_capacity_disables_storage() {
+        let c = cache(0);
+        c.insert("k".into(), 1, Duration::from_secs(60));
+        assert_eq!(c.get("k"), None);
+        assert_eq!(c.len(), 0);
+    }
+}

@@ -1,0 +1,141 @@
+//! The finished answer of one fan-out: SearXNG's JSON object with `results` replaced by the merged
+//! list (every other key SearXNG sent kept; the same keys, empty, when SearXNG did not answer), or
+//! the 502 body naming each upstream and its error class. Rendered once, then cached as bytes.
+
+use bytes::Bytes;
+use serde::Serialize;
+use serde_json::{Map, Value};
+
+use super::outcome::Outcome;
+use crate::merge::Merged;
+
+/// The top-level keys of a SearXNG answer, present (empty) even when SearXNG did not answer.
+pub const SEARXNG_KEYS: [&str; 7] = [
+    "query",
+    "results",
+    "answers",
+    "corrections",
+    "infoboxes",
+    "suggestions",
+    "unresponsive_engines",
+];
+
+/// One upstream that did not contribute, for the 502 body and the logs.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct UpstreamFailure {
+    /// `searxng` or a provider name.
+    pub name: &'static str,
+    /// A closed-set class: an error class, or `cooldown`, `breaker_open`, `deadline`.
+    pub error_class: &'static str,
+}
+
+/// What the client gets.
+#[derive(Debug, Clone)]
+pub struct Answer {
+    /// The outcome of the fan-out that produced it.
+    pub outcome: Outcome,
+    /// 200, or 502 when every upstream failed.
+    pub status: u16,
+    /// The JSON body, rendered once.
+    pub json: Bytes,
+    /// The SearXNG-shaped document (for csv and rss); empty for a 502.
+    pub document: Map<String, Value>,
+    /// Results in the answer.
+    pub result_count: usize,
+    /// Distinct engines and providers in the answer.
+    pub engine_count: usize,
+}
+
+impl Answer {
+    /// A 200 answer from SearXNG's top-level keys (if it answered) and the merged results.
+    pub fn success(
+        outcome: Outcome,
+        query: &str,
+        searxng_top: Option<Map<String, Value>>,
+        merged: Merged,
+    ) -> Self {
+        let mut document = searxng_top.unwrap_or_default();
+        for key in SEARXNG_KEYS {
+            if !document.contains_key(key) {
+                let empty = if key == "query" {
+                    Value::String(query.to_owned())
+                } else {
+                    Value::Array(Vec::new())
+                };
+                document.insert(key.to_owned(), empty);
+            }
+        }
+        let result_count = merged.results.len();
+        if let Some(Value::Number(n)) = document.get("number_of_results") {
+            // SearXNG's estimate counts only its own results; never report fewer than we return.
+            if n.as_u64().is_some_and(|n| (n as usize) < result_count) {
+                document.insert("number_of_results".into(), Value::from(result_count));
+            }
+        }
+        let results = merged.results.into_iter().map(Value::Object).collect();
+        document.insert("results".into(), Value::Array(results));
+        let json = Bytes::from(serde_json::to_vec(&document).unwrap_or_default());
+        Self {
+            outcome,
+            status: 200,
+            json,
+            document,
+            result_count,
+            engine_count: merged.engines.len(),
+        }
+    }
+
+    /// The 502 answer: every upstream failed.
+    pub fn all_failed(failures: &[UpstreamFailure]) -> Self {
+        let body = serde_json::json!({
+            "error": "all_upstreams_failed",
+            "message": "no upstream returned results: SearXNG and every premium provider tried failed or was skipped",
+            "upstreams": failures,
+        });
+        Self {
+            outcome: Outcome::FallbackFail,
+            status: 502,
+            json: Bytes::from(body.to_string()),
+            document: Map::new(),
+            result_count: 0,
+            engine_count: 0,
+        }
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn missing_searxng_keys_are_present_and_empty() {
+        let a = Answer::success(Outcome::PremiumOk, "Rust", None, Merged::default());
+        let doc: Value = serde_json::from_slice(&a.json).unwrap();
+        for key in SEARXNG_KEYS {
+            assert!(doc.get(key).is_some(), "{key}");
+        }
+        assert_eq!(doc["query"], "Rust");
+    }
+
+    #[test]
+    fn searxng_keys_are_kept_in_order_with_results_replaced() {
+        let top = json!({"query": "q", "results": null, "answers": ["a"], "extra": 1})
+            .as_object()
+            .unwrap()
+            .clone();
+        let a = Answer::success(Outcome::SearxngOk, "q", Some(top), Merged::default());
+        let text = std::str::from_utf8(&a.json).unwrap();
+        assert!(text.starts_with(r#"{"query":"q","results":[],"answers":["a"],"extra":1"#), "{text}");
+    }
+
+    #[test]
+    fn the_502_body_names_upstreams_and_classes_only() {
+        let a = Answer::all_failed(&[UpstreamFailure { name: "searxng", error_class: "timeout" }]);
+        let body: Value = serde_json::from_slice(&a.json).unwrap();
+        assert_eq!(a.status, 502);
+        assert_eq!(body["upstreams"][0], json!({"name": "searxng", "error_class": "timeout"}));
+        assert_eq!(body["error"], "all_upstreams_failed");
+    }
+}

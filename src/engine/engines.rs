@@ -1,0 +1,130 @@
+//! Which SearXNG engines one request may use: the engines SearXNG would search (from the catalog
+//! `/config` reported), minus those whose breaker is open. When something is excluded the gateway
+//! sends an explicit `engines=` list — only names `/config` reported, never an empty list, and never
+//! excluding every requested engine (then it sends the request as the client asked, and counts
+//! that). A half-open engine is included in exactly one request: the one holding its probe permit.
+
+use std::sync::{Arc, RwLock};
+
+use tokio::sync::Notify;
+
+use crate::breaker::{BreakerBoard, BreakerKind, Permit, Signal};
+use crate::metrics::Metrics;
+use crate::request::SearchRequest;
+use crate::searxng::{EngineCatalog, SearxngAnswer};
+
+/// The latest catalog, shared with the task that refreshes it.
+#[derive(Debug, Default)]
+pub struct CatalogHandle {
+    current: RwLock<Option<Arc<EngineCatalog>>>,
+    /// Wakes the refresher early (an engine name the catalog does not know was seen).
+    pub refresh: Notify,
+}
+
+impl CatalogHandle {
+    /// The catalog now, if `/config` has answered yet.
+    pub fn get(&self) -> Option<Arc<EngineCatalog>> {
+        self.current
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    /// Replaces the catalog.
+    pub fn set(&self, catalog: EngineCatalog) {
+        *self.current.write().unwrap_or_else(|p| p.into_inner()) = Some(Arc::new(catalog));
+    }
+}
+
+/// One request's engine plan.
+#[derive(Debug, Default)]
+pub struct EnginePlan {
+    /// `Some(list)`: send exactly these engines (and no categories). `None`: send the client's own.
+    pub explicit: Option<Vec<String>>,
+    /// Permits of the engines this request includes; the answer decides each.
+    permits: Vec<(String, Permit)>,
+}
+
+impl EnginePlan {
+    /// Plans `req` against the catalog and the engine breakers.
+    pub fn new(
+        catalog: Option<&EngineCatalog>,
+        req: &SearchRequest,
+        board: &BreakerBoard,
+        metrics: &Metrics,
+    ) -> Self {
+        let Some(catalog) = catalog.filter(|c| !c.is_empty()) else {
+            return Self::default();
+        };
+        let targets = catalog.targets(req);
+        if targets.is_empty() {
+            return Self::default();
+        }
+        let mut permits = Vec::with_capacity(targets.len());
+        let mut excluded = 0;
+        for name in &targets {
+            match board.get(BreakerKind::Engine, name).admit() {
+                Some(permit) => permits.push((name.clone(), permit)),
+                None => excluded += 1,
+            }
+        }
+        if excluded == 0 {
+            return Self {
+                explicit: None,
+                permits,
+            };
+        }
+        if permits.is_empty() {
+            // Excluding every engine would make SearXNG search its defaults (or nothing):
+            // send the request as asked, and make the override visible.
+            metrics.engine_exclusion_overridden.inc();
+            tracing::debug!(engines = ?targets, "every requested engine is open; sending them all");
+            return Self::default();
+        }
+        let explicit = permits.iter().map(|(name, _)| name.clone()).collect();
+        Self {
+            explicit: Some(explicit),
+            permits,
+        }
+    }
+
+    /// Feeds SearXNG's answer to the engine breakers: an engine with results is a success, an
+    /// unresponsive one (also `Suspended:`) a failure of its reason, one absent from both neutral.
+    /// Returns whether the answer named an engine the catalog does not know.
+    pub fn settle(
+        self,
+        answer: &SearxngAnswer,
+        board: &BreakerBoard,
+        catalog: Option<&EngineCatalog>,
+    ) -> bool {
+        let with_results = answer.engines_with_results();
+        let mut permits = self.permits;
+        let mut signal_for = |name: &str, signal: Signal| {
+            if let Some(i) = permits.iter().position(|(n, _)| n == name) {
+                let (_, permit) = permits.swap_remove(i);
+                permit.record(signal);
+            } else if !matches!(signal, Signal::Success) {
+                // Not planned (no catalog yet, or an override): failures still count.
+                board.get(BreakerKind::Engine, name).record(signal);
+            }
+        };
+        for u in &answer.unresponsive {
+            signal_for(&u.engine, u.reason.breaker_signal());
+        }
+        for name in &with_results {
+            if !answer.unresponsive.iter().any(|u| &u.engine == name) {
+                signal_for(name, Signal::Success);
+            }
+        }
+        // Remaining permits: engines that neither answered nor failed (e.g. no paging support):
+        // dropping them records nothing and frees a probe slot.
+        drop(permits);
+        catalog.is_some_and(|c| {
+            with_results
+                .iter()
+                .map(String::as_str)
+                .chain(answer.unresponsive.iter().map(|u| u.engine.as_str()))
+                .any(|name| !c.knows(name))
+        })
+    }
+}

@@ -1,0 +1,93 @@
+//! SearXNG's recent latency, for `SEARXNG_SLOW_SECONDS=auto`: how long the fallback waits for a
+//! SearXNG answer before it starts alongside the still-running call.
+
+use std::collections::VecDeque;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use crate::config::SlowThreshold;
+
+const WINDOW: usize = 128;
+const FLOOR: Duration = Duration::from_secs(1);
+
+/// A ring of recent SearXNG call durations.
+#[derive(Debug, Default)]
+pub struct LatencyWindow {
+    samples: Mutex<VecDeque<Duration>>,
+}
+
+impl LatencyWindow {
+    /// Records one SearXNG call.
+    pub fn record(&self, took: Duration) {
+        let mut samples = self.samples.lock().unwrap_or_else(|p| p.into_inner());
+        if samples.len() == WINDOW {
+            samples.pop_front();
+        }
+        samples.push_back(took);
+    }
+
+    /// The 95th percentile of the window, if there are samples.
+    pub fn p95(&self) -> Option<Duration> {
+        let mut sorted: Vec<Duration> = {
+            let samples = self.samples.lock().unwrap_or_else(|p| p.into_inner());
+            samples.iter().copied().collect()
+        };
+        if sorted.is_empty() {
+            return None;
+        }
+        sorted.sort_unstable();
+        let index = ((sorted.len() as f64) * 0.95).ceil() as usize;
+        sorted.get(index.saturating_sub(1)).copied()
+    }
+
+    /// The wait before the fallback starts alongside SearXNG, for a request with `budget`.
+    pub fn slow_threshold(&self, setting: SlowThreshold, budget: Duration) -> Duration {
+        match setting {
+            SlowThreshold::Fixed(wait) => wait.min(budget),
+            SlowThreshold::Auto => {
+                let ceiling = (budget / 2).max(Duration::from_millis(1));
+                // Without history, wait twice the floor: a cold start should not spend on premium
+                // calls a normal SearXNG would have made unnecessary.
+                let guess = self.p95().map_or(FLOOR * 2, |p95| p95 * 2);
+                guess.max(FLOOR).min(ceiling)
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn auto_threshold_is_twice_p95_within_bounds() {
+        let w = LatencyWindow::default();
+        let budget = Duration::from_secs(30);
+        assert_eq!(w.slow_threshold(SlowThreshold::Auto, budget), Duration::from_secs(2));
+        for ms in 1..=100 {
+            w.record(Duration::from_millis(ms * 10));
+        }
+        assert_eq!(w.p95(), Some(Duration::from_millis(950)));
+        assert_eq!(w.slow_threshold(SlowThreshold::Auto, budget), Duration::from_millis(1900));
+        assert_eq!(w.slow_threshold(SlowThreshold::Auto, Duration::from_secs(2)), Duration::from_secs(1));
+        let fast = LatencyWindow::default();
+        fast.record(Duration::from_millis(5));
+        assert_eq!(fast.slow_threshold(SlowThreshold::Auto, budget), FLOOR);
+        assert_eq!(
+            w.slow_threshold(SlowThreshold::Fixed(Duration::from_millis(300)), budget),
+            Duration::from_millis(300)
+        );
+    }
+
+    #[test]
+    fn window_keeps_only_recent_samples() {
+        let w = LatencyWindow::default();
+        for _ in 0..WINDOW {
+            w.record(Duration::from_secs(10));
+        }
+        for _ in 0..WINDOW {
+            w.record(Duration::from_millis(10));
+        }
+        assert_eq!(w.p95(), Some(Duration::from_millis(10)));
+    }
+}

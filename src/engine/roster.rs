@@ -1,0 +1,79 @@
+//! Which premium providers a request calls, and in which order: an atomic round-robin over the
+//! `FALLBACK_PROVIDERS` order (inactive providers are not in the list at all). A provider whose
+//! breaker rejects it is skipped without using up a slot, and no provider is offered twice.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use crate::breaker::{BreakerBoard, BreakerKind, Permit};
+use crate::providers::ProviderClient;
+
+use super::answer::UpstreamFailure;
+
+/// The rotation shared by every request.
+#[derive(Debug, Default)]
+pub struct Rotation {
+    next: AtomicUsize,
+}
+
+impl Rotation {
+    /// Where this request starts in the provider list.
+    fn start(&self, len: usize) -> usize {
+        if len == 0 {
+            return 0;
+        }
+        self.next.fetch_add(1, Ordering::Relaxed) % len
+    }
+}
+
+/// One request's walk over the providers.
+pub struct Roster<'a> {
+    providers: &'a [Arc<ProviderClient>],
+    breakers: &'a BreakerBoard,
+    rotation: &'a Rotation,
+    start: Option<usize>,
+    offered: usize,
+}
+
+impl<'a> Roster<'a> {
+    /// A walk over `providers` (active ones, in configured order).
+    pub fn new(
+        providers: &'a [Arc<ProviderClient>],
+        breakers: &'a BreakerBoard,
+        rotation: &'a Rotation,
+    ) -> Self {
+        Self {
+            providers,
+            breakers,
+            rotation,
+            start: None,
+            offered: 0,
+        }
+    }
+
+    /// The next provider whose breaker admits a call, with its permit. Providers rejected on the
+    /// way are noted in `skipped`. `None` when the list is exhausted.
+    pub fn next_admitted(
+        &mut self,
+        skipped: &mut Vec<UpstreamFailure>,
+    ) -> Option<(Arc<ProviderClient>, Permit)> {
+        let len = self.providers.len();
+        // The rotation advances once per request that uses providers at all.
+        let start = *self.start.get_or_insert_with(|| self.rotation.start(len));
+        while self.offered < len {
+            let provider = &self.providers[(start + self.offered) % len];
+            self.offered += 1;
+            let breaker = self
+                .breakers
+                .get(BreakerKind::Provider, provider.kind().as_str());
+            match breaker.admit() {
+                Some(permit) => return Some((Arc::clone(provider), permit)),
+                None => skipped.push(UpstreamFailure {
+                    name: provider.kind().as_str(),
+                    error_class: "breaker_open",
+                }),
+            }
+        }
+        None
+    }
+}

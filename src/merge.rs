@@ -1,0 +1,365 @@
+//! Pure merge of every source's results: canonical-URL deduplication, order-free attribution and
+//! one scoring rule, so the order in which answers arrive never changes the output.
+//!
+//! Scoring: each source that returned a URL adds its own score for it — SearXNG's `score` for a
+//! SearXNG result (SearXNG already combines its engines), `1 / rank` for a premium result — and the
+//! merged list is ordered by the sum, ties broken by the canonical key.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde_json::{Map, Value};
+
+use crate::providers::{PremiumHit, ProviderKind};
+
+/// Where a result came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Source {
+    /// The SearXNG instance (its own engines are listed in each result's `engines`).
+    Searxng,
+    /// A premium API.
+    Provider(ProviderKind),
+}
+
+/// One source's results, in that source's rank order.
+#[derive(Debug, Clone)]
+pub struct SourceResults {
+    /// Who returned them.
+    pub source: Source,
+    /// SearXNG-shaped result objects (every field SearXNG sent is kept).
+    pub results: Vec<Map<String, Value>>,
+}
+
+impl SourceResults {
+    /// Turns a provider's hits into SearXNG result objects.
+    pub fn from_premium(kind: ProviderKind, hits: &[PremiumHit]) -> Self {
+        let engine = kind.engine_label();
+        let results = hits
+            .iter()
+            .enumerate()
+            .map(|(i, hit)| {
+                let rank = i + 1;
+                let mut obj = Map::new();
+                obj.insert("url".into(), Value::String(hit.url.clone()));
+                obj.insert("title".into(), Value::String(hit.title.clone()));
+                obj.insert("content".into(), Value::String(hit.content.clone()));
+                obj.insert("engine".into(), Value::String(engine.into()));
+                obj.insert("engines".into(), Value::Array(vec![Value::String(engine.into())]));
+                obj.insert("positions".into(), Value::Array(vec![Value::from(rank)]));
+                obj.insert("score".into(), Value::from(premium_score(rank)));
+                obj.insert("category".into(), Value::String("general".into()));
+                obj.insert("template".into(), Value::String("default.html".into()));
+                if let Some(date) = &hit.published_date {
+                    obj.insert("publishedDate".into(), Value::String(date.clone()));
+                }
+                obj
+            })
+            .collect();
+        Self {
+            source: Source::Provider(kind),
+            results,
+        }
+    }
+}
+
+/// The score a premium result at 1-based `rank` contributes.
+pub fn premium_score(rank: usize) -> f64 {
+    1.0 / rank.max(1) as f64
+}
+
+/// The merged answer.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Merged {
+    /// Deduplicated results, best first.
+    pub results: Vec<Map<String, Value>>,
+    /// Every source with at least one result in `results`.
+    pub contributors: BTreeSet<Source>,
+    /// Every engine name (SearXNG engines and provider labels) in the results' `engines`.
+    pub engines: BTreeSet<String>,
+}
+
+impl Merged {
+    /// Whether SearXNG contributed a result.
+    pub fn searxng_contributed(&self) -> bool {
+        self.contributors.contains(&Source::Searxng)
+    }
+
+    /// Whether any premium provider contributed a result.
+    pub fn premium_contributed(&self) -> bool {
+        self.contributors
+            .iter()
+            .any(|s| matches!(s, Source::Provider(_)))
+    }
+}
+
+/// Query parameters that only track the click, never select content.
+fn is_tracking_param(name: &str) -> bool {
+    let name = name.to_ascii_lowercase();
+    name.starts_with("utm_")
+        || matches!(
+            name.as_str(),
+            "gclid" | "fbclid" | "msclkid" | "dclid" | "yclid" | "igshid" | "mc_cid" | "mc_eid"
+                | "_ga" | "_hsenc" | "_hsmi" | "mkt_tok" | "oly_anon_id" | "oly_enc_id"
+                | "vero_id" | "wickedid"
+        )
+}
+
+/// The deduplication key of a URL: scheme-less, lower-case host without `www.`, no fragment, no
+/// trailing `/`, no tracking parameters, remaining parameters sorted.
+pub fn canonical_url(raw: &str) -> String {
+    let Ok(url) = url::Url::parse(raw.trim()) else {
+        return raw.trim().to_ascii_lowercase();
+    };
+    let host = url.host_str().unwrap_or("").to_ascii_lowercase();
+    let host = host.strip_prefix("www.").unwrap_or(&host);
+    let scheme = match url.scheme() {
+        "http" | "https" => "",
+        other => other,
+    };
+    let port = match url.port() {
+        Some(p) => format!(":{p}"),
+        None => String::new(),
+    };
+    let path = url.path().trim_end_matches('/');
+    let mut params: Vec<(String, String)> = url
+        .query_pairs()
+        .filter(|(k, _)| !is_tracking_param(k))
+        .map(|(k, v)| (k.into_owned(), v.into_owned()))
+        .collect();
+    params.sort();
+    let mut key = format!("{scheme}//{host}{port}{path}");
+    if !params.is_empty() {
+        key.push('?');
+        let query: Vec<String> = params.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        key.push_str(&query.join("&"));
+    }
+    key
+}
+
+fn result_score(source: Source, obj: &Map<String, Value>, rank: usize) -> f64 {
+    match source {
+        Source::Searxng => obj
+            .get("score")
+            .and_then(Value::as_f64)
+            .filter(|s| s.is_finite() && *s >= 0.0)
+            .unwrap_or_else(|| premium_score(rank)),
+        Source::Provider(_) => premium_score(rank),
+    }
+}
+
+fn string_list(obj: &Map<String, Value>, field: &str) -> Vec<String> {
+    match obj.get(field) {
+        Some(Value::Array(items)) => items
+            .iter()
+            .filter_map(|v| v.as_str().map(str::to_owned))
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
+struct Group<'a> {
+    score: f64,
+    /// (contribution, source, rank, object) of the best single occurrence.
+    best: (f64, Source, usize, &'a Map<String, Value>),
+    sources: BTreeSet<Source>,
+    engines: BTreeSet<String>,
+    positions: BTreeSet<u64>,
+}
+
+fn better(a: (f64, Source, usize), b: (f64, Source, usize)) -> bool {
+    // Higher contribution wins; then SearXNG before providers, then the better rank. Total order,
+    // so the winner does not depend on arrival order.
+    a.0 > b.0 || (a.0 == b.0 && (a.1, a.2) < (b.1, b.2))
+}
+
+/// Merges every source's results. The output depends only on the set of inputs, not their order.
+pub fn merge(answers: &[SourceResults]) -> Merged {
+    let mut groups: BTreeMap<String, Group<'_>> = BTreeMap::new();
+    for answer in answers {
+        let mut seen_in_source = BTreeSet::new();
+        for (i, obj) in answer.results.iter().enumerate() {
+            let Some(url) = obj.get("url").and_then(Value::as_str) else {
+                continue;
+            };
+            let key = canonical_url(url);
+            if !seen_in_source.insert(key.clone()) {
+                // A source listing the same URL twice is not two votes.
+                continue;
+            }
+            let rank = i + 1;
+            let contribution = result_score(answer.source, obj, rank);
+            let mut engines = string_list(obj, "engines");
+            if let Some(engine) = obj.get("engine").and_then(Value::as_str) {
+                engines.push(engine.to_owned());
+            }
+            let positions: Vec<u64> = match obj.get("positions") {
+                Some(Value::Array(p)) => p.iter().filter_map(Value::as_u64).collect(),
+                _ => Vec::new(),
+            };
+            let entry = groups.entry(key).or_insert_with(|| Group {
+                score: 0.0,
+                best: (contribution, answer.source, rank, obj),
+                sources: BTreeSet::new(),
+                engines: BTreeSet::new(),
+                positions: BTreeSet::new(),
+            });
+            entry.score += contribution;
+            if better(
+                (contribution, answer.source, rank),
+                (entry.best.0, entry.best.1, entry.best.2),
+            ) {
+                entry.best = (contribution, answer.source, rank, obj);
+            }
+            entry.sources.insert(answer.source);
+            entry.engines.extend(engines);
+            entry.positions.extend(positions);
+        }
+    }
+
+    let mut merged = Merged::default();
+    let mut ordered: Vec<(String, Group<'_>)> = groups.into_iter().collect();
+    // Sum of f64 in different orders can differ in the last bit: compare rounded scores.
+    let rounded = |s: f64| (s * 1e9).round();
+    ordered.sort_by(|(ka, a), (kb, b)| {
+        rounded(b.score)
+            .total_cmp(&rounded(a.score))
+            .then_with(|| ka.cmp(kb))
+    });
+    for (_, group) in ordered {
+        let mut obj = group.best.3.clone();
+        let engines: Vec<Value> = group.engines.iter().cloned().map(Value::String).collect();
+        obj.insert("engines".into(), Value::Array(engines));
+        if !group.positions.is_empty() {
+            let positions: Vec<Value> = group.positions.iter().map(|p| Value::from(*p)).collect();
+            obj.insert("positions".into(), Value::Array(positions));
+        }
+        obj.insert("score".into(), Value::from(rounded(group.score) / 1e9));
+        merged.contributors.extend(group.sources.iter().copied());
+        merged.engines.extend(group.engines);
+        merged.results.push(obj);
+    }
+    merged
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use serde_json::json;
+
+    fn searxng(items: &[(&str, f64, &[&str])]) -> SourceResults {
+        SourceResults {
+            source: Source::Searxng,
+            results: items
+                .iter()
+                .map(|(url, score, engines)| {
+                    json!({"url": url, "title": url, "score": score, "engines": engines,
+                           "engine": engines.first().copied().unwrap_or("x"), "parsed_url": ["https"]})
+                    .as_object()
+                    .unwrap()
+                    .clone()
+                })
+                .collect(),
+        }
+    }
+
+    fn premium(kind: ProviderKind, urls: &[&str]) -> SourceResults {
+        let hits: Vec<PremiumHit> = urls
+            .iter()
+            .map(|u| PremiumHit {
+                url: (*u).to_owned(),
+                title: "t".into(),
+                content: "c".into(),
+                published_date: None,
+            })
+            .collect();
+        SourceResults::from_premium(kind, &hits)
+    }
+
+    #[test]
+    fn canonical_url_folds_cosmetic_differences() {
+        let same = [
+            "https://www.Example.org/a/?utm_source=x&b=2&a=1#frag",
+            "http://example.org/a?a=1&b=2",
+            "HTTPS://EXAMPLE.ORG/a?gclid=123&a=1&b=2&fbclid=9",
+        ];
+        let keys: BTreeSet<String> = same.iter().map(|u| canonical_url(u)).collect();
+        assert_eq!(keys.len(), 1, "{keys:?}");
+        assert_ne!(canonical_url("https://example.org/a"), canonical_url("https://example.org/b"));
+        assert_ne!(canonical_url("https://example.org/a?x=1"), canonical_url("https://example.org/a?x=2"));
+        assert_ne!(canonical_url("https://example.org:8443/a"), canonical_url("https://example.org/a"));
+    }
+
+    #[test]
+    fn duplicates_list_every_source_and_every_source_contributes() {
+        let merged = merge(&[
+            premium(ProviderKind::Brave, &["https://example.org/a"]),
+            searxng(&[("https://www.example.org/a/", 2.0, &["alpha", "beta"])]),
+        ]);
+        assert_eq!(merged.results.len(), 1);
+        let r = &merged.results[0];
+        assert_eq!(r["url"], "https://www.example.org/a/", "SearXNG's higher score picks the shown URL");
+        assert_eq!(r["engines"], json!(["alpha", "beta", "brave_api"]));
+        assert_eq!(r["score"], json!(3.0));
+        assert_eq!(r["parsed_url"], json!(["https"]), "SearXNG's own fields are kept");
+        assert!(merged.searxng_contributed() && merged.premium_contributed());
+    }
+
+    #[test]
+    fn results_are_ordered_by_combined_score() {
+        let merged = merge(&[
+            searxng(&[("https://a.example/", 0.5, &["alpha"]), ("https://b.example/", 0.9, &["alpha"])]),
+            premium(ProviderKind::Exa, &["https://a.example/", "https://c.example/"]),
+        ]);
+        let urls: Vec<&str> = merged.results.iter().map(|r| r["url"].as_str().unwrap()).collect();
+        assert_eq!(urls, ["https://a.example/", "https://b.example/", "https://c.example/"]);
+    }
+
+    #[test]
+    fn premium_results_carry_the_searxng_fields() {
+        let hits = [PremiumHit {
+            url: "https://x.example/".into(),
+            title: "X".into(),
+            content: "about x".into(),
+            published_date: Some("2026-11-27T10:00:00".into()),
+        }];
+        let r = &SourceResults::from_premium(ProviderKind::Tavily, &hits).results[0];
+        for field in ["url", "title", "content", "engine", "engines", "score", "category", "positions", "publishedDate"] {
+            assert!(r.contains_key(field), "{field}");
+        }
+        assert_eq!(r["engine"], "tavily_api");
+    }
+
+    fn arb_answers() -> impl Strategy<Value = Vec<SourceResults>> {
+        let url = prop::sample::select(vec![
+            "https://a.example/", "https://www.a.example", "https://b.example/x?utm_source=1",
+            "http://b.example/x", "https://c.example/", "https://d.example/p?z=1&y=2",
+            "https://d.example/p?y=2&z=1", "https://e.example/",
+        ]);
+        let sx = prop::collection::vec((url.clone(), 0u32..40), 0..6).prop_map(|items| {
+            let owned: Vec<(String, f64)> =
+                items.into_iter().map(|(u, s)| (u.to_owned(), f64::from(s) / 8.0)).collect();
+            let refs: Vec<(&str, f64, &[&str])> =
+                owned.iter().map(|(u, s)| (u.as_str(), *s, &["alpha"][..])).collect();
+            searxng(&refs)
+        });
+        let prem = |kind| {
+            prop::collection::vec(url.clone(), 0..6).prop_map(move |urls| premium(kind, &urls))
+        };
+        (sx, prem(ProviderKind::Brave), prem(ProviderKind::Exa), prem(ProviderKind::Jina))
+            .prop_map(|(a, b, c, d)| vec![a, b, c, d])
+    }
+
+    proptest! {
+        #[test]
+        fn arrival_order_never_changes_the_output(answers in arb_answers(), perm in Just(()).prop_perturb(|_, mut rng| {
+            let mut idx: Vec<usize> = (0..4).collect();
+            for i in (1..idx.len()).rev() { idx.swap(i, (rng.next_u32() as usize) % (i + 1)); }
+            idx
+        })) {
+            let reference = merge(&answers);
+            let permuted: Vec<SourceResults> = perm.iter().map(|&i| answers[i].clone()).collect();
+            prop_assert_eq!(merge(&permuted), reference);
+        }
+    }
+}

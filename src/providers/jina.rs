@@ -1,0 +1,290 @@
+//! Jina Search: `POST https://s.jina.ai/` with a JSON body `{"q": …}`.
+//!
+//! Auth: `Authorization: Bearer KEY` (search refuses anonymous calls). We also send
+//! `Accept: application/json` (without it the answer is plain text) and
+//! `X-Respond-With: no-content` (snippets only: faster and cheaper than fetching every page).
+//!
+//! Quirks:
+//! - zero results is **422** `AssertionFailureError` "No search results available", which is a
+//!   healthy empty answer, not a failure;
+//! - error bodies are `{"data": null, "code", "name", "status", "message"}`; credits gone is 402
+//!   `InsufficientBalanceError`; a 429 carries `Retry-After` as seconds or an HTTP-date;
+//! - `hl` takes the language, `page` the 1-based page; there is no time-range parameter.
+
+use reqwest::header::HeaderMap;
+use serde_json::json;
+
+use super::http::{class_for_status, failure, is_success};
+use super::{ApiRequest, Method, PremiumApi, ProviderAnswer, ProviderKind};
+use crate::request::SearchRequest;
+use crate::upstream::{ErrorClass, UpstreamError};
+
+/// The Jina Search adapter.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Jina;
+
+const PATH: &str = "/";
+const NUM: u32 = 10;
+
+impl PremiumApi for Jina {
+    fn kind(&self) -> ProviderKind {
+        ProviderKind::Jina
+    }
+
+    fn request(&self, req: &SearchRequest, key: &str) -> ApiRequest {
+        let mut body = json!({ "q": req.query, "num": NUM });
+        if req.pageno > 1 {
+            body["page"] = json!(req.pageno);
+        }
+        let language = req
+            .language
+            .as_deref()
+            .filter(|l| !l.eq_ignore_ascii_case("all"))
+            .and_then(|l| l.split(['-', '_']).next())
+            .filter(|primary| !primary.is_empty());
+        if let Some(primary) = language {
+            body["hl"] = json!(primary.to_ascii_lowercase());
+        }
+        ApiRequest {
+            method: Method::Post,
+            path: PATH,
+            query: Vec::new(),
+            headers: vec![
+                ("Authorization", format!("Bearer {key}")),
+                ("Accept", "application/json".to_owned()),
+                ("Content-Type", "application/json".to_owned()),
+                ("X-Respond-With", "no-content".to_owned()),
+            ],
+            body: Some(body),
+        }
+    }
+
+    fn interpret(
+        &self,
+        status: u16,
+        headers: &HeaderMap,
+        body: &[u8],
+    ) -> Result<ProviderAnswer, UpstreamError> {
+        if !is_success(status) {
+            return classify_error(status, headers, body);
+        }
+        let response: wire::Response =
+            serde_json::from_slice(body).map_err(|_| UpstreamError::new(ErrorClass::Malformed))?;
+        Ok(ProviderAnswer {
+            hits: response
+                .data
+                .into_iter()
+                .filter_map(wire::Item::into_hit)
+                .collect(),
+            park: None,
+            cost_dollars: None,
+        })
+    }
+}
+
+/// A non-2xx answer: mostly a failure, but Jina's "no search results" 422 is an empty success.
+fn classify_error(
+    status: u16,
+    headers: &HeaderMap,
+    body: &[u8],
+) -> Result<ProviderAnswer, UpstreamError> {
+    if (500..600).contains(&status) {
+        return Err(failure(ErrorClass::Server, headers));
+    }
+    let error = serde_json::from_slice::<wire::ErrorBody>(body).ok();
+    let name = error.as_ref().and_then(|e| e.name.as_deref());
+    if status == 422 && name == Some("AssertionFailureError") {
+        let message = error
+            .as_ref()
+            .and_then(|e| e.message.as_deref())
+            .unwrap_or_default()
+            .to_ascii_lowercase();
+        // Other assertions (a request we got wrong) share the name; only this one means "nothing".
+        if message.is_empty() || message.contains("no search results") {
+            return Ok(ProviderAnswer::default());
+        }
+    }
+    let class = match (status, name) {
+        (_, Some("InsufficientBalanceError")) | (402, _) => ErrorClass::Quota,
+        (_, Some("AuthenticationRequiredError" | "AuthenticationFailedError")) => ErrorClass::Auth,
+        (_, Some("ParamValidationError")) | (422, _) => ErrorClass::BadRequest,
+        (other, _) => class_for_status(other),
+    };
+    Err(failure(class, headers))
+}
+
+/// Jina's JSON, only the parts we read.
+mod wire {
+    use serde::Deserialize;
+
+    use crate::providers::PremiumHit;
+
+    #[derive(Deserialize)]
+    pub(super) struct Response {
+        pub(super) data: Vec<Item>,
+    }
+
+    #[derive(Deserialize)]
+    pub(super) struct Item {
+        url: Option<String>,
+        title: Option<String>,
+        description: Option<String>,
+        date: Option<String>,
+    }
+
+    impl Item {
+        /// A hit, or `None` for an entry without a URL.
+        pub(super) fn into_hit(self) -> Option<PremiumHit> {
+            let url = self.url.filter(|u| !u.is_empty())?;
+            Some(PremiumHit {
+                url,
+                title: self.title.unwrap_or_default(),
+                content: self.description.unwrap_or_default(),
+                published_date: self.date.filter(|d| !d.is_empty()),
+            })
+        }
+    }
+
+    #[derive(Deserialize)]
+    pub(super) struct ErrorBody {
+        pub(super) name: Option<String>,
+        pub(super) message: Option<String>,
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use crate::providers::PremiumHit;
+    use reqwest::header::HeaderValue;
+    use std::time::{Duration, SystemTime};
+
+    const SUCCESS: &str = r#"{"code":200,"status":20000,"data":[{"title":"Async Rust primer","url":"https://example.org/async","description":"A short primer."}],"meta":{"usage":{"tokens":10000}}}"#;
+    const NO_RESULTS: &str = r#"{"data":null,"code":422,"name":"AssertionFailureError","status":42206,"message":"No search results available for query rust async","readableMessage":"AssertionFailureError: No search results available for query rust async"}"#;
+    const OTHER_ASSERTION: &str = r#"{"data":null,"code":422,"name":"AssertionFailureError","status":42206,"message":"Invalid value for num"}"#;
+    const NO_BALANCE: &str = r#"{"data":null,"code":402,"name":"InsufficientBalanceError","status":40203,"message":"Account balance not enough to run this query, please recharge."}"#;
+    const AUTH_REQUIRED: &str = r#"{"data":null,"code":401,"name":"AuthenticationRequiredError","status":40101,"message":"Authentication is required to use this endpoint."}"#;
+    const AUTH_FAILED: &str = r#"{"data":null,"code":401,"name":"AuthenticationFailedError","status":40102,"message":"Invalid API key."}"#;
+    const RATE: &str = r#"{"data":null,"code":429,"name":"RateLimitTriggeredError","status":42903,"message":"Per IP rate limit exceeded."}"#;
+    const PARAM: &str = r#"{"data":null,"code":400,"name":"ParamValidationError","status":40001,"message":"q is required"}"#;
+
+    fn class(status: u16, body: &str) -> ErrorClass {
+        Jina.interpret(status, &HeaderMap::new(), body.as_bytes())
+            .unwrap_err()
+            .class
+    }
+
+    #[test]
+    fn the_recorded_success_body_becomes_hits() {
+        let answer = Jina
+            .interpret(200, &HeaderMap::new(), SUCCESS.as_bytes())
+            .unwrap();
+        assert_eq!(
+            answer.hits,
+            [PremiumHit {
+                url: "https://example.org/async".into(),
+                title: "Async Rust primer".into(),
+                content: "A short primer.".into(),
+                published_date: None,
+            }]
+        );
+    }
+
+    #[test]
+    fn the_date_field_becomes_the_published_date() {
+        let body = r#"{"code":200,"data":[{"title":"T","url":"https://a.example","description":"d","date":"Nov 27, 2026"}]}"#;
+        let hits = Jina
+            .interpret(200, &HeaderMap::new(), body.as_bytes())
+            .unwrap()
+            .hits;
+        assert_eq!(hits[0].published_date.as_deref(), Some("Nov 27, 2026"));
+    }
+
+    #[test]
+    fn the_no_results_422_is_an_empty_answer_not_a_failure() {
+        let answer = Jina
+            .interpret(422, &HeaderMap::new(), NO_RESULTS.as_bytes())
+            .unwrap();
+        assert_eq!(answer, ProviderAnswer::default());
+        let answer = Jina
+            .interpret(200, &HeaderMap::new(), br#"{"code":200,"data":[]}"#)
+            .unwrap();
+        assert!(answer.hits.is_empty());
+    }
+
+    #[test]
+    fn another_assertion_failure_is_our_bad_request() {
+        assert_eq!(class(422, OTHER_ASSERTION), ErrorClass::BadRequest);
+    }
+
+    #[test]
+    fn errors_are_classified_from_status_and_name() {
+        assert_eq!(class(401, AUTH_REQUIRED), ErrorClass::Auth);
+        assert_eq!(class(401, AUTH_FAILED), ErrorClass::Auth);
+        assert_eq!(class(402, NO_BALANCE), ErrorClass::Quota);
+        assert_eq!(class(429, RATE), ErrorClass::RateLimited);
+        assert_eq!(class(400, PARAM), ErrorClass::BadRequest);
+        assert_eq!(class(502, "<html>bad gateway</html>"), ErrorClass::Server);
+        assert_eq!(class(404, "{}"), ErrorClass::HttpStatus);
+        assert_eq!(class(403, ""), ErrorClass::Auth);
+    }
+
+    #[test]
+    fn garbled_or_wrong_shape_bodies_are_malformed() {
+        for body in [
+            "[1] Title: Async Rust primer\n[1] URL Source: https://example.org/async",
+            r#"{"code":200,"data":[{"#,
+            r#"{"code":200,"data":null}"#,
+            r#"{"results":[]}"#,
+        ] {
+            assert_eq!(class(200, body), ErrorClass::Malformed, "{body}");
+        }
+    }
+
+    #[test]
+    fn a_429_carries_retry_after_as_seconds_or_a_date() {
+        let mut h = HeaderMap::new();
+        h.insert("retry-after", HeaderValue::from_static("30"));
+        let err = Jina.interpret(429, &h, RATE.as_bytes()).unwrap_err();
+        assert_eq!(err.retry_after, Some(Duration::from_secs(30)));
+
+        let date = httpdate::fmt_http_date(SystemTime::now() + Duration::from_secs(60));
+        h.insert("retry-after", HeaderValue::from_str(&date).unwrap());
+        let err = Jina.interpret(429, &h, RATE.as_bytes()).unwrap_err();
+        let hint = err.retry_after.unwrap();
+        assert!(hint > Duration::from_secs(50) && hint <= Duration::from_secs(60));
+    }
+
+    #[test]
+    fn the_request_is_a_json_post_to_the_root_with_bearer_auth_and_no_content() {
+        let req = Jina.request(&SearchRequest::simple("Rust Async"), "k-1");
+        assert_eq!(req.method, Method::Post);
+        assert_eq!(req.path, "/");
+        assert!(req.headers.contains(&("Authorization", "Bearer k-1".to_owned())));
+        assert!(req.headers.contains(&("Accept", "application/json".to_owned())));
+        assert!(req.headers.contains(&("X-Respond-With", "no-content".to_owned())));
+        let body = req.body.unwrap();
+        assert_eq!(body["q"], "Rust Async");
+        assert_eq!(body["num"], 10);
+        assert!(body.get("page").is_none());
+        assert!(body.get("hl").is_none());
+    }
+
+    #[test]
+    fn language_and_page_map_onto_hl_and_page() {
+        let req = SearchRequest {
+            pageno: 2,
+            language: Some("de-DE".into()),
+            ..SearchRequest::simple("x")
+        };
+        let body = Jina.request(&req, "k").body.unwrap();
+        assert_eq!(body["hl"], "de");
+        assert_eq!(body["page"], 2);
+        let all = SearchRequest {
+            language: Some("all".into()),
+            ..SearchRequest::simple("x")
+        };
+        assert!(Jina.request(&all, "k").body.unwrap().get("hl").is_none());
+    }
+}

@@ -1,0 +1,227 @@
+//! Tavily: `POST https://api.tavily.com/search` with a JSON body.
+//!
+//! Auth: `Authorization: Bearer KEY`. We pin `search_depth: "basic"`: the default may change and
+//! `advanced` costs twice as much.
+//!
+//! Quirks:
+//! - credits gone is **432** (plan limit) or **433** (pay-as-you-go limit), statuses no HTTP
+//!   library knows; error bodies are `{"detail": {"error": "…"}}`;
+//! - `time_range` takes SearXNG's own values (day/week/month/year); there is no page, language or
+//!   safe-search parameter;
+//! - no rate-limit headers.
+
+use reqwest::header::HeaderMap;
+use serde_json::json;
+
+use super::http::{class_for_status, failure, is_success};
+use super::{ApiRequest, Method, PremiumApi, ProviderAnswer, ProviderKind};
+use crate::request::SearchRequest;
+use crate::upstream::{ErrorClass, UpstreamError};
+
+/// The Tavily adapter.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Tavily;
+
+const PATH: &str = "/search";
+const MAX_RESULTS: u32 = 10;
+
+impl PremiumApi for Tavily {
+    fn kind(&self) -> ProviderKind {
+        ProviderKind::Tavily
+    }
+
+    fn request(&self, req: &SearchRequest, key: &str) -> ApiRequest {
+        let mut body = json!({
+            "query": req.query,
+            "search_depth": "basic",
+            "max_results": MAX_RESULTS,
+        });
+        if let Some(range) = req.time_range {
+            body["time_range"] = json!(range.as_str());
+        }
+        ApiRequest {
+            method: Method::Post,
+            path: PATH,
+            query: Vec::new(),
+            headers: vec![
+                ("Authorization", format!("Bearer {key}")),
+                ("Content-Type", "application/json".to_owned()),
+                ("Accept", "application/json".to_owned()),
+            ],
+            body: Some(body),
+        }
+    }
+
+    fn interpret(
+        &self,
+        status: u16,
+        headers: &HeaderMap,
+        body: &[u8],
+    ) -> Result<ProviderAnswer, UpstreamError> {
+        if !is_success(status) {
+            let class = match status {
+                432 | 433 => ErrorClass::Quota,
+                other => class_for_status(other),
+            };
+            return Err(failure(class, headers));
+        }
+        let response: wire::Response =
+            serde_json::from_slice(body).map_err(|_| UpstreamError::new(ErrorClass::Malformed))?;
+        Ok(ProviderAnswer {
+            hits: response
+                .results
+                .into_iter()
+                .filter_map(wire::Result::into_hit)
+                .collect(),
+            park: None,
+            cost_dollars: None,
+        })
+    }
+}
+
+/// Tavily's JSON, only the parts we read. Error bodies (`{"detail":{"error":…}}`) carry free text
+/// only, so the status alone classifies them and they are not decoded.
+mod wire {
+    use serde::Deserialize;
+
+    use crate::providers::PremiumHit;
+
+    #[derive(Deserialize)]
+    pub(super) struct Response {
+        pub(super) results: Vec<Result>,
+    }
+
+    #[derive(Deserialize)]
+    pub(super) struct Result {
+        url: Option<String>,
+        title: Option<String>,
+        content: Option<String>,
+        published_date: Option<String>,
+    }
+
+    impl Result {
+        /// A hit, or `None` for an entry without a URL.
+        pub(super) fn into_hit(self) -> Option<PremiumHit> {
+            let url = self.url.filter(|u| !u.is_empty())?;
+            Some(PremiumHit {
+                url,
+                title: self.title.unwrap_or_default(),
+                content: self.content.unwrap_or_default(),
+                published_date: self.published_date.filter(|d| !d.is_empty()),
+            })
+        }
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use crate::providers::PremiumHit;
+    use crate::request::TimeRange;
+    use reqwest::header::HeaderValue;
+    use std::time::Duration;
+
+    const SUCCESS: &str = r#"{"query":"rust async","answer":null,"results":[{"title":"Async Rust primer","url":"https://example.org/async","content":"A short primer.","score":0.87,"raw_content":null}],"response_time":0.92}"#;
+    const EMPTY: &str = r#"{"query":"zxqv","answer":null,"images":[],"results":[],"response_time":0.41}"#;
+    const UNAUTHORIZED: &str = r#"{"detail":{"error":"Unauthorized: missing or invalid API key."}}"#;
+    const PLAN_LIMIT: &str =
+        r#"{"detail":{"error":"This request exceeds your plan's set usage limit."}}"#;
+    const PAYG_LIMIT: &str =
+        r#"{"detail":{"error":"This request exceeds the pay-as-you-go limit."}}"#;
+    const RATE: &str = r#"{"detail":{"error":"Rate limit exceeded."}}"#;
+    const INVALID: &str = r#"{"detail":{"error":"Invalid search_depth."}}"#;
+
+    fn class(status: u16, body: &str) -> ErrorClass {
+        Tavily
+            .interpret(status, &HeaderMap::new(), body.as_bytes())
+            .unwrap_err()
+            .class
+    }
+
+    #[test]
+    fn the_recorded_success_body_becomes_hits() {
+        let answer = Tavily
+            .interpret(200, &HeaderMap::new(), SUCCESS.as_bytes())
+            .unwrap();
+        assert_eq!(
+            answer.hits,
+            [PremiumHit {
+                url: "https://example.org/async".into(),
+                title: "Async Rust primer".into(),
+                content: "A short primer.".into(),
+                published_date: None,
+            }]
+        );
+    }
+
+    #[test]
+    fn published_date_is_kept_when_given() {
+        let body = r#"{"results":[{"title":"T","url":"https://a.example","content":"c","published_date":"Thu, 27 Nov 2026 10:00:00 GMT"}]}"#;
+        let hits = Tavily
+            .interpret(200, &HeaderMap::new(), body.as_bytes())
+            .unwrap()
+            .hits;
+        assert_eq!(
+            hits[0].published_date.as_deref(),
+            Some("Thu, 27 Nov 2026 10:00:00 GMT")
+        );
+    }
+
+    #[test]
+    fn an_empty_result_list_is_an_empty_answer() {
+        let answer = Tavily
+            .interpret(200, &HeaderMap::new(), EMPTY.as_bytes())
+            .unwrap();
+        assert!(answer.hits.is_empty());
+    }
+
+    #[test]
+    fn garbled_or_wrong_shape_bodies_are_malformed() {
+        for body in ["", "not json", r#"{"results":[{"#, r#"{"query":"x","answer":null}"#] {
+            assert_eq!(class(200, body), ErrorClass::Malformed, "{body}");
+        }
+    }
+
+    #[test]
+    fn errors_are_classified_including_the_432_and_433_quota_statuses() {
+        assert_eq!(class(401, UNAUTHORIZED), ErrorClass::Auth);
+        assert_eq!(class(403, "{}"), ErrorClass::Auth);
+        assert_eq!(class(432, PLAN_LIMIT), ErrorClass::Quota);
+        assert_eq!(class(433, PAYG_LIMIT), ErrorClass::Quota);
+        assert_eq!(class(429, RATE), ErrorClass::RateLimited);
+        assert_eq!(class(400, INVALID), ErrorClass::BadRequest);
+        assert_eq!(class(500, "{}"), ErrorClass::Server);
+        assert_eq!(class(404, "{}"), ErrorClass::HttpStatus);
+    }
+
+    #[test]
+    fn a_429_carries_retry_after() {
+        let mut h = HeaderMap::new();
+        h.insert("retry-after", HeaderValue::from_static("4"));
+        let err = Tavily.interpret(429, &h, RATE.as_bytes()).unwrap_err();
+        assert_eq!(err.retry_after, Some(Duration::from_secs(4)));
+    }
+
+    #[test]
+    fn the_request_is_a_json_post_with_bearer_auth_and_basic_depth() {
+        let req = Tavily.request(&SearchRequest::simple("Rust Async"), "k-1");
+        assert_eq!(req.method, Method::Post);
+        assert_eq!(req.path, "/search");
+        assert!(req.headers.contains(&("Authorization", "Bearer k-1".to_owned())));
+        let body = req.body.unwrap();
+        assert_eq!(body["query"], "Rust Async");
+        assert_eq!(body["search_depth"], "basic");
+        assert_eq!(body["max_results"], 10);
+        assert!(body.get("time_range").is_none());
+    }
+
+    #[test]
+    fn a_time_range_is_passed_as_tavilys_time_range() {
+        let req = SearchRequest {
+            time_range: Some(TimeRange::Month),
+            ..SearchRequest::simple("x")
+        };
+        assert_eq!(Tavily.request(&req, "k").body.unwrap()["time_range"], "month");
+    }
+}

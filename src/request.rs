@@ -1,0 +1,450 @@
+//! The one validated search request: built at the edge from SearXNG-style parameters, so nothing
+//! below the HTTP handler ever sees a raw query-string value.
+
+use std::fmt::Write as _;
+
+/// Output formats the gateway can render.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Format {
+    /// SearXNG's JSON object (the default).
+    Json,
+    /// Comma-separated values rendered from the merged results.
+    Csv,
+    /// RSS 2.0 rendered from the merged results.
+    Rss,
+}
+
+impl Format {
+    fn parse(raw: &str) -> Result<Self, RequestError> {
+        match raw {
+            "" | "json" => Ok(Self::Json),
+            "csv" => Ok(Self::Csv),
+            "rss" => Ok(Self::Rss),
+            _ => Err(RequestError::UnsupportedFormat),
+        }
+    }
+}
+
+/// SearXNG's `time_range` values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum TimeRange {
+    /// Last 24 hours.
+    Day,
+    /// Last 7 days.
+    Week,
+    /// Last month.
+    Month,
+    /// Last year.
+    Year,
+}
+
+impl TimeRange {
+    /// The SearXNG spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Day => "day",
+            Self::Week => "week",
+            Self::Month => "month",
+            Self::Year => "year",
+        }
+    }
+
+    /// How far back the range reaches, in days (for providers that take a start date).
+    pub fn days(self) -> u32 {
+        match self {
+            Self::Day => 1,
+            Self::Week => 7,
+            Self::Month => 31,
+            Self::Year => 365,
+        }
+    }
+}
+
+/// SearXNG's `safesearch` levels.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum SafeSearch {
+    /// 0: no filtering.
+    Off,
+    /// 1: moderate.
+    Moderate,
+    /// 2: strict.
+    Strict,
+}
+
+impl SafeSearch {
+    /// The SearXNG wire value (0, 1, 2).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Off => "0",
+            Self::Moderate => "1",
+            Self::Strict => "2",
+        }
+    }
+}
+
+/// Why a request was refused at the edge. Each variant becomes a 400 with a stable code.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RequestError {
+    /// `q` absent, empty or whitespace only.
+    #[error("parameter q is required and must not be blank")]
+    MissingQuery,
+    /// `q` longer than `MAX_QUERY_BYTES`.
+    #[error("parameter q is longer than {max} bytes")]
+    QueryTooLong {
+        /// The configured limit.
+        max: usize,
+    },
+    /// `format` other than json, csv or rss.
+    #[error("parameter format must be one of: json, csv, rss")]
+    UnsupportedFormat,
+    /// A parameter with a value outside its domain.
+    #[error("parameter {name} has an invalid value (expected {expected})")]
+    InvalidParameter {
+        /// Parameter name.
+        name: &'static str,
+        /// What would have been accepted.
+        expected: &'static str,
+    },
+}
+
+impl RequestError {
+    /// The stable machine-readable code for the JSON error body.
+    pub fn code(&self) -> &'static str {
+        match self {
+            Self::MissingQuery => "missing_query",
+            Self::QueryTooLong { .. } => "query_too_long",
+            Self::UnsupportedFormat => "unsupported_format",
+            Self::InvalidParameter { .. } => "invalid_parameter",
+        }
+    }
+}
+
+/// A validated search request.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct SearchRequest {
+    /// The query exactly as the client sent it, trimmed (case kept: upstreams see this).
+    pub query: String,
+    /// Requested output format.
+    pub format: Format,
+    /// Result page, 1-based.
+    pub pageno: u32,
+    /// SearXNG categories requested by the client (empty: SearXNG's default).
+    pub categories: Vec<String>,
+    /// SearXNG engines requested by the client (empty: SearXNG's default).
+    pub engines: Vec<String>,
+    /// Language code (`en`, `de-DE`, `all`…), if given.
+    pub language: Option<String>,
+    /// Time range, if given.
+    pub time_range: Option<TimeRange>,
+    /// Safe-search level, if given.
+    pub safesearch: Option<SafeSearch>,
+}
+
+/// Raw parameters as they arrive in a query string or form body.
+#[derive(Debug, Default, Clone, serde::Deserialize)]
+pub struct RawParams {
+    /// `q`
+    pub q: Option<String>,
+    /// `format`
+    pub format: Option<String>,
+    /// `pageno`
+    pub pageno: Option<String>,
+    /// `categories`
+    pub categories: Option<String>,
+    /// `engines`
+    pub engines: Option<String>,
+    /// `language`
+    pub language: Option<String>,
+    /// `time_range`
+    pub time_range: Option<String>,
+    /// `safesearch`
+    pub safesearch: Option<String>,
+}
+
+fn non_blank(value: Option<String>) -> Option<String> {
+    value
+        .map(|v| v.trim().to_owned())
+        .filter(|v| !v.is_empty())
+}
+
+fn comma_list(value: Option<String>, name: &'static str) -> Result<Vec<String>, RequestError> {
+    let Some(value) = non_blank(value) else {
+        return Ok(Vec::new());
+    };
+    let mut items = Vec::new();
+    for item in value.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+        let valid = item.len() <= 64
+            && item
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, ' ' | '_' | '-' | '.'));
+        if !valid {
+            return Err(RequestError::InvalidParameter {
+                name,
+                expected: "a comma list of names",
+            });
+        }
+        let item = item.to_owned();
+        if !items.contains(&item) {
+            items.push(item);
+        }
+    }
+    Ok(items)
+}
+
+impl SearchRequest {
+    /// Validates raw parameters into a request. `max_query_bytes` is `MAX_QUERY_BYTES`.
+    pub fn parse(raw: RawParams, max_query_bytes: usize) -> Result<Self, RequestError> {
+        let query = non_blank(raw.q).ok_or(RequestError::MissingQuery)?;
+        if query.len() > max_query_bytes {
+            return Err(RequestError::QueryTooLong {
+                max: max_query_bytes,
+            });
+        }
+        let format = Format::parse(raw.format.as_deref().map(str::trim).unwrap_or(""))?;
+        let pageno = match non_blank(raw.pageno) {
+            None => 1,
+            Some(p) => p
+                .parse::<u32>()
+                .ok()
+                .filter(|p| (1..=1000).contains(p))
+                .ok_or(RequestError::InvalidParameter {
+                    name: "pageno",
+                    expected: "an integer from 1 to 1000",
+                })?,
+        };
+        let time_range = match non_blank(raw.time_range).as_deref() {
+            None => None,
+            Some("day") => Some(TimeRange::Day),
+            Some("week") => Some(TimeRange::Week),
+            Some("month") => Some(TimeRange::Month),
+            Some("year") => Some(TimeRange::Year),
+            Some(_) => {
+                return Err(RequestError::InvalidParameter {
+                    name: "time_range",
+                    expected: "day, week, month or year",
+                })
+            }
+        };
+        let safesearch = match non_blank(raw.safesearch).as_deref() {
+            None => None,
+            Some("0") => Some(SafeSearch::Off),
+            Some("1") => Some(SafeSearch::Moderate),
+            Some("2") => Some(SafeSearch::Strict),
+            Some(_) => {
+                return Err(RequestError::InvalidParameter {
+                    name: "safesearch",
+                    expected: "0, 1 or 2",
+                })
+            }
+        };
+        let language = match non_blank(raw.language) {
+            None => None,
+            Some(lang) => {
+                let valid = lang.len() <= 16
+                    && lang.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+                if !valid {
+                    return Err(RequestError::InvalidParameter {
+                        name: "language",
+                        expected: "a language code such as en, de-DE or all",
+                    });
+                }
+                Some(lang)
+            }
+        };
+        Ok(Self {
+            query,
+            format,
+            pageno,
+            categories: comma_list(raw.categories, "categories")?,
+            engines: comma_list(raw.engines, "engines")?,
+            language,
+            time_range,
+            safesearch,
+        })
+    }
+
+    /// A request for `query` with every other parameter at its default (tests, benchmarks, probes).
+    pub fn simple(query: &str) -> Self {
+        Self {
+            query: query.to_owned(),
+            format: Format::Json,
+            pageno: 1,
+            categories: Vec::new(),
+            engines: Vec::new(),
+            language: None,
+            time_range: None,
+            safesearch: None,
+        }
+    }
+
+    /// The cache key: the query lower-cased with whitespace collapsed, plus every forwarded parameter.
+    /// The output format is not part of it: csv and rss are rendered from the same merged answer.
+    pub fn cache_key(&self) -> String {
+        let mut key = String::with_capacity(self.query.len() + 32);
+        for (i, word) in self.query.split_whitespace().enumerate() {
+            if i > 0 {
+                key.push(' ');
+            }
+            key.extend(word.chars().flat_map(char::to_lowercase));
+        }
+        let mut categories = self.categories.clone();
+        categories.sort();
+        let mut engines = self.engines.clone();
+        engines.sort();
+        // \u{1f} cannot appear in a validated parameter, so fields cannot run into each other.
+        let _ = write!(
+            key,
+            "\u{1f}p={}\u{1f}c={}\u{1f}e={}\u{1f}l={}\u{1f}t={}\u{1f}s={}",
+            self.pageno,
+            categories.join(","),
+            engines.join(","),
+            self.language.as_deref().unwrap_or(""),
+            self.time_range.map_or("", TimeRange::as_str),
+            self.safesearch.map_or("", SafeSearch::as_str),
+        );
+        key
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn raw(q: &str) -> RawParams {
+        RawParams {
+            q: Some(q.to_owned()),
+            ..RawParams::default()
+        }
+    }
+
+    #[test]
+    fn blank_or_missing_query_is_refused() {
+        assert_eq!(
+            SearchRequest::parse(raw("   \t"), 2048),
+            Err(RequestError::MissingQuery)
+        );
+        assert_eq!(
+            SearchRequest::parse(RawParams::default(), 2048),
+            Err(RequestError::MissingQuery)
+        );
+    }
+
+    #[test]
+    fn query_is_trimmed_but_keeps_its_case() {
+        let req = SearchRequest::parse(raw("  Rust Async  "), 2048).unwrap();
+        assert_eq!(req.query, "Rust Async");
+    }
+
+    #[test]
+    fn overlong_query_is_refused() {
+        let long = "x".repeat(2049);
+        assert_eq!(
+            SearchRequest::parse(raw(&long), 2048),
+            Err(RequestError::QueryTooLong { max: 2048 })
+        );
+        assert!(SearchRequest::parse(raw(&"x".repeat(2048)), 2048).is_ok());
+    }
+
+    #[test]
+    fn unknown_format_is_refused_and_known_ones_parse() {
+        let mut r = raw("a");
+        r.format = Some("html".into());
+        assert_eq!(
+            SearchRequest::parse(r.clone(), 10),
+            Err(RequestError::UnsupportedFormat)
+        );
+        for (f, want) in [("json", Format::Json), ("csv", Format::Csv), ("rss", Format::Rss)] {
+            r.format = Some(f.into());
+            assert_eq!(SearchRequest::parse(r.clone(), 10).unwrap().format, want);
+        }
+    }
+
+    #[test]
+    fn junk_parameters_are_refused_by_name() {
+        let cases: [(&str, fn(&mut RawParams, &str)); 4] = [
+            ("pageno", |r, v| r.pageno = Some(v.into())),
+            ("safesearch", |r, v| r.safesearch = Some(v.into())),
+            ("time_range", |r, v| r.time_range = Some(v.into())),
+            ("language", |r, v| r.language = Some(v.into())),
+        ];
+        for (name, set) in cases {
+            for junk in ["0x", "-1", "3", "fortnight", "en;drop", "0"] {
+                let mut r = raw("a");
+                set(&mut r, junk);
+                if let Err(RequestError::InvalidParameter { name: got, .. }) =
+                    SearchRequest::parse(r, 100)
+                {
+                    assert_eq!(got, name);
+                }
+            }
+        }
+        let mut r = raw("a");
+        r.pageno = Some("0".into());
+        assert!(matches!(
+            SearchRequest::parse(r, 100),
+            Err(RequestError::InvalidParameter { name: "pageno", .. })
+        ));
+        let mut r = raw("a");
+        r.safesearch = Some("3".into());
+        assert!(SearchRequest::parse(r, 100).is_err());
+    }
+
+    #[test]
+    fn forwarded_parameters_parse() {
+        let r = RawParams {
+            q: Some("q".into()),
+            pageno: Some("2".into()),
+            categories: Some("general, news".into()),
+            engines: Some("alpha,beta,alpha".into()),
+            language: Some("de-DE".into()),
+            time_range: Some("week".into()),
+            safesearch: Some("2".into()),
+            format: None,
+        };
+        let req = SearchRequest::parse(r, 100).unwrap();
+        assert_eq!(req.pageno, 2);
+        assert_eq!(req.categories, ["general", "news"]);
+        assert_eq!(req.engines, ["alpha", "beta"]);
+        assert_eq!(req.language.as_deref(), Some("de-DE"));
+        assert_eq!(req.time_range, Some(TimeRange::Week));
+        assert_eq!(req.safesearch, Some(SafeSearch::Strict));
+    }
+
+    #[test]
+    fn cache_key_normalises_the_query_only() {
+        let a = SearchRequest::simple("Rust   ASYNC\tbook");
+        let b = SearchRequest::simple("rust async book");
+        assert_eq!(a.cache_key(), b.cache_key());
+    }
+
+    #[test]
+    fn cache_key_includes_every_forwarded_parameter() {
+        let base = SearchRequest::simple("rust");
+        let variants: Vec<SearchRequest> = vec![
+            SearchRequest { pageno: 2, ..base.clone() },
+            SearchRequest { categories: vec!["news".into()], ..base.clone() },
+            SearchRequest { engines: vec!["alpha".into()], ..base.clone() },
+            SearchRequest { language: Some("de".into()), ..base.clone() },
+            SearchRequest { time_range: Some(TimeRange::Day), ..base.clone() },
+            SearchRequest { safesearch: Some(SafeSearch::Off), ..base.clone() },
+        ];
+        let mut keys: Vec<String> = variants.iter().map(SearchRequest::cache_key).collect();
+        keys.push(base.cache_key());
+        let unique: std::collections::HashSet<_> = keys.iter().collect();
+        assert_eq!(unique.len(), keys.len());
+    }
+
+    #[test]
+    fn cache_key_ignores_list_order_and_format() {
+        let a = SearchRequest {
+            engines: vec!["a".into(), "b".into()],
+            ..SearchRequest::simple("x")
+        };
+        let b = SearchRequest {
+            engines: vec!["b".into(), "a".into()],
+            format: Format::Csv,
+            ..SearchRequest::simple("x")
+        };
+        assert_eq!(a.cache_key(), b.cache_key());
+    }
+}

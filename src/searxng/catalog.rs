@@ -1,0 +1,131 @@
+//! What SearXNG's `GET /config` says about its engines: names, categories, enabled. The gateway
+//! only ever sends SearXNG engine names this catalog reported (SearXNG silently drops unknown
+//! names and, when none is known, searches every default engine).
+
+use std::collections::BTreeSet;
+
+use serde::Deserialize;
+use serde_json::Value;
+
+use crate::request::SearchRequest;
+
+/// The category SearXNG searches when a request names neither engines nor categories.
+pub const DEFAULT_CATEGORY: &str = "general";
+
+/// One engine of the instance.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct EngineInfo {
+    /// Engine name (`engines=` takes it).
+    pub name: String,
+    /// Its categories.
+    #[serde(default)]
+    pub categories: Vec<String>,
+    /// Whether it runs by default.
+    #[serde(default = "enabled_default")]
+    pub enabled: bool,
+}
+
+fn enabled_default() -> bool {
+    true
+}
+
+/// The instance's engines.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct EngineCatalog {
+    engines: Vec<EngineInfo>,
+}
+
+impl EngineCatalog {
+    /// Reads `/config`; `None` when it has no `engines` list.
+    pub fn from_config(config: &Value) -> Option<Self> {
+        let list = config.get("engines")?.as_array()?;
+        let engines = list
+            .iter()
+            .filter_map(|e| serde_json::from_value::<EngineInfo>(e.clone()).ok())
+            .collect();
+        Some(Self { engines })
+    }
+
+    /// A catalog from a list of engines (tests).
+    pub fn from_engines(engines: Vec<EngineInfo>) -> Self {
+        Self { engines }
+    }
+
+    /// Whether `/config` reported this engine.
+    pub fn knows(&self, name: &str) -> bool {
+        self.engines.iter().any(|e| e.name == name)
+    }
+
+    /// Number of engines known.
+    pub fn len(&self) -> usize {
+        self.engines.len()
+    }
+
+    /// Whether the catalog is empty.
+    pub fn is_empty(&self) -> bool {
+        self.engines.is_empty()
+    }
+
+    /// The engines SearXNG would search for `req`: the requested engines that exist, plus the
+    /// enabled engines of the requested categories (SearXNG treats the two as a union); with
+    /// neither, the enabled engines of the default category. Sorted, deduplicated.
+    pub fn targets(&self, req: &SearchRequest) -> Vec<String> {
+        let mut out = BTreeSet::new();
+        for name in &req.engines {
+            if self.knows(name) {
+                out.insert(name.clone());
+            }
+        }
+        let categories: Vec<&str> = if req.categories.is_empty() && req.engines.is_empty() {
+            vec![DEFAULT_CATEGORY]
+        } else {
+            req.categories.iter().map(String::as_str).collect()
+        };
+        for engine in &self.engines {
+            if engine.enabled && engine.categories.iter().any(|c| categories.contains(&c.as_str())) {
+                out.insert(engine.name.clone());
+            }
+        }
+        out.into_iter().collect()
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn catalog() -> EngineCatalog {
+        EngineCatalog::from_config(&json!({"engines": [
+            {"name": "alpha", "categories": ["general"], "enabled": true},
+            {"name": "beta", "categories": ["general", "news"], "enabled": true},
+            {"name": "gamma", "categories": ["news"], "enabled": true},
+            {"name": "delta", "categories": ["general"], "enabled": false},
+            {"bogus": true}
+        ], "categories": ["general", "news"]}))
+        .unwrap()
+    }
+
+    #[test]
+    fn default_request_targets_enabled_general_engines() {
+        assert_eq!(catalog().targets(&SearchRequest::simple("q")), ["alpha", "beta"]);
+    }
+
+    #[test]
+    fn categories_and_engines_are_a_union_of_known_names() {
+        let req = SearchRequest {
+            categories: vec!["news".into()],
+            engines: vec!["delta".into(), "nope".into()],
+            ..SearchRequest::simple("q")
+        };
+        assert_eq!(catalog().targets(&req), ["beta", "delta", "gamma"]);
+    }
+
+    #[test]
+    fn only_names_from_config_are_known() {
+        let c = catalog();
+        assert!(c.knows("alpha") && !c.knows("nope"));
+        assert_eq!(c.len(), 4);
+    }
+}

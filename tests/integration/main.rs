@@ -1,0 +1,7 @@
+//! The one integration-test binary: the gateway on port 0 against fakes, the simulator and a real
+//! SearXNG (installed by `.ci/install-searxng.sh`).
+
+mod support;
+
+mod real_searxng;
+mod searxng_env;

@@ -1,0 +1,234 @@
+//! The gateway in front of a REAL SearXNG whose engines (`alpha`, `beta` in general, `gamma` in
+//! news) call the scriptable loopback upstream. What the upstream received proves what the gateway
+//! sent; the metrics prove what it understood.
+
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::support::engine_upstream::{EngineBehaviour, EngineUpstream, DEFAULT_RESULTS};
+use crate::support::gateway::TestGateway;
+use crate::support::searxng::{SearxngInstance, SearxngOptions};
+
+struct Stack {
+    upstream: EngineUpstream,
+    searxng: SearxngInstance,
+    gateway: TestGateway,
+}
+
+async fn stack(stock_suspension: bool, vars: &[(&str, &str)]) -> Stack {
+    let upstream = EngineUpstream::start().await;
+    let mut opts = SearxngOptions::new(upstream.port());
+    opts.stock_suspension = stock_suspension;
+    let searxng = SearxngInstance::start(opts).await;
+    let base = searxng.base_url();
+    let mut env: Vec<(&str, &str)> = vec![
+        ("SEARXNG_BACKEND_URL", base.as_str()),
+        ("FALLBACK_TIMEOUT_SECONDS", "10"),
+        ("SEARXNG_TIMEOUT_SECONDS", "8"),
+    ];
+    env.extend_from_slice(vars);
+    let gateway = TestGateway::start(&env).await;
+    Stack {
+        upstream,
+        searxng,
+        gateway,
+    }
+}
+
+fn keys(value: &Value) -> Vec<String> {
+    let mut keys: Vec<String> = value
+        .as_object()
+        .map(|o| o.keys().cloned().collect())
+        .unwrap_or_default();
+    keys.sort();
+    keys
+}
+
+async fn direct(searxng: &SearxngInstance, params: &[(&str, &str)]) -> Value {
+    reqwest::Client::new()
+        .get(format!("{}/search", searxng.base_url()))
+        .query(params)
+        .query(&[("format", "json"), ("locale", "en")])
+        .send()
+        .await
+        .expect("SearXNG answers")
+        .json()
+        .await
+        .expect("SearXNG JSON")
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn answer_keeps_searxngs_full_shape() {
+    let s = stack(false, &[]).await;
+    let reply = s.gateway.search(&[("q", "shape check"), ("format", "json")]).await;
+    let reference = direct(&s.searxng, &[("q", "shape check again")]).await;
+
+    assert_eq!(reply.status, 200, "{}", reply.text);
+    assert_eq!(reply.outcome, "searxng_ok");
+    assert_eq!(keys(&reply.json), keys(&reference), "every top-level key SearXNG sends is kept");
+    let results = reply.json["results"].as_array().expect("results");
+    assert_eq!(results.len(), 2 * DEFAULT_RESULTS);
+    let reference_result = &reference["results"][0];
+    for result in results {
+        for key in keys(reference_result) {
+            assert!(result.get(&key).is_some(), "result field {key} kept: {result}");
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn forwarded_parameters_and_the_original_case_reach_the_engines() {
+    let s = stack(false, &[]).await;
+    let reply = s
+        .gateway
+        .search(&[
+            ("q", "Rust Async"),
+            ("pageno", "2"),
+            ("time_range", "week"),
+            ("language", "de-DE"),
+            ("safesearch", "2"),
+            ("categories", "general"),
+        ])
+        .await;
+    assert_eq!(reply.status, 200, "{}", reply.text);
+
+    let seen = s.upstream.requests("alpha");
+    let last = seen.last().expect("alpha was called");
+    assert_eq!(last.get("q").map(String::as_str), Some("Rust Async"), "case kept");
+    assert_eq!(last.get("pageno").map(String::as_str), Some("2"));
+    assert_eq!(last.get("time_range").map(String::as_str), Some("week"));
+    assert_eq!(last.get("lang").map(String::as_str), Some("de"));
+    assert_eq!(last.get("safesearch").map(String::as_str), Some("2"));
+    assert_eq!(s.upstream.hits("gamma"), 0, "categories=general does not reach the news engine");
+
+    s.gateway.search(&[("q", "Rust Async"), ("categories", "news")]).await;
+    assert_eq!(s.upstream.hits("gamma"), 1, "categories=news reaches it");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_failing_engine_is_counted_with_its_reason_class() {
+    let s = stack(false, &[]).await;
+    s.upstream.set("beta", EngineBehaviour::Status(429));
+    s.upstream.set("alpha", EngineBehaviour::Ok { results: 3 });
+
+    let reply = s.gateway.search(&[("q", "reason check")]).await;
+
+    assert_eq!(reply.status, 200);
+    assert_eq!(reply.json["unresponsive_engines"][0][0], "beta");
+    let g = &s.gateway;
+    assert_eq!(
+        g.metric(
+            "searxng_gateway_engine_unresponsive_total",
+            &[("engine", "beta"), ("reason", "too_many_requests")]
+        )
+        .await,
+        1.0
+    );
+    assert_eq!(
+        g.metric("searxng_gateway_engine_results_total", &[("engine", "alpha")]).await,
+        3.0
+    );
+    assert_eq!(g.metric("searxng_gateway_engine_status", &[("engine", "beta")]).await, 0.0);
+    assert_eq!(g.metric("searxng_gateway_engine_status", &[("engine", "alpha")]).await, 1.0);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn every_engine_failing_is_degraded_not_nothing_found() {
+    let s = stack(false, &[("BREAKER_FAILURE_THRESHOLD", "100")]).await;
+    s.upstream.set("alpha", EngineBehaviour::Status(500));
+    s.upstream.set("beta", EngineBehaviour::Status(500));
+
+    let degraded = s.gateway.search(&[("q", "all down")]).await;
+    assert_eq!(degraded.status, 502, "{}", degraded.text);
+    assert_eq!(degraded.outcome, "fallback_fail");
+    assert_eq!(degraded.json["upstreams"][0]["name"], "searxng");
+    assert_eq!(degraded.json["upstreams"][0]["error_class"], "degraded");
+    let again = s.gateway.search(&[("q", "all down")]).await;
+    assert_eq!(again.cache, "miss", "a failure is never cached");
+
+    s.upstream.set("alpha", EngineBehaviour::Empty);
+    s.upstream.set("beta", EngineBehaviour::Empty);
+    let empty = s.gateway.search(&[("q", "nothing here")]).await;
+    assert_eq!(empty.status, 200, "a healthy nothing-found is a 200");
+    assert_eq!(empty.json["results"], Value::Array(vec![]));
+    assert_eq!(empty.outcome, "searxng_ok");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_open_engine_is_excluded_until_one_request_probes_it() {
+    let s = stack(false, &[("BREAKER_OPEN_SECONDS", "1"), ("CACHE_SIZE", "0")]).await;
+    s.gateway.wait_for_catalog().await;
+    s.upstream.set("beta", EngineBehaviour::Status(429));
+
+    s.gateway.search(&[("q", "trip beta")]).await;
+    assert_eq!(s.upstream.hits("beta"), 1);
+    let alpha_before = s.upstream.hits("alpha");
+    for i in 0..3 {
+        let reply = s.gateway.search(&[("q", &format!("beta is open {i}"))]).await;
+        assert_eq!(reply.status, 200);
+    }
+    assert_eq!(s.upstream.hits("beta"), 1, "no request reached beta while open");
+    assert_eq!(s.upstream.hits("alpha"), alpha_before + 3, "alpha still searched");
+    let sent = s.upstream.requests("alpha");
+    assert!(!sent.is_empty());
+
+    // The open period (1 s + at most 10 % jitter) ends; beta is healthy again.
+    tokio::time::sleep(Duration::from_millis(1300)).await;
+    s.upstream.set("beta", EngineBehaviour::Ok { results: 2 });
+    let mut probes = Vec::new();
+    for i in 0..6 {
+        let g = &s.gateway;
+        probes.push(async move { g.search(&[("q", &format!("probe race {i}"))]).await });
+    }
+    for reply in futures::future::join_all(probes).await {
+        assert_eq!(reply.status, 200);
+    }
+    assert_eq!(s.upstream.hits("beta"), 2, "exactly one request probed beta");
+    let g = &s.gateway;
+    assert_eq!(
+        g.metric("searxng_gateway_circuit_breaker_recovery_total", &[("engine", "beta"), ("kind", "engine")]).await,
+        1.0
+    );
+    s.gateway.search(&[("q", "after recovery")]).await;
+    assert_eq!(s.upstream.hits("beta"), 3, "a closed beta is searched again");
+    assert_eq!(
+        g.metric("searxng_gateway_circuit_breaker_trips_total", &[("engine", "beta"), ("kind", "engine"), ("reason", "rate_limited")]).await,
+        1.0
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn suspended_entries_under_stock_windows_count_as_failures_never_success() {
+    let s = stack(true, &[("BREAKER_OPEN_SECONDS", "1"), ("CACHE_SIZE", "0")]).await;
+    s.gateway.wait_for_catalog().await;
+    s.upstream.set("beta", EngineBehaviour::Status(429));
+    s.gateway.search(&[("q", "suspend beta")]).await;
+    assert_eq!(s.upstream.hits("beta"), 1);
+
+    // Our breaker's open period ends long before SearXNG's 180 s suspension: the probe comes back
+    // as "Suspended: too many requests" without SearXNG calling beta.
+    tokio::time::sleep(Duration::from_millis(1300)).await;
+    s.upstream.set("beta", EngineBehaviour::Ok { results: 2 });
+    let probe = s.gateway.search(&[("q", "probe while suspended")]).await;
+    assert_eq!(probe.status, 200);
+    assert_eq!(s.upstream.hits("beta"), 1, "SearXNG did not call the suspended engine");
+    let message = probe.json["unresponsive_engines"][0][1].as_str().unwrap_or("");
+    assert!(message.starts_with("Suspended:"), "{message}");
+
+    let g = &s.gateway;
+    assert_eq!(
+        g.metric("searxng_gateway_circuit_breaker_recovery_total", &[("engine", "beta"), ("kind", "engine")]).await,
+        0.0,
+        "a suspended engine never counts as a recovery"
+    );
+    assert_eq!(
+        g.metric("searxng_gateway_circuit_breaker_trips_total", &[("engine", "beta"), ("kind", "engine"), ("reason", "rate_limited")]).await,
+        2.0,
+        "the suspended probe reopened the breaker"
+    );
+    assert_eq!(
+        g.metric("searxng_gateway_engine_unresponsive_total", &[("engine", "beta"), ("reason", "too_many_requests")]).await,
+        2.0
+    );
+}
