@@ -282,6 +282,9 @@ struct Inner {
     /// Trips without a healthy spell in between: the exponent of the backoff.
     consecutive_trips: u32,
     trips: u64,
+    /// Open because the upstream reported a spent window on a successful call, not because it
+    /// failed: its end is not a recovery.
+    paused: bool,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -326,6 +329,7 @@ impl Inner {
         }
         self.consecutive_trips = self.consecutive_trips.saturating_add(1);
         self.trips += 1;
+        self.paused = false;
         self.reason = Some(reason);
         let period = config.open_period(self.consecutive_trips, hint);
         self.phase = Phase::Open {
@@ -339,7 +343,11 @@ impl Inner {
         self.phase = Phase::Closed { since: now };
         self.reason = None;
         self.consecutive_failures = 0;
-        Transition::Recovered
+        if std::mem::take(&mut self.paused) {
+            Transition::None
+        } else {
+            Transition::Recovered
+        }
     }
 
     /// The half-open probe reported.
@@ -449,6 +457,7 @@ impl Breaker {
                 consecutive_failures: 0,
                 consecutive_trips: 0,
                 trips: 0,
+                paused: false,
             }),
             series,
         }
@@ -518,6 +527,34 @@ impl Breaker {
             trips: inner.trips,
             consecutive_failures: inner.consecutive_failures,
         }
+    }
+
+    /// Parks the upstream for exactly `period` without counting a trip or growing the backoff: a
+    /// rate-limit window the upstream reported spent on a *successful* call (Brave's per-second
+    /// window at 0). When it ends, one caller goes first as usual; its success is not a recovery.
+    pub fn pause(&self, reason: TripReason, period: Duration) {
+        let now = Instant::now();
+        let mut inner = self.lock();
+        match inner.phase {
+            Phase::Closed { .. } => {
+                inner.phase = Phase::Open {
+                    until: deadline(now, period),
+                    probe_in_flight: false,
+                };
+                inner.reason = Some(reason);
+                inner.paused = true;
+            }
+            Phase::Open {
+                until,
+                probe_in_flight,
+            } => {
+                inner.phase = Phase::Open {
+                    until: until.max(deadline(now, period)),
+                    probe_in_flight,
+                };
+            }
+        }
+        self.publish(&inner, now);
     }
 
     /// Sets the state gauge from the state now, so an elapsed open period shows as half-open.
@@ -1224,6 +1261,27 @@ mod tests {
                 "trips": 1,
                 "consecutive_failures": 0,
             })
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_pause_parks_for_exactly_its_period_without_a_trip_or_recovery() {
+        let metrics = Metrics::new();
+        let board = BreakerBoard::new(config(), metrics.clone());
+        let b = board.get(BreakerKind::Provider, "brave");
+        b.pause(TripReason::RateLimited, Duration::from_secs(1));
+        assert!(b.admit().is_none());
+        tokio::time::advance(Duration::from_millis(1001)).await;
+        let probe = b.admit().expect("the pause is over");
+        probe.record(Signal::Success);
+        assert_eq!(b.state(), BreakerState::Closed);
+        assert_eq!(b.snapshot().trips, 0);
+        assert_eq!(
+            metrics
+                .breaker_recoveries
+                .with_label_values(&["brave", "provider"])
+                .get(),
+            0
         );
     }
 }

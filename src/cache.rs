@@ -77,7 +77,9 @@ impl<V: Clone + Send + Sync + 'static> AnswerCache<V> {
 
     fn lock(&self) -> MutexGuard<'_, Inner<V>> {
         // A panic while holding this lock leaves plain data behind; keep serving.
-        self.inner.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+        self.inner
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     fn publish_size(&self, inner: &Inner<V>) {
@@ -252,7 +254,10 @@ mod tests {
         c.insert("b".into(), 2, Duration::from_secs(60));
         c.get("a");
         c.insert("c".into(), 3, Duration::from_secs(60));
-        assert_eq!((c.get("a"), c.get("b"), c.get("c")), (Some(1), None, Some(3)));
+        assert_eq!(
+            (c.get("a"), c.get("b"), c.get("c")),
+            (Some(1), None, Some(3))
+        );
         assert_eq!(c.size_gauge.get(), 2);
     }
 
@@ -290,7 +295,10 @@ mod tests {
         }
         assert_eq!(calls.load(Ordering::SeqCst), 1);
         assert_eq!(c.coalesced.get(), 19);
-        assert_eq!(c.get_or_compute("k", || async { (0, None) }).await.unwrap(), (7, CacheStatus::Hit));
+        assert_eq!(
+            c.get_or_compute("k", || async { (0, None) }).await.unwrap(),
+            (7, CacheStatus::Hit)
+        );
     }
 
     #[tokio::test(start_paused = true)]

@@ -250,10 +250,18 @@ impl Env<'_> {
         let url = Url::parse(&raw)
             .map_err(|e| ConfigError::new(name, &raw, format!("not a URL ({e})")))?;
         if !matches!(url.scheme(), "http" | "https") || url.host_str().is_none() {
-            return Err(ConfigError::new(name, &raw, "must be an http:// or https:// URL with a host"));
+            return Err(ConfigError::new(
+                name,
+                &raw,
+                "must be an http:// or https:// URL with a host",
+            ));
         }
         if url.query().is_some() || url.fragment().is_some() {
-            return Err(ConfigError::new(name, &raw, "must not carry a query or fragment"));
+            return Err(ConfigError::new(
+                name,
+                &raw,
+                "must not carry a query or fragment",
+            ));
         }
         Ok(url)
     }
@@ -274,7 +282,13 @@ fn parse_seconds(name: &str, raw: &str) -> Result<Duration, ConfigError> {
 }
 
 fn parse_listen_addr(raw: &str) -> Result<SocketAddr, ConfigError> {
-    let bad = || ConfigError::new("LISTEN_ADDR", raw, "expected :PORT, HOST:PORT or [IPv6]:PORT");
+    let bad = || {
+        ConfigError::new(
+            "LISTEN_ADDR",
+            raw,
+            "expected :PORT, HOST:PORT or [IPv6]:PORT",
+        )
+    };
     if let Some(port) = raw.strip_prefix(':') {
         let port: u16 = port.parse().map_err(|_| bad())?;
         return Ok(SocketAddr::new(IpAddr::V6(Ipv6Addr::UNSPECIFIED), port).to_ipv4_if_any());
@@ -316,9 +330,15 @@ impl Config {
         let trimmed = searxng_url.path().trim_end_matches('/').to_owned();
         searxng_url.set_path(&trimmed);
 
-        let providers_raw = env.raw("FALLBACK_PROVIDERS").unwrap_or_else(|| "brave".to_owned());
+        let providers_raw = env
+            .raw("FALLBACK_PROVIDERS")
+            .unwrap_or_else(|| "brave".to_owned());
         let mut fallback_providers = Vec::new();
-        for name in providers_raw.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+        for name in providers_raw
+            .split(',')
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+        {
             let kind = ProviderKind::from_name(name).ok_or_else(|| {
                 ConfigError::new(
                     "FALLBACK_PROVIDERS",
@@ -357,7 +377,11 @@ impl Config {
         let cache_ttl = env
             .seconds("CACHE_TTL_SECONDS", Some(3600.0))?
             .unwrap_or(Duration::from_secs(3600));
-        let log_level = match env.raw("LOG_LEVEL").map(|v| v.to_ascii_lowercase()).as_deref() {
+        let log_level = match env
+            .raw("LOG_LEVEL")
+            .map(|v| v.to_ascii_lowercase())
+            .as_deref()
+        {
             None | Some("info") => LogLevel::Info,
             Some("error") => LogLevel::Error,
             Some("warn") | Some("warning") => LogLevel::Warn,
@@ -371,7 +395,9 @@ impl Config {
                 ))
             }
         };
-        let metrics_path = env.raw("METRICS_PATH").unwrap_or_else(|| "/metrics".to_owned());
+        let metrics_path = env
+            .raw("METRICS_PATH")
+            .unwrap_or_else(|| "/metrics".to_owned());
         let path_ok = metrics_path.starts_with('/')
             && metrics_path.len() > 1
             && metrics_path
@@ -437,10 +463,18 @@ impl Config {
                 "must not be smaller than BREAKER_OPEN_SECONDS",
             ));
         }
-        let breaker_failure_threshold = env.integer("BREAKER_FAILURE_THRESHOLD", 5u32, 1, 10_000)?;
+        let breaker_failure_threshold =
+            env.integer("BREAKER_FAILURE_THRESHOLD", 5u32, 1, 10_000)?;
 
         // Every variable read above must be in VARIABLES, so --help and the README stay complete.
-        debug_assert!(VARIABLES.iter().map(|v| v.name).collect::<HashSet<_>>().len() == VARIABLES.len());
+        debug_assert!(
+            VARIABLES
+                .iter()
+                .map(|v| v.name)
+                .collect::<HashSet<_>>()
+                .len()
+                == VARIABLES.len()
+        );
 
         Ok(Self {
             listen_addr,
@@ -483,12 +517,25 @@ impl Config {
             .collect()
     }
 
+    /// The README's configuration table (a test keeps README.md equal to it).
+    pub fn markdown_table() -> String {
+        let mut out = String::from("| variable | default | meaning |\n|---|---|---|\n");
+        for v in VARIABLES {
+            out.push_str(&format!(
+                "| `{}` | `{}` | {} |\n",
+                v.name, v.default, v.meaning
+            ));
+        }
+        out
+    }
+
     /// The `--help` text: usage plus every variable with its default and meaning.
     pub fn help_text() -> String {
         let mut out = String::from(
             "searxng-gateway — a decision proxy in front of SearXNG\n\n\
              USAGE:\n    searxng-gateway              serve (configured by environment variables)\n    \
              searxng-gateway healthcheck  exit 0 when the local /healthz answers 200\n    \
+             searxng-gateway --config-table  the variables below as a Markdown table\n    \
              searxng-gateway --help       this text\n\nENVIRONMENT:\n",
         );
         let width = VARIABLES.iter().map(|v| v.name.len()).max().unwrap_or(0);
@@ -529,16 +576,28 @@ mod tests {
         assert_eq!(c.searxng_fail_threshold, 6);
         assert_eq!(c.searxng_fail_cooldown, Duration::from_secs(180));
         assert_eq!(c.searxng_slow, SlowThreshold::Auto);
-        assert_eq!((c.cache_size, c.cache_ttl), (1000, Duration::from_secs(3600)));
+        assert_eq!(
+            (c.cache_size, c.cache_ttl),
+            (1000, Duration::from_secs(3600))
+        );
         assert_eq!(c.log_level, LogLevel::Info);
         assert_eq!(c.metrics_path, "/metrics");
         assert_eq!(c.max_query_bytes, 2048);
-        assert_eq!(c.provider(ProviderKind::Brave).timeout, Duration::from_secs(15));
-        assert_eq!(c.provider(ProviderKind::Exa).timeout, Duration::from_secs(15));
+        assert_eq!(
+            c.provider(ProviderKind::Brave).timeout,
+            Duration::from_secs(15)
+        );
+        assert_eq!(
+            c.provider(ProviderKind::Exa).timeout,
+            Duration::from_secs(15)
+        );
         assert_eq!(c.breaker_open, Duration::from_secs(300));
         assert_eq!(c.breaker_max_open, Duration::from_secs(3600));
         assert_eq!(c.breaker_failure_threshold, 5);
-        assert!(c.active_providers().is_empty(), "no key, no active provider");
+        assert!(
+            c.active_providers().is_empty(),
+            "no key, no active provider"
+        );
     }
 
     #[test]
@@ -573,8 +632,11 @@ mod tests {
             assert_eq!(err.variable, name, "{name}={value}");
             assert!(err.to_string().contains(name));
         }
-        let err = config(&[("BREAKER_OPEN_SECONDS", "600"), ("BREAKER_MAX_OPEN_SECONDS", "60")])
-            .unwrap_err();
+        let err = config(&[
+            ("BREAKER_OPEN_SECONDS", "600"),
+            ("BREAKER_MAX_OPEN_SECONDS", "60"),
+        ])
+        .unwrap_err();
         assert_eq!(err.variable, "BREAKER_MAX_OPEN_SECONDS");
     }
 
@@ -590,7 +652,10 @@ mod tests {
             c.fallback_providers,
             [ProviderKind::Tavily, ProviderKind::Exa, ProviderKind::Brave]
         );
-        assert_eq!(c.active_providers(), [ProviderKind::Tavily, ProviderKind::Exa]);
+        assert_eq!(
+            c.active_providers(),
+            [ProviderKind::Tavily, ProviderKind::Exa]
+        );
     }
 
     #[test]
@@ -601,9 +666,18 @@ mod tests {
             ("TAVILY_BASE_URL", "http://127.0.0.1:9000/"),
         ])
         .unwrap();
-        assert_eq!(c.provider(ProviderKind::Brave).timeout, Duration::from_secs(15));
-        assert_eq!(c.provider(ProviderKind::Exa).timeout, Duration::from_secs(4));
-        assert_eq!(c.provider(ProviderKind::Jina).timeout, Duration::from_millis(2500));
+        assert_eq!(
+            c.provider(ProviderKind::Brave).timeout,
+            Duration::from_secs(15)
+        );
+        assert_eq!(
+            c.provider(ProviderKind::Exa).timeout,
+            Duration::from_secs(4)
+        );
+        assert_eq!(
+            c.provider(ProviderKind::Jina).timeout,
+            Duration::from_millis(2500)
+        );
         assert_eq!(
             c.provider(ProviderKind::Tavily).base_url.as_str(),
             "http://127.0.0.1:9000/"
@@ -612,9 +686,17 @@ mod tests {
 
     #[test]
     fn listen_addr_forms() {
-        assert_eq!(config(&[("LISTEN_ADDR", ":9090")]).unwrap().listen_addr.port(), 9090);
         assert_eq!(
-            config(&[("LISTEN_ADDR", "127.0.0.1:0")]).unwrap().listen_addr,
+            config(&[("LISTEN_ADDR", ":9090")])
+                .unwrap()
+                .listen_addr
+                .port(),
+            9090
+        );
+        assert_eq!(
+            config(&[("LISTEN_ADDR", "127.0.0.1:0")])
+                .unwrap()
+                .listen_addr,
             "127.0.0.1:0".parse().unwrap()
         );
         assert_eq!(
@@ -635,6 +717,25 @@ mod tests {
         assert!(!format!("{c:?}").contains("sekrit-123"));
         let err = config(&[("BRAVE_API_KEY", "sekrit-123"), ("CACHE_SIZE", "x")]).unwrap_err();
         assert!(!err.to_string().contains("sekrit-123"));
+    }
+
+    #[test]
+    fn readme_configuration_table_matches_the_code() {
+        let readme = include_str!("../README.md");
+        let start = readme
+            .find("<!-- config-table:start -->")
+            .expect("README has the config-table start marker");
+        let end = readme
+            .find("<!-- config-table:end -->")
+            .expect("README has the config-table end marker");
+        let table = readme[start..end]
+            .trim_start_matches("<!-- config-table:start -->")
+            .trim();
+        assert_eq!(
+            table,
+            Config::markdown_table().trim(),
+            "README.md's configuration table is out of date: paste Config::markdown_table()"
+        );
     }
 
     #[test]

@@ -23,5 +23,5 @@ pub mod providers;
 pub mod request;
 pub mod searxng;
 pub mod server;
-// pub mod simulator; (pending)
+pub mod simulator;
 pub mod upstream;

@@ -16,6 +16,10 @@ fn main() -> ExitCode {
             print!("{}", Config::help_text());
             return ExitCode::SUCCESS;
         }
+        Some("--config-table") => {
+            print!("{}", Config::markdown_table());
+            return ExitCode::SUCCESS;
+        }
         Some("--version" | "-V") => {
             println!("searxng-gateway {}", env!("CARGO_PKG_VERSION"));
             return ExitCode::SUCCESS;
@@ -130,6 +134,10 @@ async fn healthcheck(config: &Config) -> anyhow::Result<()> {
         .send()
         .await
         .with_context(|| format!("{url} unreachable"))?;
-    anyhow::ensure!(response.status().is_success(), "{url} answered {}", response.status());
+    anyhow::ensure!(
+        response.status().is_success(),
+        "{url} answered {}",
+        response.status()
+    );
     Ok(())
 }

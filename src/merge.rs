@@ -43,7 +43,10 @@ impl SourceResults {
                 obj.insert("title".into(), Value::String(hit.title.clone()));
                 obj.insert("content".into(), Value::String(hit.content.clone()));
                 obj.insert("engine".into(), Value::String(engine.into()));
-                obj.insert("engines".into(), Value::Array(vec![Value::String(engine.into())]));
+                obj.insert(
+                    "engines".into(),
+                    Value::Array(vec![Value::String(engine.into())]),
+                );
                 obj.insert("positions".into(), Value::Array(vec![Value::from(rank)]));
                 obj.insert("score".into(), Value::from(premium_score(rank)));
                 obj.insert("category".into(), Value::String("general".into()));
@@ -97,9 +100,22 @@ fn is_tracking_param(name: &str) -> bool {
     name.starts_with("utm_")
         || matches!(
             name.as_str(),
-            "gclid" | "fbclid" | "msclkid" | "dclid" | "yclid" | "igshid" | "mc_cid" | "mc_eid"
-                | "_ga" | "_hsenc" | "_hsmi" | "mkt_tok" | "oly_anon_id" | "oly_enc_id"
-                | "vero_id" | "wickedid"
+            "gclid"
+                | "fbclid"
+                | "msclkid"
+                | "dclid"
+                | "yclid"
+                | "igshid"
+                | "mc_cid"
+                | "mc_eid"
+                | "_ga"
+                | "_hsenc"
+                | "_hsmi"
+                | "mkt_tok"
+                | "oly_anon_id"
+                | "oly_enc_id"
+                | "vero_id"
+                | "wickedid"
         )
 }
 
@@ -285,9 +301,18 @@ mod tests {
         ];
         let keys: BTreeSet<String> = same.iter().map(|u| canonical_url(u)).collect();
         assert_eq!(keys.len(), 1, "{keys:?}");
-        assert_ne!(canonical_url("https://example.org/a"), canonical_url("https://example.org/b"));
-        assert_ne!(canonical_url("https://example.org/a?x=1"), canonical_url("https://example.org/a?x=2"));
-        assert_ne!(canonical_url("https://example.org:8443/a"), canonical_url("https://example.org/a"));
+        assert_ne!(
+            canonical_url("https://example.org/a"),
+            canonical_url("https://example.org/b")
+        );
+        assert_ne!(
+            canonical_url("https://example.org/a?x=1"),
+            canonical_url("https://example.org/a?x=2")
+        );
+        assert_ne!(
+            canonical_url("https://example.org:8443/a"),
+            canonical_url("https://example.org/a")
+        );
     }
 
     #[test]
@@ -298,21 +323,45 @@ mod tests {
         ]);
         assert_eq!(merged.results.len(), 1);
         let r = &merged.results[0];
-        assert_eq!(r["url"], "https://www.example.org/a/", "SearXNG's higher score picks the shown URL");
+        assert_eq!(
+            r["url"], "https://www.example.org/a/",
+            "SearXNG's higher score picks the shown URL"
+        );
         assert_eq!(r["engines"], json!(["alpha", "beta", "brave_api"]));
         assert_eq!(r["score"], json!(3.0));
-        assert_eq!(r["parsed_url"], json!(["https"]), "SearXNG's own fields are kept");
+        assert_eq!(
+            r["parsed_url"],
+            json!(["https"]),
+            "SearXNG's own fields are kept"
+        );
         assert!(merged.searxng_contributed() && merged.premium_contributed());
     }
 
     #[test]
     fn results_are_ordered_by_combined_score() {
         let merged = merge(&[
-            searxng(&[("https://a.example/", 0.5, &["alpha"]), ("https://b.example/", 0.9, &["alpha"])]),
-            premium(ProviderKind::Exa, &["https://a.example/", "https://c.example/"]),
+            searxng(&[
+                ("https://a.example/", 0.5, &["alpha"]),
+                ("https://b.example/", 0.9, &["alpha"]),
+            ]),
+            premium(
+                ProviderKind::Exa,
+                &["https://a.example/", "https://c.example/"],
+            ),
         ]);
-        let urls: Vec<&str> = merged.results.iter().map(|r| r["url"].as_str().unwrap()).collect();
-        assert_eq!(urls, ["https://a.example/", "https://b.example/", "https://c.example/"]);
+        let urls: Vec<&str> = merged
+            .results
+            .iter()
+            .map(|r| r["url"].as_str().unwrap())
+            .collect();
+        assert_eq!(
+            urls,
+            [
+                "https://a.example/",
+                "https://b.example/",
+                "https://c.example/"
+            ]
+        );
     }
 
     #[test]
@@ -324,7 +373,17 @@ mod tests {
             published_date: Some("2026-11-27T10:00:00".into()),
         }];
         let r = &SourceResults::from_premium(ProviderKind::Tavily, &hits).results[0];
-        for field in ["url", "title", "content", "engine", "engines", "score", "category", "positions", "publishedDate"] {
+        for field in [
+            "url",
+            "title",
+            "content",
+            "engine",
+            "engines",
+            "score",
+            "category",
+            "positions",
+            "publishedDate",
+        ] {
             assert!(r.contains_key(field), "{field}");
         }
         assert_eq!(r["engine"], "tavily_api");
@@ -332,21 +391,35 @@ mod tests {
 
     fn arb_answers() -> impl Strategy<Value = Vec<SourceResults>> {
         let url = prop::sample::select(vec![
-            "https://a.example/", "https://www.a.example", "https://b.example/x?utm_source=1",
-            "http://b.example/x", "https://c.example/", "https://d.example/p?z=1&y=2",
-            "https://d.example/p?y=2&z=1", "https://e.example/",
+            "https://a.example/",
+            "https://www.a.example",
+            "https://b.example/x?utm_source=1",
+            "http://b.example/x",
+            "https://c.example/",
+            "https://d.example/p?z=1&y=2",
+            "https://d.example/p?y=2&z=1",
+            "https://e.example/",
         ]);
         let sx = prop::collection::vec((url.clone(), 0u32..40), 0..6).prop_map(|items| {
-            let owned: Vec<(String, f64)> =
-                items.into_iter().map(|(u, s)| (u.to_owned(), f64::from(s) / 8.0)).collect();
-            let refs: Vec<(&str, f64, &[&str])> =
-                owned.iter().map(|(u, s)| (u.as_str(), *s, &["alpha"][..])).collect();
+            let owned: Vec<(String, f64)> = items
+                .into_iter()
+                .map(|(u, s)| (u.to_owned(), f64::from(s) / 8.0))
+                .collect();
+            let refs: Vec<(&str, f64, &[&str])> = owned
+                .iter()
+                .map(|(u, s)| (u.as_str(), *s, &["alpha"][..]))
+                .collect();
             searxng(&refs)
         });
         let prem = |kind| {
             prop::collection::vec(url.clone(), 0..6).prop_map(move |urls| premium(kind, &urls))
         };
-        (sx, prem(ProviderKind::Brave), prem(ProviderKind::Exa), prem(ProviderKind::Jina))
+        (
+            sx,
+            prem(ProviderKind::Brave),
+            prem(ProviderKind::Exa),
+            prem(ProviderKind::Jina),
+        )
             .prop_map(|(a, b, c, d)| vec![a, b, c, d])
     }
 

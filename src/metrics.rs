@@ -105,7 +105,12 @@ fn int_gauge(registry: &Registry, name: &str, help: &str) -> IntGauge {
     g
 }
 
-fn int_gauge_vec(registry: &Registry, name: &str, help: &str, labels: &[&str]) -> prometheus::IntGaugeVec {
+fn int_gauge_vec(
+    registry: &Registry,
+    name: &str,
+    help: &str,
+    labels: &[&str],
+) -> prometheus::IntGaugeVec {
     let g = prometheus::IntGaugeVec::new(Opts::new(name, help).namespace(NAMESPACE), labels)
         .expect("metric definition is valid");
     registry
@@ -124,8 +129,12 @@ fn gauge_vec(registry: &Registry, name: &str, help: &str, labels: &[&str]) -> Ga
 }
 
 fn histogram(registry: &Registry, name: &str, help: &str, buckets: Vec<f64>) -> Histogram {
-    let h = Histogram::with_opts(HistogramOpts::new(name, help).namespace(NAMESPACE).buckets(buckets))
-        .expect("metric definition is valid");
+    let h = Histogram::with_opts(
+        HistogramOpts::new(name, help)
+            .namespace(NAMESPACE)
+            .buckets(buckets),
+    )
+    .expect("metric definition is valid");
     registry
         .register(Box::new(h.clone()))
         .expect("metric registered once");
@@ -140,7 +149,9 @@ fn histogram_vec(
     buckets: Vec<f64>,
 ) -> HistogramVec {
     let h = HistogramVec::new(
-        HistogramOpts::new(name, help).namespace(NAMESPACE).buckets(buckets),
+        HistogramOpts::new(name, help)
+            .namespace(NAMESPACE)
+            .buckets(buckets),
         labels,
     )
     .expect("metric definition is valid");
@@ -158,7 +169,9 @@ fn latency_buckets() -> Vec<f64> {
 }
 
 fn count_buckets() -> Vec<f64> {
-    vec![0.0, 1.0, 2.0, 5.0, 10.0, 20.0, 30.0, 50.0, 75.0, 100.0, 200.0]
+    vec![
+        0.0, 1.0, 2.0, 5.0, 10.0, 20.0, 30.0, 50.0, 75.0, 100.0, 200.0,
+    ]
 }
 
 impl Metrics {

@@ -162,9 +162,7 @@ pub struct RawParams {
 }
 
 fn non_blank(value: Option<String>) -> Option<String> {
-    value
-        .map(|v| v.trim().to_owned())
-        .filter(|v| !v.is_empty())
+    value.map(|v| v.trim().to_owned()).filter(|v| !v.is_empty())
 }
 
 fn comma_list(value: Option<String>, name: &'static str) -> Result<Vec<String>, RequestError> {
@@ -241,7 +239,9 @@ impl SearchRequest {
             None => None,
             Some(lang) => {
                 let valid = lang.len() <= 16
-                    && lang.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+                    && lang
+                        .chars()
+                        .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
                 if !valid {
                     return Err(RequestError::InvalidParameter {
                         name: "language",
@@ -307,6 +307,7 @@ impl SearchRequest {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 
@@ -353,7 +354,11 @@ mod tests {
             SearchRequest::parse(r.clone(), 10),
             Err(RequestError::UnsupportedFormat)
         );
-        for (f, want) in [("json", Format::Json), ("csv", Format::Csv), ("rss", Format::Rss)] {
+        for (f, want) in [
+            ("json", Format::Json),
+            ("csv", Format::Csv),
+            ("rss", Format::Rss),
+        ] {
             r.format = Some(f.into());
             assert_eq!(SearchRequest::parse(r.clone(), 10).unwrap().format, want);
         }
@@ -361,7 +366,8 @@ mod tests {
 
     #[test]
     fn junk_parameters_are_refused_by_name() {
-        let cases: [(&str, fn(&mut RawParams, &str)); 4] = [
+        type Setter = fn(&mut RawParams, &str);
+        let cases: [(&str, Setter); 4] = [
             ("pageno", |r, v| r.pageno = Some(v.into())),
             ("safesearch", |r, v| r.safesearch = Some(v.into())),
             ("time_range", |r, v| r.time_range = Some(v.into())),
@@ -421,12 +427,30 @@ mod tests {
     fn cache_key_includes_every_forwarded_parameter() {
         let base = SearchRequest::simple("rust");
         let variants: Vec<SearchRequest> = vec![
-            SearchRequest { pageno: 2, ..base.clone() },
-            SearchRequest { categories: vec!["news".into()], ..base.clone() },
-            SearchRequest { engines: vec!["alpha".into()], ..base.clone() },
-            SearchRequest { language: Some("de".into()), ..base.clone() },
-            SearchRequest { time_range: Some(TimeRange::Day), ..base.clone() },
-            SearchRequest { safesearch: Some(SafeSearch::Off), ..base.clone() },
+            SearchRequest {
+                pageno: 2,
+                ..base.clone()
+            },
+            SearchRequest {
+                categories: vec!["news".into()],
+                ..base.clone()
+            },
+            SearchRequest {
+                engines: vec!["alpha".into()],
+                ..base.clone()
+            },
+            SearchRequest {
+                language: Some("de".into()),
+                ..base.clone()
+            },
+            SearchRequest {
+                time_range: Some(TimeRange::Day),
+                ..base.clone()
+            },
+            SearchRequest {
+                safesearch: Some(SafeSearch::Off),
+                ..base.clone()
+            },
         ];
         let mut keys: Vec<String> = variants.iter().map(SearchRequest::cache_key).collect();
         keys.push(base.cache_key());

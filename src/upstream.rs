@@ -140,7 +140,10 @@ pub async fn read_body_capped(
     mut response: reqwest::Response,
     cap: usize,
 ) -> Result<bytes::Bytes, ErrorClass> {
-    if response.content_length().is_some_and(|len| len > cap as u64) {
+    if response
+        .content_length()
+        .is_some_and(|len| len > cap as u64)
+    {
         return Err(ErrorClass::TooLarge);
     }
     let mut body = bytes::BytesMut::new();
@@ -179,7 +182,10 @@ mod tests {
         let now = UNIX_EPOCH + Duration::from_secs(1_700_000_000);
         assert_eq!(parse_retry_after("2", now), Some(Duration::from_secs(2)));
         let later = httpdate::fmt_http_date(now + Duration::from_secs(30));
-        assert_eq!(parse_retry_after(&later, now), Some(Duration::from_secs(30)));
+        assert_eq!(
+            parse_retry_after(&later, now),
+            Some(Duration::from_secs(30))
+        );
         let past = httpdate::fmt_http_date(now - Duration::from_secs(30));
         assert_eq!(parse_retry_after(&past, now), Some(Duration::ZERO));
         assert_eq!(parse_retry_after("soon", SystemTime::now()), None);
@@ -188,7 +194,10 @@ mod tests {
     #[test]
     fn classes_split_into_transient_and_stop_signals() {
         for class in ErrorClass::ALL {
-            assert!(!(class.is_transient() && class.trips_at_once()), "{class:?}");
+            assert!(
+                !(class.is_transient() && class.trips_at_once()),
+                "{class:?}"
+            );
         }
         assert!(ErrorClass::Timeout.is_transient());
         assert!(!ErrorClass::BadRequest.is_transient());

@@ -127,15 +127,24 @@ mod tests {
             .clone();
         let a = Answer::success(Outcome::SearxngOk, "q", Some(top), Merged::default());
         let text = std::str::from_utf8(&a.json).unwrap();
-        assert!(text.starts_with(r#"{"query":"q","results":[],"answers":["a"],"extra":1"#), "{text}");
+        assert!(
+            text.starts_with(r#"{"query":"q","results":[],"answers":["a"],"extra":1"#),
+            "{text}"
+        );
     }
 
     #[test]
     fn the_502_body_names_upstreams_and_classes_only() {
-        let a = Answer::all_failed(&[UpstreamFailure { name: "searxng", error_class: "timeout" }]);
+        let a = Answer::all_failed(&[UpstreamFailure {
+            name: "searxng",
+            error_class: "timeout",
+        }]);
         let body: Value = serde_json::from_slice(&a.json).unwrap();
         assert_eq!(a.status, 502);
-        assert_eq!(body["upstreams"][0], json!({"name": "searxng", "error_class": "timeout"}));
+        assert_eq!(
+            body["upstreams"][0],
+            json!({"name": "searxng", "error_class": "timeout"})
+        );
         assert_eq!(body["error"], "all_upstreams_failed");
     }
 }

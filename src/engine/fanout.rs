@@ -16,7 +16,7 @@ use super::engines::EnginePlan;
 use super::outcome::Outcome;
 use super::roster::Roster;
 use super::{Gateway, Inner, SHORT_TTL};
-use crate::breaker::{Breaker, BreakerKind, Signal};
+use crate::breaker::{Breaker, BreakerKind, Signal, TripReason};
 use crate::cache::Computed;
 use crate::merge::{merge, SourceResults};
 use crate::providers::{ProviderAnswer, ProviderClient, ProviderKind};
@@ -56,7 +56,12 @@ pub(crate) async fn run(inner: Arc<Inner>, req: SearchRequest) -> Computed<Arc<A
     // Step 3–4: SearXNG (unless cooling down) and the T1 pass start together.
     let mut searxng = match inner.cooldown.admit() {
         Some(permit) => {
-            calls.push(Box::pin(searxng_call(Arc::clone(&inner), req.clone(), deadline, permit)));
+            calls.push(Box::pin(searxng_call(
+                Arc::clone(&inner),
+                req.clone(),
+                deadline,
+                permit,
+            )));
             SearxngState::Pending
         }
         None => {
@@ -73,10 +78,22 @@ pub(crate) async fn run(inner: Arc<Inner>, req: SearchRequest) -> Computed<Arc<A
         let Some((client, permit)) = roster.next_admitted(&mut failures) else {
             break;
         };
-        let breaker = inner.breakers.get(BreakerKind::Provider, client.kind().as_str());
-        calls.push(Box::pin(provider_call(client, breaker, req.clone(), deadline, permit, false)));
+        let breaker = inner
+            .breakers
+            .get(BreakerKind::Provider, client.kind().as_str());
+        calls.push(Box::pin(provider_call(
+            client,
+            breaker,
+            req.clone(),
+            deadline,
+            permit,
+            false,
+        )));
     }
-    let slow_at = started + inner.latency.slow_threshold(inner.config.searxng_slow, budget);
+    let slow_at = started
+        + inner
+            .latency
+            .slow_threshold(inner.config.searxng_slow, budget);
 
     let mut answers: Vec<SourceResults> = Vec::new();
     let mut searxng_top = None;
@@ -96,8 +113,17 @@ pub(crate) async fn run(inner: Arc<Inner>, req: SearchRequest) -> Computed<Arc<A
             if !fallback_in_flight {
                 if let Some((client, permit)) = roster.next_admitted(&mut failures) {
                     tracing::debug!(provider = client.kind().as_str(), "fallback call");
-                    let breaker = inner.breakers.get(BreakerKind::Provider, client.kind().as_str());
-                    calls.push(Box::pin(provider_call(client, breaker, req.clone(), deadline, permit, true)));
+                    let breaker = inner
+                        .breakers
+                        .get(BreakerKind::Provider, client.kind().as_str());
+                    calls.push(Box::pin(provider_call(
+                        client,
+                        breaker,
+                        req.clone(),
+                        deadline,
+                        permit,
+                        true,
+                    )));
                     fallback_in_flight = true;
                 }
             }
@@ -258,8 +284,12 @@ async fn provider_call(
         Ok(answer) => {
             permit.record(Signal::Success);
             if let Some(park) = &answer.park {
-                // The call succeeded, but the provider said its window is spent: park it.
-                breaker.record(Signal::from_error(park));
+                // The call succeeded, but the provider said a window is spent. A spent quota trips
+                // the breaker until its reset; a spent short window only pauses until it resets.
+                match (park.class, park.retry_after) {
+                    (ErrorClass::Quota, _) | (_, None) => breaker.record(Signal::from_error(park)),
+                    (_, Some(wait)) => breaker.pause(TripReason::RateLimited, wait),
+                }
             }
         }
         Err(err) => permit.record(Signal::from_error(err)),

@@ -63,13 +63,22 @@ mod tests {
     fn auto_threshold_is_twice_p95_within_bounds() {
         let w = LatencyWindow::default();
         let budget = Duration::from_secs(30);
-        assert_eq!(w.slow_threshold(SlowThreshold::Auto, budget), Duration::from_secs(2));
+        assert_eq!(
+            w.slow_threshold(SlowThreshold::Auto, budget),
+            Duration::from_secs(2)
+        );
         for ms in 1..=100 {
             w.record(Duration::from_millis(ms * 10));
         }
         assert_eq!(w.p95(), Some(Duration::from_millis(950)));
-        assert_eq!(w.slow_threshold(SlowThreshold::Auto, budget), Duration::from_millis(1900));
-        assert_eq!(w.slow_threshold(SlowThreshold::Auto, Duration::from_secs(2)), Duration::from_secs(1));
+        assert_eq!(
+            w.slow_threshold(SlowThreshold::Auto, budget),
+            Duration::from_millis(1900)
+        );
+        assert_eq!(
+            w.slow_threshold(SlowThreshold::Auto, Duration::from_secs(2)),
+            Duration::from_secs(1)
+        );
         let fast = LatencyWindow::default();
         fast.record(Duration::from_millis(5));
         assert_eq!(fast.slow_threshold(SlowThreshold::Auto, budget), FLOOR);

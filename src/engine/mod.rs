@@ -233,7 +233,10 @@ impl Gateway {
         inner.breakers.refresh_metrics();
         inner.cooldown.refresh_metrics();
         let cooling = inner.cooldown.state() == BreakerState::Open;
-        inner.metrics.searxng_cooldown_active.set(i64::from(cooling));
+        inner
+            .metrics
+            .searxng_cooldown_active
+            .set(i64::from(cooling));
         inner.metrics.render()
     }
 
@@ -335,9 +338,14 @@ async fn refresh_catalog(inner: &Inner, first: bool) {
                 inner.catalog.set(catalog);
                 Gateway::mark_searxng_ok(inner);
             }
-            None => tracing::warn!("SearXNG /config has no engines list; engine breakers cannot exclude engines"),
+            None => tracing::warn!(
+                "SearXNG /config has no engines list; engine breakers cannot exclude engines"
+            ),
         },
-        Err(err) => tracing::debug!(error_class = err.class.as_str(), "SearXNG /config unavailable"),
+        Err(err) => tracing::debug!(
+            error_class = err.class.as_str(),
+            "SearXNG /config unavailable"
+        ),
     }
 }
 

@@ -21,7 +21,7 @@ use std::time::Duration;
 use reqwest::header::HeaderMap;
 
 use super::http::{class_for_status, failure, is_success, retry_after};
-use super::{ApiRequest, Method, PremiumApi, PremiumHit, ProviderAnswer, ProviderKind};
+use super::{ApiRequest, Method, PremiumApi, ProviderAnswer, ProviderKind};
 use crate::metrics::Metrics;
 use crate::request::{SafeSearch, SearchRequest, TimeRange};
 use crate::upstream::{ErrorClass, UpstreamError};
@@ -62,7 +62,10 @@ impl PremiumApi for Brave {
         let mut query = vec![
             ("q", req.query.clone()),
             ("count", COUNT.to_string()),
-            ("offset", req.pageno.saturating_sub(1).min(MAX_OFFSET).to_string()),
+            (
+                "offset",
+                req.pageno.saturating_sub(1).min(MAX_OFFSET).to_string(),
+            ),
             ("text_decorations", "false".to_owned()),
         ];
         if let Some((search_lang, ui_lang)) = languages(req.language.as_deref()) {
@@ -119,7 +122,12 @@ impl PremiumApi for Brave {
         }
         let hits = response
             .web
-            .map(|web| web.results.into_iter().filter_map(wire::Result::into_hit).collect())
+            .map(|web| {
+                web.results
+                    .into_iter()
+                    .filter_map(wire::Result::into_hit)
+                    .collect()
+            })
             .unwrap_or_default();
         let park = limits.exhausted().map(|window| {
             let class = if window.is_month() {
@@ -140,7 +148,10 @@ impl PremiumApi for Brave {
         for window in RateLimits::from_headers(headers).windows {
             let label = [window.label.as_str()];
             if let Some(limit) = window.limit {
-                metrics.brave_rate_limit_limit.with_label_values(&label).set(limit);
+                metrics
+                    .brave_rate_limit_limit
+                    .with_label_values(&label)
+                    .set(limit);
             }
             if let Some(remaining) = window.remaining {
                 metrics
@@ -149,7 +160,10 @@ impl PremiumApi for Brave {
                     .set(remaining);
             }
             if let Some(reset) = window.reset {
-                metrics.brave_rate_limit_reset.with_label_values(&label).set(reset);
+                metrics
+                    .brave_rate_limit_reset
+                    .with_label_values(&label)
+                    .set(reset);
             }
         }
     }
@@ -392,10 +406,12 @@ mod wire {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+    use crate::providers::PremiumHit;
     use reqwest::header::HeaderValue;
 
     const SUCCESS: &str = r#"{"type":"search","query":{"original":"rust async"},"web":{"type":"search","results":[{"title":"Async Rust primer","url":"https://example.org/async","description":"A short primer.","page_age":"2026-11-27T10:00:00"}]}}"#;
-    const NO_WEB: &str = r#"{"type":"search","query":{"original":"zxqv"},"mixed":{"type":"mixed","main":[]}}"#;
+    const NO_WEB: &str =
+        r#"{"type":"search","query":{"original":"zxqv"},"mixed":{"type":"mixed","main":[]}}"#;
     const TOKEN_INVALID: &str = r#"{"type":"ErrorResponse","error":{"id":"a1","status":422,"code":"SUBSCRIPTION_TOKEN_INVALID","detail":"The provided subscription token is invalid."},"time":1700000000}"#;
     const NOT_FOUND: &str = r#"{"type":"ErrorResponse","error":{"id":"a2","status":404,"code":"SUBSCRIPTION_NOT_FOUND","detail":"Subscription not found."}}"#;
     const VALIDATION_ERRORS_ARRAY: &str = r#"{"type":"ErrorResponse","errors":[{"id":"a3","status":422,"code":"VALIDATION","detail":"Unable to validate request parameter(s).","meta":{"errors":[{"loc":["query","count"]}]}}]}"#;
@@ -418,7 +434,12 @@ mod tests {
     }
 
     fn healthy() -> HeaderMap {
-        limits("20, 15000", "20;w=1, 15000;w=2592000", "19, 14321", "1, 1419704")
+        limits(
+            "20, 15000",
+            "20;w=1, 15000;w=2592000",
+            "19, 14321",
+            "1, 1419704",
+        )
     }
 
     fn class(status: u16, body: &str) -> ErrorClass {
@@ -430,7 +451,9 @@ mod tests {
 
     #[test]
     fn the_recorded_success_body_becomes_hits() {
-        let answer = Brave.interpret(200, &healthy(), SUCCESS.as_bytes()).unwrap();
+        let answer = Brave
+            .interpret(200, &healthy(), SUCCESS.as_bytes())
+            .unwrap();
         assert_eq!(
             answer.hits,
             [PremiumHit {
@@ -494,7 +517,12 @@ mod tests {
 
     #[test]
     fn a_429_uses_the_exhausted_windows_reset_without_retry_after() {
-        let h = limits("1, 15000", "1;w=1, 15000;w=2592000", "0, 14321", "3, 1419704");
+        let h = limits(
+            "1, 15000",
+            "1;w=1, 15000;w=2592000",
+            "0, 14321",
+            "3, 1419704",
+        );
         let err = Brave.interpret(429, &h, RATE.as_bytes()).unwrap_err();
         assert_eq!(err.class, ErrorClass::RateLimited);
         assert_eq!(err.retry_after, Some(Duration::from_secs(3)));
@@ -520,7 +548,12 @@ mod tests {
 
     #[test]
     fn a_200_with_an_exhausted_window_parks_brave_until_its_reset() {
-        let h = limits("1, 15000", "1;w=1, 15000;w=2592000", "0, 14321", "1, 1419704");
+        let h = limits(
+            "1, 15000",
+            "1;w=1, 15000;w=2592000",
+            "0, 14321",
+            "1, 1419704",
+        );
         let answer = Brave.interpret(200, &h, SUCCESS.as_bytes()).unwrap();
         assert_eq!(answer.hits.len(), 1);
         assert_eq!(
@@ -553,7 +586,10 @@ mod tests {
         assert_eq!(parsed.windows.len(), 2);
         assert_eq!(parsed.windows[1].remaining, None);
         assert_eq!(parsed.windows[1].label, "month");
-        assert_eq!(Brave.interpret(200, &h, SUCCESS.as_bytes()).unwrap().park, None);
+        assert_eq!(
+            Brave.interpret(200, &h, SUCCESS.as_bytes()).unwrap().park,
+            None
+        );
     }
 
     #[test]
@@ -567,7 +603,9 @@ mod tests {
         assert_eq!(get(&metrics.brave_rate_limit_remaining, "month"), 14321.0);
         assert_eq!(get(&metrics.brave_rate_limit_reset, "month"), 1_419_704.0);
         let text = String::from_utf8(metrics.render()).unwrap();
-        assert!(text.contains(r#"searxng_gateway_brave_rate_limit_remaining{window="month"} 14321"#));
+        assert!(
+            text.contains(r#"searxng_gateway_brave_rate_limit_remaining{window="month"} 14321"#)
+        );
     }
 
     #[test]
@@ -601,8 +639,15 @@ mod tests {
         assert!(req
             .headers
             .contains(&("X-Subscription-Token", "k-1".to_owned())));
-        assert!(req.headers.contains(&("Accept", "application/json".to_owned())));
-        let q = |name: &str| req.query.iter().find(|(k, _)| *k == name).map(|(_, v)| v.as_str());
+        assert!(req
+            .headers
+            .contains(&("Accept", "application/json".to_owned())));
+        let q = |name: &str| {
+            req.query
+                .iter()
+                .find(|(k, _)| *k == name)
+                .map(|(_, v)| v.as_str())
+        };
         assert_eq!(q("q"), Some("Rust Async"));
         assert_eq!(q("count"), Some("10"));
         assert_eq!(q("offset"), Some("0"));

@@ -212,8 +212,10 @@ mod tests {
     const EMPTY: &str = r#"{"requestId":"7f3b","results":[],"costDollars":{"total":0.005}}"#;
     const NO_CREDITS: &str =
         r#"{"requestId":"7f3c","error":"You have run out of credits","tag":"NO_MORE_CREDITS"}"#;
-    const BUDGET: &str = r#"{"requestId":"7f3d","error":"API key budget exceeded","tag":"API_KEY_BUDGET_EXCEEDED"}"#;
-    const INVALID_KEY: &str = r#"{"requestId":"7f3e","error":"Invalid API key","tag":"INVALID_API_KEY"}"#;
+    const BUDGET: &str =
+        r#"{"requestId":"7f3d","error":"API key budget exceeded","tag":"API_KEY_BUDGET_EXCEEDED"}"#;
+    const INVALID_KEY: &str =
+        r#"{"requestId":"7f3e","error":"Invalid API key","tag":"INVALID_API_KEY"}"#;
     const BAD_BODY: &str = r#"{"requestId":"7f3f","error":"numResults must be at most 100","tag":"INVALID_REQUEST_BODY"}"#;
     const OVERLOADED: &str =
         r#"{"requestId":"7f40","error":"Service overloaded","tag":"SERVICE_OVERLOADED"}"#;
@@ -244,7 +246,9 @@ mod tests {
 
     #[test]
     fn an_empty_result_list_is_an_empty_answer_that_still_costs() {
-        let answer = Exa.interpret(200, &HeaderMap::new(), EMPTY.as_bytes()).unwrap();
+        let answer = Exa
+            .interpret(200, &HeaderMap::new(), EMPTY.as_bytes())
+            .unwrap();
         assert!(answer.hits.is_empty());
         assert_eq!(answer.cost_dollars, Some(0.005));
     }
@@ -261,7 +265,10 @@ mod tests {
             .unwrap()
             .hits;
         assert_eq!(hits.len(), 3);
-        assert_eq!((hits[0].title.as_str(), hits[0].content.as_str()), ("", "Body text."));
+        assert_eq!(
+            (hits[0].title.as_str(), hits[0].content.as_str()),
+            ("", "Body text.")
+        );
         assert_eq!(hits[1].content, "A summary.");
         assert_eq!(hits[2].content, "one … two");
     }

@@ -1,5 +1,5 @@
 //! The HTTP mechanics every premium provider shares, written once: origin + path + query, headers,
-//! one timeout over the whole exchange (headers and body), an 8 MiB body cap, transport-error
+//! one timeout over the whole exchange (headers and body), the shared body cap, transport-error
 //! classification, metrics and logging. The adapters (`brave.rs`, `exa.rs`, …) only say what to
 //! send and how to read the answer.
 //!
@@ -9,17 +9,16 @@
 use std::fmt;
 use std::time::{Duration, Instant, SystemTime};
 
-use reqwest::header::{HeaderMap, HeaderName, HeaderValue, CONTENT_LENGTH};
+use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use url::Url;
 
 use super::{ApiRequest, Method, PremiumApi, ProviderAnswer, ProviderKind};
 use crate::config::{ApiKey, ProviderConfig};
 use crate::metrics::Metrics;
 use crate::request::SearchRequest;
-use crate::upstream::{classify_transport, parse_retry_after, ErrorClass, UpstreamError};
-
-/// The largest provider response body the gateway reads; a longer one is [`ErrorClass::TooLarge`].
-pub const MAX_BODY_BYTES: usize = 8 * 1024 * 1024;
+use crate::upstream::{
+    classify_transport, parse_retry_after, read_body_capped, ErrorClass, UpstreamError, BODY_CAP,
+};
 
 /// A premium provider ready to be called: its adapter plus everything needed to reach it.
 pub struct ProviderClient {
@@ -85,8 +84,8 @@ impl ProviderClient {
         }
         .headers(headers);
         if let Some(body) = &api_req.body {
-            let bytes = serde_json::to_vec(body)
-                .map_err(|_| UpstreamError::new(ErrorClass::BadRequest))?;
+            let bytes =
+                serde_json::to_vec(body).map_err(|_| UpstreamError::new(ErrorClass::BadRequest))?;
             builder = builder.body(bytes);
         }
         let response = builder.send().await.map_err(transport)?;
@@ -94,7 +93,9 @@ impl ProviderClient {
         *status = Some(code);
         let response_headers = response.headers().clone();
         self.api.observe_headers(&response_headers, &self.metrics);
-        let body = read_capped(response).await?;
+        let body = read_body_capped(response, BODY_CAP)
+            .await
+            .map_err(UpstreamError::new)?;
         self.api.interpret(code, &response_headers, &body)
     }
 
@@ -217,27 +218,6 @@ impl fmt::Debug for ProviderClient {
 
 fn transport(err: reqwest::Error) -> UpstreamError {
     UpstreamError::new(classify_transport(&err))
-}
-
-/// Reads the whole body, refusing more than [`MAX_BODY_BYTES`] (announced or actual).
-async fn read_capped(mut response: reqwest::Response) -> Result<Vec<u8>, UpstreamError> {
-    let announced = response
-        .headers()
-        .get(CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.parse::<u64>().ok());
-    if announced.is_some_and(|n| n > MAX_BODY_BYTES as u64) {
-        return Err(UpstreamError::new(ErrorClass::TooLarge));
-    }
-    let capacity = announced.map_or(16 * 1024, |n| n as usize);
-    let mut body = Vec::with_capacity(capacity);
-    while let Some(chunk) = response.chunk().await.map_err(transport)? {
-        if body.len() + chunk.len() > MAX_BODY_BYTES {
-            return Err(UpstreamError::new(ErrorClass::TooLarge));
-        }
-        body.extend_from_slice(&chunk);
-    }
-    Ok(body)
 }
 
 /// Whether `status` is a success the adapter should decode as results.

@@ -261,9 +261,15 @@ mod tests {
         let req = Jina.request(&SearchRequest::simple("Rust Async"), "k-1");
         assert_eq!(req.method, Method::Post);
         assert_eq!(req.path, "/");
-        assert!(req.headers.contains(&("Authorization", "Bearer k-1".to_owned())));
-        assert!(req.headers.contains(&("Accept", "application/json".to_owned())));
-        assert!(req.headers.contains(&("X-Respond-With", "no-content".to_owned())));
+        assert!(req
+            .headers
+            .contains(&("Authorization", "Bearer k-1".to_owned())));
+        assert!(req
+            .headers
+            .contains(&("Accept", "application/json".to_owned())));
+        assert!(req
+            .headers
+            .contains(&("X-Respond-With", "no-content".to_owned())));
         let body = req.body.unwrap();
         assert_eq!(body["q"], "Rust Async");
         assert_eq!(body["num"], 10);

@@ -3,6 +3,8 @@
 //! cap, error classification, metrics) once for all of them. One file per provider, same anatomy.
 
 pub mod brave;
+#[cfg(test)]
+mod contract_tests;
 pub mod exa;
 pub mod http;
 pub mod jina;

@@ -123,8 +123,10 @@ mod tests {
     use std::time::Duration;
 
     const SUCCESS: &str = r#"{"query":"rust async","answer":null,"results":[{"title":"Async Rust primer","url":"https://example.org/async","content":"A short primer.","score":0.87,"raw_content":null}],"response_time":0.92}"#;
-    const EMPTY: &str = r#"{"query":"zxqv","answer":null,"images":[],"results":[],"response_time":0.41}"#;
-    const UNAUTHORIZED: &str = r#"{"detail":{"error":"Unauthorized: missing or invalid API key."}}"#;
+    const EMPTY: &str =
+        r#"{"query":"zxqv","answer":null,"images":[],"results":[],"response_time":0.41}"#;
+    const UNAUTHORIZED: &str =
+        r#"{"detail":{"error":"Unauthorized: missing or invalid API key."}}"#;
     const PLAN_LIMIT: &str =
         r#"{"detail":{"error":"This request exceeds your plan's set usage limit."}}"#;
     const PAYG_LIMIT: &str =
@@ -178,7 +180,12 @@ mod tests {
 
     #[test]
     fn garbled_or_wrong_shape_bodies_are_malformed() {
-        for body in ["", "not json", r#"{"results":[{"#, r#"{"query":"x","answer":null}"#] {
+        for body in [
+            "",
+            "not json",
+            r#"{"results":[{"#,
+            r#"{"query":"x","answer":null}"#,
+        ] {
             assert_eq!(class(200, body), ErrorClass::Malformed, "{body}");
         }
     }
@@ -208,7 +215,9 @@ mod tests {
         let req = Tavily.request(&SearchRequest::simple("Rust Async"), "k-1");
         assert_eq!(req.method, Method::Post);
         assert_eq!(req.path, "/search");
-        assert!(req.headers.contains(&("Authorization", "Bearer k-1".to_owned())));
+        assert!(req
+            .headers
+            .contains(&("Authorization", "Bearer k-1".to_owned())));
         let body = req.body.unwrap();
         assert_eq!(body["query"], "Rust Async");
         assert_eq!(body["search_depth"], "basic");
@@ -222,6 +231,9 @@ mod tests {
             time_range: Some(TimeRange::Month),
             ..SearchRequest::simple("x")
         };
-        assert_eq!(Tavily.request(&req, "k").body.unwrap()["time_range"], "month");
+        assert_eq!(
+            Tavily.request(&req, "k").body.unwrap()["time_range"],
+            "month"
+        );
     }
 }

@@ -82,7 +82,12 @@ impl EngineCatalog {
             req.categories.iter().map(String::as_str).collect()
         };
         for engine in &self.engines {
-            if engine.enabled && engine.categories.iter().any(|c| categories.contains(&c.as_str())) {
+            if engine.enabled
+                && engine
+                    .categories
+                    .iter()
+                    .any(|c| categories.contains(&c.as_str()))
+            {
                 out.insert(engine.name.clone());
             }
         }
@@ -109,7 +114,10 @@ mod tests {
 
     #[test]
     fn default_request_targets_enabled_general_engines() {
-        assert_eq!(catalog().targets(&SearchRequest::simple("q")), ["alpha", "beta"]);
+        assert_eq!(
+            catalog().targets(&SearchRequest::simple("q")),
+            ["alpha", "beta"]
+        );
     }
 
     #[test]

@@ -85,7 +85,12 @@ pub struct SearxngClient {
 
 impl SearxngClient {
     /// A client for the instance at `base` (no trailing slash). `http` must not follow redirects.
-    pub fn new(http: reqwest::Client, base: Url, attempt_timeout: Duration, metrics: Metrics) -> Self {
+    pub fn new(
+        http: reqwest::Client,
+        base: Url,
+        attempt_timeout: Duration,
+        metrics: Metrics,
+    ) -> Self {
         Self {
             http,
             base,
@@ -119,7 +124,10 @@ impl SearxngClient {
             Ok(_) => "ok",
             Err(err) => err.class.as_str(),
         };
-        self.metrics.searxng_requests.with_label_values(&[label]).inc();
+        self.metrics
+            .searxng_requests
+            .with_label_values(&[label])
+            .inc();
         if let Ok(answer) = &result {
             self.account_engines(answer);
         }
@@ -169,10 +177,19 @@ impl SearxngClient {
                             .retry_exhausted
                             .with_label_values(&[err.class.as_str()])
                             .inc();
-                        tracing::debug!(attempts = attempt, error_class = err.class.as_str(), "SearXNG retries exhausted");
+                        tracing::debug!(
+                            attempts = attempt,
+                            error_class = err.class.as_str(),
+                            "SearXNG retries exhausted"
+                        );
                         return Err(err);
                     }
-                    tracing::debug!(attempt, error_class = err.class.as_str(), delay_ms = delay.as_millis() as u64, "SearXNG attempt failed, retrying");
+                    tracing::debug!(
+                        attempt,
+                        error_class = err.class.as_str(),
+                        delay_ms = delay.as_millis() as u64,
+                        "SearXNG attempt failed, retrying"
+                    );
                     tokio::time::sleep_until(next_start).await;
                     attempt += 1;
                 }
@@ -180,7 +197,10 @@ impl SearxngClient {
         }
     }
 
-    fn query_pairs<'a>(req: &'a SearchRequest, engines: Option<&'a [String]>) -> Vec<(&'static str, String)> {
+    fn query_pairs<'a>(
+        req: &'a SearchRequest,
+        engines: Option<&'a [String]>,
+    ) -> Vec<(&'static str, String)> {
         let mut pairs: Vec<(&'static str, String)> = vec![
             ("q", req.query.clone()),
             ("format", "json".into()),
@@ -250,18 +270,27 @@ impl SearxngClient {
     fn account_engines(&self, answer: &SearxngAnswer) {
         for result in &answer.results {
             for engine in result_engines(result) {
-                self.metrics.engine_results.with_label_values(&[engine]).inc();
+                self.metrics
+                    .engine_results
+                    .with_label_values(&[engine])
+                    .inc();
             }
         }
         for engine in answer.engines_with_results() {
-            self.metrics.engine_status.with_label_values(&[&engine]).set(1);
+            self.metrics
+                .engine_status
+                .with_label_values(&[&engine])
+                .set(1);
         }
         for u in &answer.unresponsive {
             self.metrics
                 .engine_unresponsive
                 .with_label_values(&[&u.engine, u.reason.as_str()])
                 .inc();
-            self.metrics.engine_status.with_label_values(&[&u.engine]).set(0);
+            self.metrics
+                .engine_status
+                .with_label_values(&[&u.engine])
+                .set(0);
         }
     }
 
@@ -358,15 +387,29 @@ mod tests {
             "unresponsive_engines":[],"new_key":{"x":1}}"#;
         let answer = parse_answer(body).unwrap();
         let keys: Vec<&str> = answer.top.keys().map(String::as_str).collect();
-        assert_eq!(keys, ["query", "number_of_results", "results", "answers", "infoboxes",
-                          "suggestions", "corrections", "unresponsive_engines", "new_key"]);
+        assert_eq!(
+            keys,
+            [
+                "query",
+                "number_of_results",
+                "results",
+                "answers",
+                "infoboxes",
+                "suggestions",
+                "corrections",
+                "unresponsive_engines",
+                "new_key"
+            ]
+        );
         assert_eq!(answer.results.len(), 1, "a result without url is dropped");
         assert_eq!(answer.results[0]["author"], "x");
     }
 
     #[test]
     fn zero_results_with_unresponsive_engines_is_degraded() {
-        let degraded = parse_answer(br#"{"results":[],"unresponsive_engines":[["alpha","timeout"]]}"#).unwrap();
+        let degraded =
+            parse_answer(br#"{"results":[],"unresponsive_engines":[["alpha","timeout"]]}"#)
+                .unwrap();
         assert!(degraded.is_degraded());
         let nothing = parse_answer(br#"{"results":[],"unresponsive_engines":[]}"#).unwrap();
         assert!(!nothing.is_degraded());
@@ -381,9 +424,12 @@ mod tests {
 
     #[test]
     fn engines_are_counted_once_per_result() {
-        let answer = parse_answer(br#"{"results":[
+        let answer = parse_answer(
+            br#"{"results":[
             {"url":"u1","title":"t","engine":"alpha","engines":["alpha","beta","alpha"]},
-            {"url":"u2","title":"t","engine":"gamma"}]}"#).unwrap();
+            {"url":"u2","title":"t","engine":"gamma"}]}"#,
+        )
+        .unwrap();
         assert_eq!(result_engines(&answer.results[0]), ["alpha", "beta"]);
         assert_eq!(result_engines(&answer.results[1]), ["gamma"]);
         assert_eq!(answer.engines_with_results(), ["alpha", "beta", "gamma"]);

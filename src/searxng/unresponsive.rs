@@ -63,7 +63,9 @@ impl EngineReason {
     pub fn parse(message: &str) -> (Self, bool) {
         let trimmed = message.trim();
         let (inner, suspended) = match trimmed.get(..10) {
-            Some(prefix) if prefix.eq_ignore_ascii_case("suspended:") => (trimmed[10..].trim(), true),
+            Some(prefix) if prefix.eq_ignore_ascii_case("suspended:") => {
+                (trimmed[10..].trim(), true)
+            }
             _ => (trimmed, false),
         };
         let lower = inner.to_ascii_lowercase();
@@ -174,26 +176,46 @@ mod tests {
     fn blocked_reasons_trip_at_once_and_the_rest_are_transient() {
         assert!(matches!(
             EngineReason::Captcha.breaker_signal(),
-            Signal::Stop { reason: TripReason::Captcha, .. }
+            Signal::Stop {
+                reason: TripReason::Captcha,
+                ..
+            }
         ));
         assert!(matches!(
             EngineReason::TooManyRequests.breaker_signal(),
-            Signal::Stop { reason: TripReason::RateLimited, .. }
+            Signal::Stop {
+                reason: TripReason::RateLimited,
+                ..
+            }
         ));
         assert!(matches!(
             EngineReason::AccessDenied.breaker_signal(),
-            Signal::Stop { reason: TripReason::AccessDenied, .. }
+            Signal::Stop {
+                reason: TripReason::AccessDenied,
+                ..
+            }
         ));
-        assert!(matches!(EngineReason::Timeout.breaker_signal(), Signal::Transient));
+        assert!(matches!(
+            EngineReason::Timeout.breaker_signal(),
+            Signal::Transient
+        ));
     }
 
     #[test]
     fn unresponsive_list_is_deduplicated_and_tolerant() {
-        let v = json!([["beta", "too many requests"], ["beta", "timeout"], ["alpha"], 7,
-                       ["gamma", "Suspended: CAPTCHA"]]);
+        let v = json!([
+            ["beta", "too many requests"],
+            ["beta", "timeout"],
+            ["alpha"],
+            7,
+            ["gamma", "Suspended: CAPTCHA"]
+        ]);
         let parsed = parse_unresponsive(Some(&v));
         assert_eq!(parsed.len(), 2);
         assert_eq!(parsed[0].reason, EngineReason::TooManyRequests);
-        assert_eq!((parsed[1].reason, parsed[1].suspended), (EngineReason::Captcha, true));
+        assert_eq!(
+            (parsed[1].reason, parsed[1].suspended),
+            (EngineReason::Captcha, true)
+        );
     }
 }

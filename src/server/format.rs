@@ -24,7 +24,10 @@ pub fn csv(document: &Map<String, Value>) -> String {
             .ok()
             .and_then(|u| u.host_str().map(str::to_owned))
             .unwrap_or_default();
-        let score = result.get("score").map(Value::to_string).unwrap_or_default();
+        let score = result
+            .get("score")
+            .map(Value::to_string)
+            .unwrap_or_default();
         let cells = [
             field(result, "title"),
             url,
@@ -107,7 +110,9 @@ mod tests {
     fn csv_quotes_cells_that_need_it() {
         let out = csv(&doc());
         assert!(out.starts_with("title,url,content,host,engine,score,type\r\n"));
-        assert!(out.contains("\"A, \"\"quoted\"\"\",https://a.example/x,<b>c</b>,a.example,alpha,1.5,result"));
+        assert!(out.contains(
+            "\"A, \"\"quoted\"\"\",https://a.example/x,<b>c</b>,a.example,alpha,1.5,result"
+        ));
     }
 
     #[test]

@@ -14,9 +14,8 @@ use crate::engine::Gateway;
 use crate::request::{Format, RawParams, SearchRequest};
 
 fn parse(raw: &str) -> Result<RawParams, ApiError> {
-    serde_urlencoded::from_str(raw).map_err(|_| {
-        ApiError::Unreadable("parameters must be URL-encoded and must not repeat")
-    })
+    serde_urlencoded::from_str(raw)
+        .map_err(|_| ApiError::Unreadable("parameters must be URL-encoded and must not repeat"))
 }
 
 /// `GET /search?q=…`
@@ -74,7 +73,10 @@ async fn answer(gateway: Gateway, raw: RawParams) -> Response {
     let answer = &served.answer;
     let status = StatusCode::from_u16(answer.status).unwrap_or(StatusCode::BAD_GATEWAY);
     let (body, content_type): (Bytes, &'static str) = match (format, status.is_success()) {
-        (Format::Csv, true) => (format::csv(&answer.document).into(), "text/csv; charset=utf-8"),
+        (Format::Csv, true) => (
+            format::csv(&answer.document).into(),
+            "text/csv; charset=utf-8",
+        ),
         (Format::Rss, true) => (
             format::rss(&answer.document, &query).into(),
             "application/rss+xml; charset=utf-8",

@@ -61,18 +61,28 @@ async fn direct(searxng: &SearxngInstance, params: &[(&str, &str)]) -> Value {
 #[tokio::test(flavor = "multi_thread")]
 async fn answer_keeps_searxngs_full_shape() {
     let s = stack(false, &[]).await;
-    let reply = s.gateway.search(&[("q", "shape check"), ("format", "json")]).await;
+    let reply = s
+        .gateway
+        .search(&[("q", "shape check"), ("format", "json")])
+        .await;
     let reference = direct(&s.searxng, &[("q", "shape check again")]).await;
 
     assert_eq!(reply.status, 200, "{}", reply.text);
     assert_eq!(reply.outcome, "searxng_ok");
-    assert_eq!(keys(&reply.json), keys(&reference), "every top-level key SearXNG sends is kept");
+    assert_eq!(
+        keys(&reply.json),
+        keys(&reference),
+        "every top-level key SearXNG sends is kept"
+    );
     let results = reply.json["results"].as_array().expect("results");
     assert_eq!(results.len(), 2 * DEFAULT_RESULTS);
     let reference_result = &reference["results"][0];
     for result in results {
         for key in keys(reference_result) {
-            assert!(result.get(&key).is_some(), "result field {key} kept: {result}");
+            assert!(
+                result.get(&key).is_some(),
+                "result field {key} kept: {result}"
+            );
         }
     }
 }
@@ -95,14 +105,24 @@ async fn forwarded_parameters_and_the_original_case_reach_the_engines() {
 
     let seen = s.upstream.requests("alpha");
     let last = seen.last().expect("alpha was called");
-    assert_eq!(last.get("q").map(String::as_str), Some("Rust Async"), "case kept");
+    assert_eq!(
+        last.get("q").map(String::as_str),
+        Some("Rust Async"),
+        "case kept"
+    );
     assert_eq!(last.get("pageno").map(String::as_str), Some("2"));
     assert_eq!(last.get("time_range").map(String::as_str), Some("week"));
     assert_eq!(last.get("lang").map(String::as_str), Some("de"));
     assert_eq!(last.get("safesearch").map(String::as_str), Some("2"));
-    assert_eq!(s.upstream.hits("gamma"), 0, "categories=general does not reach the news engine");
+    assert_eq!(
+        s.upstream.hits("gamma"),
+        0,
+        "categories=general does not reach the news engine"
+    );
 
-    s.gateway.search(&[("q", "Rust Async"), ("categories", "news")]).await;
+    s.gateway
+        .search(&[("q", "Rust Async"), ("categories", "news")])
+        .await;
     assert_eq!(s.upstream.hits("gamma"), 1, "categories=news reaches it");
 }
 
@@ -126,11 +146,23 @@ async fn a_failing_engine_is_counted_with_its_reason_class() {
         1.0
     );
     assert_eq!(
-        g.metric("searxng_gateway_engine_results_total", &[("engine", "alpha")]).await,
+        g.metric(
+            "searxng_gateway_engine_results_total",
+            &[("engine", "alpha")]
+        )
+        .await,
         3.0
     );
-    assert_eq!(g.metric("searxng_gateway_engine_status", &[("engine", "beta")]).await, 0.0);
-    assert_eq!(g.metric("searxng_gateway_engine_status", &[("engine", "alpha")]).await, 1.0);
+    assert_eq!(
+        g.metric("searxng_gateway_engine_status", &[("engine", "beta")])
+            .await,
+        0.0
+    );
+    assert_eq!(
+        g.metric("searxng_gateway_engine_status", &[("engine", "alpha")])
+            .await,
+        1.0
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -165,11 +197,22 @@ async fn an_open_engine_is_excluded_until_one_request_probes_it() {
     assert_eq!(s.upstream.hits("beta"), 1);
     let alpha_before = s.upstream.hits("alpha");
     for i in 0..3 {
-        let reply = s.gateway.search(&[("q", &format!("beta is open {i}"))]).await;
+        let reply = s
+            .gateway
+            .search(&[("q", &format!("beta is open {i}"))])
+            .await;
         assert_eq!(reply.status, 200);
     }
-    assert_eq!(s.upstream.hits("beta"), 1, "no request reached beta while open");
-    assert_eq!(s.upstream.hits("alpha"), alpha_before + 3, "alpha still searched");
+    assert_eq!(
+        s.upstream.hits("beta"),
+        1,
+        "no request reached beta while open"
+    );
+    assert_eq!(
+        s.upstream.hits("alpha"),
+        alpha_before + 3,
+        "alpha still searched"
+    );
     let sent = s.upstream.requests("alpha");
     assert!(!sent.is_empty());
 
@@ -184,16 +227,36 @@ async fn an_open_engine_is_excluded_until_one_request_probes_it() {
     for reply in futures::future::join_all(probes).await {
         assert_eq!(reply.status, 200);
     }
-    assert_eq!(s.upstream.hits("beta"), 2, "exactly one request probed beta");
+    assert_eq!(
+        s.upstream.hits("beta"),
+        2,
+        "exactly one request probed beta"
+    );
     let g = &s.gateway;
     assert_eq!(
-        g.metric("searxng_gateway_circuit_breaker_recovery_total", &[("engine", "beta"), ("kind", "engine")]).await,
+        g.metric(
+            "searxng_gateway_circuit_breaker_recovery_total",
+            &[("engine", "beta"), ("kind", "engine")]
+        )
+        .await,
         1.0
     );
     s.gateway.search(&[("q", "after recovery")]).await;
-    assert_eq!(s.upstream.hits("beta"), 3, "a closed beta is searched again");
     assert_eq!(
-        g.metric("searxng_gateway_circuit_breaker_trips_total", &[("engine", "beta"), ("kind", "engine"), ("reason", "rate_limited")]).await,
+        s.upstream.hits("beta"),
+        3,
+        "a closed beta is searched again"
+    );
+    assert_eq!(
+        g.metric(
+            "searxng_gateway_circuit_breaker_trips_total",
+            &[
+                ("engine", "beta"),
+                ("kind", "engine"),
+                ("reason", "rate_limited")
+            ]
+        )
+        .await,
         1.0
     );
 }
@@ -212,23 +275,45 @@ async fn suspended_entries_under_stock_windows_count_as_failures_never_success()
     s.upstream.set("beta", EngineBehaviour::Ok { results: 2 });
     let probe = s.gateway.search(&[("q", "probe while suspended")]).await;
     assert_eq!(probe.status, 200);
-    assert_eq!(s.upstream.hits("beta"), 1, "SearXNG did not call the suspended engine");
-    let message = probe.json["unresponsive_engines"][0][1].as_str().unwrap_or("");
+    assert_eq!(
+        s.upstream.hits("beta"),
+        1,
+        "SearXNG did not call the suspended engine"
+    );
+    let message = probe.json["unresponsive_engines"][0][1]
+        .as_str()
+        .unwrap_or("");
     assert!(message.starts_with("Suspended:"), "{message}");
 
     let g = &s.gateway;
     assert_eq!(
-        g.metric("searxng_gateway_circuit_breaker_recovery_total", &[("engine", "beta"), ("kind", "engine")]).await,
+        g.metric(
+            "searxng_gateway_circuit_breaker_recovery_total",
+            &[("engine", "beta"), ("kind", "engine")]
+        )
+        .await,
         0.0,
         "a suspended engine never counts as a recovery"
     );
     assert_eq!(
-        g.metric("searxng_gateway_circuit_breaker_trips_total", &[("engine", "beta"), ("kind", "engine"), ("reason", "rate_limited")]).await,
+        g.metric(
+            "searxng_gateway_circuit_breaker_trips_total",
+            &[
+                ("engine", "beta"),
+                ("kind", "engine"),
+                ("reason", "rate_limited")
+            ]
+        )
+        .await,
         2.0,
         "the suspended probe reopened the breaker"
     );
     assert_eq!(
-        g.metric("searxng_gateway_engine_unresponsive_total", &[("engine", "beta"), ("reason", "too_many_requests")]).await,
+        g.metric(
+            "searxng_gateway_engine_unresponsive_total",
+            &[("engine", "beta"), ("reason", "too_many_requests")]
+        )
+        .await,
         2.0
     );
 }

@@ -1,0 +1,6 @@
+//! Faithful fakes of the gateway's upstreams, for tests, benchmarks and the demo mode. Each fake
+//! serves real HTTP on a loopback listener and is strict where the real service is: wrong method,
+//! path or auth header fail the way the real API fails, so an adapter bug fails a test.
+
+pub mod premium;
+pub mod searxng;
