@@ -5,3 +5,4 @@ mod support;
 
 mod real_searxng;
 mod searxng_env;
+mod pipeline;

@@ -6,3 +6,4 @@
 pub mod engine_upstream;
 pub mod gateway;
 pub mod searxng;
+pub mod stack;
