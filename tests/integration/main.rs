@@ -6,3 +6,4 @@ mod support;
 mod real_searxng;
 mod searxng_env;
 mod pipeline;
+mod provider_breakers;
