@@ -18,6 +18,8 @@ pub struct SimStack {
     pub providers: Vec<SimulatedProvider>,
     /// The gateway.
     pub gateway: TestGateway,
+    /// SearXNG `/search` hits before the first test request (the gateway's start-up JSON check).
+    baseline_hits: usize,
 }
 
 impl SimStack {
@@ -67,11 +69,20 @@ impl SimStack {
         }
         let borrowed: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
         let gateway = TestGateway::start(&borrowed).await;
+        // The start-up check (is JSON enabled?) and the first /config read happen first.
+        gateway.wait_for_catalog().await;
+        let baseline_hits = searxng.hits();
         Self {
             searxng,
             providers: sims,
             gateway,
+            baseline_hits,
         }
+    }
+
+    /// SearXNG `/search` requests caused by test traffic (the start-up check excluded).
+    pub fn searxng_hits(&self) -> usize {
+        self.searxng.hits() - self.baseline_hits
     }
 
     /// The simulator of `kind`.
