@@ -65,6 +65,7 @@ async fn serve(config: Config) -> anyhow::Result<()> {
             level = config.log_level.as_str()
         )))
         .with_target(false)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stdout()))
         .init();
     let listener = tokio::net::TcpListener::bind(config.listen_addr)
         .await
