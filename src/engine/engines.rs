@@ -128,3 +128,159 @@ impl EnginePlan {
         })
     }
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+    use crate::breaker::{BreakerConfig, BreakerState, TripReason};
+    use crate::searxng::catalog::EngineInfo;
+    use crate::searxng::{EngineReason, Unresponsive};
+
+    fn catalog() -> EngineCatalog {
+        let engine = |name: &str, cats: &[&str]| EngineInfo {
+            name: name.into(),
+            categories: cats.iter().map(|c| (*c).to_owned()).collect(),
+            enabled: true,
+        };
+        EngineCatalog::from_engines(vec![
+            engine("alpha", &["general"]),
+            engine("beta", &["general"]),
+            engine("gamma", &["news"]),
+        ])
+    }
+
+    fn board(metrics: &Metrics) -> BreakerBoard {
+        BreakerBoard::new(
+            BreakerConfig {
+                open_base: Duration::from_secs(10),
+                open_max: Duration::from_secs(100),
+                failure_threshold: 3,
+                jitter: 0.0,
+                healthy_after: Duration::from_secs(100),
+            },
+            metrics.clone(),
+        )
+    }
+
+    fn trip(board: &BreakerBoard, name: &str) {
+        board
+            .get(BreakerKind::Engine, name)
+            .record(Signal::stop(TripReason::RateLimited));
+    }
+
+    fn answer(with_results: &[&str], failed: &[(&str, EngineReason)]) -> SearxngAnswer {
+        let results = with_results
+            .iter()
+            .map(|e| {
+                serde_json::json!({"url": format!("https://{e}.example/"), "title": "t", "engines": [e]})
+                    .as_object()
+                    .unwrap()
+                    .clone()
+            })
+            .collect();
+        SearxngAnswer {
+            results,
+            unresponsive: failed
+                .iter()
+                .map(|(e, r)| Unresponsive {
+                    engine: (*e).into(),
+                    reason: *r,
+                    suspended: false,
+                })
+                .collect(),
+            ..SearxngAnswer::default()
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn nothing_open_sends_the_request_as_asked() {
+        let metrics = Metrics::new();
+        let plan = EnginePlan::new(
+            Some(&catalog()),
+            &SearchRequest::simple("q"),
+            &board(&metrics),
+            &metrics,
+        );
+        assert_eq!(plan.explicit, None);
+        assert_eq!(plan.permits.len(), 2);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_open_engine_is_left_out_of_an_explicit_list() {
+        let metrics = Metrics::new();
+        let b = board(&metrics);
+        trip(&b, "beta");
+        let plan = EnginePlan::new(Some(&catalog()), &SearchRequest::simple("q"), &b, &metrics);
+        assert_eq!(plan.explicit, Some(vec!["alpha".to_owned()]));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn excluding_every_requested_engine_sends_them_all_and_counts_it() {
+        let metrics = Metrics::new();
+        let b = board(&metrics);
+        trip(&b, "gamma");
+        let req = SearchRequest {
+            categories: vec!["news".into()],
+            ..SearchRequest::simple("q")
+        };
+        let plan = EnginePlan::new(Some(&catalog()), &req, &b, &metrics);
+        assert_eq!(plan.explicit, None, "never an empty engines= list");
+        assert_eq!(metrics.engine_exclusion_overridden.get(), 1);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn without_a_catalog_nothing_is_excluded() {
+        let metrics = Metrics::new();
+        let b = board(&metrics);
+        trip(&b, "beta");
+        let plan = EnginePlan::new(None, &SearchRequest::simple("q"), &b, &metrics);
+        assert_eq!(plan.explicit, None);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_half_open_engine_is_included_in_exactly_one_request() {
+        let metrics = Metrics::new();
+        let b = board(&metrics);
+        trip(&b, "beta");
+        tokio::time::advance(Duration::from_secs(11)).await;
+        let first = EnginePlan::new(Some(&catalog()), &SearchRequest::simple("q"), &b, &metrics);
+        let second = EnginePlan::new(Some(&catalog()), &SearchRequest::simple("q"), &b, &metrics);
+        assert_eq!(first.explicit, None, "the probe request searches beta");
+        assert_eq!(second.explicit, Some(vec!["alpha".to_owned()]));
+        first.settle(&answer(&["alpha", "beta"], &[]), &b, Some(&catalog()));
+        assert_eq!(
+            b.get(BreakerKind::Engine, "beta").state(),
+            BreakerState::Closed
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn settle_feeds_results_and_failures_and_flags_unknown_names() {
+        let metrics = Metrics::new();
+        let b = board(&metrics);
+        let plan = EnginePlan::new(Some(&catalog()), &SearchRequest::simple("q"), &b, &metrics);
+        let unknown = plan.settle(
+            &answer(
+                &["alpha"],
+                &[
+                    ("beta", EngineReason::Captcha),
+                    ("zeta", EngineReason::Timeout),
+                ],
+            ),
+            &b,
+            Some(&catalog()),
+        );
+        assert!(unknown, "zeta is not in the catalog: refresh it");
+        assert_eq!(
+            b.get(BreakerKind::Engine, "beta").state(),
+            BreakerState::Open
+        );
+        assert_eq!(
+            b.get(BreakerKind::Engine, "alpha").state(),
+            BreakerState::Closed
+        );
+    }
+}

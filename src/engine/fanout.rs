@@ -208,16 +208,23 @@ pub(crate) async fn run(inner: Arc<Inner>, req: SearchRequest) -> Computed<Arc<A
         return (Arc::new(Answer::all_failed(&failures)), None);
     }
     let complete = merged.results.len() >= target && searxng_healthy;
-    let ttl = if complete {
-        inner.config.cache_ttl
-    } else {
-        inner.config.cache_ttl.min(SHORT_TTL)
-    };
+    let ttl = answer_ttl(complete, inner.config.cache_ttl);
     if !failures.is_empty() {
         tracing::debug!(elapsed_ms, upstreams = ?failures, "answered despite failing upstreams");
     }
     let answer = Answer::success(outcome, &req.query, searxng_top, merged);
     (Arc::new(answer), Some(ttl))
+}
+
+/// How long an answer is cached: complete answers for the configured TTL; degraded or
+/// below-target answers only briefly, so a recovering SearXNG is asked again soon. (Failures are
+/// never cached: they do not get here.)
+fn answer_ttl(complete: bool, configured: Duration) -> Duration {
+    if complete {
+        configured
+    } else {
+        configured.min(SHORT_TTL)
+    }
 }
 
 async fn searxng_call(
@@ -298,5 +305,21 @@ async fn provider_call(
         kind,
         from_fallback,
         result,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn degraded_or_short_answers_are_cached_briefly() {
+        let hour = Duration::from_secs(3600);
+        assert_eq!(answer_ttl(true, hour), hour);
+        assert_eq!(answer_ttl(false, hour), SHORT_TTL);
+        assert_eq!(
+            answer_ttl(false, Duration::from_secs(5)),
+            Duration::from_secs(5)
+        );
     }
 }
