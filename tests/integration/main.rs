@@ -3,7 +3,10 @@
 
 mod support;
 
-mod real_searxng;
-mod searxng_env;
+mod binary;
+mod dashboard;
+mod gateway_core;
 mod pipeline;
 mod provider_breakers;
+mod real_searxng;
+mod searxng_env;

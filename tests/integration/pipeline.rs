@@ -24,9 +24,10 @@ fn urls(reply: &Value) -> Vec<String> {
 
 fn all_engines_fail(stack: &SimStack) {
     for engine in ENGINES {
-        stack
-            .searxng
-            .set_engine(engine, EngineBehaviour::Fails(EngineFailure::TooManyRequests));
+        stack.searxng.set_engine(
+            engine,
+            EngineBehaviour::Fails(EngineFailure::TooManyRequests),
+        );
     }
 }
 
@@ -35,10 +36,14 @@ async fn the_t1_pass_calls_searxng_and_providers_concurrently() {
     let s = SimStack::start(&[Brave, Exa], &[("T1_PREMIUM_COUNT", "2")]).await;
     let wait = Duration::from_millis(300);
     s.searxng.set_mode(SearxngMode::Delay(wait));
-    s.provider(Brave)
-        .set_behaviour(ProviderBehaviour::slow(wait, ProviderBehaviour::results(3, "https://b.example/")));
-    s.provider(Exa)
-        .set_behaviour(ProviderBehaviour::slow(wait, ProviderBehaviour::results(3, "https://e.example/")));
+    s.provider(Brave).set_behaviour(ProviderBehaviour::slow(
+        wait,
+        ProviderBehaviour::results(3, "https://b.example/"),
+    ));
+    s.provider(Exa).set_behaviour(ProviderBehaviour::slow(
+        wait,
+        ProviderBehaviour::results(3, "https://e.example/"),
+    ));
 
     let started = Instant::now();
     let reply = s.gateway.search(&[("q", "parallel")]).await;
@@ -55,7 +60,11 @@ async fn the_t1_pass_calls_searxng_and_providers_concurrently() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn round_robin_follows_the_configured_provider_order() {
-    let s = SimStack::start(&[Tavily, Brave, Exa], &[("T1_PREMIUM_COUNT", "1"), ("CACHE_SIZE", "0")]).await;
+    let s = SimStack::start(
+        &[Tavily, Brave, Exa],
+        &[("T1_PREMIUM_COUNT", "1"), ("CACHE_SIZE", "0")],
+    )
+    .await;
     let mut order = Vec::new();
     for i in 0..4 {
         let before = s.provider_calls();
@@ -72,20 +81,31 @@ async fn round_robin_follows_the_configured_provider_order() {
 async fn the_fallback_stops_as_soon_as_the_target_is_met() {
     let s = SimStack::start(
         &[Brave, Exa, Tavily],
-        &[("SUFFICIENT_MIN_RESULTS", "15"), ("SEARXNG_FAIL_THRESHOLD", "100"), ("CACHE_SIZE", "0")],
+        &[
+            ("SUFFICIENT_MIN_RESULTS", "15"),
+            ("SEARXNG_FAIL_THRESHOLD", "100"),
+            ("CACHE_SIZE", "0"),
+        ],
     )
     .await;
     s.searxng.set_mode(SearxngMode::Status(500));
-    s.provider(Brave).set_behaviour(ProviderBehaviour::results(10, "https://b.example/"));
-    s.provider(Exa).set_behaviour(ProviderBehaviour::results(10, "https://e.example/"));
-    s.provider(Tavily).set_behaviour(ProviderBehaviour::results(10, "https://t.example/"));
+    s.provider(Brave)
+        .set_behaviour(ProviderBehaviour::results(10, "https://b.example/"));
+    s.provider(Exa)
+        .set_behaviour(ProviderBehaviour::results(10, "https://e.example/"));
+    s.provider(Tavily)
+        .set_behaviour(ProviderBehaviour::results(10, "https://t.example/"));
 
     let reply = s.gateway.search(&[("q", "target")]).await;
 
     assert_eq!(reply.status, 200);
     assert_eq!(reply.outcome, "premium_ok");
     assert_eq!(urls(&reply.json).len(), 20);
-    assert_eq!(s.provider_calls().iter().sum::<usize>(), 2, "two providers met 15, the third was not called");
+    assert_eq!(
+        s.provider_calls().iter().sum::<usize>(),
+        2,
+        "two providers met 15, the third was not called"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -104,10 +124,14 @@ async fn no_provider_is_called_twice_for_one_request() {
 async fn a_hanging_searxng_does_not_starve_the_fallback() {
     let s = SimStack::start(
         &[Brave],
-        &[("FALLBACK_TIMEOUT_SECONDS", "2"), ("SEARXNG_TIMEOUT_SECONDS", "10")],
+        &[
+            ("FALLBACK_TIMEOUT_SECONDS", "2"),
+            ("SEARXNG_TIMEOUT_SECONDS", "10"),
+        ],
     )
     .await;
-    s.searxng.set_mode(SearxngMode::Delay(Duration::from_secs(10)));
+    s.searxng
+        .set_mode(SearxngMode::Delay(Duration::from_secs(10)));
 
     let started = Instant::now();
     let reply = s.gateway.search(&[("q", "searxng hangs")]).await;
@@ -116,12 +140,22 @@ async fn a_hanging_searxng_does_not_starve_the_fallback() {
     assert_eq!(reply.status, 200, "{}", reply.text);
     assert_eq!(reply.outcome, "premium_ok");
     assert!(!urls(&reply.json).is_empty());
-    assert!(took < Duration::from_millis(2300), "premium results after {took:?}, budget 2 s");
+    assert!(
+        took < Duration::from_millis(2300),
+        "premium results after {took:?}, budget 2 s"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn the_budget_is_hard_even_when_everything_hangs() {
-    let s = SimStack::start(&[Brave, Exa], &[("FALLBACK_TIMEOUT_SECONDS", "1.5"), ("T1_PREMIUM_COUNT", "1")]).await;
+    let s = SimStack::start(
+        &[Brave, Exa],
+        &[
+            ("FALLBACK_TIMEOUT_SECONDS", "1.5"),
+            ("T1_PREMIUM_COUNT", "1"),
+        ],
+    )
+    .await;
     s.searxng.set_mode(SearxngMode::Hang);
     s.provider(Brave).set_behaviour(ProviderBehaviour::Hang);
     s.provider(Exa).set_behaviour(ProviderBehaviour::Hang);
@@ -131,7 +165,10 @@ async fn the_budget_is_hard_even_when_everything_hangs() {
     let took = started.elapsed();
 
     assert_eq!(reply.status, 502);
-    assert!(took < Duration::from_millis(1800), "answered after {took:?}, budget 1.5 s");
+    assert!(
+        took < Duration::from_millis(1800),
+        "answered after {took:?}, budget 1.5 s"
+    );
     assert!(took >= Duration::from_millis(1400));
     let classes: Vec<&str> = reply.json["upstreams"]
         .as_array()
@@ -175,18 +212,32 @@ async fn every_outcome_label_is_counted_exactly_once_per_request() {
     let s = SimStack::start(&[Brave], &[("SEARXNG_FAIL_THRESHOLD", "100")]).await;
     let g = &s.gateway;
 
-    assert_eq!(g.search(&[("q", "only searxng")]).await.outcome, "searxng_ok");
-    assert_eq!(g.search(&[("q", "only searxng")]).await.outcome, "cache_hit");
+    assert_eq!(
+        g.search(&[("q", "only searxng")]).await.outcome,
+        "searxng_ok"
+    );
+    assert_eq!(
+        g.search(&[("q", "only searxng")]).await.outcome,
+        "cache_hit"
+    );
 
     all_engines_fail(&s);
-    assert_eq!(g.search(&[("q", "only premium")]).await.outcome, "premium_ok");
+    assert_eq!(
+        g.search(&[("q", "only premium")]).await.outcome,
+        "premium_ok"
+    );
 
-    s.provider(Brave).set_behaviour(ProviderBehaviour::Error(SimError::Server));
+    s.provider(Brave)
+        .set_behaviour(ProviderBehaviour::Error(SimError::Server));
     let failed = g.search(&[("q", "nobody")]).await;
-    assert_eq!((failed.status, failed.outcome.as_str()), (502, "fallback_fail"));
+    assert_eq!(
+        (failed.status, failed.outcome.as_str()),
+        (502, "fallback_fail")
+    );
 
     let t1 = SimStack::start(&[Brave], &[("T1_PREMIUM_COUNT", "1")]).await;
-    t1.provider(Brave).set_behaviour(ProviderBehaviour::results(2, "https://b.example/"));
+    t1.provider(Brave)
+        .set_behaviour(ProviderBehaviour::results(2, "https://b.example/"));
     let mixed = t1.gateway.search(&[("q", "both")]).await;
     assert_eq!(mixed.outcome, "searxng_plus_premium_ok");
 
@@ -198,7 +249,8 @@ async fn every_outcome_label_is_counted_exactly_once_per_request() {
         ("searxng_plus_premium_ok", 0.0),
     ] {
         assert_eq!(
-            g.metric("searxng_gateway_requests_total", &[("outcome", outcome)]).await,
+            g.metric("searxng_gateway_requests_total", &[("outcome", outcome)])
+                .await,
             want,
             "{outcome}"
         );
@@ -210,8 +262,11 @@ async fn the_502_body_names_each_upstream_and_its_class_and_nothing_else() {
     let s = SimStack::start(&[Brave, Exa], &[("T1_PREMIUM_COUNT", "1")]).await;
     s.searxng.set_mode(SearxngMode::Status(500));
     s.provider(Brave)
-        .set_behaviour(ProviderBehaviour::Error(SimError::RateLimited { retry_after_secs: 30 }));
-    s.provider(Exa).set_behaviour(ProviderBehaviour::Error(SimError::Quota));
+        .set_behaviour(ProviderBehaviour::Error(SimError::RateLimited {
+            retry_after_secs: 30,
+        }));
+    s.provider(Exa)
+        .set_behaviour(ProviderBehaviour::Error(SimError::Quota));
 
     let reply = s.gateway.search(&[("q", "everything fails")]).await;
 
@@ -238,7 +293,11 @@ async fn the_502_body_names_each_upstream_and_its_class_and_nothing_else() {
         ]
     );
     for leaked in ["sim-key", "search error", "RATE_LIMITED", "NO_MORE_CREDITS"] {
-        assert!(!reply.text.contains(leaked), "{leaked} leaked into {}", reply.text);
+        assert!(
+            !reply.text.contains(leaked),
+            "{leaked} leaked into {}",
+            reply.text
+        );
     }
 }
 
@@ -247,7 +306,11 @@ async fn a_url_from_searxng_and_a_provider_lists_both_and_both_contribute() {
     let s = SimStack::start(&[Brave], &[("T1_PREMIUM_COUNT", "1"), ("CACHE_SIZE", "0")]).await;
     let direct: Value = reqwest::Client::new()
         .get(format!("{}/search", s.searxng.base_url()))
-        .query(&[("q", "shared url"), ("engines", "alpha"), ("format", "json")])
+        .query(&[
+            ("q", "shared url"),
+            ("engines", "alpha"),
+            ("format", "json"),
+        ])
         .send()
         .await
         .expect("simulator answers")
@@ -265,11 +328,18 @@ async fn a_url_from_searxng_and_a_provider_lists_both_and_both_contribute() {
             published_date: None,
         })
         .collect();
-    s.provider(Brave).set_behaviour(ProviderBehaviour::Results(hits));
+    s.provider(Brave)
+        .set_behaviour(ProviderBehaviour::Results(hits));
 
-    let reply = s.gateway.search(&[("q", "shared url"), ("engines", "alpha")]).await;
+    let reply = s
+        .gateway
+        .search(&[("q", "shared url"), ("engines", "alpha")])
+        .await;
 
-    assert_eq!(reply.outcome, "searxng_plus_premium_ok", "identical URL sets: both contributed");
+    assert_eq!(
+        reply.outcome, "searxng_plus_premium_ok",
+        "identical URL sets: both contributed"
+    );
     assert_eq!(urls(&reply.json).len(), searxng_urls.len());
     for result in reply.json["results"].as_array().expect("results") {
         let engines: Vec<&str> = result["engines"]
@@ -278,7 +348,10 @@ async fn a_url_from_searxng_and_a_provider_lists_both_and_both_contribute() {
             .iter()
             .filter_map(Value::as_str)
             .collect();
-        assert!(engines.contains(&"alpha") && engines.contains(&"brave_api"), "{engines:?}");
+        assert!(
+            engines.contains(&"alpha") && engines.contains(&"brave_api"),
+            "{engines:?}"
+        );
     }
 }
 
@@ -301,4 +374,3 @@ async fn providers_receive_the_mapped_searxng_parameters() {
     assert_eq!(seen.query_param("safesearch"), Some("strict"));
     assert_eq!(seen.query_param("search_lang"), Some("de"));
 }
-

@@ -67,7 +67,8 @@ impl SimStack {
             env.retain(|(name, _)| name != k);
             env.push(((*k).to_owned(), (*v).to_owned()));
         }
-        let borrowed: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+        let borrowed: Vec<(&str, &str)> =
+            env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
         let gateway = TestGateway::start(&borrowed).await;
         // The start-up check (is JSON enabled?) and the first /config read happen first.
         gateway.wait_for_catalog().await;
@@ -95,6 +96,9 @@ impl SimStack {
 
     /// Calls per provider, in stack order.
     pub fn provider_calls(&self) -> Vec<usize> {
-        self.providers.iter().map(SimulatedProvider::calls).collect()
+        self.providers
+            .iter()
+            .map(SimulatedProvider::calls)
+            .collect()
     }
 }
