@@ -14,12 +14,12 @@ use tokio::time::Instant;
 use super::answer::{Answer, UpstreamFailure};
 use super::engines::EnginePlan;
 use super::outcome::Outcome;
-use super::roster::Roster;
+use super::roster::{Admitted, Roster};
 use super::{Gateway, Inner, SHORT_TTL};
-use crate::breaker::{Breaker, BreakerKind, Signal, TripReason};
+use crate::breaker::{Signal, TripReason};
 use crate::cache::Computed;
 use crate::merge::{merge, SourceResults};
-use crate::providers::{ProviderAnswer, ProviderClient, ProviderKind};
+use crate::providers::{ProviderAnswer, ProviderKind};
 use crate::request::SearchRequest;
 use crate::searxng::SearxngAnswer;
 use crate::upstream::{ErrorClass, UpstreamError};
@@ -75,18 +75,13 @@ pub(crate) async fn run(inner: Arc<Inner>, req: SearchRequest) -> Computed<Arc<A
     };
     let mut roster = Roster::new(&inner.providers, &inner.breakers, &inner.rotation);
     for _ in 0..inner.config.t1_premium_count {
-        let Some((client, permit)) = roster.next_admitted(&mut failures) else {
+        let Some(admitted) = roster.next_admitted(&mut failures) else {
             break;
         };
-        let breaker = inner
-            .breakers
-            .get(BreakerKind::Provider, client.kind().as_str());
         calls.push(Box::pin(provider_call(
-            client,
-            breaker,
+            admitted,
             req.clone(),
             deadline,
-            permit,
             false,
         )));
     }
@@ -111,17 +106,12 @@ pub(crate) async fn run(inner: Arc<Inner>, req: SearchRequest) -> Computed<Arc<A
                 break;
             }
             if !fallback_in_flight {
-                if let Some((client, permit)) = roster.next_admitted(&mut failures) {
-                    tracing::debug!(provider = client.kind().as_str(), "fallback call");
-                    let breaker = inner
-                        .breakers
-                        .get(BreakerKind::Provider, client.kind().as_str());
+                if let Some(admitted) = roster.next_admitted(&mut failures) {
+                    tracing::debug!(provider = admitted.client.kind().as_str(), "fallback call");
                     calls.push(Box::pin(provider_call(
-                        client,
-                        breaker,
+                        admitted,
                         req.clone(),
                         deadline,
-                        permit,
                         true,
                     )));
                     fallback_in_flight = true;
@@ -266,13 +256,16 @@ async fn searxng_call(
 }
 
 async fn provider_call(
-    client: Arc<ProviderClient>,
-    breaker: Arc<Breaker>,
+    admitted: Admitted,
     req: SearchRequest,
     deadline: Instant,
-    permit: crate::breaker::Permit,
     from_fallback: bool,
 ) -> Event {
+    let Admitted {
+        client,
+        breaker,
+        permit,
+    } = admitted;
     let kind = client.kind();
     let call_deadline = deadline.checked_sub(DEADLINE_MARGIN).unwrap_or(deadline);
     let result = match tokio::time::timeout_at(call_deadline, client.search(&req)).await {

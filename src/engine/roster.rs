@@ -5,7 +5,7 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use crate::breaker::{BreakerBoard, BreakerKind, Permit};
+use crate::breaker::{Breaker, BreakerBoard, BreakerKind, Permit};
 use crate::providers::ProviderClient;
 
 use super::answer::UpstreamFailure;
@@ -24,6 +24,16 @@ impl Rotation {
         }
         self.next.fetch_add(1, Ordering::Relaxed) % len
     }
+}
+
+/// A provider admitted for one call: the client, its breaker, and the permit that reports back.
+pub struct Admitted {
+    /// The provider's client.
+    pub client: Arc<ProviderClient>,
+    /// Its breaker (a successful call may still park it).
+    pub breaker: Arc<Breaker>,
+    /// Leave to make the call.
+    pub permit: Permit,
 }
 
 /// One request's walk over the providers.
@@ -53,10 +63,7 @@ impl<'a> Roster<'a> {
 
     /// The next provider whose breaker admits a call, with its permit. Providers rejected on the
     /// way are noted in `skipped`. `None` when the list is exhausted.
-    pub fn next_admitted(
-        &mut self,
-        skipped: &mut Vec<UpstreamFailure>,
-    ) -> Option<(Arc<ProviderClient>, Permit)> {
+    pub fn next_admitted(&mut self, skipped: &mut Vec<UpstreamFailure>) -> Option<Admitted> {
         let len = self.providers.len();
         // The rotation advances once per request that uses providers at all.
         let start = *self.start.get_or_insert_with(|| self.rotation.start(len));
@@ -67,7 +74,13 @@ impl<'a> Roster<'a> {
                 .breakers
                 .get(BreakerKind::Provider, provider.kind().as_str());
             match breaker.admit() {
-                Some(permit) => return Some((Arc::clone(provider), permit)),
+                Some(permit) => {
+                    return Some(Admitted {
+                        client: Arc::clone(provider),
+                        breaker,
+                        permit,
+                    })
+                }
                 None => skipped.push(UpstreamFailure {
                     name: provider.kind().as_str(),
                     error_class: "breaker_open",
