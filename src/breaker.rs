@@ -223,7 +223,7 @@ pub enum BreakerKind {
 }
 
 impl BreakerKind {
-    /// Both kinds.
+    /// The kinds a [`BreakerBoard`] holds (the SearXNG cooldown lives outside it).
     pub const ALL: [BreakerKind; 2] = [Self::Provider, Self::Engine];
 
     /// The `kind` label value.
@@ -434,7 +434,6 @@ fn deadline(now: Instant, period: Duration) -> Instant {
 }
 
 impl Breaker {
-    /// Private to the board, so one label set always has exactly one breaker behind its gauge.
     /// A breaker outside any board (the SearXNG cooldown, which has its own configuration).
     pub fn new(kind: BreakerKind, name: &str, config: BreakerConfig, metrics: &Metrics) -> Self {
         let labels = [name, kind.as_str()];

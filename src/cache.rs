@@ -203,23 +203,53 @@ impl<V: Clone + Send + Sync + 'static> AnswerCache<V> {
     {
         let cache = self.clone();
         tokio::spawn(async move {
+            // Whatever happens below — an answer, every waiter gone, a panic — this flight's entry
+            // leaves the in-flight map, so the key never points at a dead computation.
+            let _leave = LeaveFlight {
+                cache: cache.clone(),
+                key: key.clone(),
+                sender: Arc::clone(&sender),
+            };
             tokio::select! {
                 (value, ttl) = work => {
                     let mut inner = cache.lock();
                     if let (Some(ttl), Some(entries)) = (ttl, inner.entries.as_mut()) {
                         entries.put(key.clone(), Entry { value: value.clone(), expires: Instant::now() + ttl });
                     }
-                    inner.in_flight.remove(&key);
+                    leave_flight(&mut inner, &key, &sender);
                     cache.publish_size(&inner);
                     drop(inner);
                     sender.send_replace(Some(value));
                 }
                 () = sender.closed() => {
                     // Every waiter hung up: nobody wants the answer, stop the upstream calls.
-                    cache.lock().in_flight.remove(&key);
                 }
             }
         });
+    }
+}
+
+/// Removes `key`'s flight from the map if it is still this one.
+fn leave_flight<V>(inner: &mut Inner<V>, key: &str, sender: &Flight<V>) {
+    if inner
+        .in_flight
+        .get(key)
+        .is_some_and(|current| Arc::ptr_eq(current, sender))
+    {
+        inner.in_flight.remove(key);
+    }
+}
+
+struct LeaveFlight<V: Clone + Send + Sync + 'static> {
+    cache: AnswerCache<V>,
+    key: String,
+    sender: Flight<V>,
+}
+
+impl<V: Clone + Send + Sync + 'static> Drop for LeaveFlight<V> {
+    fn drop(&mut self) {
+        let mut inner = self.cache.lock();
+        leave_flight(&mut inner, &self.key, &self.sender);
     }
 }
 
@@ -331,6 +361,24 @@ mod tests {
         tokio::time::sleep(Duration::from_secs(20)).await;
         assert_eq!(finished.load(Ordering::SeqCst), 0);
         assert!(c.lock().in_flight.is_empty());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_panicking_computation_does_not_wedge_its_key() {
+        let c = cache(10);
+        let lost = c
+            .get_or_compute("k", || async { panic!("computation bug") })
+            .await;
+        assert_eq!(lost, Err(ComputationLost));
+        let (v, status) = c
+            .get_or_compute("k", || async { (3, Some(Duration::from_secs(60))) })
+            .await
+            .unwrap();
+        assert_eq!(
+            (v, status),
+            (3, CacheStatus::Miss),
+            "the next request computes afresh"
+        );
     }
 
     #[tokio::test(start_paused = true)]

@@ -74,7 +74,7 @@ pub struct Metrics {
     pub breaker_rejections: IntCounterVec,
     /// `circuit_breaker_recovery_total{engine,kind}`.
     pub breaker_recoveries: IntCounterVec,
-    /// `up_since_seconds`: start time of the process (Unix seconds).
+    /// `start_time_seconds`: start time of the process (Unix seconds).
     pub start_time: Gauge,
 }
 

@@ -56,6 +56,7 @@ impl EnginePlan {
         let Some(catalog) = catalog.filter(|c| !c.is_empty()) else {
             return Self::default();
         };
+        let groups = catalog.target_groups(req);
         let targets = catalog.targets(req);
         if targets.is_empty() {
             return Self::default();
@@ -74,11 +75,17 @@ impl EnginePlan {
                 permits,
             };
         }
-        if permits.is_empty() {
-            // Excluding every engine would make SearXNG search its defaults (or nothing):
-            // send the request as asked, and make the override visible.
+        let emptied = groups.iter().any(|group| {
+            !group
+                .iter()
+                .any(|name| permits.iter().any(|(n, _)| n == name))
+        });
+        if emptied {
+            // Excluding every engine of a requested category (or every requested engine) would
+            // make SearXNG search something else, or nothing: send the request as asked, and make
+            // the override visible.
             metrics.engine_exclusion_overridden.inc();
-            tracing::debug!(engines = ?targets, "every requested engine is open; sending them all");
+            tracing::debug!(engines = ?targets, "every engine of a requested group is open; sending them all");
             return Self::default();
         }
         let explicit = permits.iter().map(|(name, _)| name.clone()).collect();
@@ -229,6 +236,24 @@ mod tests {
         let plan = EnginePlan::new(Some(&catalog()), &req, &b, &metrics);
         assert_eq!(plan.explicit, None, "never an empty engines= list");
         assert_eq!(metrics.engine_exclusion_overridden.get(), 1);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_exclusion_never_empties_one_requested_category() {
+        let metrics = Metrics::new();
+        let b = board(&metrics);
+        trip(&b, "gamma");
+        let req = SearchRequest {
+            categories: vec!["general".into(), "news".into()],
+            ..SearchRequest::simple("q")
+        };
+        let plan = EnginePlan::new(Some(&catalog()), &req, &b, &metrics);
+        assert_eq!(plan.explicit, None, "news would have no engine left");
+        assert_eq!(metrics.engine_exclusion_overridden.get(), 1);
+        trip(&b, "beta");
+        let general_only =
+            EnginePlan::new(Some(&catalog()), &SearchRequest::simple("q"), &b, &metrics);
+        assert_eq!(general_only.explicit, Some(vec!["alpha".to_owned()]));
     }
 
     #[tokio::test(start_paused = true)]

@@ -95,27 +95,31 @@ pub(crate) async fn run(inner: Arc<Inner>, req: SearchRequest) -> Computed<Arc<A
     let mut premium_answered = false;
     let mut fallback = false;
     let mut fallback_in_flight = false;
+    // New calls are pointless once the margin before the deadline has started.
+    let last_start = deadline.checked_sub(DEADLINE_MARGIN).unwrap_or(deadline);
     loop {
         let searxng_pending = matches!(searxng, SearxngState::Pending);
+        let met = merge(&answers).results.len() >= target;
         if calls.is_empty() && !fallback {
             // The speculative pass is over.
             fallback = true;
         }
-        if fallback {
-            if merge(&answers).results.len() >= target {
-                break;
-            }
-            if !fallback_in_flight {
-                if let Some(admitted) = roster.next_admitted(&mut failures) {
-                    tracing::debug!(provider = admitted.client.kind().as_str(), "fallback call");
-                    calls.push(Box::pin(provider_call(
-                        admitted,
-                        req.clone(),
-                        deadline,
-                        true,
-                    )));
-                    fallback_in_flight = true;
-                }
+        // The target is met and SearXNG has settled: the answer goes out. T1 calls still running
+        // were started (and paid for) together with SearXNG, so they get until the slow
+        // threshold; past it, or in the fallback, nothing is waited for.
+        if met && (fallback || (!searxng_pending && Instant::now() >= slow_at)) {
+            break;
+        }
+        if fallback && !fallback_in_flight && Instant::now() < last_start {
+            if let Some(admitted) = roster.next_admitted(&mut failures) {
+                tracing::debug!(provider = admitted.client.kind().as_str(), "fallback call");
+                calls.push(Box::pin(provider_call(
+                    admitted,
+                    req.clone(),
+                    deadline,
+                    true,
+                )));
+                fallback_in_flight = true;
             }
         }
         if calls.is_empty() {
@@ -124,8 +128,10 @@ pub(crate) async fn run(inner: Arc<Inner>, req: SearchRequest) -> Computed<Arc<A
         let event = tokio::select! {
             biased;
             Some(event) = calls.next() => event,
-            () = tokio::time::sleep_until(slow_at), if searxng_pending && !fallback => {
-                tracing::debug!(waited_ms = (Instant::now() - started).as_millis() as u64, "SearXNG is slow: fallback starts alongside it");
+            () = tokio::time::sleep_until(slow_at), if !fallback && (searxng_pending || met) => {
+                if searxng_pending {
+                    tracing::debug!(waited_ms = (Instant::now() - started).as_millis() as u64, "SearXNG is slow: fallback starts alongside it");
+                }
                 fallback = true;
                 continue;
             }
@@ -239,9 +245,15 @@ async fn searxng_call(
     inner.latency.record(started.elapsed());
     match &result {
         Ok(answer) => {
-            Gateway::mark_searxng_ok(&inner);
-            // A degraded answer is SearXNG alive with its engines failing: not a SearXNG failure.
-            permit.record(Signal::Success);
+            if answer.is_degraded() {
+                // Every engine failed: not a SearXNG success. Counted towards the cooldown, so an
+                // instance whose engines are all blocked is skipped instead of costing every
+                // request its latency before the fallback.
+                permit.record(Signal::Transient);
+            } else {
+                Gateway::mark_searxng_ok(&inner);
+                permit.record(Signal::Success);
+            }
             if plan.settle(answer, &inner.breakers, catalog.as_deref()) {
                 inner.catalog.refresh.notify_one();
             }
@@ -287,8 +299,11 @@ async fn provider_call(
                 // The call succeeded, but the provider said a window is spent. A spent quota trips
                 // the breaker until its reset; a spent short window only pauses until it resets.
                 match (park.class, park.retry_after) {
-                    (ErrorClass::Quota, _) | (_, None) => breaker.record(Signal::from_error(park)),
-                    (_, Some(wait)) => breaker.pause(TripReason::RateLimited, wait),
+                    (ErrorClass::Quota, _) => breaker.record(Signal::from_error(park)),
+                    (_, wait) => breaker.pause(
+                        TripReason::RateLimited,
+                        wait.unwrap_or(Duration::from_secs(1)),
+                    ),
                 }
             }
         }

@@ -33,6 +33,8 @@ use roster::Rotation;
 pub const SHORT_TTL: Duration = Duration::from_secs(60);
 /// How often `/config` is read again.
 pub const CATALOG_REFRESH: Duration = Duration::from_secs(300);
+/// How often expired cache entries are dropped.
+pub const CACHE_SWEEP: Duration = Duration::from_secs(10);
 /// SearXNG counts as "answered recently" for `/readyz` within this window.
 pub const READY_WINDOW: Duration = Duration::from_secs(120);
 
@@ -285,17 +287,20 @@ impl Gateway {
     pub async fn run_background(&self, shutdown: impl std::future::Future<Output = ()>) {
         let inner = Arc::clone(&self.inner);
         let work = async move {
-            let mut first = true;
+            refresh_catalog(&inner, true).await;
+            let mut refresh = tokio::time::interval(CATALOG_REFRESH);
+            refresh.reset();
+            let mut sweep = tokio::time::interval(CACHE_SWEEP);
             loop {
-                refresh_catalog(&inner, first).await;
-                first = false;
-                inner.cache.purge_expired();
                 tokio::select! {
-                    () = tokio::time::sleep(CATALOG_REFRESH) => {}
+                    _ = refresh.tick() => refresh_catalog(&inner, false).await,
                     () = inner.catalog.refresh.notified() => {
                         // Several unknown names in a burst: one refresh.
                         tokio::time::sleep(Duration::from_secs(1)).await;
+                        refresh_catalog(&inner, false).await;
                     }
+                    // Expired entries leave, so `cache_size` counts only live answers.
+                    _ = sweep.tick() => inner.cache.purge_expired(),
                 }
             }
         };
@@ -384,7 +389,7 @@ fn brave_windows(metrics: &Metrics) -> Value {
 }
 
 /// The URL without credentials, for `/status` and logs.
-fn redact_url(url: &url::Url) -> String {
+pub fn redact_url(url: &url::Url) -> String {
     let mut shown = url.clone();
     let _ = shown.set_username("");
     let _ = shown.set_password(None);

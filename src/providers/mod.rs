@@ -131,7 +131,8 @@ pub enum Method {
 }
 
 /// What a provider wants sent: the origin comes from configuration, everything else from here.
-#[derive(Debug, Clone)]
+/// Its `Debug` hides header values (one of them carries the key).
+#[derive(Clone)]
 pub struct ApiRequest {
     /// GET or POST.
     pub method: Method,
@@ -143,6 +144,18 @@ pub struct ApiRequest {
     pub headers: Vec<(&'static str, String)>,
     /// JSON body for POST.
     pub body: Option<serde_json::Value>,
+}
+
+impl std::fmt::Debug for ApiRequest {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let headers: Vec<&str> = self.headers.iter().map(|(name, _)| *name).collect();
+        f.debug_struct("ApiRequest")
+            .field("method", &self.method)
+            .field("path", &self.path)
+            .field("query", &self.query)
+            .field("headers", &headers)
+            .finish_non_exhaustive()
+    }
 }
 
 /// How one provider speaks: build the request, read the response. No I/O here.

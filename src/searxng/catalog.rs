@@ -70,28 +70,41 @@ impl EngineCatalog {
     /// enabled engines of the requested categories (SearXNG treats the two as a union); with
     /// neither, the enabled engines of the default category. Sorted, deduplicated.
     pub fn targets(&self, req: &SearchRequest) -> Vec<String> {
-        let mut out = BTreeSet::new();
-        for name in &req.engines {
-            if self.knows(name) {
-                out.insert(name.clone());
-            }
+        let all: BTreeSet<String> = self.target_groups(req).into_iter().flatten().collect();
+        all.into_iter().collect()
+    }
+
+    /// The same engines, grouped by what the client asked for: one group per category (the
+    /// default category when none was named) and one for the explicitly requested engines. An
+    /// exclusion must leave every non-empty group at least one engine.
+    pub fn target_groups(&self, req: &SearchRequest) -> Vec<Vec<String>> {
+        let mut groups = Vec::new();
+        let requested: Vec<String> = req
+            .engines
+            .iter()
+            .filter(|name| self.knows(name))
+            .cloned()
+            .collect();
+        if !requested.is_empty() {
+            groups.push(requested);
         }
         let categories: Vec<&str> = if req.categories.is_empty() && req.engines.is_empty() {
             vec![DEFAULT_CATEGORY]
         } else {
             req.categories.iter().map(String::as_str).collect()
         };
-        for engine in &self.engines {
-            if engine.enabled
-                && engine
-                    .categories
-                    .iter()
-                    .any(|c| categories.contains(&c.as_str()))
-            {
-                out.insert(engine.name.clone());
+        for category in categories {
+            let members: Vec<String> = self
+                .engines
+                .iter()
+                .filter(|e| e.enabled && e.categories.iter().any(|c| c == category))
+                .map(|e| e.name.clone())
+                .collect();
+            if !members.is_empty() {
+                groups.push(members);
             }
         }
-        out.into_iter().collect()
+        groups
     }
 }
 
@@ -128,6 +141,19 @@ mod tests {
             ..SearchRequest::simple("q")
         };
         assert_eq!(catalog().targets(&req), ["beta", "delta", "gamma"]);
+    }
+
+    #[test]
+    fn groups_follow_the_requested_categories_and_engines() {
+        let req = SearchRequest {
+            categories: vec!["general".into(), "news".into()],
+            engines: vec!["delta".into()],
+            ..SearchRequest::simple("q")
+        };
+        assert_eq!(
+            catalog().target_groups(&req),
+            [vec!["delta"], vec!["alpha", "beta"], vec!["beta", "gamma"]]
+        );
     }
 
     #[test]

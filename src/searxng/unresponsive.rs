@@ -10,7 +10,7 @@ use crate::breaker::{Signal, TripReason};
 /// Why SearXNG reported an engine unresponsive: the closed set of its messages.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum EngineReason {
-    /// `access denied`: upstream 402/403, a firewall.
+    /// `access denied` (or `blocked`): upstream 402/403, a firewall.
     AccessDenied,
     /// `too many requests`: upstream 429.
     TooManyRequests,
@@ -70,7 +70,7 @@ impl EngineReason {
         };
         let lower = inner.to_ascii_lowercase();
         let reason = match lower.as_str() {
-            "access denied" => Self::AccessDenied,
+            "access denied" | "blocked" => Self::AccessDenied,
             "too many requests" => Self::TooManyRequests,
             "captcha" => Self::Captcha,
             "timeout" => Self::Timeout,

@@ -374,3 +374,24 @@ async fn providers_receive_the_mapped_searxng_parameters() {
     assert_eq!(seen.query_param("safesearch"), Some("strict"));
     assert_eq!(seen.query_param("search_lang"), Some("de"));
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_hanging_t1_provider_does_not_hold_back_a_complete_searxng_answer() {
+    let s = SimStack::start(
+        &[Brave],
+        &[("T1_PREMIUM_COUNT", "1"), ("SEARXNG_SLOW_SECONDS", "0.3")],
+    )
+    .await;
+    s.provider(Brave).set_behaviour(ProviderBehaviour::Hang);
+
+    let started = Instant::now();
+    let reply = s.gateway.search(&[("q", "t1 hangs")]).await;
+    let took = started.elapsed();
+
+    assert_eq!(reply.status, 200);
+    assert_eq!(reply.outcome, "searxng_ok");
+    assert!(
+        took < Duration::from_secs(2),
+        "answered after {took:?}: the target was met, the T1 call is cancelled at the slow threshold"
+    );
+}
