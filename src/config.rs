@@ -535,6 +535,9 @@ impl Config {
             "searxng-gateway — a decision proxy in front of SearXNG\n\n\
              USAGE:\n    searxng-gateway              serve (configured by environment variables)\n    \
              searxng-gateway healthcheck  exit 0 when the local /healthz answers 200\n    \
+             searxng-gateway demo         the gateway against simulated SearXNG and premium APIs on\n    \
+             \x20                            loopback, narrating its decisions (--listen ADDR, default\n    \
+             \x20                            127.0.0.1:8080 or LISTEN_ADDR; --rounds N; --pause SECONDS)\n    \
              searxng-gateway --config-table  the variables below as a Markdown table\n    \
              searxng-gateway --help       this text\n\nENVIRONMENT:\n",
         );

@@ -11,11 +11,13 @@
 //! 6. [`engine`] labels the outcome, records [`metrics`], and caches the rendered answer.
 //!
 //! [`config`] reads the environment; [`upstream`] holds the error classes every upstream shares;
-//! [`simulator`] fakes SearXNG and the premium APIs on loopback for tests, benchmarks and the demo.
+//! [`simulator`] fakes SearXNG and the premium APIs on loopback for tests, benchmarks and the demo;
+//! [`demo`] runs the gateway against them with a narrated scenario (`searxng-gateway demo`).
 
 pub mod breaker;
 pub mod cache;
 pub mod config;
+pub mod demo;
 pub mod engine;
 pub mod merge;
 pub mod metrics;

@@ -4,6 +4,7 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use searxng_gateway::config::Config;
+use searxng_gateway::demo;
 use searxng_gateway::engine::Gateway;
 use searxng_gateway::metrics::Metrics;
 use searxng_gateway::server;
@@ -24,6 +25,7 @@ fn main() -> ExitCode {
             println!("searxng-gateway {}", env!("CARGO_PKG_VERSION"));
             return ExitCode::SUCCESS;
         }
+        Some("demo") => return demo(&args[1..]),
         Some("healthcheck") | Some("serve") | None => {}
         Some(other) => {
             eprintln!("searxng-gateway: unknown argument {other:?} (see --help)");
@@ -74,7 +76,7 @@ async fn serve(config: Config) -> anyhow::Result<()> {
     let gateway = Gateway::new(config.clone(), Metrics::new());
     tracing::info!(
         listen = %local,
-        searxng = %config.searxng_url,
+        searxng = %searxng_gateway::engine::redact_url(&config.searxng_url),
         providers = ?gateway.active_providers().iter().map(|k| k.as_str()).collect::<Vec<_>>(),
         t1 = config.t1_premium_count,
         budget_s = config.request_budget.as_secs_f64(),
@@ -102,6 +104,39 @@ async fn serve(config: Config) -> anyhow::Result<()> {
     let _ = background.await;
     tracing::info!("stopped");
     Ok(())
+}
+
+/// `searxng-gateway demo`: the gateway against simulated upstreams, narrating a scenario until
+/// SIGINT/SIGTERM.
+fn demo(args: &[String]) -> ExitCode {
+    let options = match demo::DemoOptions::from_args(args, std::env::var("LISTEN_ADDR").ok()) {
+        Ok(options) => options,
+        Err(err) => {
+            eprintln!("searxng-gateway demo: {err}");
+            return ExitCode::from(2);
+        }
+    };
+    // The narration is the demo's output: the gateway's own log lines only when LOG_LEVEL asks.
+    let level = std::env::var("LOG_LEVEL").unwrap_or_else(|_| "error".to_owned());
+    tracing_subscriber::fmt()
+        .with_env_filter(EnvFilter::new(format!("searxng_gateway={level},error")))
+        .with_target(false)
+        .init();
+    let result = tokio::runtime::Runtime::new()
+        .map_err(demo::DemoError::Serve)
+        .and_then(|rt| {
+            rt.block_on(async {
+                let listener = demo::bind(options.listen).await?;
+                demo::run(listener, options, std::io::stdout(), shutdown_signal()).await
+            })
+        });
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("searxng-gateway demo: {err}");
+            ExitCode::FAILURE
+        }
+    }
 }
 
 async fn shutdown_signal() {

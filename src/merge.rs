@@ -172,10 +172,11 @@ fn string_list(obj: &Map<String, Value>, field: &str) -> Vec<String> {
     }
 }
 
-struct Group<'a> {
+struct Group {
     score: f64,
-    /// (contribution, source, rank, object) of the best single occurrence.
-    best: (f64, Source, usize, &'a Map<String, Value>),
+    /// (contribution, source, rank) of the best single occurrence, and where it is.
+    best: (f64, Source, usize),
+    at: (usize, usize),
     sources: BTreeSet<Source>,
     engines: BTreeSet<String>,
     positions: BTreeSet<u64>,
@@ -187,10 +188,41 @@ fn better(a: (f64, Source, usize), b: (f64, Source, usize)) -> bool {
     a.0 > b.0 || (a.0 == b.0 && (a.1, a.2) < (b.1, b.2))
 }
 
+/// The number of distinct canonical URLs seen so far: what the fallback compares with its target,
+/// kept up to date as answers arrive instead of re-merging everything after each one.
+#[derive(Debug, Default)]
+pub struct DistinctUrls(std::collections::HashSet<String>);
+
+impl DistinctUrls {
+    /// Counts one source's results in.
+    pub fn add(&mut self, answer: &SourceResults) {
+        for obj in &answer.results {
+            if let Some(url) = obj.get("url").and_then(Value::as_str) {
+                self.0.insert(canonical_url(url));
+            }
+        }
+    }
+
+    /// Distinct URLs so far.
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// Whether nothing was counted yet.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
 /// Merges every source's results. The output depends only on the set of inputs, not their order.
 pub fn merge(answers: &[SourceResults]) -> Merged {
-    let mut groups: BTreeMap<String, Group<'_>> = BTreeMap::new();
-    for answer in answers {
+    merge_owned(answers.to_vec())
+}
+
+/// [`merge`], taking the answers so the kept result objects move instead of being copied.
+pub fn merge_owned(mut answers: Vec<SourceResults>) -> Merged {
+    let mut groups: BTreeMap<String, Group> = BTreeMap::new();
+    for (a, answer) in answers.iter().enumerate() {
         let mut seen_in_source = BTreeSet::new();
         for (i, obj) in answer.results.iter().enumerate() {
             let Some(url) = obj.get("url").and_then(Value::as_str) else {
@@ -213,17 +245,16 @@ pub fn merge(answers: &[SourceResults]) -> Merged {
             };
             let entry = groups.entry(key).or_insert_with(|| Group {
                 score: 0.0,
-                best: (contribution, answer.source, rank, obj),
+                best: (contribution, answer.source, rank),
+                at: (a, i),
                 sources: BTreeSet::new(),
                 engines: BTreeSet::new(),
                 positions: BTreeSet::new(),
             });
             entry.score += contribution;
-            if better(
-                (contribution, answer.source, rank),
-                (entry.best.0, entry.best.1, entry.best.2),
-            ) {
-                entry.best = (contribution, answer.source, rank, obj);
+            if better((contribution, answer.source, rank), entry.best) {
+                entry.best = (contribution, answer.source, rank);
+                entry.at = (a, i);
             }
             entry.sources.insert(answer.source);
             entry.engines.extend(engines);
@@ -232,7 +263,7 @@ pub fn merge(answers: &[SourceResults]) -> Merged {
     }
 
     let mut merged = Merged::default();
-    let mut ordered: Vec<(String, Group<'_>)> = groups.into_iter().collect();
+    let mut ordered: Vec<(String, Group)> = groups.into_iter().collect();
     // Sum of f64 in different orders can differ in the last bit: compare rounded scores.
     let rounded = |s: f64| (s * 1e9).round();
     ordered.sort_by(|(ka, a), (kb, b)| {
@@ -241,7 +272,10 @@ pub fn merge(answers: &[SourceResults]) -> Merged {
             .then_with(|| ka.cmp(kb))
     });
     for (_, group) in ordered {
-        let mut obj = group.best.3.clone();
+        // Each (answer, result) is the best of exactly one group: taking it leaves nothing behind
+        // that another group needs.
+        let (a, i) = group.at;
+        let mut obj = std::mem::take(&mut answers[a].results[i]);
         let engines: Vec<Value> = group.engines.iter().cloned().map(Value::String).collect();
         obj.insert("engines".into(), Value::Array(engines));
         if !group.positions.is_empty() {
@@ -335,6 +369,22 @@ mod tests {
             "SearXNG's own fields are kept"
         );
         assert!(merged.searxng_contributed() && merged.premium_contributed());
+    }
+
+    #[test]
+    fn distinct_urls_count_what_the_merge_keeps() {
+        let answers = [
+            premium(
+                ProviderKind::Brave,
+                &["https://example.org/a", "https://example.org/b"],
+            ),
+            searxng(&[("https://www.example.org/a/", 2.0, &["alpha"])]),
+        ];
+        let mut distinct = DistinctUrls::default();
+        for a in &answers {
+            distinct.add(a);
+        }
+        assert_eq!(distinct.len(), merge(&answers).results.len());
     }
 
     #[test]

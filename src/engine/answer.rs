@@ -36,10 +36,9 @@ pub struct Answer {
     pub outcome: Outcome,
     /// 200, or 502 when every upstream failed.
     pub status: u16,
-    /// The JSON body, rendered once.
+    /// The JSON body, rendered once. It is all a cache entry keeps: csv and rss (rare) parse it
+    /// again rather than every entry carrying the document a second time as a tree.
     pub json: Bytes,
-    /// The SearXNG-shaped document (for csv and rss); empty for a 502.
-    pub document: Map<String, Value>,
     /// Results in the answer.
     pub result_count: usize,
     /// Distinct engines and providers in the answer.
@@ -79,7 +78,6 @@ impl Answer {
             outcome,
             status: 200,
             json,
-            document,
             result_count,
             engine_count: merged.engines.len(),
         }
@@ -96,7 +94,6 @@ impl Answer {
             outcome: Outcome::FallbackFail,
             status: 502,
             json: Bytes::from(body.to_string()),
-            document: Map::new(),
             result_count: 0,
             engine_count: 0,
         }

@@ -18,7 +18,7 @@ use super::roster::{Admitted, Roster};
 use super::{Gateway, Inner, SHORT_TTL};
 use crate::breaker::{Signal, TripReason};
 use crate::cache::Computed;
-use crate::merge::{merge, SourceResults};
+use crate::merge::{merge_owned, DistinctUrls, SourceResults};
 use crate::providers::{ProviderAnswer, ProviderKind};
 use crate::request::SearchRequest;
 use crate::searxng::SearxngAnswer;
@@ -91,6 +91,7 @@ pub(crate) async fn run(inner: Arc<Inner>, req: SearchRequest) -> Computed<Arc<A
             .slow_threshold(inner.config.searxng_slow, budget);
 
     let mut answers: Vec<SourceResults> = Vec::new();
+    let mut distinct = DistinctUrls::default();
     let mut searxng_top = None;
     let mut premium_answered = false;
     let mut fallback = false;
@@ -99,7 +100,7 @@ pub(crate) async fn run(inner: Arc<Inner>, req: SearchRequest) -> Computed<Arc<A
     let last_start = deadline.checked_sub(DEADLINE_MARGIN).unwrap_or(deadline);
     loop {
         let searxng_pending = matches!(searxng, SearxngState::Pending);
-        let met = merge(&answers).results.len() >= target;
+        let met = distinct.len() >= target;
         if calls.is_empty() && !fallback {
             // The speculative pass is over.
             fallback = true;
@@ -152,10 +153,12 @@ pub(crate) async fn run(inner: Arc<Inner>, req: SearchRequest) -> Computed<Arc<A
                         error_class: ErrorClass::Degraded.as_str(),
                     });
                 } else {
-                    answers.push(SourceResults {
+                    let results = SourceResults {
                         source: crate::merge::Source::Searxng,
                         results: answer.results,
-                    });
+                    };
+                    distinct.add(&results);
+                    answers.push(results);
                 }
                 searxng_top = Some(answer.top);
                 searxng = SearxngState::Answered { degraded };
@@ -178,7 +181,9 @@ pub(crate) async fn run(inner: Arc<Inner>, req: SearchRequest) -> Computed<Arc<A
                 match result {
                     Ok(answer) => {
                         premium_answered = true;
-                        answers.push(SourceResults::from_premium(kind, &answer.hits));
+                        let results = SourceResults::from_premium(kind, &answer.hits);
+                        distinct.add(&results);
+                        answers.push(results);
                     }
                     Err(err) => failures.push(UpstreamFailure {
                         name: kind.as_str(),
@@ -190,7 +195,7 @@ pub(crate) async fn run(inner: Arc<Inner>, req: SearchRequest) -> Computed<Arc<A
     }
     drop(calls);
 
-    let merged = merge(&answers);
+    let merged = merge_owned(answers);
     let searxng_healthy = matches!(searxng, SearxngState::Answered { degraded: false });
     let outcome = Outcome::from_contribution(
         merged.searxng_contributed(),

@@ -73,14 +73,18 @@ async fn answer(gateway: Gateway, raw: RawParams) -> Response {
     let answer = &served.answer;
     let status = StatusCode::from_u16(answer.status).unwrap_or(StatusCode::BAD_GATEWAY);
     let (body, content_type): (Bytes, &'static str) = match (format, status.is_success()) {
-        (Format::Csv, true) => (
-            format::csv(&answer.document).into(),
-            "text/csv; charset=utf-8",
-        ),
-        (Format::Rss, true) => (
-            format::rss(&answer.document, &query).into(),
-            "application/rss+xml; charset=utf-8",
-        ),
+        (Format::Csv | Format::Rss, true) => {
+            let document: serde_json::Map<String, serde_json::Value> =
+                serde_json::from_slice(&answer.json).unwrap_or_default();
+            if format == Format::Csv {
+                (format::csv(&document).into(), "text/csv; charset=utf-8")
+            } else {
+                (
+                    format::rss(&document, &query).into(),
+                    "application/rss+xml; charset=utf-8",
+                )
+            }
+        }
         _ => (answer.json.clone(), "application/json"),
     };
     let cache = match served.cache {

@@ -9,7 +9,13 @@
 //! `X-RateLimit-*` headers, Exa's 402 `NO_MORE_CREDITS`, Jina's 422 "no results" and 402,
 //! Tavily's 432, `Retry-After` on rate limits. Every request is recorded so tests can assert what
 //! the fake saw.
+//!
+//! Behaviour over time — a latency distribution, an error rate, a quota that runs out after N calls,
+//! a 429 burst or a slow spell that lifts by itself — is a [`Script`] of [`ProviderBehaviour`]s
+//! ([`SimulatedProvider::set_script`]), served the same faithful way. Only requests that pass the
+//! method, path and auth checks reach the script, as only those reach a real provider's limiter.
 
+use std::collections::VecDeque;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
@@ -25,7 +31,12 @@ use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
+use super::script::Script;
 use crate::providers::ProviderKind;
+
+/// How many requests [`SimulatedProvider::requests`] keeps; older ones are forgotten so a long
+/// benchmark does not grow without bound. [`SimulatedProvider::calls`] still counts every request.
+pub const RECORDED_REQUESTS_LIMIT: usize = 100_000;
 
 /// The key every simulated provider expects unless told otherwise ([`SimulatedProvider::set_expected_key`]).
 pub const SIM_KEY: &str = "sim-key";
@@ -109,6 +120,12 @@ impl ProviderBehaviour {
             delay,
             then: Box::new(then),
         }
+    }
+
+    /// A 429 telling the caller to come back in `retry_after_secs` (`Retry-After`, or Brave's
+    /// per-second window reset).
+    pub fn rate_limited(retry_after_secs: u64) -> Self {
+        Self::Error(SimError::RateLimited { retry_after_secs })
     }
 }
 
@@ -223,7 +240,9 @@ impl SimulatedProvider {
                 behaviour: ProviderBehaviour::results(10, "https://example.org/result/"),
                 expected_key: SIM_KEY.to_owned(),
                 brave: BraveWindows::default(),
-                requests: Vec::new(),
+                script: None,
+                calls: 0,
+                requests: VecDeque::new(),
             }),
         });
         let app = Router::new()
@@ -263,6 +282,20 @@ impl SimulatedProvider {
         self.shared.lock().behaviour = behaviour;
     }
 
+    /// Scripts the next requests that pass the checks: latency, error rate, quota and spells, each
+    /// failure served as the [`ProviderBehaviour`] it names. Requests the script does not fail get
+    /// the behaviour [`SimulatedProvider::set_behaviour`] gave, after the scripted delay. The
+    /// script's clock starts now.
+    pub fn set_script(&self, mut script: Script<ProviderBehaviour>) {
+        script.arm();
+        self.shared.lock().script = Some(script);
+    }
+
+    /// Removes the script; the behaviour set directly stays.
+    pub fn clear_script(&self) {
+        self.shared.lock().script = None;
+    }
+
     /// The key the auth header must carry (default [`SIM_KEY`]).
     pub fn set_expected_key(&self, key: &str) {
         key.clone_into(&mut self.shared.lock().expected_key);
@@ -275,17 +308,17 @@ impl SimulatedProvider {
 
     /// How many requests arrived, whatever became of them.
     pub fn calls(&self) -> usize {
-        self.shared.lock().requests.len()
+        self.shared.lock().calls
     }
 
-    /// Every request received, oldest first.
+    /// Every request received (the last [`RECORDED_REQUESTS_LIMIT`]), oldest first.
     pub fn requests(&self) -> Vec<RecordedRequest> {
-        self.shared.lock().requests.clone()
+        self.shared.lock().requests.iter().cloned().collect()
     }
 
     /// The most recent request, if any.
     pub fn last_request(&self) -> Option<RecordedRequest> {
-        self.shared.lock().requests.last().cloned()
+        self.shared.lock().requests.back().cloned()
     }
 }
 
@@ -317,7 +350,11 @@ struct SimState {
     behaviour: ProviderBehaviour,
     expected_key: String,
     brave: BraveWindows,
-    requests: Vec<RecordedRequest>,
+    /// Scripted behaviour over time, consulted before `behaviour`.
+    script: Option<Script<ProviderBehaviour>>,
+    /// Every request that arrived.
+    calls: usize,
+    requests: VecDeque<RecordedRequest>,
 }
 
 impl Shared {
@@ -350,7 +387,11 @@ async fn handle(
     let request = RecordedRequest::capture(&method, &uri, &headers, &body);
     let (behaviour, key, windows) = {
         let mut state = sim.lock();
-        state.requests.push(request.clone());
+        state.calls += 1;
+        if state.requests.len() == RECORDED_REQUESTS_LIMIT {
+            state.requests.pop_front();
+        }
+        state.requests.push_back(request.clone());
         (
             state.behaviour.clone(),
             state.expected_key.clone(),
@@ -367,6 +408,18 @@ async fn handle(
     let asked = match check(kind, &request, &key) {
         Ok(asked) => asked,
         Err(why) => return rejection(kind, why, windows),
+    };
+    let decided = sim.lock().script.as_mut().map(Script::decide);
+    let behaviour = match decided {
+        None => behaviour,
+        Some(decided) => {
+            let behaviour = decided.fault.unwrap_or(behaviour);
+            if decided.delay.is_zero() {
+                behaviour
+            } else {
+                ProviderBehaviour::slow(decided.delay, behaviour)
+            }
+        }
     };
     let Some(answer) = settle(behaviour, sim.released.clone()).await else {
         return (StatusCode::SERVICE_UNAVAILABLE, "simulator shutting down").into_response();
@@ -1057,6 +1110,7 @@ fn json_text(status: StatusCode, body: String) -> Response {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+    use crate::simulator::script::{Latency, Spell};
 
     async fn raw(
         sim: &SimulatedProvider,
@@ -1240,6 +1294,108 @@ mod tests {
             .expect("released promptly")
             .unwrap();
         assert!(matches!(outcome, Ok(503) | Err(_)), "{outcome:?}");
+    }
+
+    async fn tavily_search(sim: &SimulatedProvider, key: &str) -> (u16, HeaderMap, String) {
+        raw(
+            sim,
+            reqwest::Method::POST,
+            "/search",
+            &[("authorization", &format!("Bearer {key}"))],
+            Some(json!({"query": "rust"})),
+        )
+        .await
+    }
+
+    #[tokio::test]
+    async fn a_rate_limit_burst_answers_429_with_retry_after_then_recovers() {
+        let sim = SimulatedProvider::start(ProviderKind::Tavily)
+            .await
+            .unwrap();
+        sim.set_script(
+            Script::new().spell(Spell::failing(ProviderBehaviour::rate_limited(7)).for_requests(2)),
+        );
+
+        for _ in 0..2 {
+            let (status, headers, body) = tavily_search(&sim, SIM_KEY).await;
+            assert_eq!(status, 429);
+            assert_eq!(headers[RETRY_AFTER], "7");
+            assert!(body.contains("excessive requests"), "{body}");
+        }
+        let (status, _, body) = tavily_search(&sim, SIM_KEY).await;
+        assert_eq!(status, 200);
+        assert!(body.contains("\"results\""));
+        assert_eq!(sim.calls(), 3);
+    }
+
+    #[tokio::test]
+    async fn a_brave_burst_reports_the_wait_in_its_per_second_window() {
+        let sim = SimulatedProvider::start(ProviderKind::Brave).await.unwrap();
+        sim.set_script(Script::new().spell(Spell::failing(ProviderBehaviour::rate_limited(4))));
+
+        let (status, headers, body) = raw(
+            &sim,
+            reqwest::Method::GET,
+            "/res/v1/web/search?q=rust",
+            &[("x-subscription-token", SIM_KEY)],
+            None,
+        )
+        .await;
+
+        assert_eq!(status, 429);
+        assert!(body.contains("RATE_LIMITED"));
+        assert_eq!(headers["x-ratelimit-reset"], "4, 1419704");
+        assert_eq!(headers["x-ratelimit-remaining"], "0, 14321");
+    }
+
+    #[tokio::test]
+    async fn a_quota_runs_out_after_its_calls_and_auth_failures_do_not_use_it() {
+        let sim = SimulatedProvider::start(ProviderKind::Tavily)
+            .await
+            .unwrap();
+        sim.set_script(Script::new().quota(1, ProviderBehaviour::Error(SimError::Quota)));
+
+        let (refused, ..) = tavily_search(&sim, "wrong-key").await;
+        let (first, ..) = tavily_search(&sim, SIM_KEY).await;
+        let (second, _, body) = tavily_search(&sim, SIM_KEY).await;
+
+        assert_eq!((refused, first, second), (401, 200, 432));
+        assert!(body.contains("usage limit"), "{body}");
+        sim.clear_script();
+        assert_eq!(tavily_search(&sim, SIM_KEY).await.0, 200);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn scripted_latency_delays_every_answer() {
+        let sim = SimulatedProvider::start(ProviderKind::Tavily)
+            .await
+            .unwrap();
+        sim.set_script(Script::new().latency(Latency::Fixed(Duration::from_millis(400))));
+        let started = tokio::time::Instant::now();
+
+        let (status, ..) = tavily_search(&sim, SIM_KEY).await;
+
+        assert_eq!(status, 200);
+        assert!(started.elapsed() >= Duration::from_millis(400));
+    }
+
+    #[tokio::test]
+    async fn an_error_rate_fails_its_share_of_requests() {
+        let sim = SimulatedProvider::start(ProviderKind::Tavily)
+            .await
+            .unwrap();
+        sim.set_script(Script::new().errors(0.5, ProviderBehaviour::Error(SimError::Server)));
+
+        let mut failed = 0;
+        for _ in 0..40 {
+            match tavily_search(&sim, SIM_KEY).await.0 {
+                500 => failed += 1,
+                200 => {}
+                other => panic!("unexpected {other}"),
+            }
+        }
+
+        assert!((10..=30).contains(&failed), "{failed} of 40");
     }
 
     #[test]

@@ -9,7 +9,10 @@
 //!
 //! Tests script it while it runs — per engine with [`SimulatedSearxng::set_engine`], for the whole instance with
 //! [`SimulatedSearxng::set_mode`] — and then check what it was asked: [`SimulatedSearxng::requests`],
-//! [`SimulatedSearxng::engine_hits`].
+//! [`SimulatedSearxng::engine_hits`]. Behaviour over time (latency distributions, error rates, quotas, CAPTCHA and
+//! slow spells that lift by themselves) is a [`Script`] on top of that: [`SimulatedSearxng::set_script`] for the
+//! instance, [`SimulatedSearxng::set_engine_script`] per engine. An engine scripted slower than [`ENGINE_TIMEOUT`] is
+//! reported as `timeout` after that long, as SearXNG does; the search waits for its slowest engine.
 //!
 //! Answers are deterministic: the same query, page and engines always give the same URLs, so a test can predict
 //! which URLs two engines share and a benchmark is repeatable. Whole-instance modes apply to `/search` only;
@@ -34,6 +37,8 @@ use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
+use super::script::Script;
+
 /// How many results a healthy engine returns per page until a test says otherwise.
 pub const DEFAULT_RESULTS_PER_ENGINE: usize = 5;
 
@@ -46,6 +51,10 @@ pub const HUGE_BODY_BYTES: usize = 9 * 1024 * 1024;
 /// How many search requests [`SimulatedSearxng::requests`] keeps; older ones are forgotten so a long benchmark
 /// does not grow without bound. [`SimulatedSearxng::hits`] still counts every request.
 pub const RECORDED_REQUESTS_LIMIT: usize = 100_000;
+
+/// The per-engine timeout `/config` reports; a scripted engine slower than this is reported as `timeout` once it
+/// has passed.
+pub const ENGINE_TIMEOUT: Duration = Duration::from_secs(3);
 
 /// Why an engine failed, as SearXNG reports it in `unresponsive_engines`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -279,6 +288,36 @@ impl SimulatedSearxng {
         self.lock().mode = mode;
     }
 
+    /// Scripts the whole instance's searches from the next request on: latency, error rate, quota and spells,
+    /// each failure served as the [`SearxngMode`] it names (`Normal` in a script means "answer normally"). Requests
+    /// the script does not fail follow [`SimulatedSearxng::set_mode`]. The script's clock starts now.
+    pub fn set_script(&self, mut script: Script<SearxngMode>) {
+        script.arm();
+        self.lock().script = Some(script);
+    }
+
+    /// Scripts one engine from its next search on: its latency (the search waits for its slowest engine; beyond
+    /// [`ENGINE_TIMEOUT`] the engine is reported as `timeout`), error rate, quota and spells — a CAPTCHA spell is
+    /// `Spell::failing(EngineBehaviour::Fails(EngineFailure::Captcha))`. Searches the script does not fail get the
+    /// behaviour [`SimulatedSearxng::set_engine`] gave. The script's clock starts now.
+    ///
+    /// # Panics
+    /// If the instance has no such engine.
+    #[track_caller]
+    pub fn set_engine_script(&self, engine: &str, mut script: Script<EngineBehaviour>) {
+        script.arm();
+        self.lock().engine_mut(engine).script = Some(script);
+    }
+
+    /// Removes every script (the instance's and each engine's); modes and behaviours set directly stay.
+    pub fn clear_scripts(&self) {
+        let mut instance = self.lock();
+        instance.script = None;
+        for engine in &mut instance.engines {
+            engine.script = None;
+        }
+    }
+
     /// `Some(n)` sends `"number_of_results": n` like SearXNG before May 2026 (the default, with 0); `None` leaves
     /// the key out like newer SearXNG.
     pub fn set_number_of_results(&self, number: Option<u64>) {
@@ -483,6 +522,8 @@ struct Engine {
     paging: bool,
     time_range_support: bool,
     behaviour: EngineBehaviour,
+    /// Scripted behaviour over time, consulted before `behaviour`.
+    script: Option<Script<EngineBehaviour>>,
     /// Searches that queried it.
     hits: usize,
 }
@@ -491,6 +532,8 @@ struct Engine {
 struct Instance {
     engines: Vec<Engine>,
     mode: SearxngMode,
+    /// Scripted behaviour over time, consulted before `mode`.
+    script: Option<Script<SearxngMode>>,
     number_of_results: Option<u64>,
     hits: usize,
     hits_watch: watch::Sender<usize>,
@@ -503,6 +546,24 @@ enum Plan {
     Now(Reply),
     After(Duration, Reply),
     Never,
+}
+
+impl Plan {
+    fn after(delay: Duration, reply: Reply) -> Self {
+        if delay.is_zero() {
+            Plan::Now(reply)
+        } else {
+            Plan::After(delay, reply)
+        }
+    }
+
+    fn delayed_by(self, extra: Duration) -> Self {
+        match self {
+            Plan::Now(reply) => Plan::after(extra, reply),
+            Plan::After(delay, reply) => Plan::After(delay + extra, reply),
+            Plan::Never => Plan::Never,
+        }
+    }
 }
 
 impl Instance {
@@ -523,12 +584,14 @@ impl Instance {
                 behaviour: EngineBehaviour::Ok {
                     results: DEFAULT_RESULTS_PER_ENGINE,
                 },
+                script: None,
                 hits: 0,
             });
         }
         Self {
             engines,
             mode: SearxngMode::Normal,
+            script: None,
             number_of_results: Some(0),
             hits: 0,
             hits_watch: watch::channel(0).0,
@@ -576,7 +639,7 @@ impl Instance {
                     "language_support": true,
                     "safesearch": true,
                     "time_range_support": engine.time_range_support,
-                    "timeout": 3.0,
+                    "timeout": ENGINE_TIMEOUT.as_secs_f64(),
                 })
             })
             .collect();
@@ -602,36 +665,81 @@ impl Instance {
         }
         self.requests.push_back(params.pairs.clone());
 
-        match self.mode.clone() {
-            SearxngMode::Normal => Plan::Now(self.answer(&params, language, true)),
-            SearxngMode::Status(status) => Plan::Now(Reply::failure(status)),
-            SearxngMode::FailTimes { count, status } => {
-                self.mode = match count {
-                    0 | 1 => SearxngMode::Normal,
-                    _ => SearxngMode::FailTimes {
-                        count: count - 1,
-                        status,
-                    },
-                };
-                if count == 0 {
-                    Plan::Now(self.answer(&params, language, true))
-                } else {
-                    Plan::Now(Reply::failure(status))
+        let scripted = self.script.as_mut().map(Script::decide).unwrap_or_default();
+        let plan = match scripted.fault {
+            Some(mode) => self.plan_mode(mode, &params, language),
+            None => match self.mode.clone() {
+                SearxngMode::FailTimes { count, status } => {
+                    self.mode = match count {
+                        0 | 1 => SearxngMode::Normal,
+                        _ => SearxngMode::FailTimes {
+                            count: count - 1,
+                            status,
+                        },
+                    };
+                    if count == 0 {
+                        self.plan_mode(SearxngMode::Normal, &params, language)
+                    } else {
+                        Plan::Now(Reply::failure(status))
+                    }
                 }
+                mode => self.plan_mode(mode, &params, language),
+            },
+        };
+        plan.delayed_by(scripted.delay)
+    }
+
+    /// How one search is answered in `mode` (a `FailTimes` here is one failure with its status).
+    fn plan_mode(&mut self, mode: SearxngMode, params: &Params, language: UiLanguage) -> Plan {
+        match mode {
+            SearxngMode::Normal => {
+                let (reply, delay) = self.answer(params, language, true);
+                Plan::after(delay, reply)
+            }
+            SearxngMode::Status(status) | SearxngMode::FailTimes { status, .. } => {
+                Plan::Now(Reply::failure(status))
             }
             SearxngMode::Hang => Plan::Never,
-            SearxngMode::Delay(delay) => Plan::After(delay, self.answer(&params, language, true)),
-            SearxngMode::JsonDisabled => Plan::Now(self.answer(&params, language, false)),
+            SearxngMode::Delay(extra) => {
+                let (reply, delay) = self.answer(params, language, true);
+                Plan::After(delay + extra, reply)
+            }
+            SearxngMode::JsonDisabled => {
+                let (reply, delay) = self.answer(params, language, false);
+                Plan::after(delay, reply)
+            }
             SearxngMode::Garbage => Plan::Now(Reply::Garbage),
-            SearxngMode::Huge => Plan::Now(self.answer(&params, language, true).into_huge()),
+            SearxngMode::Huge => {
+                let (reply, delay) = self.answer(params, language, true);
+                Plan::after(delay, reply.into_huge())
+            }
             SearxngMode::Truncated => {
-                Plan::Now(self.answer(&params, language, true).into_truncated())
+                let (reply, delay) = self.answer(params, language, true);
+                Plan::after(delay, reply.into_truncated())
             }
         }
     }
 
-    /// SearXNG's `/search`: output format, query, parameter checks, external bang, then the search itself.
-    fn answer(&mut self, params: &Params, language: UiLanguage, json_enabled: bool) -> Reply {
+    /// SearXNG's `/search`: output format, query, parameter checks, external bang, then the search itself. The
+    /// duration is how long its slowest scripted engine took.
+    fn answer(
+        &mut self,
+        params: &Params,
+        language: UiLanguage,
+        json_enabled: bool,
+    ) -> (Reply, Duration) {
+        let mut slowest_engine = Duration::ZERO;
+        let reply = self.reply(params, language, json_enabled, &mut slowest_engine);
+        (reply, slowest_engine)
+    }
+
+    fn reply(
+        &mut self,
+        params: &Params,
+        language: UiLanguage,
+        json_enabled: bool,
+        slowest_engine: &mut Duration,
+    ) -> Reply {
         // SearXNG turns an unknown format into html rather than refusing it.
         let requested = params.get("format").unwrap_or("html");
         let format = if ["html", "csv", "json", "rss"].contains(&requested) {
@@ -679,6 +787,7 @@ impl Instance {
 
         let selected = self.select_engines(params, &query);
         let outcome = self.run(&selected, &request, language);
+        *slowest_engine = outcome.slowest_engine;
         if as_json {
             let server_timing = Some(server_timing(&outcome.queried));
             Reply::Json {
@@ -776,7 +885,22 @@ impl Instance {
             }
             engine.hits += 1;
             outcome.queried.push(engine.name.clone());
-            match &engine.behaviour {
+            let scripted = engine
+                .script
+                .as_mut()
+                .map(Script::decide)
+                .unwrap_or_default();
+            let (behaviour, took) = if scripted.delay >= ENGINE_TIMEOUT {
+                (
+                    EngineBehaviour::Fails(EngineFailure::Timeout),
+                    ENGINE_TIMEOUT,
+                )
+            } else {
+                let behaviour = scripted.fault.unwrap_or_else(|| engine.behaviour.clone());
+                (behaviour, scripted.delay)
+            };
+            outcome.slowest_engine = outcome.slowest_engine.max(took);
+            match &behaviour {
                 EngineBehaviour::Ok { results } => {
                     let found = engine_results(*index, engine, category, *results, request);
                     if request.pageno == 1 && !found.is_empty() && outcome.infoboxes.is_empty() {
@@ -1162,6 +1286,8 @@ struct SearchOutcome {
     infoboxes: Vec<Value>,
     unresponsive: Vec<(String, String)>,
     queried: Vec<String>,
+    /// How long the slowest queried engine took (scripted latency): the search takes that long.
+    slowest_engine: Duration,
 }
 
 impl SearchOutcome {
@@ -1494,6 +1620,7 @@ const NOT_FOUND_PAGE: &str = "<!doctype html>\n<html lang=en>\n<title>404 Not Fo
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+    use crate::simulator::script::{Latency, Spell};
     use reqwest::redirect::Policy;
     use std::time::Instant;
 
@@ -2114,6 +2241,111 @@ mod tests {
 
         let error = pending.await.unwrap().unwrap_err();
         assert!(!error.is_timeout(), "{error:?}");
+    }
+
+    fn unresponsive(body: &Value) -> Value {
+        body["unresponsive_engines"].clone()
+    }
+
+    #[tokio::test]
+    async fn a_captcha_spell_blocks_one_engine_for_its_searches_then_lifts() {
+        let searxng = SimulatedSearxng::start(&["alpha", "beta"]).await.unwrap();
+        searxng.set_engine_script(
+            "beta",
+            Script::new().spell(
+                Spell::failing(EngineBehaviour::Fails(EngineFailure::Captcha)).for_requests(2),
+            ),
+        );
+        let params = [("q", "rust"), ("format", "json"), ("locale", "en")];
+
+        for _ in 0..2 {
+            let body = search_json(&searxng, &params).await;
+            assert_eq!(unresponsive(&body), json!([["beta", "CAPTCHA"]]));
+            assert_eq!(engines_in_results(&body), ["alpha"]);
+        }
+        let recovered = search_json(&searxng, &params).await;
+
+        assert_eq!(unresponsive(&recovered), json!([]));
+        assert_eq!(engines_in_results(&recovered), ["alpha", "beta"]);
+        assert_eq!(searxng.engine_hits("beta"), 3);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_engine_scripted_slower_than_its_timeout_is_reported_as_timeout_after_it() {
+        let searxng = SimulatedSearxng::start(&["alpha", "beta"]).await.unwrap();
+        searxng.set_engine_script(
+            "alpha",
+            Script::new().latency(Latency::Fixed(Duration::from_secs(60))),
+        );
+        searxng.set_engine_script(
+            "beta",
+            Script::new().latency(Latency::Fixed(Duration::from_millis(800))),
+        );
+        let started = tokio::time::Instant::now();
+
+        let body = search_json(&searxng, &[("q", "rust"), ("format", "json")]).await;
+
+        let waited = started.elapsed();
+        assert!(
+            (ENGINE_TIMEOUT..ENGINE_TIMEOUT + Duration::from_secs(1)).contains(&waited),
+            "{waited:?}"
+        );
+        assert_eq!(unresponsive(&body), json!([["alpha", "timeout"]]));
+        assert_eq!(engines_in_results(&body), ["beta"]);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_instance_spell_fails_searches_for_its_window_then_answers() {
+        let searxng = SimulatedSearxng::start(&["alpha"]).await.unwrap();
+        searxng.set_script(
+            Script::new()
+                .spell(Spell::failing(SearxngMode::Status(503)).for_time(Duration::from_secs(30))),
+        );
+        let params = [("q", "rust"), ("format", "json")];
+
+        assert_eq!(get(&searxng, &params).await.status(), 503);
+        tokio::time::advance(Duration::from_secs(29)).await;
+        assert_eq!(get(&searxng, &params).await.status(), 503);
+        tokio::time::advance(Duration::from_secs(1)).await;
+        assert_eq!(get(&searxng, &params).await.status(), 200);
+        assert_eq!(searxng.hits(), 3);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn instance_latency_delays_answers_and_failures_alike() {
+        let searxng = SimulatedSearxng::start(&["alpha"]).await.unwrap();
+        searxng.set_script(
+            Script::new()
+                .latency(Latency::Fixed(Duration::from_millis(250)))
+                .quota(1, SearxngMode::Status(429)),
+        );
+        let params = [("q", "rust"), ("format", "json")];
+        let started = tokio::time::Instant::now();
+
+        assert_eq!(get(&searxng, &params).await.status(), 200);
+        let limited = get(&searxng, &params).await;
+
+        assert_eq!(limited.status(), 429);
+        assert_eq!(limited.text().await.unwrap(), "Too Many Requests");
+        assert!(started.elapsed() >= Duration::from_millis(500));
+    }
+
+    #[tokio::test]
+    async fn clearing_scripts_restores_the_scripted_behaviour_set_directly() {
+        let searxng = SimulatedSearxng::start(&["alpha"]).await.unwrap();
+        searxng.set_engine("alpha", EngineBehaviour::Empty);
+        searxng.set_engine_script(
+            "alpha",
+            Script::new().spell(Spell::failing(EngineBehaviour::Ok { results: 2 })),
+        );
+        let params = [("q", "rust"), ("format", "json")];
+
+        let scripted = search_json(&searxng, &params).await;
+        searxng.clear_scripts();
+        let plain = search_json(&searxng, &params).await;
+
+        assert_eq!(scripted["results"].as_array().unwrap().len(), 2);
+        assert_eq!(plain["results"], json!([]));
     }
 
     #[test]
