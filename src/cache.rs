@@ -1,7 +1,8 @@
 //! The answer cache: an LRU of rendered answers with a TTL per entry, plus coalescing — identical
-//! misses in flight at the same moment share one computation. The computation runs in its own task
-//! so a client hanging up does not cancel it for the others; when every waiter has gone, it is
-//! cancelled (and a cancelled upstream call is not an upstream failure).
+//! misses in flight at the same moment share one computation. The first request (the leader) runs
+//! it in its own task; the others wait for its value. If the leader's client hangs up, the
+//! computation is cancelled (a cancelled upstream call is not an upstream failure) and a waiting
+//! follower starts it again.
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -9,6 +10,7 @@ use std::num::NonZeroUsize;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
+use futures::FutureExt;
 use lru::LruCache;
 use prometheus::{IntCounter, IntGauge};
 use tokio::sync::watch;
@@ -151,16 +153,15 @@ impl<V: Clone + Send + Sync + 'static> AnswerCache<V> {
     ) -> Result<(V, CacheStatus), ComputationLost>
     where
         F: FnOnce() -> Fut,
-        Fut: Future<Output = Computed<V>> + Send + 'static,
+        Fut: Future<Output = Computed<V>>,
     {
         if let Some(value) = self.get(key) {
             return Ok((value, CacheStatus::Hit));
         }
         let mut compute = Some(compute);
-        // Twice at most: a follower that joined a flight which was cancelled (every earlier waiter
-        // left) starts its own.
-        for _ in 0..2 {
-            let mut receiver = {
+        // A follower whose leader went away (its client hung up) tries again and may lead itself.
+        for _ in 0..3 {
+            let step = {
                 let mut inner = self.lock();
                 if let Some(value) = inner
                     .entries
@@ -173,60 +174,75 @@ impl<V: Clone + Send + Sync + 'static> AnswerCache<V> {
                 }
                 if let Some(flight) = inner.in_flight.get(key) {
                     self.coalesced.inc();
-                    flight.subscribe()
+                    Step::Follow(flight.subscribe())
                 } else {
                     let Some(compute) = compute.take() else {
                         return Err(ComputationLost);
                     };
-                    let (sender, receiver) = watch::channel(None);
-                    let sender = Arc::new(sender);
+                    let sender = Arc::new(watch::channel(None).0);
                     inner.in_flight.insert(key.to_owned(), Arc::clone(&sender));
-                    drop(inner);
-                    self.spawn_flight(key.to_owned(), sender, compute());
-                    receiver
+                    Step::Lead(sender, compute)
                 }
             };
-            let shared = match receiver.wait_for(Option::is_some).await {
-                Ok(value) => value.clone(),
-                Err(_) => None,
-            };
-            if let Some(value) = shared {
-                return Ok((value, CacheStatus::Miss));
+            match step {
+                Step::Lead(sender, compute) => {
+                    let value = self.lead(key, sender, compute()).await?;
+                    return Ok((value, CacheStatus::Miss));
+                }
+                Step::Follow(mut receiver) => {
+                    let shared = match receiver.wait_for(Option::is_some).await {
+                        Ok(value) => value.clone(),
+                        Err(_) => None,
+                    };
+                    if let Some(value) = shared {
+                        return Ok((value, CacheStatus::Miss));
+                    }
+                }
             }
         }
         Err(ComputationLost)
     }
 
-    fn spawn_flight<Fut>(&self, key: String, sender: Flight<V>, work: Fut)
+    /// Runs the computation in the leader's own task (no hand-off to another task: a miss is
+    /// latency-bound) and shares its value with the followers.
+    async fn lead<Fut>(&self, key: &str, sender: Flight<V>, work: Fut) -> Result<V, ComputationLost>
     where
-        Fut: Future<Output = Computed<V>> + Send + 'static,
+        Fut: Future<Output = Computed<V>>,
     {
-        let cache = self.clone();
-        tokio::spawn(async move {
-            // Whatever happens below — an answer, every waiter gone, a panic — this flight's entry
-            // leaves the in-flight map, so the key never points at a dead computation.
-            let _leave = LeaveFlight {
-                cache: cache.clone(),
-                key: key.clone(),
-                sender: Arc::clone(&sender),
-            };
-            tokio::select! {
-                (value, ttl) = work => {
-                    let mut inner = cache.lock();
-                    if let (Some(ttl), Some(entries)) = (ttl, inner.entries.as_mut()) {
-                        entries.put(key.clone(), Entry { value: value.clone(), expires: Instant::now() + ttl });
-                    }
-                    leave_flight(&mut inner, &key, &sender);
-                    cache.publish_size(&inner);
-                    drop(inner);
-                    sender.send_replace(Some(value));
-                }
-                () = sender.closed() => {
-                    // Every waiter hung up: nobody wants the answer, stop the upstream calls.
-                }
+        // Whatever happens — an answer, the leader's client hanging up (this future dropped), a
+        // panic — the flight leaves the map, so the key never points at a dead computation and
+        // followers, seeing the sender gone, start again.
+        let _leave = LeaveFlight {
+            cache: self.clone(),
+            key: key.to_owned(),
+            sender: Arc::clone(&sender),
+        };
+        let (value, ttl) = std::panic::AssertUnwindSafe(work)
+            .catch_unwind()
+            .await
+            .map_err(|_| ComputationLost)?;
+        {
+            let mut inner = self.lock();
+            if let (Some(ttl), Some(entries)) = (ttl, inner.entries.as_mut()) {
+                entries.put(
+                    key.to_owned(),
+                    Entry {
+                        value: value.clone(),
+                        expires: Instant::now() + ttl,
+                    },
+                );
             }
-        });
+            leave_flight(&mut inner, key, &sender);
+            self.publish_size(&inner);
+        }
+        sender.send_replace(Some(value.clone()));
+        Ok(value)
     }
+}
+
+enum Step<V, F> {
+    Lead(Flight<V>, F),
+    Follow(watch::Receiver<Option<V>>),
 }
 
 /// Removes `key`'s flight from the map if it is still this one.
@@ -361,6 +377,36 @@ mod tests {
         tokio::time::sleep(Duration::from_secs(20)).await;
         assert_eq!(finished.load(Ordering::SeqCst), 0);
         assert!(c.lock().in_flight.is_empty());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_follower_takes_over_when_the_leader_hangs_up() {
+        let c = cache(10);
+        let leader = tokio::spawn({
+            let c = c.clone();
+            async move {
+                c.get_or_compute("k", || async {
+                    tokio::time::sleep(Duration::from_secs(10)).await;
+                    (1, Some(Duration::from_secs(60)))
+                })
+                .await
+            }
+        });
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        let follower = tokio::spawn({
+            let c = c.clone();
+            async move {
+                c.get_or_compute("k", || async {
+                    tokio::time::sleep(Duration::from_secs(1)).await;
+                    (2, Some(Duration::from_secs(60)))
+                })
+                .await
+            }
+        });
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        leader.abort();
+        let (value, status) = follower.await.unwrap().unwrap();
+        assert_eq!((value, status), (2, CacheStatus::Miss));
     }
 
     #[tokio::test(start_paused = true)]
