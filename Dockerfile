@@ -13,20 +13,29 @@ WORKDIR /build
 ENV CARGO_PROFILE_RELEASE_STRIP=symbols \
     CARGO_TERM_COLOR=never
 
-# Dependency layer: build every dependency against placeholder sources, so this layer is reused until
-# Cargo.toml or Cargo.lock changes.
+# Dependency layer: build every dependency of the gateway crate against placeholder sources, so this
+# layer is reused until a manifest or Cargo.lock changes. Cargo loads every workspace member's
+# manifest, so the simulator and testbed get placeholder targets too; neither is ever compiled.
 COPY Cargo.toml Cargo.lock ./
-RUN mkdir src \
-    && echo 'fn main() {}' > src/main.rs \
-    && echo '//! placeholder' > src/lib.rs \
-    && cargo build --release --locked \
-    && rm -rf src
+COPY crates/gateway/Cargo.toml crates/gateway/
+COPY crates/simulator/Cargo.toml crates/simulator/
+COPY crates/testbed/Cargo.toml crates/testbed/
+RUN for crate in gateway simulator testbed; do \
+        mkdir -p crates/$crate/src \
+        && echo '//! placeholder' > crates/$crate/src/lib.rs \
+        && echo 'fn main() {}' > crates/$crate/src/main.rs; \
+    done \
+    && mkdir -p crates/testbed/benches/harness \
+    && echo 'fn main() {}' > crates/testbed/benches/harness/main.rs \
+    && cargo build --release --locked -p searxng-gateway \
+    && rm -rf crates/gateway/src
 
-# The gateway itself. `touch` makes the copied sources newer than the placeholder build, whatever
-# modification times the build context carried, so cargo rebuilds the crate instead of reusing it.
-COPY src ./src
-RUN touch src/main.rs src/lib.rs \
-    && cargo build --release --locked \
+# The gateway itself (only the production crate: the simulator never enters the image). `touch`
+# makes the copied sources newer than the placeholder build, whatever modification times the build
+# context carried, so cargo rebuilds the crate instead of reusing it.
+COPY crates/gateway/src ./crates/gateway/src
+RUN touch crates/gateway/src/main.rs crates/gateway/src/lib.rs \
+    && cargo build --release --locked -p searxng-gateway --bin searxng-gateway \
     && cp target/release/searxng-gateway /searxng-gateway
 
 FROM gcr.io/distroless/cc-debian12:nonroot AS runtime

@@ -14,4 +14,4 @@ bash .ci/install-searxng.sh
 
 # The Debian package starts a Prometheus service on :9090 when systemd is present; the tests start
 # their own on free ports and do not need it.
-cargo test --all-targets --locked -- --test-threads="${TEST_THREADS:-4}"
+cargo test --workspace --all-targets --locked -- --test-threads="${TEST_THREADS:-4}"

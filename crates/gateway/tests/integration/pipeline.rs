@@ -1,0 +1,397 @@
+//! The decision pipeline against the simulators: the T1 pass, round-robin order, the bounded
+//! fallback, the hard budget, keyless mode, degraded answers and every outcome label. What the
+//! simulators saw (how often, in which order) is the proof.
+
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use simulator::premium::{ProviderBehaviour, SimError, SimHit};
+use simulator::searxng::{EngineBehaviour, EngineFailure, SearxngMode};
+use simulator::Provider::{Brave, Exa, Jina, Tavily};
+
+use crate::support::stack::{SimStack, ENGINES};
+
+fn urls(reply: &Value) -> Vec<String> {
+    reply["results"]
+        .as_array()
+        .map(|r| {
+            r.iter()
+                .filter_map(|x| x["url"].as_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn all_engines_fail(stack: &SimStack) {
+    for engine in ENGINES {
+        stack.searxng.set_engine(
+            engine,
+            EngineBehaviour::Fails(EngineFailure::TooManyRequests),
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_t1_pass_calls_searxng_and_providers_concurrently() {
+    let s = SimStack::start(&[Brave, Exa], &[("T1_PREMIUM_COUNT", "2")]).await;
+    let wait = Duration::from_millis(300);
+    s.searxng.set_mode(SearxngMode::Delay(wait));
+    s.provider(Brave).set_behaviour(ProviderBehaviour::slow(
+        wait,
+        ProviderBehaviour::results(3, "https://b.example/"),
+    ));
+    s.provider(Exa).set_behaviour(ProviderBehaviour::slow(
+        wait,
+        ProviderBehaviour::results(3, "https://e.example/"),
+    ));
+
+    let started = Instant::now();
+    let reply = s.gateway.search(&[("q", "parallel")]).await;
+    let took = started.elapsed();
+
+    assert_eq!(reply.status, 200);
+    assert_eq!(reply.outcome, "searxng_plus_premium_ok");
+    assert_eq!(s.provider_calls(), [1, 1]);
+    assert!(
+        took < Duration::from_millis(550),
+        "three 300 ms calls in parallel took {took:?}; one after another would be ≥ 600 ms"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn round_robin_follows_the_configured_provider_order() {
+    let s = SimStack::start(
+        &[Tavily, Brave, Exa],
+        &[("T1_PREMIUM_COUNT", "1"), ("CACHE_SIZE", "0")],
+    )
+    .await;
+    let mut order = Vec::new();
+    for i in 0..4 {
+        let before = s.provider_calls();
+        s.gateway.search(&[("q", &format!("rr {i}"))]).await;
+        let after = s.provider_calls();
+        let called: Vec<usize> = (0..3).filter(|&p| after[p] > before[p]).collect();
+        assert_eq!(called.len(), 1, "exactly one T1 provider per request");
+        order.push(s.providers[called[0]].kind());
+    }
+    assert_eq!(order, [Tavily, Brave, Exa, Tavily]);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_fallback_stops_as_soon_as_the_target_is_met() {
+    let s = SimStack::start(
+        &[Brave, Exa, Tavily],
+        &[
+            ("SUFFICIENT_MIN_RESULTS", "15"),
+            ("SEARXNG_FAIL_THRESHOLD", "100"),
+            ("CACHE_SIZE", "0"),
+        ],
+    )
+    .await;
+    s.searxng.set_mode(SearxngMode::Status(500));
+    s.provider(Brave)
+        .set_behaviour(ProviderBehaviour::results(10, "https://b.example/"));
+    s.provider(Exa)
+        .set_behaviour(ProviderBehaviour::results(10, "https://e.example/"));
+    s.provider(Tavily)
+        .set_behaviour(ProviderBehaviour::results(10, "https://t.example/"));
+
+    let reply = s.gateway.search(&[("q", "target")]).await;
+
+    assert_eq!(reply.status, 200);
+    assert_eq!(reply.outcome, "premium_ok");
+    assert_eq!(urls(&reply.json).len(), 20);
+    assert_eq!(
+        s.provider_calls().iter().sum::<usize>(),
+        2,
+        "two providers met 15, the third was not called"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn no_provider_is_called_twice_for_one_request() {
+    let s = SimStack::start(
+        &[Brave, Exa, Jina],
+        &[("T1_PREMIUM_COUNT", "2"), ("SUFFICIENT_MIN_RESULTS", "500")],
+    )
+    .await;
+    let reply = s.gateway.search(&[("q", "everyone once")]).await;
+    assert_eq!(reply.status, 200);
+    assert_eq!(s.provider_calls(), [1, 1, 1]);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_hanging_searxng_does_not_starve_the_fallback() {
+    let s = SimStack::start(
+        &[Brave],
+        &[
+            ("FALLBACK_TIMEOUT_SECONDS", "2"),
+            ("SEARXNG_TIMEOUT_SECONDS", "10"),
+        ],
+    )
+    .await;
+    s.searxng
+        .set_mode(SearxngMode::Delay(Duration::from_secs(10)));
+
+    let started = Instant::now();
+    let reply = s.gateway.search(&[("q", "searxng hangs")]).await;
+    let took = started.elapsed();
+
+    assert_eq!(reply.status, 200, "{}", reply.text);
+    assert_eq!(reply.outcome, "premium_ok");
+    assert!(!urls(&reply.json).is_empty());
+    assert!(
+        took < Duration::from_millis(2300),
+        "premium results after {took:?}, budget 2 s"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_budget_is_hard_even_when_everything_hangs() {
+    let s = SimStack::start(
+        &[Brave, Exa],
+        &[
+            ("FALLBACK_TIMEOUT_SECONDS", "1.5"),
+            ("T1_PREMIUM_COUNT", "1"),
+        ],
+    )
+    .await;
+    s.searxng.set_mode(SearxngMode::Hang);
+    s.provider(Brave).set_behaviour(ProviderBehaviour::Hang);
+    s.provider(Exa).set_behaviour(ProviderBehaviour::Hang);
+
+    let started = Instant::now();
+    let reply = s.gateway.search(&[("q", "all hang")]).await;
+    let took = started.elapsed();
+
+    assert_eq!(reply.status, 502);
+    assert!(
+        took < Duration::from_millis(1800),
+        "answered after {took:?}, budget 1.5 s"
+    );
+    assert!(took >= Duration::from_millis(1400));
+    let classes: Vec<&str> = reply.json["upstreams"]
+        .as_array()
+        .expect("upstreams")
+        .iter()
+        .filter_map(|u| u["error_class"].as_str())
+        .collect();
+    assert!(!classes.is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn keyless_mode_never_calls_a_provider() {
+    let s = SimStack::start_with_keys(&[Brave, Exa], false, &[("T1_PREMIUM_COUNT", "2")]).await;
+    let ok = s.gateway.search(&[("q", "keyless")]).await;
+    assert_eq!(ok.outcome, "searxng_ok");
+    s.searxng.set_mode(SearxngMode::Status(500));
+    let failed = s.gateway.search(&[("q", "keyless down")]).await;
+    assert_eq!(failed.status, 502);
+    assert_eq!(s.provider_calls(), [0, 0]);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_degraded_searxng_answer_sends_the_request_to_the_fallback() {
+    let s = SimStack::start(&[Brave], &[]).await;
+    all_engines_fail(&s);
+
+    let reply = s.gateway.search(&[("q", "degraded")]).await;
+
+    assert_eq!(reply.status, 200);
+    assert_eq!(reply.outcome, "premium_ok");
+    assert_eq!(s.provider(Brave).calls(), 1);
+    assert_eq!(
+        reply.json["unresponsive_engines"].as_array().map(Vec::len),
+        Some(ENGINES.len()),
+        "SearXNG's own keys are kept"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn every_outcome_label_is_counted_exactly_once_per_request() {
+    let s = SimStack::start(&[Brave], &[("SEARXNG_FAIL_THRESHOLD", "100")]).await;
+    let g = &s.gateway;
+
+    assert_eq!(
+        g.search(&[("q", "only searxng")]).await.outcome,
+        "searxng_ok"
+    );
+    assert_eq!(
+        g.search(&[("q", "only searxng")]).await.outcome,
+        "cache_hit"
+    );
+
+    all_engines_fail(&s);
+    assert_eq!(
+        g.search(&[("q", "only premium")]).await.outcome,
+        "premium_ok"
+    );
+
+    s.provider(Brave)
+        .set_behaviour(ProviderBehaviour::Error(SimError::Server));
+    let failed = g.search(&[("q", "nobody")]).await;
+    assert_eq!(
+        (failed.status, failed.outcome.as_str()),
+        (502, "fallback_fail")
+    );
+
+    let t1 = SimStack::start(&[Brave], &[("T1_PREMIUM_COUNT", "1")]).await;
+    t1.provider(Brave)
+        .set_behaviour(ProviderBehaviour::results(2, "https://b.example/"));
+    let mixed = t1.gateway.search(&[("q", "both")]).await;
+    assert_eq!(mixed.outcome, "searxng_plus_premium_ok");
+
+    for (outcome, want) in [
+        ("searxng_ok", 1.0),
+        ("cache_hit", 1.0),
+        ("premium_ok", 1.0),
+        ("fallback_fail", 1.0),
+        ("searxng_plus_premium_ok", 0.0),
+    ] {
+        assert_eq!(
+            g.metric("searxng_gateway_requests_total", &[("outcome", outcome)])
+                .await,
+            want,
+            "{outcome}"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_502_body_names_each_upstream_and_its_class_and_nothing_else() {
+    let s = SimStack::start(&[Brave, Exa], &[("T1_PREMIUM_COUNT", "1")]).await;
+    s.searxng.set_mode(SearxngMode::Status(500));
+    s.provider(Brave)
+        .set_behaviour(ProviderBehaviour::Error(SimError::RateLimited {
+            retry_after_secs: 30,
+        }));
+    s.provider(Exa)
+        .set_behaviour(ProviderBehaviour::Error(SimError::Quota));
+
+    let reply = s.gateway.search(&[("q", "everything fails")]).await;
+
+    assert_eq!(reply.status, 502);
+    assert_eq!(reply.json["error"], "all_upstreams_failed");
+    let mut upstreams: Vec<(String, String)> = reply.json["upstreams"]
+        .as_array()
+        .expect("upstreams")
+        .iter()
+        .map(|u| {
+            (
+                u["name"].as_str().unwrap_or("").to_owned(),
+                u["error_class"].as_str().unwrap_or("").to_owned(),
+            )
+        })
+        .collect();
+    upstreams.sort();
+    assert_eq!(
+        upstreams,
+        [
+            ("brave".to_owned(), "rate_limited".to_owned()),
+            ("exa".to_owned(), "quota".to_owned()),
+            ("searxng".to_owned(), "server_error".to_owned()),
+        ]
+    );
+    for leaked in ["sim-key", "search error", "RATE_LIMITED", "NO_MORE_CREDITS"] {
+        assert!(
+            !reply.text.contains(leaked),
+            "{leaked} leaked into {}",
+            reply.text
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_url_from_searxng_and_a_provider_lists_both_and_both_contribute() {
+    let s = SimStack::start(&[Brave], &[("T1_PREMIUM_COUNT", "1"), ("CACHE_SIZE", "0")]).await;
+    let direct: Value = reqwest::Client::new()
+        .get(format!("{}/search", s.searxng.base_url()))
+        .query(&[
+            ("q", "shared url"),
+            ("engines", "alpha"),
+            ("format", "json"),
+        ])
+        .send()
+        .await
+        .expect("simulator answers")
+        .json()
+        .await
+        .expect("JSON");
+    let searxng_urls = urls(&direct);
+    assert!(!searxng_urls.is_empty());
+    let hits: Vec<SimHit> = searxng_urls
+        .iter()
+        .map(|u| SimHit {
+            title: "same".into(),
+            url: u.clone(),
+            content: "same".into(),
+            published_date: None,
+        })
+        .collect();
+    s.provider(Brave)
+        .set_behaviour(ProviderBehaviour::Results(hits));
+
+    let reply = s
+        .gateway
+        .search(&[("q", "shared url"), ("engines", "alpha")])
+        .await;
+
+    assert_eq!(
+        reply.outcome, "searxng_plus_premium_ok",
+        "identical URL sets: both contributed"
+    );
+    assert_eq!(urls(&reply.json).len(), searxng_urls.len());
+    for result in reply.json["results"].as_array().expect("results") {
+        let engines: Vec<&str> = result["engines"]
+            .as_array()
+            .expect("engines")
+            .iter()
+            .filter_map(Value::as_str)
+            .collect();
+        assert!(
+            engines.contains(&"alpha") && engines.contains(&"brave_api"),
+            "{engines:?}"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn providers_receive_the_mapped_searxng_parameters() {
+    let s = SimStack::start(&[Brave], &[("T1_PREMIUM_COUNT", "1")]).await;
+    s.gateway
+        .search(&[
+            ("q", "Mapped Query"),
+            ("pageno", "2"),
+            ("time_range", "week"),
+            ("safesearch", "2"),
+            ("language", "de-DE"),
+        ])
+        .await;
+    let seen = s.provider(Brave).last_request().expect("brave was called");
+    assert_eq!(seen.query_param("q"), Some("Mapped Query"));
+    assert_eq!(seen.query_param("offset"), Some("1"));
+    assert_eq!(seen.query_param("freshness"), Some("pw"));
+    assert_eq!(seen.query_param("safesearch"), Some("strict"));
+    assert_eq!(seen.query_param("search_lang"), Some("de"));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_hanging_t1_provider_does_not_hold_back_a_complete_searxng_answer() {
+    let s = SimStack::start(
+        &[Brave],
+        &[("T1_PREMIUM_COUNT", "1"), ("SEARXNG_SLOW_SECONDS", "0.3")],
+    )
+    .await;
+    s.provider(Brave).set_behaviour(ProviderBehaviour::Hang);
+
+    let started = Instant::now();
+    let reply = s.gateway.search(&[("q", "t1 hangs")]).await;
+    let took = started.elapsed();
+
+    assert_eq!(reply.status, 200);
+    assert_eq!(reply.outcome, "searxng_ok");
+    assert!(
+        took < Duration::from_secs(2),
+        "answered after {took:?}: the target was met, the T1 call is cancelled at the slow threshold"
+    );
+}

@@ -1,0 +1,200 @@
+//! Spawns the real gateway (the same `server::run` the binary uses) on 127.0.0.1:0 with a given
+//! environment, plus small helpers to query it and read its metrics.
+
+use std::collections::HashMap;
+
+use searxng_gateway::Config;
+use serde_json::Value;
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
+
+/// A running gateway. Stops (gracefully) when dropped.
+pub struct TestGateway {
+    /// `http://127.0.0.1:PORT`
+    pub url: String,
+    /// `METRICS_PATH` in force.
+    pub metrics_path: String,
+    /// A client that does not follow redirects.
+    pub http: reqwest::Client,
+    stop: Option<oneshot::Sender<()>>,
+    task: Option<JoinHandle<()>>,
+}
+
+/// One search's reply.
+#[derive(Debug)]
+pub struct Reply {
+    /// HTTP status.
+    pub status: u16,
+    /// `X-Cache`.
+    pub cache: String,
+    /// `X-Gateway-Outcome`.
+    pub outcome: String,
+    /// `Content-Type`.
+    pub content_type: String,
+    /// The body as JSON (`Value::Null` when it is not JSON).
+    pub json: Value,
+    /// The raw body.
+    pub text: String,
+}
+
+impl TestGateway {
+    /// Starts a gateway configured by `vars` (on top of an empty environment).
+    pub async fn start(vars: &[(&str, &str)]) -> Self {
+        let mut map: HashMap<String, String> = vars
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect();
+        map.insert("LISTEN_ADDR".into(), "127.0.0.1:0".into());
+        let config = Config::from_lookup(&move |name| map.get(name).cloned())
+            .expect("test configuration is valid");
+        let listener = tokio::net::TcpListener::bind(config.listen_addr)
+            .await
+            .expect("bind port 0");
+        let url = format!("http://{}", listener.local_addr().expect("local addr"));
+        let metrics_path = config.metrics_path.clone();
+        let (stop_tx, stop_rx) = oneshot::channel::<()>();
+        let task = tokio::spawn(async move {
+            let shutdown = async move {
+                let _ = stop_rx.await;
+            };
+            let _ = searxng_gateway::serve(listener, config, shutdown).await;
+        });
+        Self {
+            url,
+            metrics_path,
+            http: reqwest::Client::builder()
+                .redirect(reqwest::redirect::Policy::none())
+                .build()
+                .expect("client"),
+            stop: Some(stop_tx),
+            task: Some(task),
+        }
+    }
+
+    /// Stops the server gracefully and waits for it.
+    pub async fn stop(mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        if let Some(task) = self.task.take() {
+            let _ = task.await;
+        }
+    }
+
+    /// `GET /search` with these parameters.
+    pub async fn search(&self, params: &[(&str, &str)]) -> Reply {
+        let response = self
+            .http
+            .get(format!("{}/search", self.url))
+            .query(params)
+            .send()
+            .await
+            .expect("gateway answers");
+        Self::reply(response).await
+    }
+
+    /// `GET` any path.
+    pub async fn get(&self, path: &str) -> Reply {
+        let response = self
+            .http
+            .get(format!("{}{path}", self.url))
+            .send()
+            .await
+            .expect("gateway answers");
+        Self::reply(response).await
+    }
+
+    /// Turns a response into a [`Reply`].
+    pub async fn reply(response: reqwest::Response) -> Reply {
+        let header = |name: &str| {
+            response
+                .headers()
+                .get(name)
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or("")
+                .to_owned()
+        };
+        let cache = header("x-cache");
+        let outcome = header("x-gateway-outcome");
+        let content_type = header("content-type");
+        let status = response.status().as_u16();
+        let text = response.text().await.expect("body");
+        let json = serde_json::from_str(&text).unwrap_or(Value::Null);
+        Reply {
+            status,
+            cache,
+            outcome,
+            content_type,
+            json,
+            text,
+        }
+    }
+
+    /// The metrics exposition as text.
+    pub async fn metrics_text(&self) -> String {
+        let path = self.metrics_path.clone();
+        self.get(&path).await.text
+    }
+
+    /// The value of one series (`name` with exactly these labels, in any order); 0 when absent.
+    pub async fn metric(&self, name: &str, labels: &[(&str, &str)]) -> f64 {
+        metric_value(&self.metrics_text().await, name, labels)
+    }
+
+    /// Waits (bounded) until the gateway has read SearXNG's `/config`.
+    pub async fn wait_for_catalog(&self) {
+        for _ in 0..200 {
+            let status = self.get("/status").await.json;
+            if status["searxng"]["engines_known"].as_u64().unwrap_or(0) > 0 {
+                return;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(25)).await;
+        }
+        panic!("the gateway never read SearXNG's /config");
+    }
+}
+
+impl Drop for TestGateway {
+    fn drop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+    }
+}
+
+/// Reads one series from a Prometheus text exposition; 0 when absent.
+pub fn metric_value(text: &str, name: &str, labels: &[(&str, &str)]) -> f64 {
+    for line in text.lines() {
+        if line.starts_with('#') {
+            continue;
+        }
+        let Some((series, value)) = line.rsplit_once(' ') else {
+            continue;
+        };
+        let (series_name, series_labels) = match series.split_once('{') {
+            Some((n, rest)) => (n, rest.trim_end_matches('}')),
+            None => (series, ""),
+        };
+        if series_name != name {
+            continue;
+        }
+        let mut found: Vec<(String, String)> = series_labels
+            .split("\",")
+            .filter(|s| !s.is_empty())
+            .filter_map(|pair| {
+                let (k, v) = pair.split_once('=')?;
+                Some((k.trim().to_owned(), v.trim_matches('"').to_owned()))
+            })
+            .collect();
+        found.sort();
+        let mut wanted: Vec<(String, String)> = labels
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect();
+        wanted.sort();
+        if found == wanted {
+            return value.parse().unwrap_or(0.0);
+        }
+    }
+    0.0
+}

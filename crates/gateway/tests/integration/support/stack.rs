@@ -1,0 +1,104 @@
+//! A gateway in front of the simulators: a simulated SearXNG and simulated premium providers
+//! (each with the simulator's key and its origin as `<NAME>_BASE_URL`).
+
+use simulator::premium::{SimulatedProvider, SIM_KEY};
+use simulator::searxng::SimulatedSearxng;
+use simulator::Provider;
+
+use super::gateway::TestGateway;
+
+/// The engines of the simulated SearXNG.
+pub const ENGINES: [&str; 3] = ["alpha", "beta", "gamma"];
+
+/// Simulators plus the gateway in front of them.
+pub struct SimStack {
+    /// The simulated SearXNG.
+    pub searxng: SimulatedSearxng,
+    /// Simulated providers, in `FALLBACK_PROVIDERS` order.
+    pub providers: Vec<SimulatedProvider>,
+    /// The gateway.
+    pub gateway: TestGateway,
+    /// SearXNG `/search` hits before the first test request (the gateway's start-up JSON check).
+    baseline_hits: usize,
+}
+
+impl SimStack {
+    /// Starts SearXNG, the `providers` (with keys, in this order) and a gateway with `vars` on top.
+    pub async fn start(providers: &[Provider], vars: &[(&str, &str)]) -> Self {
+        Self::start_with_keys(providers, true, vars).await
+    }
+
+    /// Like [`SimStack::start`]; `with_keys = false` leaves every provider without a key.
+    pub async fn start_with_keys(
+        providers: &[Provider],
+        with_keys: bool,
+        vars: &[(&str, &str)],
+    ) -> Self {
+        let searxng = SimulatedSearxng::start(&ENGINES)
+            .await
+            .expect("simulated SearXNG starts");
+        let mut sims = Vec::new();
+        for kind in providers {
+            sims.push(
+                SimulatedProvider::start(*kind)
+                    .await
+                    .expect("simulated provider starts"),
+            );
+        }
+        let mut env: Vec<(String, String)> = vec![
+            ("SEARXNG_BACKEND_URL".into(), searxng.base_url()),
+            (
+                "FALLBACK_PROVIDERS".into(),
+                providers
+                    .iter()
+                    .map(|k| k.as_str())
+                    .collect::<Vec<_>>()
+                    .join(","),
+            ),
+        ];
+        for sim in &sims {
+            let prefix = sim.kind().env_prefix();
+            env.push((format!("{prefix}_BASE_URL"), sim.base_url()));
+            if with_keys {
+                env.push((format!("{prefix}_API_KEY"), SIM_KEY.into()));
+            }
+        }
+        for (k, v) in vars {
+            env.retain(|(name, _)| name != k);
+            env.push(((*k).to_owned(), (*v).to_owned()));
+        }
+        let borrowed: Vec<(&str, &str)> =
+            env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+        let gateway = TestGateway::start(&borrowed).await;
+        // The start-up check (is JSON enabled?) and the first /config read happen first.
+        gateway.wait_for_catalog().await;
+        let baseline_hits = searxng.hits();
+        Self {
+            searxng,
+            providers: sims,
+            gateway,
+            baseline_hits,
+        }
+    }
+
+    /// SearXNG `/search` requests caused by test traffic (the start-up check excluded).
+    pub fn searxng_hits(&self) -> usize {
+        self.searxng.hits() - self.baseline_hits
+    }
+
+    /// The simulator of `kind`.
+    pub fn provider(&self, kind: Provider) -> &SimulatedProvider {
+        self.providers
+            .iter()
+            .find(|p| p.kind() == kind)
+            .expect("provider is part of the stack")
+    }
+
+    /// Calls per provider, in stack order.
+    pub fn provider_calls(&self) -> Vec<usize> {
+        self.providers
+            .iter()
+            .map(SimulatedProvider::calls)
+            .collect()
+    }
+}

@@ -1,0 +1,50 @@
+//! Faithful fakes of the gateway's upstreams, for the gateway's integration tests, the benchmarks
+//! and the demo. Each fake serves real HTTP on a loopback listener and is strict where the real
+//! service is: a wrong method, path or auth header fails the way the real API fails, so an adapter
+//! bug fails a test. [`script`] makes them misbehave over time — latency distributions, error
+//! rates, quotas, and spells (a CAPTCHA wall, a 429 burst, a slow patch) that lift by themselves.
+//!
+//! This crate knows nothing of the gateway: it fakes the *services*, from their documentation
+//! (shared/spec/PROVIDERS.md, shared/spec/SEARXNG.md), so a test cannot pass by sharing a bug.
+
+pub mod premium;
+pub mod script;
+pub mod searxng;
+
+/// The premium search APIs the simulator fakes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Provider {
+    /// Brave Search API.
+    Brave,
+    /// Exa.
+    Exa,
+    /// Jina Search (s.jina.ai).
+    Jina,
+    /// Tavily.
+    Tavily,
+}
+
+impl Provider {
+    /// Every provider, in a fixed order.
+    pub const ALL: [Provider; 4] = [Self::Brave, Self::Exa, Self::Jina, Self::Tavily];
+
+    /// The provider's lower-case name (as the gateway's `FALLBACK_PROVIDERS` spells it).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Brave => "brave",
+            Self::Exa => "exa",
+            Self::Jina => "jina",
+            Self::Tavily => "tavily",
+        }
+    }
+
+    /// The upper-case prefix of the gateway's variables for it (`BRAVE_API_KEY`, `BRAVE_BASE_URL`).
+    pub fn env_prefix(self) -> &'static str {
+        match self {
+            Self::Brave => "BRAVE",
+            Self::Exa => "EXA",
+            Self::Jina => "JINA",
+            Self::Tavily => "TAVILY",
+        }
+    }
+}
