@@ -161,10 +161,12 @@ for name, svc in services.items():
         else:
             fail(f"docker-compose.yml: service {name}: bind-mounted host path {host} does not exist")
 
-# --- metric names registered in crates/gateway/src/metrics.rs ------------------------------------------------------------
-with open("crates/gateway/src/metrics.rs", encoding="utf-8") as f:
+# --- metric names registered in crates/gateway/src/metrics/ (prometheus-client adds `_total` to counters) --------------
+with open("crates/gateway/src/metrics/mod.rs", encoding="utf-8") as f:
     metrics_src = f.read()
-registered = set(re.findall(r'"([a-z][a-z0-9_]*)"', metrics_src))
+registered = set(re.findall(r'\.register\(\s*"([a-z][a-z0-9_]*)"', metrics_src))
+if len(registered) < 20:
+    fail(f"crates/gateway/src/metrics/mod.rs: found only {len(registered)} registered metric names")
 PREFIX = "searxng_gateway_"
 
 
@@ -173,7 +175,7 @@ def unknown_metrics(expr):
     for name in set(re.findall(r"\b(" + PREFIX + r"[a-zA-Z0-9_]+)", expr)):
         base = name[len(PREFIX):]
         candidates = {base}
-        for suffix in ("_bucket", "_sum", "_count"):
+        for suffix in ("_bucket", "_sum", "_count", "_total"):
             if base.endswith(suffix):
                 candidates.add(base[: -len(suffix)])
         if not candidates & registered:
@@ -241,7 +243,7 @@ else:
                 fail(f"dashboard: panel {title!r} target {ref}: Grafana variables {sorted(macros)} in expr")
             bad = unknown_metrics(expr)
             if bad:
-                fail(f"dashboard: panel {title!r} target {ref}: metrics not in crates/gateway/src/metrics.rs: {bad}")
+                fail(f"dashboard: panel {title!r} target {ref}: metrics not registered in crates/gateway/src/metrics/mod.rs: {bad}")
             record_rules.append({"record": f"dashboard:panel_{pid}:{ref}",
                                  "expr": expr.replace("$__rate_interval", "5m")})
     ok(f"dashboard: {data_panels} data panels, each on the datasource variable with refId'd targets")
@@ -266,7 +268,7 @@ for group in alerts.get("groups") or []:
             fail(f"{ALERTS}: {name} lacks a summary or description annotation")
         bad = unknown_metrics(rule.get("expr", ""))
         if bad:
-            fail(f"{ALERTS}: {name}: metrics not in crates/gateway/src/metrics.rs: {bad}")
+            fail(f"{ALERTS}: {name}: metrics not registered in crates/gateway/src/metrics/mod.rs: {bad}")
 if not alert_names:
     fail(f"{ALERTS}: no alerts")
 

@@ -12,13 +12,14 @@ use std::time::Duration;
 
 use futures::FutureExt;
 use lru::LruCache;
-use prometheus::{IntCounter, IntGauge};
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::gauge::Gauge;
 use tokio::sync::watch;
 use tokio::time::Instant;
 
 /// How a value was obtained.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum CacheStatus {
+pub(crate) enum CacheStatus {
     /// Served from the cache.
     Hit,
     /// Computed for this request (or shared with an identical request in flight).
@@ -26,7 +27,7 @@ pub enum CacheStatus {
 }
 
 /// What a computation returns: the value and how long to keep it (`None`: do not cache).
-pub type Computed<V> = (V, Option<Duration>);
+pub(crate) type Computed<V> = (V, Option<Duration>);
 
 struct Entry<V> {
     value: V,
@@ -41,10 +42,10 @@ struct Inner<V> {
 }
 
 /// The cache. Cheap to clone.
-pub struct AnswerCache<V> {
+pub(crate) struct AnswerCache<V> {
     inner: Arc<Mutex<Inner<V>>>,
-    size_gauge: IntGauge,
-    coalesced: IntCounter,
+    size_gauge: Gauge,
+    coalesced: Counter,
 }
 
 impl<V> Clone for AnswerCache<V> {
@@ -60,12 +61,12 @@ impl<V> Clone for AnswerCache<V> {
 /// The computation's task ended without a value (it panicked): the caller reports an internal error.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 #[error("the shared computation ended without an answer")]
-pub struct ComputationLost;
+pub(crate) struct ComputationLost;
 
 impl<V: Clone + Send + Sync + 'static> AnswerCache<V> {
     /// A cache of `capacity` entries (0 disables storage; coalescing still works). `size_gauge`
     /// always shows the current number of entries.
-    pub fn new(capacity: usize, size_gauge: IntGauge, coalesced: IntCounter) -> Self {
+    pub(crate) fn new(capacity: usize, size_gauge: Gauge, coalesced: Counter) -> Self {
         size_gauge.set(0);
         Self {
             inner: Arc::new(Mutex::new(Inner {
@@ -90,7 +91,7 @@ impl<V: Clone + Send + Sync + 'static> AnswerCache<V> {
     }
 
     /// The live value under `key`, if any (an expired entry is removed on the way).
-    pub fn get(&self, key: &str) -> Option<V> {
+    pub(crate) fn get(&self, key: &str) -> Option<V> {
         let mut inner = self.lock();
         let entries = inner.entries.as_mut()?;
         let entry = entries.get(key)?;
@@ -103,7 +104,8 @@ impl<V: Clone + Send + Sync + 'static> AnswerCache<V> {
     }
 
     /// Stores `value` under `key` for `ttl`.
-    pub fn insert(&self, key: String, value: V, ttl: Duration) {
+    #[cfg(test)]
+    pub(crate) fn insert(&self, key: String, value: V, ttl: Duration) {
         let mut inner = self.lock();
         if let Some(entries) = inner.entries.as_mut() {
             entries.put(
@@ -118,17 +120,12 @@ impl<V: Clone + Send + Sync + 'static> AnswerCache<V> {
     }
 
     /// Number of entries now.
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.lock().entries.as_ref().map_or(0, LruCache::len)
     }
 
-    /// Whether the cache holds nothing.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
     /// Drops every expired entry (run periodically so `cache_size` does not count dead entries).
-    pub fn purge_expired(&self) {
+    pub(crate) fn purge_expired(&self) {
         let now = Instant::now();
         let mut inner = self.lock();
         if let Some(entries) = inner.entries.as_mut() {
@@ -146,7 +143,7 @@ impl<V: Clone + Send + Sync + 'static> AnswerCache<V> {
 
     /// The cached value, or the result of `compute` — shared with every identical request that
     /// arrives while it runs. `compute` is called at most once per flight.
-    pub async fn get_or_compute<F, Fut>(
+    pub(crate) async fn get_or_compute<F, Fut>(
         &self,
         key: &str,
         compute: F,
@@ -276,11 +273,7 @@ mod tests {
     use std::sync::atomic::{AtomicUsize, Ordering};
 
     fn cache(capacity: usize) -> AnswerCache<u32> {
-        AnswerCache::new(
-            capacity,
-            IntGauge::new("size", "size").unwrap(),
-            IntCounter::new("coalesced", "coalesced").unwrap(),
-        )
+        AnswerCache::new(capacity, Gauge::default(), Counter::default())
     }
 
     #[tokio::test(start_paused = true)]

@@ -1,34 +1,59 @@
-//! The `searxng-gateway` binary: configuration → logging → build → serve until SIGTERM/SIGINT.
+//! The `searxng-gateway` binary: command line → configuration → logging → serve until SIGTERM or
+//! SIGINT. `healthcheck` probes a running gateway; `demo` runs the separately built demo.
 
+use std::ffi::OsString;
 use std::process::ExitCode;
+use std::time::Duration;
 
 use anyhow::Context;
-use searxng_gateway::config::Config;
-use searxng_gateway::engine::Gateway;
-use searxng_gateway::metrics::Metrics;
-use searxng_gateway::server;
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
+use searxng_gateway::config::variables;
+use searxng_gateway::Config;
 use tracing_subscriber::EnvFilter;
 
+/// A decision proxy in front of SearXNG: cache, retries, premium fallback, circuit breakers,
+/// Prometheus metrics. Configured by environment variables (below).
+#[derive(Debug, Parser)]
+#[command(name = "searxng-gateway", version)]
+struct Cli {
+    #[command(subcommand)]
+    command: Option<Command>,
+    /// Print the environment variables as the README's Markdown table, and exit.
+    #[arg(long)]
+    config_table: bool,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Serve searches (the default).
+    Serve,
+    /// Exit 0 when the gateway on this host (LISTEN_ADDR's port) answers /healthz with 200.
+    Healthcheck,
+    /// The gateway against simulated SearXNG and premium APIs, narrating its decisions. Runs the
+    /// `searxng-gateway-demo` binary built next to this one (`cargo demo` in a source checkout).
+    Demo {
+        /// Arguments for the demo (`--listen ADDR`, `--rounds N`, `--pause SECONDS`).
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<OsString>,
+    },
+}
+
+fn command() -> clap::Command {
+    Cli::command().after_help(format!("ENVIRONMENT:\n{}", variables::help_table()))
+}
+
 fn main() -> ExitCode {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    match args.first().map(String::as_str) {
-        Some("--help" | "-h" | "help") => {
-            print!("{}", Config::help_text());
-            return ExitCode::SUCCESS;
-        }
-        Some("--config-table") => {
-            print!("{}", Config::markdown_table());
-            return ExitCode::SUCCESS;
-        }
-        Some("--version" | "-V") => {
-            println!("searxng-gateway {}", env!("CARGO_PKG_VERSION"));
-            return ExitCode::SUCCESS;
-        }
-        Some("healthcheck") | Some("serve") | None => {}
-        Some(other) => {
-            eprintln!("searxng-gateway: unknown argument {other:?} (see --help)");
-            return ExitCode::from(2);
-        }
+    let cli = match Cli::from_arg_matches(&command().get_matches()) {
+        Ok(cli) => cli,
+        Err(err) => err.exit(),
+    };
+    if cli.config_table {
+        print!("{}", variables::markdown_table());
+        return ExitCode::SUCCESS;
+    }
+    let command = cli.command.unwrap_or(Command::Serve);
+    if let Command::Demo { args } = command {
+        return demo(args);
     }
     let config = match Config::from_env() {
         Ok(config) => config,
@@ -44,10 +69,9 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let result = if args.first().map(String::as_str) == Some("healthcheck") {
-        runtime.block_on(healthcheck(&config))
-    } else {
-        runtime.block_on(serve(config))
+    let result = match command {
+        Command::Healthcheck => runtime.block_on(healthcheck(&config)),
+        _ => runtime.block_on(serve(config)),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -62,53 +86,28 @@ async fn serve(config: Config) -> anyhow::Result<()> {
     tracing_subscriber::fmt()
         .with_env_filter(EnvFilter::new(format!(
             "searxng_gateway={level},searxng-gateway={level},warn",
-            level = config.log_level.as_str()
+            level = config.log_level().as_str()
         )))
         .with_target(false)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stdout()))
         .init();
-    let listener = tokio::net::TcpListener::bind(config.listen_addr)
+    let listener = tokio::net::TcpListener::bind(config.listen_addr())
         .await
-        .with_context(|| format!("cannot bind LISTEN_ADDR {}", config.listen_addr))?;
-    let local = listener.local_addr()?;
-    let gateway = Gateway::new(config.clone(), Metrics::new());
-    tracing::info!(
-        listen = %local,
-        searxng = %searxng_gateway::engine::redact_url(&config.searxng_url),
-        providers = ?gateway.active_providers().iter().map(|k| k.as_str()).collect::<Vec<_>>(),
-        t1 = config.t1_premium_count,
-        budget_s = config.request_budget.as_secs_f64(),
-        metrics = %config.metrics_path,
-        "searxng-gateway listening"
-    );
-    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
-    let background = {
-        let gateway = gateway.clone();
-        let mut stop = stop_rx.clone();
-        tokio::spawn(async move {
-            gateway
-                .run_background(async move {
-                    let _ = stop.wait_for(|s| *s).await;
-                })
-                .await;
-        })
-    };
-    let shutdown = async move {
+        .with_context(|| format!("cannot bind LISTEN_ADDR {}", config.listen_addr()))?;
+    let shutdown = async {
         shutdown_signal().await;
         tracing::info!("shutdown requested: finishing in-flight requests");
-        let _ = stop_tx.send(true);
     };
-    server::run(listener, gateway, shutdown).await?;
-    let _ = background.await;
+    searxng_gateway::serve(listener, config, shutdown).await?;
     tracing::info!("stopped");
     Ok(())
 }
 
+/// Resolves on SIGINT (Ctrl-C) or SIGTERM.
 async fn shutdown_signal() {
     let ctrl_c = async {
         let _ = tokio::signal::ctrl_c().await;
     };
-    #[cfg(unix)]
     let terminate = async {
         match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
             Ok(mut sig) => {
@@ -117,8 +116,6 @@ async fn shutdown_signal() {
             Err(_) => std::future::pending::<()>().await,
         }
     };
-    #[cfg(not(unix))]
-    let terminate = std::future::pending::<()>();
     tokio::select! {
         () = ctrl_c => {}
         () = terminate => {}
@@ -128,10 +125,10 @@ async fn shutdown_signal() {
 /// `searxng-gateway healthcheck`: exit 0 when the local `/healthz` answers 200 (for HEALTHCHECK in
 /// images without curl).
 async fn healthcheck(config: &Config) -> anyhow::Result<()> {
-    let url = format!("http://127.0.0.1:{}/healthz", config.listen_addr.port());
+    let url = format!("http://127.0.0.1:{}/healthz", config.listen_addr().port());
     let response = reqwest::Client::new()
         .get(&url)
-        .timeout(std::time::Duration::from_secs(3))
+        .timeout(Duration::from_secs(3))
         .send()
         .await
         .with_context(|| format!("{url} unreachable"))?;
@@ -141,4 +138,69 @@ async fn healthcheck(config: &Config) -> anyhow::Result<()> {
         response.status()
     );
     Ok(())
+}
+
+/// `searxng-gateway demo`: hands over to the demo binary next to this one. The demo and its
+/// simulators are a separate crate, so the production binary and image never carry them.
+fn demo(args: Vec<OsString>) -> ExitCode {
+    use std::os::unix::process::CommandExt;
+    let sibling = std::env::current_exe()
+        .ok()
+        .map(|exe| exe.with_file_name("searxng-gateway-demo"))
+        .filter(|path| path.is_file());
+    let Some(demo) = sibling else {
+        eprintln!(
+            "searxng-gateway: the demo is not part of this build; in a source checkout run `cargo demo`"
+        );
+        return ExitCode::from(2);
+    };
+    let err = std::process::Command::new(&demo).args(args).exec();
+    eprintln!("searxng-gateway: cannot run {}: {err}", demo.display());
+    ExitCode::FAILURE
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_command_line_is_well_formed() {
+        command().debug_assert();
+    }
+
+    #[test]
+    fn help_lists_every_variable_with_the_default_the_parser_uses() {
+        let help = command().render_help().to_string();
+        for v in variables::VARIABLES {
+            let line = help
+                .lines()
+                .find(|l| l.trim_start().starts_with(v.name))
+                .unwrap_or_else(|| panic!("{} missing from --help", v.name));
+            assert!(
+                line.ends_with(&format!("(default: {})", v.default_shown())),
+                "{line}"
+            );
+        }
+        for sub in [
+            "serve",
+            "healthcheck",
+            "demo",
+            "--config-table",
+            "--version",
+        ] {
+            assert!(help.contains(sub), "{sub}");
+        }
+    }
+
+    #[test]
+    fn serve_is_the_default_and_demo_takes_its_own_flags() {
+        let cli = Cli::try_parse_from(["searxng-gateway"]).ok();
+        assert!(cli.is_some_and(|c| c.command.is_none() && !c.config_table));
+        let demo = Cli::try_parse_from(["searxng-gateway", "demo", "--rounds", "1"]).ok();
+        assert!(matches!(
+            demo.and_then(|c| c.command),
+            Some(Command::Demo { args }) if args == ["--rounds", "1"]
+        ));
+        assert!(Cli::try_parse_from(["searxng-gateway", "bogus"]).is_err());
+    }
 }

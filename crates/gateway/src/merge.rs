@@ -13,7 +13,7 @@ use crate::providers::{PremiumHit, ProviderKind};
 
 /// Where a result came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Source {
+pub(crate) enum Source {
     /// The SearXNG instance (its own engines are listed in each result's `engines`).
     Searxng,
     /// A premium API.
@@ -22,16 +22,16 @@ pub enum Source {
 
 /// One source's results, in that source's rank order.
 #[derive(Debug, Clone)]
-pub struct SourceResults {
+pub(crate) struct SourceResults {
     /// Who returned them.
-    pub source: Source,
+    pub(crate) source: Source,
     /// SearXNG-shaped result objects (every field SearXNG sent is kept).
-    pub results: Vec<Map<String, Value>>,
+    pub(crate) results: Vec<Map<String, Value>>,
 }
 
 impl SourceResults {
     /// Turns a provider's hits into SearXNG result objects.
-    pub fn from_premium(kind: ProviderKind, hits: &[PremiumHit]) -> Self {
+    pub(crate) fn from_premium(kind: ProviderKind, hits: &[PremiumHit]) -> Self {
         let engine = kind.engine_label();
         let results = hits
             .iter()
@@ -65,29 +65,29 @@ impl SourceResults {
 }
 
 /// The score a premium result at 1-based `rank` contributes.
-pub fn premium_score(rank: usize) -> f64 {
+pub(crate) fn premium_score(rank: usize) -> f64 {
     1.0 / rank.max(1) as f64
 }
 
 /// The merged answer.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct Merged {
+pub(crate) struct Merged {
     /// Deduplicated results, best first.
-    pub results: Vec<Map<String, Value>>,
+    pub(crate) results: Vec<Map<String, Value>>,
     /// Every source with at least one result in `results`.
-    pub contributors: BTreeSet<Source>,
+    pub(crate) contributors: BTreeSet<Source>,
     /// Every engine name (SearXNG engines and provider labels) in the results' `engines`.
-    pub engines: BTreeSet<String>,
+    pub(crate) engines: BTreeSet<String>,
 }
 
 impl Merged {
     /// Whether SearXNG contributed a result.
-    pub fn searxng_contributed(&self) -> bool {
+    pub(crate) fn searxng_contributed(&self) -> bool {
         self.contributors.contains(&Source::Searxng)
     }
 
     /// Whether any premium provider contributed a result.
-    pub fn premium_contributed(&self) -> bool {
+    pub(crate) fn premium_contributed(&self) -> bool {
         self.contributors
             .iter()
             .any(|s| matches!(s, Source::Provider(_)))
@@ -121,7 +121,7 @@ fn is_tracking_param(name: &str) -> bool {
 
 /// The deduplication key of a URL: scheme-less, lower-case host without `www.`, no fragment, no
 /// trailing `/`, no tracking parameters, remaining parameters sorted.
-pub fn canonical_url(raw: &str) -> String {
+pub(crate) fn canonical_url(raw: &str) -> String {
     let Ok(url) = url::Url::parse(raw.trim()) else {
         return raw.trim().to_ascii_lowercase();
     };
@@ -191,11 +191,11 @@ fn better(a: (f64, Source, usize), b: (f64, Source, usize)) -> bool {
 /// The number of distinct canonical URLs seen so far: what the fallback compares with its target,
 /// kept up to date as answers arrive instead of re-merging everything after each one.
 #[derive(Debug, Default)]
-pub struct DistinctUrls(std::collections::HashSet<String>);
+pub(crate) struct DistinctUrls(std::collections::HashSet<String>);
 
 impl DistinctUrls {
     /// Counts one source's results in.
-    pub fn add(&mut self, answer: &SourceResults) {
+    pub(crate) fn add(&mut self, answer: &SourceResults) {
         for obj in &answer.results {
             if let Some(url) = obj.get("url").and_then(Value::as_str) {
                 self.0.insert(canonical_url(url));
@@ -204,23 +204,19 @@ impl DistinctUrls {
     }
 
     /// Distinct URLs so far.
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.0.len()
-    }
-
-    /// Whether nothing was counted yet.
-    pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
     }
 }
 
 /// Merges every source's results. The output depends only on the set of inputs, not their order.
-pub fn merge(answers: &[SourceResults]) -> Merged {
+#[cfg(test)]
+pub(crate) fn merge(answers: &[SourceResults]) -> Merged {
     merge_owned(answers.to_vec())
 }
 
 /// [`merge`], taking the answers so the kept result objects move instead of being copied.
-pub fn merge_owned(mut answers: Vec<SourceResults>) -> Merged {
+pub(crate) fn merge_owned(mut answers: Vec<SourceResults>) -> Merged {
     let mut groups: BTreeMap<String, Group> = BTreeMap::new();
     for (a, answer) in answers.iter().enumerate() {
         let mut seen_in_source = BTreeSet::new();

@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 
 /// Output formats the gateway can render.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Format {
+pub(crate) enum Format {
     /// SearXNG's JSON object (the default).
     Json,
     /// Comma-separated values rendered from the merged results.
@@ -27,7 +27,7 @@ impl Format {
 
 /// SearXNG's `time_range` values.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum TimeRange {
+pub(crate) enum TimeRange {
     /// Last 24 hours.
     Day,
     /// Last 7 days.
@@ -40,7 +40,7 @@ pub enum TimeRange {
 
 impl TimeRange {
     /// The SearXNG spelling.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Self::Day => "day",
             Self::Week => "week",
@@ -50,7 +50,7 @@ impl TimeRange {
     }
 
     /// How far back the range reaches, in days (for providers that take a start date).
-    pub fn days(self) -> u32 {
+    pub(crate) fn days(self) -> u32 {
         match self {
             Self::Day => 1,
             Self::Week => 7,
@@ -62,7 +62,7 @@ impl TimeRange {
 
 /// SearXNG's `safesearch` levels.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum SafeSearch {
+pub(crate) enum SafeSearch {
     /// 0: no filtering.
     Off,
     /// 1: moderate.
@@ -73,7 +73,7 @@ pub enum SafeSearch {
 
 impl SafeSearch {
     /// The SearXNG wire value (0, 1, 2).
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Self::Off => "0",
             Self::Moderate => "1",
@@ -84,7 +84,7 @@ impl SafeSearch {
 
 /// Why a request was refused at the edge. Each variant becomes a 400 with a stable code.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum RequestError {
+pub(crate) enum RequestError {
     /// `q` absent, empty or whitespace only.
     #[error("parameter q is required and must not be blank")]
     MissingQuery,
@@ -109,7 +109,7 @@ pub enum RequestError {
 
 impl RequestError {
     /// The stable machine-readable code for the JSON error body.
-    pub fn code(&self) -> &'static str {
+    pub(crate) fn code(&self) -> &'static str {
         match self {
             Self::MissingQuery => "missing_query",
             Self::QueryTooLong { .. } => "query_too_long",
@@ -121,44 +121,44 @@ impl RequestError {
 
 /// A validated search request.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct SearchRequest {
+pub(crate) struct SearchRequest {
     /// The query exactly as the client sent it, trimmed (case kept: upstreams see this).
-    pub query: String,
+    pub(crate) query: String,
     /// Requested output format.
-    pub format: Format,
+    pub(crate) format: Format,
     /// Result page, 1-based.
-    pub pageno: u32,
+    pub(crate) pageno: u32,
     /// SearXNG categories requested by the client (empty: SearXNG's default).
-    pub categories: Vec<String>,
+    pub(crate) categories: Vec<String>,
     /// SearXNG engines requested by the client (empty: SearXNG's default).
-    pub engines: Vec<String>,
+    pub(crate) engines: Vec<String>,
     /// Language code (`en`, `de-DE`, `all`…), if given.
-    pub language: Option<String>,
+    pub(crate) language: Option<String>,
     /// Time range, if given.
-    pub time_range: Option<TimeRange>,
+    pub(crate) time_range: Option<TimeRange>,
     /// Safe-search level, if given.
-    pub safesearch: Option<SafeSearch>,
+    pub(crate) safesearch: Option<SafeSearch>,
 }
 
 /// Raw parameters as they arrive in a query string or form body.
 #[derive(Debug, Default, Clone, serde::Deserialize)]
-pub struct RawParams {
+pub(crate) struct RawParams {
     /// `q`
-    pub q: Option<String>,
+    pub(crate) q: Option<String>,
     /// `format`
-    pub format: Option<String>,
+    pub(crate) format: Option<String>,
     /// `pageno`
-    pub pageno: Option<String>,
+    pub(crate) pageno: Option<String>,
     /// `categories`
-    pub categories: Option<String>,
+    pub(crate) categories: Option<String>,
     /// `engines`
-    pub engines: Option<String>,
+    pub(crate) engines: Option<String>,
     /// `language`
-    pub language: Option<String>,
+    pub(crate) language: Option<String>,
     /// `time_range`
-    pub time_range: Option<String>,
+    pub(crate) time_range: Option<String>,
     /// `safesearch`
-    pub safesearch: Option<String>,
+    pub(crate) safesearch: Option<String>,
 }
 
 fn non_blank(value: Option<String>) -> Option<String> {
@@ -191,7 +191,7 @@ fn comma_list(value: Option<String>, name: &'static str) -> Result<Vec<String>, 
 
 impl SearchRequest {
     /// Validates raw parameters into a request. `max_query_bytes` is `MAX_QUERY_BYTES`.
-    pub fn parse(raw: RawParams, max_query_bytes: usize) -> Result<Self, RequestError> {
+    pub(crate) fn parse(raw: RawParams, max_query_bytes: usize) -> Result<Self, RequestError> {
         let query = non_blank(raw.q).ok_or(RequestError::MissingQuery)?;
         if query.len() > max_query_bytes {
             return Err(RequestError::QueryTooLong {
@@ -264,7 +264,8 @@ impl SearchRequest {
     }
 
     /// A request for `query` with every other parameter at its default (tests, benchmarks, probes).
-    pub fn simple(query: &str) -> Self {
+    #[cfg(test)]
+    pub(crate) fn simple(query: &str) -> Self {
         Self {
             query: query.to_owned(),
             format: Format::Json,
@@ -279,7 +280,7 @@ impl SearchRequest {
 
     /// The cache key: the query lower-cased with whitespace collapsed, plus every forwarded parameter.
     /// The output format is not part of it: csv and rss are rendered from the same merged answer.
-    pub fn cache_key(&self) -> String {
+    pub(crate) fn cache_key(&self) -> String {
         let mut key = String::with_capacity(self.query.len() + 32);
         for (i, word) in self.query.split_whitespace().enumerate() {
             if i > 0 {

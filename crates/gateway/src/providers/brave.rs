@@ -20,15 +20,15 @@ use std::time::Duration;
 
 use reqwest::header::HeaderMap;
 
-use super::http::{class_for_status, failure, is_success, retry_after};
-use super::{ApiRequest, Method, PremiumApi, ProviderAnswer, ProviderKind};
-use crate::metrics::Metrics;
+use super::api::{class_for_status, ApiRequest, Auth, Method, PremiumApi, Refusal};
+use super::quota::RateWindow;
+use super::{Park, ProviderAnswer, ProviderKind};
 use crate::request::{SafeSearch, SearchRequest, TimeRange};
-use crate::upstream::{ErrorClass, UpstreamError};
+use crate::upstream::{retry_after, ErrorClass, UpstreamError};
 
 /// The Brave Search API adapter.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct Brave;
+pub(crate) struct Brave;
 
 const PATH: &str = "/res/v1/web/search";
 const COUNT: u32 = 10;
@@ -54,11 +54,12 @@ const UI_LANGS: &[&str] = &[
 ];
 
 impl PremiumApi for Brave {
-    fn kind(&self) -> ProviderKind {
-        ProviderKind::Brave
-    }
+    type Success = wire::Response;
+    type Failure = wire::ErrorBody;
+    const KIND: ProviderKind = ProviderKind::Brave;
+    const AUTH: Auth = Auth::Header("x-subscription-token");
 
-    fn request(&self, req: &SearchRequest, key: &str) -> ApiRequest {
+    fn request(&self, req: &SearchRequest) -> ApiRequest {
         let mut query = vec![
             ("q", req.query.clone()),
             ("count", COUNT.to_string()),
@@ -97,30 +98,46 @@ impl PremiumApi for Brave {
             method: Method::Get,
             path: PATH,
             query,
-            headers: vec![
-                ("Accept", "application/json".to_owned()),
-                ("X-Subscription-Token", key.to_owned()),
-            ],
+            headers: vec![("accept", "application/json")],
             body: None,
         }
     }
 
-    fn interpret(
-        &self,
-        status: u16,
-        headers: &HeaderMap,
-        body: &[u8],
-    ) -> Result<ProviderAnswer, UpstreamError> {
+    /// The body's `code` first, the status when the body names none.
+    fn refusal(&self, status: u16, body: Option<wire::ErrorBody>, headers: &HeaderMap) -> Refusal {
         let limits = RateLimits::from_headers(headers);
-        if !is_success(status) {
-            return Err(classify_error(status, headers, body, &limits));
+        let class = match body.and_then(wire::ErrorBody::code).as_deref() {
+            Some("SUBSCRIPTION_TOKEN_INVALID" | "SUBSCRIPTION_NOT_FOUND") => ErrorClass::Auth,
+            Some("QUOTA_LIMITED") => ErrorClass::Quota,
+            Some("RATE_LIMITED") => ErrorClass::RateLimited,
+            Some("VALIDATION") => ErrorClass::BadRequest,
+            _ => match status {
+                422 => ErrorClass::BadRequest,
+                429 if limits.month().is_some_and(Window::is_exhausted) => ErrorClass::Quota,
+                other => class_for_status(other),
+            },
+        };
+        // Brave sends no Retry-After as far as we know; the exhausted window's reset says the same.
+        let hint = retry_after(headers).or_else(|| match class {
+            ErrorClass::Quota => limits
+                .month()
+                .and_then(Window::reset_duration)
+                .or_else(|| limits.exhausted().and_then(Window::reset_duration)),
+            ErrorClass::RateLimited => limits.exhausted().and_then(Window::reset_duration),
+            _ => None,
+        });
+        Refusal::Failed(UpstreamError::with_retry_after(class, hint))
+    }
+
+    fn answer(
+        &self,
+        body: wire::Response,
+        headers: &HeaderMap,
+    ) -> Result<ProviderAnswer, ErrorClass> {
+        if body.kind != "search" {
+            return Err(ErrorClass::Malformed);
         }
-        let response: wire::Response =
-            serde_json::from_slice(body).map_err(|_| UpstreamError::new(ErrorClass::Malformed))?;
-        if response.kind != "search" {
-            return Err(UpstreamError::new(ErrorClass::Malformed));
-        }
-        let hits = response
+        let hits = body
             .web
             .map(|web| {
                 web.results
@@ -129,13 +146,13 @@ impl PremiumApi for Brave {
                     .collect()
             })
             .unwrap_or_default();
+        let limits = RateLimits::from_headers(headers);
         let park = limits.exhausted().map(|window| {
-            let class = if window.is_month() {
-                ErrorClass::Quota
+            if window.is_month() {
+                Park::Quota(window.reset_duration())
             } else {
-                ErrorClass::RateLimited
-            };
-            UpstreamError::with_retry_after(class, window.reset_duration())
+                Park::Window(window.reset_duration().unwrap_or(Duration::from_secs(1)))
+            }
         });
         Ok(ProviderAnswer {
             hits,
@@ -144,28 +161,17 @@ impl PremiumApi for Brave {
         })
     }
 
-    fn observe_headers(&self, headers: &HeaderMap, metrics: &Metrics) {
-        for window in RateLimits::from_headers(headers).windows {
-            let label = [window.label.as_str()];
-            if let Some(limit) = window.limit {
-                metrics
-                    .brave_rate_limit_limit
-                    .with_label_values(&label)
-                    .set(limit);
-            }
-            if let Some(remaining) = window.remaining {
-                metrics
-                    .brave_rate_limit_remaining
-                    .with_label_values(&label)
-                    .set(remaining);
-            }
-            if let Some(reset) = window.reset {
-                metrics
-                    .brave_rate_limit_reset
-                    .with_label_values(&label)
-                    .set(reset);
-            }
-        }
+    fn rate_windows(&self, headers: &HeaderMap) -> Vec<RateWindow> {
+        RateLimits::from_headers(headers)
+            .windows
+            .into_iter()
+            .map(|w| RateWindow {
+                label: w.label,
+                limit: w.limit,
+                remaining: w.remaining,
+                reset_seconds: w.reset,
+            })
+            .collect()
     }
 }
 
@@ -183,42 +189,6 @@ fn languages(language: Option<&str>) -> Option<(Option<String>, Option<String>)>
         .map(|region| format!("{primary}-{region}"))
         .filter(|market| UI_LANGS.contains(&market.as_str()));
     Some((search_lang, ui_lang))
-}
-
-/// Classifies a non-2xx answer: the body's `code` first, the status when the body says nothing.
-fn classify_error(
-    status: u16,
-    headers: &HeaderMap,
-    body: &[u8],
-    limits: &RateLimits,
-) -> UpstreamError {
-    if (500..600).contains(&status) {
-        return failure(ErrorClass::Server, headers);
-    }
-    let code = serde_json::from_slice::<wire::ErrorBody>(body)
-        .ok()
-        .and_then(wire::ErrorBody::code);
-    let class = match code.as_deref() {
-        Some("SUBSCRIPTION_TOKEN_INVALID" | "SUBSCRIPTION_NOT_FOUND") => ErrorClass::Auth,
-        Some("QUOTA_LIMITED") => ErrorClass::Quota,
-        Some("RATE_LIMITED") => ErrorClass::RateLimited,
-        Some("VALIDATION") => ErrorClass::BadRequest,
-        _ => match status {
-            422 => ErrorClass::BadRequest,
-            429 if limits.month().is_some_and(Window::is_exhausted) => ErrorClass::Quota,
-            other => class_for_status(other),
-        },
-    };
-    // Brave sends no Retry-After as far as we know; the exhausted window's reset says the same.
-    let hint = retry_after(headers).or_else(|| match class {
-        ErrorClass::Quota => limits
-            .month()
-            .and_then(Window::reset_duration)
-            .or_else(|| limits.exhausted().and_then(Window::reset_duration)),
-        ErrorClass::RateLimited => limits.exhausted().and_then(Window::reset_duration),
-        _ => None,
-    });
-    UpstreamError::with_retry_after(class, hint)
 }
 
 /// Brave's rate-limit windows as its `X-RateLimit-*` headers describe them.
@@ -339,7 +309,7 @@ mod wire {
     use crate::providers::PremiumHit;
 
     #[derive(Deserialize)]
-    pub(super) struct Response {
+    pub(crate) struct Response {
         /// Always `search` on a web-search answer: the one field that tells an empty answer
         /// (no `web`) from a body of the wrong shape.
         #[serde(rename = "type")]
@@ -381,7 +351,7 @@ mod wire {
     }
 
     #[derive(Deserialize)]
-    pub(super) struct ErrorBody {
+    pub(crate) struct ErrorBody {
         error: Option<ErrorDetail>,
         #[serde(default)]
         errors: Vec<ErrorDetail>,
@@ -406,6 +376,7 @@ mod wire {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+    use crate::providers::api::interpret;
     use crate::providers::PremiumHit;
     use reqwest::header::HeaderValue;
 
@@ -443,17 +414,14 @@ mod tests {
     }
 
     fn class(status: u16, body: &str) -> ErrorClass {
-        Brave
-            .interpret(status, &healthy(), body.as_bytes())
+        interpret(&Brave, status, &healthy(), body.as_bytes())
             .unwrap_err()
             .class
     }
 
     #[test]
     fn the_recorded_success_body_becomes_hits() {
-        let answer = Brave
-            .interpret(200, &healthy(), SUCCESS.as_bytes())
-            .unwrap();
+        let answer = interpret(&Brave, 200, &healthy(), SUCCESS.as_bytes()).unwrap();
         assert_eq!(
             answer.hits,
             [PremiumHit {
@@ -469,7 +437,7 @@ mod tests {
 
     #[test]
     fn a_200_without_web_is_an_empty_answer() {
-        let answer = Brave.interpret(200, &healthy(), NO_WEB.as_bytes()).unwrap();
+        let answer = interpret(&Brave, 200, &healthy(), NO_WEB.as_bytes()).unwrap();
         assert!(answer.hits.is_empty());
     }
 
@@ -488,7 +456,7 @@ mod tests {
     #[test]
     fn a_hit_without_url_is_dropped_and_extra_snippets_fill_a_missing_description() {
         let body = r#"{"type":"search","web":{"results":[{"title":"no url"},{"url":"https://a.example","extra_snippets":["more"]}]}}"#;
-        let answer = Brave.interpret(200, &healthy(), body.as_bytes()).unwrap();
+        let answer = interpret(&Brave, 200, &healthy(), body.as_bytes()).unwrap();
         assert_eq!(answer.hits.len(), 1);
         assert_eq!(answer.hits[0].content, "more");
         assert_eq!(answer.hits[0].title, "");
@@ -523,25 +491,25 @@ mod tests {
             "0, 14321",
             "3, 1419704",
         );
-        let err = Brave.interpret(429, &h, RATE.as_bytes()).unwrap_err();
+        let err = interpret(&Brave, 429, &h, RATE.as_bytes()).unwrap_err();
         assert_eq!(err.class, ErrorClass::RateLimited);
         assert_eq!(err.retry_after, Some(Duration::from_secs(3)));
 
         let h = limits("1, 15000", "1;w=1, 15000;w=2592000", "1, 0", "1, 86400");
-        let err = Brave.interpret(429, &h, QUOTA.as_bytes()).unwrap_err();
+        let err = interpret(&Brave, 429, &h, QUOTA.as_bytes()).unwrap_err();
         assert_eq!(err.class, ErrorClass::Quota);
         assert_eq!(err.retry_after, Some(Duration::from_secs(86400)));
 
         let mut h = h;
         h.insert("retry-after", HeaderValue::from_static("9"));
-        let err = Brave.interpret(429, &h, RATE.as_bytes()).unwrap_err();
+        let err = interpret(&Brave, 429, &h, RATE.as_bytes()).unwrap_err();
         assert_eq!(err.retry_after, Some(Duration::from_secs(9)));
     }
 
     #[test]
     fn a_429_without_code_is_quota_when_the_month_window_is_empty() {
         let h = limits("1, 15000", "1;w=1, 15000;w=2592000", "1, 0", "1, 5000");
-        let err = Brave.interpret(429, &h, b"{}").unwrap_err();
+        let err = interpret(&Brave, 429, &h, b"{}").unwrap_err();
         assert_eq!(err.class, ErrorClass::Quota);
         assert_eq!(err.retry_after, Some(Duration::from_secs(5000)));
     }
@@ -554,32 +522,21 @@ mod tests {
             "0, 14321",
             "1, 1419704",
         );
-        let answer = Brave.interpret(200, &h, SUCCESS.as_bytes()).unwrap();
+        let answer = interpret(&Brave, 200, &h, SUCCESS.as_bytes()).unwrap();
         assert_eq!(answer.hits.len(), 1);
-        assert_eq!(
-            answer.park,
-            Some(UpstreamError::with_retry_after(
-                ErrorClass::RateLimited,
-                Some(Duration::from_secs(1))
-            ))
-        );
+        assert_eq!(answer.park, Some(Park::Window(Duration::from_secs(1))));
 
         let h = limits("1, 15000", "1;w=1, 15000;w=2592000", "0, 0", "1, 1419704");
-        let answer = Brave.interpret(200, &h, SUCCESS.as_bytes()).unwrap();
+        let answer = interpret(&Brave, 200, &h, SUCCESS.as_bytes()).unwrap();
         assert_eq!(
             answer.park,
-            Some(UpstreamError::with_retry_after(
-                ErrorClass::Quota,
-                Some(Duration::from_secs(1_419_704))
-            ))
+            Some(Park::Quota(Some(Duration::from_secs(1_419_704))))
         );
     }
 
     #[test]
     fn missing_or_short_lists_are_unknown_never_zero() {
-        let answer = Brave
-            .interpret(200, &HeaderMap::new(), SUCCESS.as_bytes())
-            .unwrap();
+        let answer = interpret(&Brave, 200, &HeaderMap::new(), SUCCESS.as_bytes()).unwrap();
         assert_eq!(answer.park, None);
         let h = limits("1, 15000", "1;w=1, 15000;w=2592000", "5", "");
         let parsed = RateLimits::from_headers(&h);
@@ -587,24 +544,30 @@ mod tests {
         assert_eq!(parsed.windows[1].remaining, None);
         assert_eq!(parsed.windows[1].label, "month");
         assert_eq!(
-            Brave.interpret(200, &h, SUCCESS.as_bytes()).unwrap().park,
+            interpret(&Brave, 200, &h, SUCCESS.as_bytes()).unwrap().park,
             None
         );
     }
 
     #[test]
-    fn observed_headers_set_one_gauge_series_per_window() {
-        let metrics = Metrics::new();
-        Brave.observe_headers(&healthy(), &metrics);
-        let get = |g: &prometheus::GaugeVec, w: &str| g.with_label_values(&[w]).get();
-        assert_eq!(get(&metrics.brave_rate_limit_limit, "1s"), 20.0);
-        assert_eq!(get(&metrics.brave_rate_limit_limit, "month"), 15000.0);
-        assert_eq!(get(&metrics.brave_rate_limit_remaining, "1s"), 19.0);
-        assert_eq!(get(&metrics.brave_rate_limit_remaining, "month"), 14321.0);
-        assert_eq!(get(&metrics.brave_rate_limit_reset, "month"), 1_419_704.0);
-        let text = String::from_utf8(metrics.render()).unwrap();
-        assert!(
-            text.contains(r#"searxng_gateway_brave_rate_limit_remaining{window="month"} 14321"#)
+    fn every_window_is_reported_as_a_fact() {
+        let windows = PremiumApi::rate_windows(&Brave, &healthy());
+        assert_eq!(
+            windows,
+            [
+                RateWindow {
+                    label: "1s".into(),
+                    limit: Some(20.0),
+                    remaining: Some(19.0),
+                    reset_seconds: Some(1.0),
+                },
+                RateWindow {
+                    label: "month".into(),
+                    limit: Some(15000.0),
+                    remaining: Some(14321.0),
+                    reset_seconds: Some(1_419_704.0),
+                },
+            ]
         );
     }
 
@@ -618,30 +581,24 @@ mod tests {
             .collect();
         assert_eq!(labels, ["w60", "w86400"]);
 
-        let metrics = Metrics::new();
-        Brave.observe_headers(&limits("5, 100", "", "1, 2", "3"), &metrics);
-        let remaining = &metrics.brave_rate_limit_remaining;
-        assert_eq!(remaining.with_label_values(&["0"]).get(), 1.0);
-        assert_eq!(remaining.with_label_values(&["1"]).get(), 2.0);
-        let text = String::from_utf8(metrics.render()).unwrap();
-        assert!(
-            !text.contains(r#"brave_rate_limit_reset_seconds{window="1"}"#),
-            "a short list must not create a zero series"
+        let windows = PremiumApi::rate_windows(&Brave, &limits("5, 100", "", "1, 2", "3"));
+        assert_eq!(windows[0].label, "0");
+        assert_eq!(windows[1].label, "1");
+        assert_eq!(windows[1].remaining, Some(2.0));
+        assert_eq!(
+            windows[1].reset_seconds, None,
+            "a short list is unknown, not zero"
         );
     }
 
     #[test]
-    fn the_request_is_a_get_with_the_subscription_token_and_plain_text_snippets() {
-        let req = Brave.request(&SearchRequest::simple("Rust Async"), "k-1");
+    fn the_request_is_a_get_with_plain_text_snippets_and_the_key_in_the_subscription_token() {
+        let req = PremiumApi::request(&Brave, &SearchRequest::simple("Rust Async"));
         assert_eq!(req.method, Method::Get);
         assert_eq!(req.path, "/res/v1/web/search");
         assert!(req.body.is_none());
-        assert!(req
-            .headers
-            .contains(&("X-Subscription-Token", "k-1".to_owned())));
-        assert!(req
-            .headers
-            .contains(&("Accept", "application/json".to_owned())));
+        assert_eq!(req.headers, [("accept", "application/json")]);
+        assert_eq!(Brave::AUTH, Auth::Header("x-subscription-token"));
         let q = |name: &str| {
             req.query
                 .iter()
@@ -666,7 +623,7 @@ mod tests {
             safesearch: Some(SafeSearch::Strict),
             ..SearchRequest::simple("x")
         };
-        let built = Brave.request(&req, "k");
+        let built = PremiumApi::request(&Brave, &req);
         let q = |name: &str| {
             built
                 .query
@@ -684,7 +641,7 @@ mod tests {
             pageno: 40,
             ..SearchRequest::simple("x")
         };
-        let built = Brave.request(&far, "k");
+        let built = PremiumApi::request(&Brave, &far);
         assert!(built.query.contains(&("offset", "9".to_owned())));
     }
 

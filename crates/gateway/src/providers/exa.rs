@@ -17,21 +17,21 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use reqwest::header::HeaderMap;
 use serde_json::json;
 
-use super::http::{class_for_status, failure, is_success};
-use super::{ApiRequest, Method, PremiumApi, ProviderAnswer, ProviderKind};
+use super::api::{class_for_status, ApiRequest, Auth, Method, PremiumApi, Refusal};
+use super::{ProviderAnswer, ProviderKind};
 use crate::request::{SearchRequest, TimeRange};
-use crate::upstream::{ErrorClass, UpstreamError};
+use crate::upstream::ErrorClass;
 
 /// The Exa adapter.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct Exa;
+pub(crate) struct Exa;
 
 const PATH: &str = "/search";
 const NUM_RESULTS: u32 = 10;
 
 impl Exa {
     /// The request as it would be built at `now` (the start date of a time range depends on it).
-    fn request_at(req: &SearchRequest, key: &str, now: SystemTime) -> ApiRequest {
+    fn request_at(req: &SearchRequest, now: SystemTime) -> ApiRequest {
         let mut body = json!({
             "query": req.query,
             "numResults": NUM_RESULTS,
@@ -45,9 +45,8 @@ impl Exa {
             path: PATH,
             query: Vec::new(),
             headers: vec![
-                ("x-api-key", key.to_owned()),
-                ("Content-Type", "application/json".to_owned()),
-                ("Accept", "application/json".to_owned()),
+                ("content-type", "application/json"),
+                ("accept", "application/json"),
             ],
             body: Some(body),
         }
@@ -55,49 +54,37 @@ impl Exa {
 }
 
 impl PremiumApi for Exa {
-    fn kind(&self) -> ProviderKind {
-        ProviderKind::Exa
+    type Success = wire::Response;
+    type Failure = wire::ErrorBody;
+    const KIND: ProviderKind = ProviderKind::Exa;
+    const AUTH: Auth = Auth::Header("x-api-key");
+
+    fn request(&self, req: &SearchRequest) -> ApiRequest {
+        Self::request_at(req, SystemTime::now())
     }
 
-    fn request(&self, req: &SearchRequest, key: &str) -> ApiRequest {
-        Self::request_at(req, key, SystemTime::now())
-    }
-
-    fn interpret(
-        &self,
-        status: u16,
-        headers: &HeaderMap,
-        body: &[u8],
-    ) -> Result<ProviderAnswer, UpstreamError> {
-        if !is_success(status) {
-            return Err(classify_error(status, headers, body));
+    fn refusal(&self, status: u16, body: Option<wire::ErrorBody>, _: &HeaderMap) -> Refusal {
+        let tag = body.and_then(|b| b.tag);
+        match (status, tag.as_deref()) {
+            (_, Some("NO_MORE_CREDITS" | "API_KEY_BUDGET_EXCEEDED")) | (402, _) => {
+                ErrorClass::Quota
+            }
+            (other, _) => class_for_status(other),
         }
-        let response: wire::Response =
-            serde_json::from_slice(body).map_err(|_| UpstreamError::new(ErrorClass::Malformed))?;
+        .into()
+    }
+
+    fn answer(&self, body: wire::Response, _: &HeaderMap) -> Result<ProviderAnswer, ErrorClass> {
         Ok(ProviderAnswer {
-            hits: response
+            hits: body
                 .results
                 .into_iter()
                 .filter_map(wire::Result::into_hit)
                 .collect(),
             park: None,
-            cost_dollars: response.cost_dollars.and_then(|c| c.total),
+            cost_dollars: body.cost_dollars.and_then(|c| c.total),
         })
     }
-}
-
-fn classify_error(status: u16, headers: &HeaderMap, body: &[u8]) -> UpstreamError {
-    if (500..600).contains(&status) {
-        return failure(ErrorClass::Server, headers);
-    }
-    let tag = serde_json::from_slice::<wire::ErrorBody>(body)
-        .ok()
-        .and_then(|b| b.tag);
-    let class = match (status, tag.as_deref()) {
-        (_, Some("NO_MORE_CREDITS" | "API_KEY_BUDGET_EXCEEDED")) | (402, _) => ErrorClass::Quota,
-        (other, _) => class_for_status(other),
-    };
-    failure(class, headers)
 }
 
 /// `now` minus the range, as ISO 8601 UTC with milliseconds (`2026-10-01T00:00:00.000Z`).
@@ -148,7 +135,7 @@ mod wire {
 
     #[derive(Deserialize)]
     #[serde(rename_all = "camelCase")]
-    pub(super) struct Response {
+    pub(crate) struct Response {
         pub(super) results: Vec<Result>,
         pub(super) cost_dollars: Option<Cost>,
     }
@@ -196,7 +183,7 @@ mod wire {
     }
 
     #[derive(Deserialize)]
-    pub(super) struct ErrorBody {
+    pub(crate) struct ErrorBody {
         pub(super) tag: Option<String>,
     }
 }
@@ -205,6 +192,7 @@ mod wire {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+    use crate::providers::api::interpret;
     use crate::providers::PremiumHit;
     use reqwest::header::HeaderValue;
 
@@ -221,16 +209,14 @@ mod tests {
         r#"{"requestId":"7f40","error":"Service overloaded","tag":"SERVICE_OVERLOADED"}"#;
 
     fn class(status: u16, body: &str) -> ErrorClass {
-        Exa.interpret(status, &HeaderMap::new(), body.as_bytes())
+        interpret(&Exa, status, &HeaderMap::new(), body.as_bytes())
             .unwrap_err()
             .class
     }
 
     #[test]
     fn the_recorded_success_body_becomes_hits_and_a_cost() {
-        let answer = Exa
-            .interpret(200, &HeaderMap::new(), SUCCESS.as_bytes())
-            .unwrap();
+        let answer = interpret(&Exa, 200, &HeaderMap::new(), SUCCESS.as_bytes()).unwrap();
         assert_eq!(
             answer.hits,
             [PremiumHit {
@@ -246,9 +232,7 @@ mod tests {
 
     #[test]
     fn an_empty_result_list_is_an_empty_answer_that_still_costs() {
-        let answer = Exa
-            .interpret(200, &HeaderMap::new(), EMPTY.as_bytes())
-            .unwrap();
+        let answer = interpret(&Exa, 200, &HeaderMap::new(), EMPTY.as_bytes()).unwrap();
         assert!(answer.hits.is_empty());
         assert_eq!(answer.cost_dollars, Some(0.005));
     }
@@ -260,8 +244,7 @@ mod tests {
             {"url":"https://b.example","title":"B","highlights":[],"summary":"A summary."},
             {"url":"https://c.example","title":"C","highlights":["one","two"]},
             {"title":"no url"}]}"#;
-        let hits = Exa
-            .interpret(200, &HeaderMap::new(), body.as_bytes())
+        let hits = interpret(&Exa, 200, &HeaderMap::new(), body.as_bytes())
             .unwrap()
             .hits;
         assert_eq!(hits.len(), 3);
@@ -303,20 +286,18 @@ mod tests {
     fn a_429_carries_retry_after() {
         let mut h = HeaderMap::new();
         h.insert("retry-after", HeaderValue::from_static("12"));
-        let err = Exa.interpret(429, &h, b"{}").unwrap_err();
+        let err = interpret(&Exa, 429, &h, b"{}").unwrap_err();
         assert_eq!(err.retry_after, Some(Duration::from_secs(12)));
     }
 
     #[test]
     fn the_request_is_a_json_post_with_the_api_key_header_and_highlights() {
-        let req = Exa.request(&SearchRequest::simple("Rust Async"), "k-1");
+        let req = PremiumApi::request(&Exa, &SearchRequest::simple("Rust Async"));
         assert_eq!(req.method, Method::Post);
         assert_eq!(req.path, "/search");
         assert!(req.query.is_empty());
-        assert!(req.headers.contains(&("x-api-key", "k-1".to_owned())));
-        assert!(req
-            .headers
-            .contains(&("Content-Type", "application/json".to_owned())));
+        assert!(req.headers.contains(&("content-type", "application/json")));
+        assert_eq!(Exa::AUTH, Auth::Header("x-api-key"));
         let body = req.body.unwrap();
         assert_eq!(body["query"], "Rust Async");
         assert_eq!(body["numResults"], 10);
@@ -333,13 +314,13 @@ mod tests {
             time_range: Some(TimeRange::Week),
             ..SearchRequest::simple("x")
         };
-        let body = Exa::request_at(&req, "k", now).body.unwrap();
+        let body = Exa::request_at(&req, now).body.unwrap();
         assert_eq!(body["startPublishedDate"], "2026-11-20T10:11:12.000Z");
         let year = SearchRequest {
             time_range: Some(TimeRange::Year),
             ..SearchRequest::simple("x")
         };
-        let body = Exa::request_at(&year, "k", now).body.unwrap();
+        let body = Exa::request_at(&year, now).body.unwrap();
         assert_eq!(body["startPublishedDate"], "2025-11-27T10:11:12.000Z");
     }
 

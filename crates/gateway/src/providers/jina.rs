@@ -14,24 +14,25 @@
 use reqwest::header::HeaderMap;
 use serde_json::json;
 
-use super::http::{class_for_status, failure, is_success};
-use super::{ApiRequest, Method, PremiumApi, ProviderAnswer, ProviderKind};
+use super::api::{class_for_status, ApiRequest, Auth, Method, PremiumApi, Refusal};
+use super::{ProviderAnswer, ProviderKind};
 use crate::request::SearchRequest;
-use crate::upstream::{ErrorClass, UpstreamError};
+use crate::upstream::ErrorClass;
 
 /// The Jina Search adapter.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct Jina;
+pub(crate) struct Jina;
 
 const PATH: &str = "/";
 const NUM: u32 = 10;
 
 impl PremiumApi for Jina {
-    fn kind(&self) -> ProviderKind {
-        ProviderKind::Jina
-    }
+    type Success = wire::Response;
+    type Failure = wire::ErrorBody;
+    const KIND: ProviderKind = ProviderKind::Jina;
+    const AUTH: Auth = Auth::Bearer;
 
-    fn request(&self, req: &SearchRequest, key: &str) -> ApiRequest {
+    fn request(&self, req: &SearchRequest) -> ApiRequest {
         let mut body = json!({ "q": req.query, "num": NUM });
         if req.pageno > 1 {
             body["page"] = json!(req.pageno);
@@ -50,28 +51,42 @@ impl PremiumApi for Jina {
             path: PATH,
             query: Vec::new(),
             headers: vec![
-                ("Authorization", format!("Bearer {key}")),
-                ("Accept", "application/json".to_owned()),
-                ("Content-Type", "application/json".to_owned()),
-                ("X-Respond-With", "no-content".to_owned()),
+                ("accept", "application/json"),
+                ("content-type", "application/json"),
+                ("x-respond-with", "no-content"),
             ],
             body: Some(body),
         }
     }
 
-    fn interpret(
-        &self,
-        status: u16,
-        headers: &HeaderMap,
-        body: &[u8],
-    ) -> Result<ProviderAnswer, UpstreamError> {
-        if !is_success(status) {
-            return classify_error(status, headers, body);
+    /// Mostly a failure, but Jina's "no search results" 422 is an empty success.
+    fn refusal(&self, status: u16, body: Option<wire::ErrorBody>, _: &HeaderMap) -> Refusal {
+        let name = body.as_ref().and_then(|e| e.name.as_deref());
+        if status == 422 && name == Some("AssertionFailureError") {
+            let message = body
+                .as_ref()
+                .and_then(|e| e.message.as_deref())
+                .unwrap_or_default()
+                .to_ascii_lowercase();
+            // Other assertions (a request we got wrong) share the name; only this one means "nothing".
+            if message.is_empty() || message.contains("no search results") {
+                return Refusal::NoResults;
+            }
         }
-        let response: wire::Response =
-            serde_json::from_slice(body).map_err(|_| UpstreamError::new(ErrorClass::Malformed))?;
+        match (status, name) {
+            (_, Some("InsufficientBalanceError")) | (402, _) => ErrorClass::Quota,
+            (_, Some("AuthenticationRequiredError" | "AuthenticationFailedError")) => {
+                ErrorClass::Auth
+            }
+            (_, Some("ParamValidationError")) | (422, _) => ErrorClass::BadRequest,
+            (other, _) => class_for_status(other),
+        }
+        .into()
+    }
+
+    fn answer(&self, body: wire::Response, _: &HeaderMap) -> Result<ProviderAnswer, ErrorClass> {
         Ok(ProviderAnswer {
-            hits: response
+            hits: body
                 .data
                 .into_iter()
                 .filter_map(wire::Item::into_hit)
@@ -82,37 +97,6 @@ impl PremiumApi for Jina {
     }
 }
 
-/// A non-2xx answer: mostly a failure, but Jina's "no search results" 422 is an empty success.
-fn classify_error(
-    status: u16,
-    headers: &HeaderMap,
-    body: &[u8],
-) -> Result<ProviderAnswer, UpstreamError> {
-    if (500..600).contains(&status) {
-        return Err(failure(ErrorClass::Server, headers));
-    }
-    let error = serde_json::from_slice::<wire::ErrorBody>(body).ok();
-    let name = error.as_ref().and_then(|e| e.name.as_deref());
-    if status == 422 && name == Some("AssertionFailureError") {
-        let message = error
-            .as_ref()
-            .and_then(|e| e.message.as_deref())
-            .unwrap_or_default()
-            .to_ascii_lowercase();
-        // Other assertions (a request we got wrong) share the name; only this one means "nothing".
-        if message.is_empty() || message.contains("no search results") {
-            return Ok(ProviderAnswer::default());
-        }
-    }
-    let class = match (status, name) {
-        (_, Some("InsufficientBalanceError")) | (402, _) => ErrorClass::Quota,
-        (_, Some("AuthenticationRequiredError" | "AuthenticationFailedError")) => ErrorClass::Auth,
-        (_, Some("ParamValidationError")) | (422, _) => ErrorClass::BadRequest,
-        (other, _) => class_for_status(other),
-    };
-    Err(failure(class, headers))
-}
-
 /// Jina's JSON, only the parts we read.
 mod wire {
     use serde::Deserialize;
@@ -120,7 +104,7 @@ mod wire {
     use crate::providers::PremiumHit;
 
     #[derive(Deserialize)]
-    pub(super) struct Response {
+    pub(crate) struct Response {
         pub(super) data: Vec<Item>,
     }
 
@@ -146,7 +130,7 @@ mod wire {
     }
 
     #[derive(Deserialize)]
-    pub(super) struct ErrorBody {
+    pub(crate) struct ErrorBody {
         pub(super) name: Option<String>,
         pub(super) message: Option<String>,
     }
@@ -156,6 +140,7 @@ mod wire {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+    use crate::providers::api::interpret;
     use crate::providers::PremiumHit;
     use reqwest::header::HeaderValue;
     use std::time::{Duration, SystemTime};
@@ -170,16 +155,14 @@ mod tests {
     const PARAM: &str = r#"{"data":null,"code":400,"name":"ParamValidationError","status":40001,"message":"q is required"}"#;
 
     fn class(status: u16, body: &str) -> ErrorClass {
-        Jina.interpret(status, &HeaderMap::new(), body.as_bytes())
+        interpret(&Jina, status, &HeaderMap::new(), body.as_bytes())
             .unwrap_err()
             .class
     }
 
     #[test]
     fn the_recorded_success_body_becomes_hits() {
-        let answer = Jina
-            .interpret(200, &HeaderMap::new(), SUCCESS.as_bytes())
-            .unwrap();
+        let answer = interpret(&Jina, 200, &HeaderMap::new(), SUCCESS.as_bytes()).unwrap();
         assert_eq!(
             answer.hits,
             [PremiumHit {
@@ -194,8 +177,7 @@ mod tests {
     #[test]
     fn the_date_field_becomes_the_published_date() {
         let body = r#"{"code":200,"data":[{"title":"T","url":"https://a.example","description":"d","date":"Nov 27, 2026"}]}"#;
-        let hits = Jina
-            .interpret(200, &HeaderMap::new(), body.as_bytes())
+        let hits = interpret(&Jina, 200, &HeaderMap::new(), body.as_bytes())
             .unwrap()
             .hits;
         assert_eq!(hits[0].published_date.as_deref(), Some("Nov 27, 2026"));
@@ -203,13 +185,10 @@ mod tests {
 
     #[test]
     fn the_no_results_422_is_an_empty_answer_not_a_failure() {
-        let answer = Jina
-            .interpret(422, &HeaderMap::new(), NO_RESULTS.as_bytes())
-            .unwrap();
+        let answer = interpret(&Jina, 422, &HeaderMap::new(), NO_RESULTS.as_bytes()).unwrap();
         assert_eq!(answer, ProviderAnswer::default());
-        let answer = Jina
-            .interpret(200, &HeaderMap::new(), br#"{"code":200,"data":[]}"#)
-            .unwrap();
+        let answer =
+            interpret(&Jina, 200, &HeaderMap::new(), br#"{"code":200,"data":[]}"#).unwrap();
         assert!(answer.hits.is_empty());
     }
 
@@ -246,30 +225,24 @@ mod tests {
     fn a_429_carries_retry_after_as_seconds_or_a_date() {
         let mut h = HeaderMap::new();
         h.insert("retry-after", HeaderValue::from_static("30"));
-        let err = Jina.interpret(429, &h, RATE.as_bytes()).unwrap_err();
+        let err = interpret(&Jina, 429, &h, RATE.as_bytes()).unwrap_err();
         assert_eq!(err.retry_after, Some(Duration::from_secs(30)));
 
         let date = httpdate::fmt_http_date(SystemTime::now() + Duration::from_secs(60));
         h.insert("retry-after", HeaderValue::from_str(&date).unwrap());
-        let err = Jina.interpret(429, &h, RATE.as_bytes()).unwrap_err();
+        let err = interpret(&Jina, 429, &h, RATE.as_bytes()).unwrap_err();
         let hint = err.retry_after.unwrap();
         assert!(hint > Duration::from_secs(50) && hint <= Duration::from_secs(60));
     }
 
     #[test]
     fn the_request_is_a_json_post_to_the_root_with_bearer_auth_and_no_content() {
-        let req = Jina.request(&SearchRequest::simple("Rust Async"), "k-1");
+        let req = PremiumApi::request(&Jina, &SearchRequest::simple("Rust Async"));
         assert_eq!(req.method, Method::Post);
         assert_eq!(req.path, "/");
-        assert!(req
-            .headers
-            .contains(&("Authorization", "Bearer k-1".to_owned())));
-        assert!(req
-            .headers
-            .contains(&("Accept", "application/json".to_owned())));
-        assert!(req
-            .headers
-            .contains(&("X-Respond-With", "no-content".to_owned())));
+        assert_eq!(Jina::AUTH, Auth::Bearer);
+        assert!(req.headers.contains(&("accept", "application/json")));
+        assert!(req.headers.contains(&("x-respond-with", "no-content")));
         let body = req.body.unwrap();
         assert_eq!(body["q"], "Rust Async");
         assert_eq!(body["num"], 10);
@@ -284,13 +257,17 @@ mod tests {
             language: Some("de-DE".into()),
             ..SearchRequest::simple("x")
         };
-        let body = Jina.request(&req, "k").body.unwrap();
+        let body = PremiumApi::request(&Jina, &req).body.unwrap();
         assert_eq!(body["hl"], "de");
         assert_eq!(body["page"], 2);
         let all = SearchRequest {
             language: Some("all".into()),
             ..SearchRequest::simple("x")
         };
-        assert!(Jina.request(&all, "k").body.unwrap().get("hl").is_none());
+        assert!(PremiumApi::request(&Jina, &all)
+            .body
+            .unwrap()
+            .get("hl")
+            .is_none());
     }
 }

@@ -1,26 +1,32 @@
-//! Premium web-search APIs. One trait ([`PremiumApi`]) says how a provider builds its request and
-//! reads its answer; [`http::ProviderClient`] holds the HTTP mechanics (origin, auth, timeout, body
-//! cap, error classification, metrics) once for all of them. One file per provider, same anatomy.
+//! Premium web-search APIs: which ones exist ([`ProviderKind`]), what a provider is configured with
+//! ([`settings`]), how one speaks ([`api`]: the `PremiumApi` trait, with the status-code and
+//! JSON-decoding steps written once), how it is called ([`client`]: HTTP, auth, timeout, metrics),
+//! and one file per provider with the same anatomy: module doc (endpoint, auth, quirks), the adapter
+//! struct, its `PremiumApi` impl, a private `wire` module mirroring the upstream JSON, tests
+//! decoding recorded bodies.
+//!
+//! To add a provider: a variant in [`ProviderKind`] (name, variable prefix, origin, result label),
+//! a file implementing [`api::PremiumApi`], its arm in [`ProviderKind::adapter`], its fake in the
+//! simulator crate, and the contract suite in the integration tests runs against it.
 
-pub mod brave;
-pub mod exa;
-pub mod http;
-pub mod jina;
-pub mod tavily;
+pub(crate) mod api;
+mod brave;
+pub(crate) mod client;
+mod exa;
+mod jina;
+pub(crate) mod quota;
+pub(crate) mod settings;
+mod tavily;
 
 use std::time::Duration;
 
-use reqwest::header::HeaderMap;
-
-use crate::metrics::Metrics;
-use crate::request::SearchRequest;
-use crate::upstream::UpstreamError;
-
-pub use http::ProviderClient;
+pub(crate) use client::ProviderClient;
+pub(crate) use settings::{ApiKey, ProviderSettings};
 
 /// The premium providers the gateway knows: a closed set.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum ProviderKind {
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum ProviderKind {
     /// Brave Search API.
     Brave,
     /// Exa.
@@ -33,10 +39,10 @@ pub enum ProviderKind {
 
 impl ProviderKind {
     /// Every provider, in a fixed order.
-    pub const ALL: [ProviderKind; 4] = [Self::Brave, Self::Exa, Self::Jina, Self::Tavily];
+    pub(crate) const ALL: [ProviderKind; 4] = [Self::Brave, Self::Exa, Self::Jina, Self::Tavily];
 
-    /// Lower-case name used in `FALLBACK_PROVIDERS`, metric labels and result `engine` fields.
-    pub fn as_str(self) -> &'static str {
+    /// Lower-case name used in `FALLBACK_PROVIDERS`, metric labels and `/status`.
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Self::Brave => "brave",
             Self::Exa => "exa",
@@ -46,14 +52,14 @@ impl ProviderKind {
     }
 
     /// Parses a name from `FALLBACK_PROVIDERS` (case-insensitive).
-    pub fn from_name(name: &str) -> Option<Self> {
+    pub(crate) fn from_name(name: &str) -> Option<Self> {
         Self::ALL
             .into_iter()
             .find(|k| k.as_str().eq_ignore_ascii_case(name.trim()))
     }
 
     /// Upper-case prefix of its environment variables (`BRAVE` → `BRAVE_API_KEY`).
-    pub fn env_prefix(self) -> &'static str {
+    pub(crate) fn env_prefix(self) -> &'static str {
         match self {
             Self::Brave => "BRAVE",
             Self::Exa => "EXA",
@@ -62,19 +68,9 @@ impl ProviderKind {
         }
     }
 
-    /// The real origin of the API (overridden by `<NAME>_BASE_URL`).
-    pub fn default_base_url(self) -> &'static str {
-        match self {
-            Self::Brave => "https://api.search.brave.com",
-            Self::Exa => "https://api.exa.ai",
-            Self::Jina => "https://s.jina.ai",
-            Self::Tavily => "https://api.tavily.com",
-        }
-    }
-
     /// The value of a result's `engine` field for this provider's results. Distinct from any
     /// SearXNG engine name (SearXNG has a `brave` engine; the Brave API is `brave_api`).
-    pub fn engine_label(self) -> &'static str {
+    pub(crate) fn engine_label(self) -> &'static str {
         match self {
             Self::Brave => "brave_api",
             Self::Exa => "exa_api",
@@ -84,7 +80,7 @@ impl ProviderKind {
     }
 
     /// The adapter for this provider.
-    pub fn api(self) -> Box<dyn PremiumApi> {
+    pub(crate) fn adapter(self) -> Box<dyn api::Adapter> {
         match self {
             Self::Brave => Box::new(brave::Brave),
             Self::Exa => Box::new(exa::Exa),
@@ -96,87 +92,33 @@ impl ProviderKind {
 
 /// One result from a premium API, before it becomes a SearXNG result object in the merge.
 #[derive(Debug, Clone, PartialEq)]
-pub struct PremiumHit {
+pub(crate) struct PremiumHit {
     /// Result URL.
-    pub url: String,
+    pub(crate) url: String,
     /// Title (may be empty when the provider gives none).
-    pub title: String,
+    pub(crate) title: String,
     /// Snippet text.
-    pub content: String,
+    pub(crate) content: String,
     /// Publication date (ISO 8601) when the provider gives one.
-    pub published_date: Option<String>,
+    pub(crate) published_date: Option<String>,
+}
+
+/// A provider that answered but said to stop calling it for a while.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Park {
+    /// A short rate-limit window is spent: pause until it resets (not a failure, no backoff).
+    Window(Duration),
+    /// The monthly or plan quota is spent: open the breaker, for at least the reset hint.
+    Quota(Option<Duration>),
 }
 
 /// A successful provider answer.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct ProviderAnswer {
+pub(crate) struct ProviderAnswer {
     /// Results in the provider's rank order.
-    pub hits: Vec<PremiumHit>,
-    /// Set when the call succeeded but the provider said to stop (a rate-limit window at zero):
-    /// the breaker parks the provider as this error says.
-    pub park: Option<UpstreamError>,
+    pub(crate) hits: Vec<PremiumHit>,
+    /// Set when the call succeeded but the provider said a window or quota is spent.
+    pub(crate) park: Option<Park>,
     /// Spend the provider reported for this call, in US dollars.
-    pub cost_dollars: Option<f64>,
-}
-
-/// The HTTP method of a provider request.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Method {
-    /// GET with query parameters.
-    Get,
-    /// POST with a JSON body.
-    Post,
-}
-
-/// What a provider wants sent: the origin comes from configuration, everything else from here.
-/// Its `Debug` hides header values (one of them carries the key).
-#[derive(Clone)]
-pub struct ApiRequest {
-    /// GET or POST.
-    pub method: Method,
-    /// The provider's real path, e.g. `/res/v1/web/search`.
-    pub path: &'static str,
-    /// Query-string parameters.
-    pub query: Vec<(&'static str, String)>,
-    /// Headers, including the auth header carrying the key.
-    pub headers: Vec<(&'static str, String)>,
-    /// JSON body for POST.
-    pub body: Option<serde_json::Value>,
-}
-
-impl std::fmt::Debug for ApiRequest {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let headers: Vec<&str> = self.headers.iter().map(|(name, _)| *name).collect();
-        f.debug_struct("ApiRequest")
-            .field("method", &self.method)
-            .field("path", &self.path)
-            .field("query", &self.query)
-            .field("headers", &headers)
-            .finish_non_exhaustive()
-    }
-}
-
-/// How one provider speaks: build the request, read the response. No I/O here.
-pub trait PremiumApi: Send + Sync + 'static {
-    /// Which provider this is.
-    fn kind(&self) -> ProviderKind;
-
-    /// Builds the request for `req`, carrying `key` in the provider's auth header.
-    fn request(&self, req: &SearchRequest, key: &str) -> ApiRequest;
-
-    /// Reads a complete response: results, empty, or a classified error (from status AND body).
-    fn interpret(
-        &self,
-        status: u16,
-        headers: &HeaderMap,
-        body: &[u8],
-    ) -> Result<ProviderAnswer, UpstreamError>;
-
-    /// Records what the response headers say about quotas (Brave's `X-RateLimit-*`). Default: nothing.
-    fn observe_headers(&self, _headers: &HeaderMap, _metrics: &Metrics) {}
-}
-
-/// The call timeout of a provider: its own `<NAME>_TIMEOUT_SECONDS`, else `PROVIDER_TIMEOUT_SECONDS`.
-pub fn effective_timeout(own: Option<Duration>, default: Duration) -> Duration {
-    own.unwrap_or(default)
+    pub(crate) cost_dollars: Option<f64>,
 }

@@ -13,24 +13,26 @@
 use reqwest::header::HeaderMap;
 use serde_json::json;
 
-use super::http::{class_for_status, failure, is_success};
-use super::{ApiRequest, Method, PremiumApi, ProviderAnswer, ProviderKind};
+use super::api::{class_for_status, ApiRequest, Auth, Method, PremiumApi, Refusal};
+use super::{ProviderAnswer, ProviderKind};
 use crate::request::SearchRequest;
-use crate::upstream::{ErrorClass, UpstreamError};
+use crate::upstream::ErrorClass;
 
 /// The Tavily adapter.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct Tavily;
+pub(crate) struct Tavily;
 
 const PATH: &str = "/search";
 const MAX_RESULTS: u32 = 10;
 
 impl PremiumApi for Tavily {
-    fn kind(&self) -> ProviderKind {
-        ProviderKind::Tavily
-    }
+    type Success = wire::Response;
+    /// Error bodies (`{"detail":{"error":…}}`) carry free text only: the status alone classifies.
+    type Failure = serde::de::IgnoredAny;
+    const KIND: ProviderKind = ProviderKind::Tavily;
+    const AUTH: Auth = Auth::Bearer;
 
-    fn request(&self, req: &SearchRequest, key: &str) -> ApiRequest {
+    fn request(&self, req: &SearchRequest) -> ApiRequest {
         let mut body = json!({
             "query": req.query,
             "search_depth": "basic",
@@ -44,31 +46,24 @@ impl PremiumApi for Tavily {
             path: PATH,
             query: Vec::new(),
             headers: vec![
-                ("Authorization", format!("Bearer {key}")),
-                ("Content-Type", "application/json".to_owned()),
-                ("Accept", "application/json".to_owned()),
+                ("content-type", "application/json"),
+                ("accept", "application/json"),
             ],
             body: Some(body),
         }
     }
 
-    fn interpret(
-        &self,
-        status: u16,
-        headers: &HeaderMap,
-        body: &[u8],
-    ) -> Result<ProviderAnswer, UpstreamError> {
-        if !is_success(status) {
-            let class = match status {
-                432 | 433 => ErrorClass::Quota,
-                other => class_for_status(other),
-            };
-            return Err(failure(class, headers));
+    fn refusal(&self, status: u16, _: Option<serde::de::IgnoredAny>, _: &HeaderMap) -> Refusal {
+        match status {
+            432 | 433 => ErrorClass::Quota,
+            other => class_for_status(other),
         }
-        let response: wire::Response =
-            serde_json::from_slice(body).map_err(|_| UpstreamError::new(ErrorClass::Malformed))?;
+        .into()
+    }
+
+    fn answer(&self, body: wire::Response, _: &HeaderMap) -> Result<ProviderAnswer, ErrorClass> {
         Ok(ProviderAnswer {
-            hits: response
+            hits: body
                 .results
                 .into_iter()
                 .filter_map(wire::Result::into_hit)
@@ -79,15 +74,14 @@ impl PremiumApi for Tavily {
     }
 }
 
-/// Tavily's JSON, only the parts we read. Error bodies (`{"detail":{"error":…}}`) carry free text
-/// only, so the status alone classifies them and they are not decoded.
+/// Tavily's JSON, only the parts we read.
 mod wire {
     use serde::Deserialize;
 
     use crate::providers::PremiumHit;
 
     #[derive(Deserialize)]
-    pub(super) struct Response {
+    pub(crate) struct Response {
         pub(super) results: Vec<Result>,
     }
 
@@ -117,6 +111,7 @@ mod wire {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+    use crate::providers::api::interpret;
     use crate::providers::PremiumHit;
     use crate::request::TimeRange;
     use reqwest::header::HeaderValue;
@@ -135,17 +130,14 @@ mod tests {
     const INVALID: &str = r#"{"detail":{"error":"Invalid search_depth."}}"#;
 
     fn class(status: u16, body: &str) -> ErrorClass {
-        Tavily
-            .interpret(status, &HeaderMap::new(), body.as_bytes())
+        interpret(&Tavily, status, &HeaderMap::new(), body.as_bytes())
             .unwrap_err()
             .class
     }
 
     #[test]
     fn the_recorded_success_body_becomes_hits() {
-        let answer = Tavily
-            .interpret(200, &HeaderMap::new(), SUCCESS.as_bytes())
-            .unwrap();
+        let answer = interpret(&Tavily, 200, &HeaderMap::new(), SUCCESS.as_bytes()).unwrap();
         assert_eq!(
             answer.hits,
             [PremiumHit {
@@ -160,8 +152,7 @@ mod tests {
     #[test]
     fn published_date_is_kept_when_given() {
         let body = r#"{"results":[{"title":"T","url":"https://a.example","content":"c","published_date":"Thu, 27 Nov 2026 10:00:00 GMT"}]}"#;
-        let hits = Tavily
-            .interpret(200, &HeaderMap::new(), body.as_bytes())
+        let hits = interpret(&Tavily, 200, &HeaderMap::new(), body.as_bytes())
             .unwrap()
             .hits;
         assert_eq!(
@@ -172,9 +163,7 @@ mod tests {
 
     #[test]
     fn an_empty_result_list_is_an_empty_answer() {
-        let answer = Tavily
-            .interpret(200, &HeaderMap::new(), EMPTY.as_bytes())
-            .unwrap();
+        let answer = interpret(&Tavily, 200, &HeaderMap::new(), EMPTY.as_bytes()).unwrap();
         assert!(answer.hits.is_empty());
     }
 
@@ -206,18 +195,17 @@ mod tests {
     fn a_429_carries_retry_after() {
         let mut h = HeaderMap::new();
         h.insert("retry-after", HeaderValue::from_static("4"));
-        let err = Tavily.interpret(429, &h, RATE.as_bytes()).unwrap_err();
+        let err = interpret(&Tavily, 429, &h, RATE.as_bytes()).unwrap_err();
         assert_eq!(err.retry_after, Some(Duration::from_secs(4)));
     }
 
     #[test]
     fn the_request_is_a_json_post_with_bearer_auth_and_basic_depth() {
-        let req = Tavily.request(&SearchRequest::simple("Rust Async"), "k-1");
+        let req = PremiumApi::request(&Tavily, &SearchRequest::simple("Rust Async"));
         assert_eq!(req.method, Method::Post);
         assert_eq!(req.path, "/search");
-        assert!(req
-            .headers
-            .contains(&("Authorization", "Bearer k-1".to_owned())));
+        assert_eq!(Tavily::AUTH, Auth::Bearer);
+        assert!(req.headers.contains(&("content-type", "application/json")));
         let body = req.body.unwrap();
         assert_eq!(body["query"], "Rust Async");
         assert_eq!(body["search_depth"], "basic");
@@ -232,7 +220,7 @@ mod tests {
             ..SearchRequest::simple("x")
         };
         assert_eq!(
-            Tavily.request(&req, "k").body.unwrap()["time_range"],
+            PremiumApi::request(&Tavily, &req).body.unwrap()["time_range"],
             "month"
         );
     }

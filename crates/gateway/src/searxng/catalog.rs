@@ -10,19 +10,19 @@ use serde_json::Value;
 use crate::request::SearchRequest;
 
 /// The category SearXNG searches when a request names neither engines nor categories.
-pub const DEFAULT_CATEGORY: &str = "general";
+pub(crate) const DEFAULT_CATEGORY: &str = "general";
 
 /// One engine of the instance.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-pub struct EngineInfo {
+pub(crate) struct EngineInfo {
     /// Engine name (`engines=` takes it).
-    pub name: String,
+    pub(crate) name: String,
     /// Its categories.
     #[serde(default)]
-    pub categories: Vec<String>,
+    pub(crate) categories: Vec<String>,
     /// Whether it runs by default.
     #[serde(default = "enabled_default")]
-    pub enabled: bool,
+    pub(crate) enabled: bool,
 }
 
 fn enabled_default() -> bool {
@@ -31,13 +31,13 @@ fn enabled_default() -> bool {
 
 /// The instance's engines.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct EngineCatalog {
+pub(crate) struct EngineCatalog {
     engines: Vec<EngineInfo>,
 }
 
 impl EngineCatalog {
     /// Reads `/config`; `None` when it has no `engines` list.
-    pub fn from_config(config: &Value) -> Option<Self> {
+    pub(crate) fn from_config(config: &Value) -> Option<Self> {
         let list = config.get("engines")?.as_array()?;
         let engines = list
             .iter()
@@ -47,29 +47,30 @@ impl EngineCatalog {
     }
 
     /// A catalog from a list of engines (tests).
-    pub fn from_engines(engines: Vec<EngineInfo>) -> Self {
+    #[cfg(test)]
+    pub(crate) fn from_engines(engines: Vec<EngineInfo>) -> Self {
         Self { engines }
     }
 
     /// Whether `/config` reported this engine.
-    pub fn knows(&self, name: &str) -> bool {
+    pub(crate) fn knows(&self, name: &str) -> bool {
         self.engines.iter().any(|e| e.name == name)
     }
 
     /// Number of engines known.
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.engines.len()
     }
 
     /// Whether the catalog is empty.
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.engines.is_empty()
     }
 
     /// The engines SearXNG would search for `req`: the requested engines that exist, plus the
     /// enabled engines of the requested categories (SearXNG treats the two as a union); with
     /// neither, the enabled engines of the default category. Sorted, deduplicated.
-    pub fn targets(&self, req: &SearchRequest) -> Vec<String> {
+    pub(crate) fn targets(&self, req: &SearchRequest) -> Vec<String> {
         let all: BTreeSet<String> = self.target_groups(req).into_iter().flatten().collect();
         all.into_iter().collect()
     }
@@ -77,7 +78,7 @@ impl EngineCatalog {
     /// The same engines, grouped by what the client asked for: one group per category (the
     /// default category when none was named) and one for the explicitly requested engines. An
     /// exclusion must leave every non-empty group at least one engine.
-    pub fn target_groups(&self, req: &SearchRequest) -> Vec<Vec<String>> {
+    pub(crate) fn target_groups(&self, req: &SearchRequest) -> Vec<Vec<String>> {
         let mut groups = Vec::new();
         let requested: Vec<String> = req
             .engines

@@ -1,82 +1,38 @@
 //! The SearXNG client: `GET /search` with every forwarded parameter and `locale=en`, up to three
 //! attempts with exponential backoff and jitter (transient errors only, each attempt bounded by
 //! what is left of the request budget), an 8 MiB body cap, redirects reported and never followed,
-//! and per-engine accounting into the engine metrics.
+//! and per-engine accounting into the engine metrics. Decoding the answer is [`super::answer`]'s job.
 
 use std::time::Duration;
 
-use serde_json::{Map, Value};
+use serde_json::Value;
 use tokio::time::Instant;
 use url::Url;
 
-use super::unresponsive::{parse_unresponsive, Unresponsive};
+use super::answer::{parse_answer, result_engines, SearxngAnswer};
+use crate::metrics::labels::{
+    AttemptError, AttemptLabels, AttemptResult, EngineLabels, EngineReasonLabels, ErrorClassLabels,
+    SearxngResult, SearxngResultLabels,
+};
 use crate::metrics::Metrics;
 use crate::request::{SafeSearch, SearchRequest, TimeRange};
 use crate::upstream::{classify_transport, read_body_capped, ErrorClass, UpstreamError, BODY_CAP};
 
 /// Attempts per SearXNG call, the first included.
-pub const MAX_ATTEMPTS: u32 = 3;
+pub(crate) const MAX_ATTEMPTS: u32 = 3;
 /// The first backoff step; it doubles per attempt.
-pub const BACKOFF_BASE: Duration = Duration::from_millis(100);
+pub(crate) const BACKOFF_BASE: Duration = Duration::from_millis(100);
 
 /// The wait before attempt `attempt + 1` after attempt `attempt` (1-based) failed: base × 2^(n−1),
 /// scaled by `jitter` ∈ [0, 1] into the upper half ("equal jitter": never less than half).
-pub fn backoff_delay(attempt: u32, jitter: f64) -> Duration {
+pub(crate) fn backoff_delay(attempt: u32, jitter: f64) -> Duration {
     let full = BACKOFF_BASE * 2u32.saturating_pow(attempt.saturating_sub(1));
     full.mul_f64(0.5 + 0.5 * jitter.clamp(0.0, 1.0))
 }
 
-/// One SearXNG answer, split for the merge: the top-level keys and the results.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct SearxngAnswer {
-    /// Every top-level key SearXNG returned except `results`, in SearXNG's order.
-    pub top: Map<String, Value>,
-    /// The results (each has at least `url` and `title`), every field kept.
-    pub results: Vec<Map<String, Value>>,
-    /// `unresponsive_engines`, deduplicated.
-    pub unresponsive: Vec<Unresponsive>,
-}
-
-impl SearxngAnswer {
-    /// HTTP 200 with zero results while engines are listed unresponsive: not "nothing found".
-    pub fn is_degraded(&self) -> bool {
-        self.results.is_empty() && !self.unresponsive.is_empty()
-    }
-
-    /// SearXNG engine names that returned at least one result (each engine of a result once).
-    pub fn engines_with_results(&self) -> Vec<String> {
-        let mut names: Vec<String> = Vec::new();
-        for result in &self.results {
-            for engine in result_engines(result) {
-                if !names.iter().any(|n| n == engine) {
-                    names.push(engine.to_owned());
-                }
-            }
-        }
-        names
-    }
-}
-
-/// The engines a result came from: `engines`, or `engine` when `engines` is absent — never both,
-/// so a result is not counted twice for the same engine.
-fn result_engines(result: &Map<String, Value>) -> Vec<&str> {
-    let mut names: Vec<&str> = match result.get("engines") {
-        Some(Value::Array(list)) => list.iter().filter_map(Value::as_str).collect(),
-        _ => Vec::new(),
-    };
-    if names.is_empty() {
-        if let Some(engine) = result.get("engine").and_then(Value::as_str) {
-            names.push(engine);
-        }
-    }
-    names.sort_unstable();
-    names.dedup();
-    names
-}
-
 /// The SearXNG client. Cheap to clone.
 #[derive(Debug, Clone)]
-pub struct SearxngClient {
+pub(crate) struct SearxngClient {
     http: reqwest::Client,
     base: Url,
     attempt_timeout: Duration,
@@ -85,7 +41,7 @@ pub struct SearxngClient {
 
 impl SearxngClient {
     /// A client for the instance at `base` (no trailing slash). `http` must not follow redirects.
-    pub fn new(
+    pub(crate) fn new(
         http: reqwest::Client,
         base: Url,
         attempt_timeout: Duration,
@@ -108,7 +64,7 @@ impl SearxngClient {
 
     /// Searches, retrying transient failures, never past `deadline`. `engines` overrides the
     /// client's engine selection (the breakers' explicit list).
-    pub async fn search(
+    pub(crate) async fn search(
         &self,
         req: &SearchRequest,
         engines: Option<&[String]>,
@@ -119,14 +75,16 @@ impl SearxngClient {
         self.metrics
             .searxng_duration
             .observe(started.elapsed().as_secs_f64());
-        let label = match &result {
-            Ok(answer) if answer.is_degraded() => "degraded",
-            Ok(_) => "ok",
-            Err(err) => err.class.as_str(),
+        let result_label = match &result {
+            Ok(answer) if answer.is_degraded() => SearxngResult::Degraded,
+            Ok(_) => SearxngResult::Ok,
+            Err(err) => SearxngResult::Failed(err.class),
         };
         self.metrics
             .searxng_requests
-            .with_label_values(&[label])
+            .get_or_create(&SearxngResultLabels {
+                result: result_label,
+            })
             .inc();
         if let Ok(answer) = &result {
             self.account_engines(answer);
@@ -148,20 +106,17 @@ impl SearxngClient {
                 Ok(outcome) => outcome,
                 Err(_) => Err(UpstreamError::new(ErrorClass::Timeout)),
             };
-            let attempt_label = attempt.to_string();
             match outcome {
                 Ok(answer) => {
-                    self.metrics
-                        .retry_attempts
-                        .with_label_values(&[&attempt_label, "success", "none"])
-                        .inc();
+                    self.count_attempt(attempt, AttemptResult::Success, AttemptError::None);
                     return Ok(answer);
                 }
                 Err(err) => {
-                    self.metrics
-                        .retry_attempts
-                        .with_label_values(&[&attempt_label, "failure", err.class.as_str()])
-                        .inc();
+                    self.count_attempt(
+                        attempt,
+                        AttemptResult::Failure,
+                        AttemptError::Class(err.class),
+                    );
                     if err.class == ErrorClass::Timeout {
                         self.metrics.searxng_timeouts.inc();
                     }
@@ -175,7 +130,9 @@ impl SearxngClient {
                     {
                         self.metrics
                             .retry_exhausted
-                            .with_label_values(&[err.class.as_str()])
+                            .get_or_create(&ErrorClassLabels {
+                                error_class: err.class,
+                            })
                             .inc();
                         tracing::debug!(
                             attempts = attempt,
@@ -195,6 +152,17 @@ impl SearxngClient {
                 }
             }
         }
+    }
+
+    fn count_attempt(&self, attempt: u32, outcome: AttemptResult, error_class: AttemptError) {
+        self.metrics
+            .retry_attempts
+            .get_or_create(&AttemptLabels {
+                attempt,
+                outcome,
+                error_class,
+            })
+            .inc();
     }
 
     fn query_pairs<'a>(
@@ -268,34 +236,40 @@ impl SearxngClient {
     }
 
     fn account_engines(&self, answer: &SearxngAnswer) {
+        let labels = |engine: &str| EngineLabels {
+            engine: engine.to_owned(),
+        };
         for result in &answer.results {
             for engine in result_engines(result) {
                 self.metrics
                     .engine_results
-                    .with_label_values(&[engine])
+                    .get_or_create(&labels(engine))
                     .inc();
             }
         }
         for engine in answer.engines_with_results() {
             self.metrics
                 .engine_status
-                .with_label_values(&[&engine])
+                .get_or_create(&labels(&engine))
                 .set(1);
         }
         for u in &answer.unresponsive {
             self.metrics
                 .engine_unresponsive
-                .with_label_values(&[&u.engine, u.reason.as_str()])
+                .get_or_create(&EngineReasonLabels {
+                    engine: u.engine.clone(),
+                    reason: u.reason,
+                })
                 .inc();
             self.metrics
                 .engine_status
-                .with_label_values(&[&u.engine])
+                .get_or_create(&labels(&u.engine))
                 .set(0);
         }
     }
 
     /// `GET /config`: the instance's engines and categories.
-    pub async fn fetch_config(&self, timeout: Duration) -> Result<Value, UpstreamError> {
+    pub(crate) async fn fetch_config(&self, timeout: Duration) -> Result<Value, UpstreamError> {
         let response = self
             .http
             .get(self.endpoint("/config"))
@@ -318,7 +292,7 @@ impl SearxngClient {
 
     /// Checks that JSON output is enabled without running a search: `GET /search?format=json`
     /// without `q` is refused with 400 when JSON is on, and with a 403 page when it is off.
-    pub async fn json_enabled(&self, timeout: Duration) -> Result<bool, UpstreamError> {
+    pub(crate) async fn json_enabled(&self, timeout: Duration) -> Result<bool, UpstreamError> {
         let response = self
             .http
             .get(self.endpoint("/search"))
@@ -329,35 +303,6 @@ impl SearxngClient {
             .map_err(|e| UpstreamError::new(classify_transport(&e)))?;
         Ok(response.status().as_u16() != 403)
     }
-}
-
-/// Parses SearXNG's JSON; `None` when it is not an object with a `results` array.
-pub fn parse_answer(body: &[u8]) -> Option<SearxngAnswer> {
-    let Value::Object(mut top) = serde_json::from_slice::<Value>(body).ok()? else {
-        return None;
-    };
-    // Take the results out but keep the key's position: the merged list goes back there.
-    let Some(Value::Array(raw_results)) = top.get_mut("results").map(Value::take) else {
-        return None;
-    };
-    let results = raw_results
-        .into_iter()
-        .filter_map(|r| match r {
-            Value::Object(obj)
-                if obj.get("url").is_some_and(Value::is_string)
-                    && obj.get("title").is_some_and(Value::is_string) =>
-            {
-                Some(obj)
-            }
-            _ => None,
-        })
-        .collect();
-    let unresponsive = parse_unresponsive(top.get("unresponsive_engines"));
-    Some(SearxngAnswer {
-        top,
-        results,
-        unresponsive,
-    })
 }
 
 #[cfg(test)]
@@ -377,62 +322,6 @@ mod tests {
                 assert!(d >= backoff_delay(attempt, 0.0) && d <= backoff_delay(attempt, 1.0));
             }
         }
-    }
-
-    #[test]
-    fn every_top_level_key_and_result_field_is_kept() {
-        let body = br#"{"query":"q","number_of_results":0,"results":[
-            {"url":"https://a","title":"A","engine":"alpha","engines":["alpha"],"author":"x","thumbnail":null},
-            {"title":"no url"}],"answers":[],"infoboxes":[],"suggestions":["s"],"corrections":[],
-            "unresponsive_engines":[],"new_key":{"x":1}}"#;
-        let answer = parse_answer(body).unwrap();
-        let keys: Vec<&str> = answer.top.keys().map(String::as_str).collect();
-        assert_eq!(
-            keys,
-            [
-                "query",
-                "number_of_results",
-                "results",
-                "answers",
-                "infoboxes",
-                "suggestions",
-                "corrections",
-                "unresponsive_engines",
-                "new_key"
-            ]
-        );
-        assert_eq!(answer.results.len(), 1, "a result without url is dropped");
-        assert_eq!(answer.results[0]["author"], "x");
-    }
-
-    #[test]
-    fn zero_results_with_unresponsive_engines_is_degraded() {
-        let degraded =
-            parse_answer(br#"{"results":[],"unresponsive_engines":[["alpha","timeout"]]}"#)
-                .unwrap();
-        assert!(degraded.is_degraded());
-        let nothing = parse_answer(br#"{"results":[],"unresponsive_engines":[]}"#).unwrap();
-        assert!(!nothing.is_degraded());
-    }
-
-    #[test]
-    fn not_searxng_json_is_malformed() {
-        assert!(parse_answer(b"<html>").is_none());
-        assert!(parse_answer(br#"{"error":"search error"}"#).is_none());
-        assert!(parse_answer(b"[]").is_none());
-    }
-
-    #[test]
-    fn engines_are_counted_once_per_result() {
-        let answer = parse_answer(
-            br#"{"results":[
-            {"url":"u1","title":"t","engine":"alpha","engines":["alpha","beta","alpha"]},
-            {"url":"u2","title":"t","engine":"gamma"}]}"#,
-        )
-        .unwrap();
-        assert_eq!(result_engines(&answer.results[0]), ["alpha", "beta"]);
-        assert_eq!(result_engines(&answer.results[1]), ["gamma"]);
-        assert_eq!(answer.engines_with_results(), ["alpha", "beta", "gamma"]);
     }
 
     #[test]

@@ -1,10 +1,15 @@
 //! Everything about the SearXNG upstream: the client (retries, body cap, engine accounting), the
-//! `unresponsive_engines` reasons, and the engine catalog learned from `/config`.
+//! answer it decodes, the `unresponsive_engines` reasons, and the engine catalog learned from
+//! `/config`.
 
-pub mod catalog;
-pub mod client;
-pub mod unresponsive;
+mod answer;
+pub(crate) mod catalog;
+mod client;
+mod unresponsive;
 
-pub use catalog::EngineCatalog;
-pub use client::{SearxngAnswer, SearxngClient};
-pub use unresponsive::{EngineReason, Unresponsive};
+pub(crate) use answer::SearxngAnswer;
+pub(crate) use catalog::EngineCatalog;
+pub(crate) use client::SearxngClient;
+pub(crate) use unresponsive::EngineReason;
+#[cfg(test)]
+pub(crate) use unresponsive::Unresponsive;

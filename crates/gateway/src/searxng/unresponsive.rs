@@ -1,15 +1,14 @@
 //! SearXNG's `unresponsive_engines` entries: `[engine, message]` with one of SearXNG's fixed English
 //! messages (the gateway always sends `locale=en`, because the message is translated otherwise).
 //! Each message maps to a closed [`EngineReason`]; `Suspended: <message>` means SearXNG parked the
-//! engine itself and did not even try, with the same reason as the inner message.
+//! engine itself and did not even try, with the same reason as the inner message. These are facts;
+//! what they mean for an engine's breaker is the pipeline's decision.
 
 use serde_json::Value;
 
-use crate::breaker::{Signal, TripReason};
-
 /// Why SearXNG reported an engine unresponsive: the closed set of its messages.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum EngineReason {
+pub(crate) enum EngineReason {
     /// `access denied` (or `blocked`): upstream 402/403, a firewall.
     AccessDenied,
     /// `too many requests`: upstream 429.
@@ -40,7 +39,7 @@ pub enum EngineReason {
 
 impl EngineReason {
     /// The metric label value.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Self::AccessDenied => "access_denied",
             Self::TooManyRequests => "too_many_requests",
@@ -60,7 +59,7 @@ impl EngineReason {
 
     /// Reads one of SearXNG's messages (case-insensitive; `Suspended: ` unwrapped).
     /// Returns the reason and whether SearXNG had suspended the engine itself.
-    pub fn parse(message: &str) -> (Self, bool) {
+    pub(crate) fn parse(message: &str) -> (Self, bool) {
         let trimmed = message.trim();
         let (inner, suspended) = match trimmed.get(..10) {
             Some(prefix) if prefix.eq_ignore_ascii_case("suspended:") => {
@@ -86,36 +85,22 @@ impl EngineReason {
         };
         (reason, suspended)
     }
-
-    /// What this means for the engine's circuit breaker: blocked signals trip at once.
-    pub fn breaker_signal(self) -> Signal {
-        let stop = |reason| Signal::Stop {
-            reason,
-            retry_after: None,
-        };
-        match self {
-            Self::AccessDenied => stop(TripReason::AccessDenied),
-            Self::TooManyRequests => stop(TripReason::RateLimited),
-            Self::Captcha => stop(TripReason::Captcha),
-            _ => Signal::Transient,
-        }
-    }
 }
 
 /// One engine SearXNG reported unresponsive.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Unresponsive {
+pub(crate) struct Unresponsive {
     /// The SearXNG engine name.
-    pub engine: String,
+    pub(crate) engine: String,
     /// Why.
-    pub reason: EngineReason,
+    pub(crate) reason: EngineReason,
     /// SearXNG had parked the engine itself (`Suspended: …`).
-    pub suspended: bool,
+    pub(crate) suspended: bool,
 }
 
 /// Reads `unresponsive_engines`, deduplicated by engine name (first entry wins). Malformed
 /// entries are skipped.
-pub fn parse_unresponsive(value: Option<&Value>) -> Vec<Unresponsive> {
+pub(crate) fn parse_unresponsive(value: Option<&Value>) -> Vec<Unresponsive> {
     let Some(Value::Array(entries)) = value else {
         return Vec::new();
     };
@@ -170,35 +155,6 @@ mod tests {
                 "{message}"
             );
         }
-    }
-
-    #[test]
-    fn blocked_reasons_trip_at_once_and_the_rest_are_transient() {
-        assert!(matches!(
-            EngineReason::Captcha.breaker_signal(),
-            Signal::Stop {
-                reason: TripReason::Captcha,
-                ..
-            }
-        ));
-        assert!(matches!(
-            EngineReason::TooManyRequests.breaker_signal(),
-            Signal::Stop {
-                reason: TripReason::RateLimited,
-                ..
-            }
-        ));
-        assert!(matches!(
-            EngineReason::AccessDenied.breaker_signal(),
-            Signal::Stop {
-                reason: TripReason::AccessDenied,
-                ..
-            }
-        ));
-        assert!(matches!(
-            EngineReason::Timeout.breaker_signal(),
-            Signal::Transient
-        ));
     }
 
     #[test]

@@ -8,7 +8,7 @@ use crate::request::RequestError;
 
 /// An error response.
 #[derive(Debug, thiserror::Error)]
-pub enum ApiError {
+pub(super) enum ApiError {
     /// The request failed validation.
     #[error(transparent)]
     BadRequest(#[from] RequestError),

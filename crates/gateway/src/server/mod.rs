@@ -1,7 +1,8 @@
 //! The HTTP surface: `/search` (GET, and POST with a form body), `/healthz`, `/readyz`, `/status`
-//! and `METRICS_PATH`. [`router`] builds the routes over a [`Gateway`]; [`run`] serves them on a
-//! listener the caller supplies until the shutdown future resolves, letting in-flight requests
-//! finish — so port-0 tests and SIGTERM take the same path.
+//! and `METRICS_PATH`. [`serve`] builds the pipeline, serves the routes on a listener the caller
+//! supplies until the shutdown future resolves and lets in-flight requests finish — so port-0
+//! tests, the demo and SIGTERM take the same path. Handlers parse at the edge and render; every
+//! decision is the pipeline's.
 
 mod error;
 mod format;
@@ -16,12 +17,15 @@ use axum::routing::get;
 use axum::Router;
 use tokio::net::TcpListener;
 
-pub use error::ApiError;
+use error::ApiError;
 
-use crate::engine::Gateway;
+use crate::config::Config;
+use crate::metrics::exposition;
+use crate::metrics::Metrics;
+use crate::pipeline::Gateway;
 
 /// The routes over `gateway`.
-pub fn router(gateway: Gateway) -> Router {
+fn router(gateway: Gateway) -> Router {
     let metrics_path = gateway.config().metrics_path.clone();
     Router::new()
         .route("/search", get(search::get).post(search::post))
@@ -39,10 +43,11 @@ pub fn router(gateway: Gateway) -> Router {
 /// before it returns. The binary, the demo and the tests all start the gateway this way.
 pub async fn serve(
     listener: TcpListener,
-    config: crate::config::Config,
+    config: Config,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    let gateway = Gateway::new(config, crate::metrics::Metrics::new());
+    let gateway = Gateway::new(config, Metrics::new());
+    log_start(&listener, gateway.config());
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let background = {
         let gateway = gateway.clone();
@@ -64,9 +69,30 @@ pub async fn serve(
     served
 }
 
+/// One line saying what is being served, with nothing secret in it.
+fn log_start(listener: &TcpListener, config: &Config) {
+    let listen = listener
+        .local_addr()
+        .map_or_else(|_| config.listen_addr().to_string(), |a| a.to_string());
+    let providers: Vec<&str> = config
+        .active_providers()
+        .iter()
+        .map(|k| k.as_str())
+        .collect();
+    tracing::info!(
+        listen = %listen,
+        searxng = %crate::pipeline::status::redact_url(&config.searxng_url),
+        providers = %providers.join(","),
+        t1 = config.t1_premium_count,
+        budget_s = config.request_budget.as_secs_f64(),
+        metrics = %config.metrics_path(),
+        "searxng-gateway listening"
+    );
+}
+
 /// Serves `router(gateway)` on `listener` until `shutdown` resolves, then waits for in-flight
 /// requests to finish.
-pub async fn run(
+async fn run(
     listener: TcpListener,
     gateway: Gateway,
     shutdown: impl Future<Output = ()> + Send + 'static,
@@ -101,15 +127,26 @@ async fn readyz(State(gateway): State<Gateway>) -> Response {
 }
 
 async fn status(State(gateway): State<Gateway>) -> Response {
-    json_response(StatusCode::OK, gateway.status().to_string())
+    match serde_json::to_string(&gateway.status()) {
+        Ok(body) => json_response(StatusCode::OK, body),
+        Err(_) => ApiError::Internal.into_response(),
+    }
 }
 
-async fn metrics(State(gateway): State<Gateway>) -> Response {
-    let mut response = gateway.render_metrics().into_response();
-    response.headers_mut().insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8"),
-    );
+/// The exposition in the format the scraper asks for: OpenMetrics for Prometheus, the text
+/// format 0.0.4 for everyone else.
+async fn metrics(State(gateway): State<Gateway>, headers: axum::http::HeaderMap) -> Response {
+    let accept = headers.get(header::ACCEPT).and_then(|v| v.to_str().ok());
+    let openmetrics = exposition::wants_openmetrics(accept);
+    let content_type = if openmetrics {
+        exposition::OPENMETRICS
+    } else {
+        exposition::PROMETHEUS_TEXT
+    };
+    let mut response = gateway.render_metrics(openmetrics).into_response();
+    response
+        .headers_mut()
+        .insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
     response
 }
 

@@ -10,7 +10,7 @@ use tokio::time::Instant;
 use super::error::ApiError;
 use super::format;
 use crate::cache::CacheStatus;
-use crate::engine::Gateway;
+use crate::pipeline::Gateway;
 use crate::request::{Format, RawParams, SearchRequest};
 
 fn parse(raw: &str) -> Result<RawParams, ApiError> {

@@ -7,7 +7,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
 
-use searxng_gateway::config::VARIABLES;
+use searxng_gateway::config::variables::VARIABLES;
 use simulator::premium::ProviderBehaviour;
 use simulator::searxng::{EngineBehaviour, EngineFailure, SimulatedSearxng};
 use simulator::Provider::Brave;
@@ -129,7 +129,7 @@ fn help_lists_every_variable_with_its_default_and_meaning() {
             .lines()
             .find(|l| l.trim_start().starts_with(v.name))
             .unwrap_or_else(|| panic!("{} missing from --help", v.name));
-        assert!(line.contains(v.default), "{line}");
+        assert!(line.contains(v.default_shown()), "{line}");
     }
 }
 

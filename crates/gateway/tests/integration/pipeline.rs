@@ -181,7 +181,7 @@ async fn the_budget_is_hard_even_when_everything_hangs() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn keyless_mode_never_calls_a_provider() {
-    let s = SimStack::start_with_keys(&[Brave, Exa], false, &[("T1_PREMIUM_COUNT", "2")]).await;
+    let s = SimStack::start_with_keys(&[Brave, Exa], false, &[]).await;
     let ok = s.gateway.search(&[("q", "keyless")]).await;
     assert_eq!(ok.outcome, "searxng_ok");
     s.searxng.set_mode(SearxngMode::Status(500));

@@ -47,11 +47,11 @@ impl TestGateway {
         map.insert("LISTEN_ADDR".into(), "127.0.0.1:0".into());
         let config = Config::from_lookup(&move |name| map.get(name).cloned())
             .expect("test configuration is valid");
-        let listener = tokio::net::TcpListener::bind(config.listen_addr)
+        let listener = tokio::net::TcpListener::bind(config.listen_addr())
             .await
             .expect("bind port 0");
         let url = format!("http://{}", listener.local_addr().expect("local addr"));
-        let metrics_path = config.metrics_path.clone();
+        let metrics_path = config.metrics_path().to_owned();
         let (stop_tx, stop_rx) = oneshot::channel::<()>();
         let task = tokio::spawn(async move {
             let shutdown = async move {

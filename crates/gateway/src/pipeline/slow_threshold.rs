@@ -1,5 +1,5 @@
-//! SearXNG's recent latency, for `SEARXNG_SLOW_SECONDS=auto`: how long the fallback waits for a
-//! SearXNG answer before it starts alongside the still-running call.
+//! The slow threshold: how long the fallback waits for a SearXNG answer before it starts alongside
+//! the still-running call — fixed (`SEARXNG_SLOW_SECONDS`), or `auto` from SearXNG's recent latency.
 
 use std::collections::VecDeque;
 use std::sync::Mutex;
@@ -12,13 +12,13 @@ const FLOOR: Duration = Duration::from_secs(1);
 
 /// A ring of recent SearXNG call durations.
 #[derive(Debug, Default)]
-pub struct LatencyWindow {
+pub(crate) struct LatencyWindow {
     samples: Mutex<VecDeque<Duration>>,
 }
 
 impl LatencyWindow {
     /// Records one SearXNG call.
-    pub fn record(&self, took: Duration) {
+    pub(crate) fn record(&self, took: Duration) {
         let mut samples = self.samples.lock().unwrap_or_else(|p| p.into_inner());
         if samples.len() == WINDOW {
             samples.pop_front();
@@ -27,7 +27,7 @@ impl LatencyWindow {
     }
 
     /// The 95th percentile of the window, if there are samples.
-    pub fn p95(&self) -> Option<Duration> {
+    pub(crate) fn p95(&self) -> Option<Duration> {
         let mut sorted: Vec<Duration> = {
             let samples = self.samples.lock().unwrap_or_else(|p| p.into_inner());
             samples.iter().copied().collect()
@@ -41,7 +41,7 @@ impl LatencyWindow {
     }
 
     /// The wait before the fallback starts alongside SearXNG, for a request with `budget`.
-    pub fn slow_threshold(&self, setting: SlowThreshold, budget: Duration) -> Duration {
+    pub(crate) fn slow_threshold(&self, setting: SlowThreshold, budget: Duration) -> Duration {
         match setting {
             SlowThreshold::Fixed(wait) => wait.min(budget),
             SlowThreshold::Auto => {

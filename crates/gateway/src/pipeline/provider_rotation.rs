@@ -1,6 +1,7 @@
-//! Which premium providers a request calls, and in which order: an atomic round-robin over the
-//! `FALLBACK_PROVIDERS` order (inactive providers are not in the list at all). A provider whose
-//! breaker rejects it is skipped without using up a slot, and no provider is offered twice.
+//! Provider rotation: which premium providers a request calls, and in which order — an atomic
+//! round-robin over the `FALLBACK_PROVIDERS` order (inactive providers are not in the list at all).
+//! A provider whose breaker rejects it is skipped without using up a slot, and no provider is
+//! offered twice to one request.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -8,11 +9,11 @@ use std::sync::Arc;
 use crate::breaker::{Breaker, BreakerBoard, BreakerKind, Permit};
 use crate::providers::ProviderClient;
 
-use super::answer::UpstreamFailure;
+use super::failure::{Shortfall, Upstream, UpstreamFailure};
 
 /// The rotation shared by every request.
 #[derive(Debug, Default)]
-pub struct Rotation {
+pub(crate) struct Rotation {
     next: AtomicUsize,
 }
 
@@ -27,17 +28,17 @@ impl Rotation {
 }
 
 /// A provider admitted for one call: the client, its breaker, and the permit that reports back.
-pub struct Admitted {
+pub(crate) struct Admitted {
     /// The provider's client.
-    pub client: Arc<ProviderClient>,
+    pub(crate) client: Arc<ProviderClient>,
     /// Its breaker (a successful call may still park it).
-    pub breaker: Arc<Breaker>,
+    pub(crate) breaker: Arc<Breaker>,
     /// Leave to make the call.
-    pub permit: Permit,
+    pub(crate) permit: Permit,
 }
 
-/// One request's walk over the providers.
-pub struct Roster<'a> {
+/// One request's walk over the providers, starting where the rotation says.
+pub(crate) struct ProviderWalk<'a> {
     providers: &'a [Arc<ProviderClient>],
     breakers: &'a BreakerBoard,
     rotation: &'a Rotation,
@@ -45,9 +46,9 @@ pub struct Roster<'a> {
     offered: usize,
 }
 
-impl<'a> Roster<'a> {
+impl<'a> ProviderWalk<'a> {
     /// A walk over `providers` (active ones, in configured order).
-    pub fn new(
+    pub(crate) fn new(
         providers: &'a [Arc<ProviderClient>],
         breakers: &'a BreakerBoard,
         rotation: &'a Rotation,
@@ -63,7 +64,7 @@ impl<'a> Roster<'a> {
 
     /// The next provider whose breaker admits a call, with its permit. Providers rejected on the
     /// way are noted in `skipped`. `None` when the list is exhausted.
-    pub fn next_admitted(&mut self, skipped: &mut Vec<UpstreamFailure>) -> Option<Admitted> {
+    pub(crate) fn next_admitted(&mut self, skipped: &mut Vec<UpstreamFailure>) -> Option<Admitted> {
         let len = self.providers.len();
         // The rotation advances once per request that uses providers at all.
         let start = *self.start.get_or_insert_with(|| self.rotation.start(len));
@@ -82,8 +83,8 @@ impl<'a> Roster<'a> {
                     })
                 }
                 None => skipped.push(UpstreamFailure {
-                    name: provider.kind().as_str(),
-                    error_class: "breaker_open",
+                    upstream: Upstream::Provider(provider.kind()),
+                    why: Shortfall::BreakerOpen,
                 }),
             }
         }

@@ -8,6 +8,7 @@ use std::sync::{Arc, RwLock};
 
 use tokio::sync::Notify;
 
+use super::breaker_signals;
 use crate::breaker::{BreakerBoard, BreakerKind, Permit, Signal};
 use crate::metrics::Metrics;
 use crate::request::SearchRequest;
@@ -15,15 +16,15 @@ use crate::searxng::{EngineCatalog, SearxngAnswer};
 
 /// The latest catalog, shared with the task that refreshes it.
 #[derive(Debug, Default)]
-pub struct CatalogHandle {
+pub(crate) struct CatalogHandle {
     current: RwLock<Option<Arc<EngineCatalog>>>,
     /// Wakes the refresher early (an engine name the catalog does not know was seen).
-    pub refresh: Notify,
+    pub(crate) refresh: Notify,
 }
 
 impl CatalogHandle {
     /// The catalog now, if `/config` has answered yet.
-    pub fn get(&self) -> Option<Arc<EngineCatalog>> {
+    pub(crate) fn get(&self) -> Option<Arc<EngineCatalog>> {
         self.current
             .read()
             .unwrap_or_else(|p| p.into_inner())
@@ -31,23 +32,23 @@ impl CatalogHandle {
     }
 
     /// Replaces the catalog.
-    pub fn set(&self, catalog: EngineCatalog) {
+    pub(crate) fn set(&self, catalog: EngineCatalog) {
         *self.current.write().unwrap_or_else(|p| p.into_inner()) = Some(Arc::new(catalog));
     }
 }
 
 /// One request's engine plan.
 #[derive(Debug, Default)]
-pub struct EnginePlan {
+pub(crate) struct EnginePlan {
     /// `Some(list)`: send exactly these engines (and no categories). `None`: send the client's own.
-    pub explicit: Option<Vec<String>>,
+    pub(crate) explicit: Option<Vec<String>>,
     /// Permits of the engines this request includes; the answer decides each.
     permits: Vec<(String, Permit)>,
 }
 
 impl EnginePlan {
     /// Plans `req` against the catalog and the engine breakers.
-    pub fn new(
+    pub(crate) fn new(
         catalog: Option<&EngineCatalog>,
         req: &SearchRequest,
         board: &BreakerBoard,
@@ -98,7 +99,7 @@ impl EnginePlan {
     /// Feeds SearXNG's answer to the engine breakers: an engine with results is a success, an
     /// unresponsive one (also `Suspended:`) a failure of its reason, one absent from both neutral.
     /// Returns whether the answer named an engine the catalog does not know.
-    pub fn settle(
+    pub(crate) fn settle(
         self,
         answer: &SearxngAnswer,
         board: &BreakerBoard,
@@ -116,7 +117,7 @@ impl EnginePlan {
             }
         };
         for u in &answer.unresponsive {
-            signal_for(&u.engine, u.reason.breaker_signal());
+            signal_for(&u.engine, breaker_signals::for_engine(u.reason));
         }
         for name in &with_results {
             if !answer.unresponsive.iter().any(|u| &u.engine == name) {
@@ -142,7 +143,7 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
-    use crate::breaker::{BreakerConfig, BreakerState, TripReason};
+    use crate::breaker::{BreakerPolicy, BreakerState, TripReason};
     use crate::searxng::catalog::EngineInfo;
     use crate::searxng::{EngineReason, Unresponsive};
 
@@ -161,7 +162,7 @@ mod tests {
 
     fn board(metrics: &Metrics) -> BreakerBoard {
         BreakerBoard::new(
-            BreakerConfig {
+            BreakerPolicy {
                 open_base: Duration::from_secs(10),
                 open_max: Duration::from_secs(100),
                 failure_threshold: 3,

@@ -3,14 +3,14 @@
 //! the 502 body naming each upstream and its error class. Rendered once, then cached as bytes.
 
 use bytes::Bytes;
-use serde::Serialize;
 use serde_json::{Map, Value};
 
+use super::failure::{Upstream, UpstreamFailure};
 use super::outcome::Outcome;
 use crate::merge::Merged;
 
 /// The top-level keys of a SearXNG answer, present (empty) even when SearXNG did not answer.
-pub const SEARXNG_KEYS: [&str; 7] = [
+pub(crate) const SEARXNG_KEYS: [&str; 7] = [
     "query",
     "results",
     "answers",
@@ -20,34 +20,25 @@ pub const SEARXNG_KEYS: [&str; 7] = [
     "unresponsive_engines",
 ];
 
-/// One upstream that did not contribute, for the 502 body and the logs.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct UpstreamFailure {
-    /// `searxng` or a provider name.
-    pub name: &'static str,
-    /// A closed-set class: an error class, or `cooldown`, `breaker_open`, `deadline`.
-    pub error_class: &'static str,
-}
-
 /// What the client gets.
 #[derive(Debug, Clone)]
-pub struct Answer {
+pub(crate) struct Answer {
     /// The outcome of the fan-out that produced it.
-    pub outcome: Outcome,
+    pub(crate) outcome: Outcome,
     /// 200, or 502 when every upstream failed.
-    pub status: u16,
+    pub(crate) status: u16,
     /// The JSON body, rendered once. It is all a cache entry keeps: csv and rss (rare) parse it
     /// again rather than every entry carrying the document a second time as a tree.
-    pub json: Bytes,
+    pub(crate) json: Bytes,
     /// Results in the answer.
-    pub result_count: usize,
+    pub(crate) result_count: usize,
     /// Distinct engines and providers in the answer.
-    pub engine_count: usize,
+    pub(crate) engine_count: usize,
 }
 
 impl Answer {
     /// A 200 answer from SearXNG's top-level keys (if it answered) and the merged results.
-    pub fn success(
+    pub(crate) fn success(
         outcome: Outcome,
         query: &str,
         searxng_top: Option<Map<String, Value>>,
@@ -86,11 +77,20 @@ impl Answer {
         }
     }
 
-    /// The 502 answer: every upstream failed.
-    pub fn all_failed(failures: &[UpstreamFailure]) -> Self {
+    /// The 502 answer: every upstream failed. The message says whether premium providers were
+    /// there to try.
+    pub(crate) fn all_failed(failures: &[UpstreamFailure]) -> Self {
+        let premium_tried = failures
+            .iter()
+            .any(|f| matches!(f.upstream, Upstream::Provider(_)));
+        let message = if premium_tried {
+            "no upstream returned results: SearXNG and every premium provider tried failed or was skipped"
+        } else {
+            "no upstream returned results: SearXNG failed and no premium provider was available to fall back to"
+        };
         let body = serde_json::json!({
             "error": "all_upstreams_failed",
-            "message": "no upstream returned results: SearXNG and every premium provider tried failed or was skipped",
+            "message": message,
             "upstreams": failures,
         });
         Self {
@@ -107,6 +107,7 @@ impl Answer {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+    use crate::pipeline::failure::Shortfall;
     use serde_json::json;
 
     #[test]
@@ -135,10 +136,9 @@ mod tests {
 
     #[test]
     fn the_502_body_names_upstreams_and_classes_only() {
-        let a = Answer::all_failed(&[UpstreamFailure {
-            name: "searxng",
-            error_class: "timeout",
-        }]);
+        let a = Answer::all_failed(&[UpstreamFailure::searxng(Shortfall::Failed(
+            crate::upstream::ErrorClass::Timeout,
+        ))]);
         let body: Value = serde_json::from_slice(&a.json).unwrap();
         assert_eq!(a.status, 502);
         assert_eq!(
@@ -146,5 +146,12 @@ mod tests {
             json!({"name": "searxng", "error_class": "timeout"})
         );
         assert_eq!(body["error"], "all_upstreams_failed");
+        assert!(
+            body["message"]
+                .as_str()
+                .unwrap()
+                .contains("no premium provider"),
+            "keyless: the message does not blame premium providers"
+        );
     }
 }

@@ -1,0 +1,320 @@
+//! The circuit breaker as a pure state machine ("Closed = calls flow"). Every method takes `now`,
+//! so the rules are tested by passing instants, with no clock, no lock and no metrics:
+//!
+//! - **Closed**: every call is admitted. A stop signal trips it at once; transient failures trip
+//!   it after the policy's threshold in a row.
+//! - **Open**: every call is rejected until the open period ends (see [`BreakerPolicy`]).
+//! - **HalfOpen**: the open period has elapsed. Exactly one caller is admitted as the probe; its
+//!   success closes the breaker, its failure reopens it for longer, a neutral or cancelled probe
+//!   frees the slot for the next caller.
+//!
+//! Half-open is not stored: it is `Open` once `until` has passed, so no timer is needed.
+
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use super::policy::BreakerPolicy;
+use super::signal::{Signal, TripReason};
+
+/// Where a breaker stands. The gauge values are part of the metrics contract.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum BreakerState {
+    /// Calls flow.
+    Closed,
+    /// The open period is over; one probe call decides whether to close again.
+    HalfOpen,
+    /// Calls are rejected until the open period ends.
+    Open,
+}
+
+impl BreakerState {
+    /// The `circuit_breaker_state` gauge value: 0 closed, 1 half-open, 2 open.
+    pub(crate) fn as_gauge(self) -> i64 {
+        match self {
+            Self::Closed => 0,
+            Self::HalfOpen => 1,
+            Self::Open => 2,
+        }
+    }
+}
+
+/// What asking to make a call got.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Admission {
+    /// Make the call; `probe` when it is the half-open probe that decides the breaker.
+    Admitted { probe: bool },
+    /// Do not make the call.
+    Rejected,
+}
+
+/// What a recorded signal changed: the caller turns it into metrics and logs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Transition {
+    /// Nothing worth reporting.
+    None,
+    /// The breaker opened (or reopened after a failed probe).
+    Tripped(TripReason),
+    /// The probe succeeded and closed the breaker.
+    Recovered,
+}
+
+/// A point-in-time view of one breaker.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct Snapshot {
+    /// The state now (an elapsed open period reads as half-open).
+    pub(crate) state: BreakerState,
+    /// Why it tripped, while it is not closed.
+    pub(crate) reason: Option<TripReason>,
+    /// Time left before the breaker turns half-open; only while open.
+    pub(crate) open_for: Option<Duration>,
+    /// Trips since the process started.
+    pub(crate) trips: u64,
+    /// Transient failures since the last success.
+    pub(crate) consecutive_failures: u32,
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Phase {
+    Closed {
+        since: Instant,
+    },
+    Open {
+        until: Instant,
+        probe_in_flight: bool,
+    },
+}
+
+/// One breaker's state.
+#[derive(Debug, Clone)]
+pub(crate) struct Machine {
+    phase: Phase,
+    reason: Option<TripReason>,
+    consecutive_failures: u32,
+    /// Trips without a healthy spell in between: the exponent of the backoff.
+    consecutive_trips: u32,
+    trips: u64,
+    /// Open because the upstream reported a spent window on a successful call, not because it
+    /// failed: its end is not a recovery.
+    paused: bool,
+}
+
+impl Machine {
+    /// A closed breaker, healthy since `now`.
+    pub(crate) fn new(now: Instant) -> Self {
+        Self {
+            phase: Phase::Closed { since: now },
+            reason: None,
+            consecutive_failures: 0,
+            consecutive_trips: 0,
+            trips: 0,
+            paused: false,
+        }
+    }
+
+    /// The state at `now`.
+    pub(crate) fn state_at(&self, now: Instant) -> BreakerState {
+        match self.phase {
+            Phase::Closed { .. } => BreakerState::Closed,
+            Phase::Open { until, .. } if now < until => BreakerState::Open,
+            Phase::Open { .. } => BreakerState::HalfOpen,
+        }
+    }
+
+    /// Asks to make one call at `now`; a half-open breaker admits exactly one probe.
+    pub(crate) fn admit(&mut self, now: Instant) -> Admission {
+        match &mut self.phase {
+            Phase::Closed { .. } => Admission::Admitted { probe: false },
+            Phase::Open {
+                until,
+                probe_in_flight,
+            } if now >= *until && !*probe_in_flight => {
+                *probe_in_flight = true;
+                Admission::Admitted { probe: true }
+            }
+            Phase::Open { .. } => Admission::Rejected,
+        }
+    }
+
+    /// Records what a call said. `from_probe`: the call was admitted as this breaker's probe.
+    pub(crate) fn record(
+        &mut self,
+        now: Instant,
+        signal: Signal,
+        from_probe: bool,
+        policy: &BreakerPolicy,
+    ) -> Transition {
+        let probe_out = matches!(
+            self.phase,
+            Phase::Open {
+                probe_in_flight: true,
+                ..
+            }
+        );
+        if from_probe && probe_out {
+            self.probe_result(now, signal, policy)
+        } else {
+            self.call_result(now, signal, policy)
+        }
+    }
+
+    /// The probe's caller went away without an answer: the next caller may probe.
+    pub(crate) fn release_probe(&mut self) {
+        if let Phase::Open {
+            probe_in_flight, ..
+        } = &mut self.phase
+        {
+            *probe_in_flight = false;
+        }
+    }
+
+    /// Parks the upstream for exactly `period` without counting a trip or growing the backoff: a
+    /// rate-limit window the upstream reported spent on a *successful* call. When it ends, one
+    /// caller goes first as usual; its success is not a recovery.
+    pub(crate) fn pause(&mut self, now: Instant, reason: TripReason, period: Duration) {
+        match self.phase {
+            Phase::Closed { .. } => {
+                self.phase = Phase::Open {
+                    until: deadline(now, period),
+                    probe_in_flight: false,
+                };
+                self.reason = Some(reason);
+                self.paused = true;
+            }
+            Phase::Open {
+                until,
+                probe_in_flight,
+            } => {
+                self.phase = Phase::Open {
+                    until: until.max(deadline(now, period)),
+                    probe_in_flight,
+                };
+            }
+        }
+    }
+
+    /// The state, reason and counters at `now`.
+    pub(crate) fn snapshot(&self, now: Instant) -> Snapshot {
+        let open_for = match self.phase {
+            Phase::Open { until, .. } if now < until => Some(until - now),
+            _ => None,
+        };
+        Snapshot {
+            state: self.state_at(now),
+            reason: self.reason,
+            open_for,
+            trips: self.trips,
+            consecutive_failures: self.consecutive_failures,
+        }
+    }
+
+    fn trip(
+        &mut self,
+        now: Instant,
+        reason: TripReason,
+        hint: Option<Duration>,
+        policy: &BreakerPolicy,
+    ) -> Transition {
+        if let Phase::Closed { since } = self.phase {
+            if now.saturating_duration_since(since) >= policy.healthy_after {
+                self.consecutive_trips = 0;
+            }
+        }
+        self.consecutive_trips = self.consecutive_trips.saturating_add(1);
+        self.trips += 1;
+        self.paused = false;
+        self.reason = Some(reason);
+        let period = policy.open_period(self.consecutive_trips, hint);
+        self.phase = Phase::Open {
+            until: deadline(now, period),
+            probe_in_flight: false,
+        };
+        Transition::Tripped(reason)
+    }
+
+    fn close(&mut self, now: Instant) -> Transition {
+        self.phase = Phase::Closed { since: now };
+        self.reason = None;
+        self.consecutive_failures = 0;
+        if std::mem::take(&mut self.paused) {
+            Transition::None
+        } else {
+            Transition::Recovered
+        }
+    }
+
+    fn probe_result(&mut self, now: Instant, signal: Signal, policy: &BreakerPolicy) -> Transition {
+        match signal {
+            Signal::Success => self.close(now),
+            Signal::Stop {
+                reason,
+                retry_after,
+            } => self.trip(now, reason, retry_after, policy),
+            Signal::Transient => {
+                self.consecutive_failures = self.consecutive_failures.saturating_add(1);
+                self.trip(now, TripReason::Transient, None, policy)
+            }
+            Signal::Neutral => {
+                self.release_probe();
+                Transition::None
+            }
+        }
+    }
+
+    fn call_result(&mut self, now: Instant, signal: Signal, policy: &BreakerPolicy) -> Transition {
+        match (self.phase, signal) {
+            (_, Signal::Neutral) => Transition::None,
+            (Phase::Closed { .. }, Signal::Success) => {
+                self.consecutive_failures = 0;
+                Transition::None
+            }
+            (
+                Phase::Closed { .. },
+                Signal::Stop {
+                    reason,
+                    retry_after,
+                },
+            ) => self.trip(now, reason, retry_after, policy),
+            (Phase::Closed { .. }, Signal::Transient) => {
+                self.consecutive_failures = self.consecutive_failures.saturating_add(1);
+                if self.consecutive_failures >= policy.threshold() {
+                    self.trip(now, TripReason::Transient, None, policy)
+                } else {
+                    Transition::None
+                }
+            }
+            // A later server hint while open (a straggler's 429, a "park me" header) extends the
+            // open period, without counting a trip: the upstream was already left alone.
+            (
+                Phase::Open {
+                    until,
+                    probe_in_flight,
+                },
+                Signal::Stop {
+                    retry_after: Some(hint),
+                    ..
+                },
+            ) => {
+                self.phase = Phase::Open {
+                    until: until.max(deadline(now, hint)),
+                    probe_in_flight,
+                };
+                Transition::None
+            }
+            // Calls admitted before the trip prove nothing now; only the probe decides.
+            (Phase::Open { .. }, _) => Transition::None,
+        }
+    }
+}
+
+/// `now + period`, saturating instead of panicking on an absurd server hint.
+fn deadline(now: Instant, period: Duration) -> Instant {
+    const CENTURY: Duration = Duration::from_secs(100 * 365 * 24 * 3600);
+    now.checked_add(period)
+        .or_else(|| now.checked_add(CENTURY))
+        .unwrap_or(now)
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,302 @@
+//! The state machine's rules, driven by instants: no clock, no lock, no metrics.
+
+use super::*;
+
+const BASE: Duration = Duration::from_secs(10);
+const MAX: Duration = Duration::from_secs(80);
+const HEALTHY: Duration = Duration::from_secs(600);
+const THRESHOLD: u32 = 3;
+
+fn policy() -> BreakerPolicy {
+    BreakerPolicy {
+        open_base: BASE,
+        open_max: MAX,
+        failure_threshold: THRESHOLD,
+        jitter: 0.0,
+        healthy_after: HEALTHY,
+    }
+}
+
+fn secs(s: u64) -> Duration {
+    Duration::from_secs(s)
+}
+
+/// A machine plus a clock the test moves by hand.
+struct Rig {
+    machine: Machine,
+    now: Instant,
+    policy: BreakerPolicy,
+}
+
+impl Rig {
+    fn new() -> Self {
+        let now = Instant::now();
+        Self {
+            machine: Machine::new(now),
+            now,
+            policy: policy(),
+        }
+    }
+
+    fn advance(&mut self, by: Duration) {
+        self.now += by;
+    }
+
+    fn admit(&mut self) -> Admission {
+        self.machine.admit(self.now)
+    }
+
+    /// One admitted call that reports `signal`.
+    fn call(&mut self, signal: Signal) -> Transition {
+        let Admission::Admitted { probe } = self.admit() else {
+            panic!("the call was rejected");
+        };
+        self.machine.record(self.now, signal, probe, &self.policy)
+    }
+
+    fn state(&self) -> BreakerState {
+        self.machine.state_at(self.now)
+    }
+
+    fn snapshot(&self) -> Snapshot {
+        self.machine.snapshot(self.now)
+    }
+}
+
+#[test]
+fn transient_failures_trip_only_at_the_threshold() {
+    let mut rig = Rig::new();
+    for _ in 1..THRESHOLD {
+        assert_eq!(rig.call(Signal::Transient), Transition::None);
+    }
+    assert_eq!(rig.state(), BreakerState::Closed);
+    assert_eq!(
+        rig.call(Signal::Transient),
+        Transition::Tripped(TripReason::Transient)
+    );
+    assert_eq!(rig.state(), BreakerState::Open);
+    assert_eq!(rig.admit(), Admission::Rejected);
+}
+
+#[test]
+fn a_stop_signal_trips_at_once() {
+    let mut rig = Rig::new();
+    assert_eq!(
+        rig.call(Signal::stop(TripReason::Captcha)),
+        Transition::Tripped(TripReason::Captcha)
+    );
+    assert_eq!(rig.snapshot().reason, Some(TripReason::Captcha));
+    assert_eq!(rig.snapshot().open_for, Some(BASE));
+}
+
+#[test]
+fn a_success_between_transient_failures_resets_the_run() {
+    let mut rig = Rig::new();
+    for _ in 1..THRESHOLD {
+        rig.call(Signal::Transient);
+    }
+    rig.call(Signal::Success);
+    assert_eq!(rig.snapshot().consecutive_failures, 0);
+    for _ in 1..THRESHOLD {
+        rig.call(Signal::Transient);
+    }
+    assert_eq!(rig.state(), BreakerState::Closed);
+    rig.call(Signal::Transient);
+    assert_eq!(rig.state(), BreakerState::Open);
+}
+
+#[test]
+fn neutral_signals_neither_count_nor_reset_the_run() {
+    let mut rig = Rig::new();
+    for _ in 1..THRESHOLD {
+        rig.call(Signal::Transient);
+    }
+    for _ in 0..100 {
+        rig.call(Signal::Neutral);
+    }
+    assert_eq!(rig.snapshot().consecutive_failures, THRESHOLD - 1);
+    rig.call(Signal::Transient);
+    assert_eq!(rig.state(), BreakerState::Open);
+}
+
+#[test]
+fn the_open_period_doubles_per_failed_probe_up_to_the_cap() {
+    let mut rig = Rig::new();
+    rig.call(Signal::stop(TripReason::RateLimited));
+    for expected in [10, 20, 40, 80, 80, 80].map(secs) {
+        assert_eq!(rig.snapshot().open_for, Some(expected));
+        rig.advance(expected - Duration::from_millis(1));
+        assert_eq!(
+            rig.admit(),
+            Admission::Rejected,
+            "still open before {expected:?}"
+        );
+        rig.advance(Duration::from_millis(1));
+        assert_eq!(rig.state(), BreakerState::HalfOpen);
+        rig.call(Signal::Transient);
+    }
+    assert_eq!(rig.snapshot().trips, 7);
+}
+
+#[test]
+fn the_server_hint_wins_when_longer() {
+    let mut rig = Rig::new();
+    rig.call(Signal::Stop {
+        reason: TripReason::Quota,
+        retry_after: Some(secs(45)),
+    });
+    assert_eq!(rig.snapshot().open_for, Some(secs(45)));
+}
+
+#[test]
+fn an_absurd_hint_saturates_and_still_parks() {
+    let mut rig = Rig::new();
+    rig.call(Signal::Stop {
+        reason: TripReason::Quota,
+        retry_after: Some(Duration::MAX),
+    });
+    assert!(rig
+        .snapshot()
+        .open_for
+        .is_some_and(|d| d > secs(30 * 86_400)));
+}
+
+#[test]
+fn a_later_hint_while_open_extends_the_period_without_a_new_trip() {
+    let mut rig = Rig::new();
+    rig.call(Signal::stop(TripReason::RateLimited));
+    let hint = Signal::Stop {
+        reason: TripReason::RateLimited,
+        retry_after: Some(secs(60)),
+    };
+    assert_eq!(
+        rig.machine.record(rig.now, hint, false, &rig.policy),
+        Transition::None
+    );
+    rig.machine.record(
+        rig.now,
+        Signal::stop(TripReason::RateLimited),
+        false,
+        &rig.policy,
+    );
+    rig.machine
+        .record(rig.now, Signal::Success, false, &rig.policy);
+    let snapshot = rig.snapshot();
+    assert_eq!(snapshot.state, BreakerState::Open);
+    assert_eq!(snapshot.open_for, Some(secs(60)));
+    assert_eq!(snapshot.trips, 1);
+}
+
+#[test]
+fn exactly_one_probe_is_admitted_and_its_success_is_a_recovery() {
+    let mut rig = Rig::new();
+    rig.call(Signal::stop(TripReason::Auth));
+    rig.advance(BASE);
+    assert_eq!(rig.admit(), Admission::Admitted { probe: true });
+    assert_eq!(rig.admit(), Admission::Rejected, "one probe at a time");
+    assert_eq!(
+        rig.machine
+            .record(rig.now, Signal::Success, true, &rig.policy),
+        Transition::Recovered
+    );
+    assert_eq!(rig.state(), BreakerState::Closed);
+    assert_eq!(rig.snapshot().reason, None);
+    assert_eq!(rig.admit(), Admission::Admitted { probe: false });
+}
+
+#[test]
+fn a_failed_probe_reopens_for_longer_with_its_own_reason() {
+    for (failure, reason) in [
+        (Signal::Transient, TripReason::Transient),
+        (
+            Signal::stop(TripReason::RateLimited),
+            TripReason::RateLimited,
+        ),
+    ] {
+        let mut rig = Rig::new();
+        rig.call(Signal::stop(TripReason::AccessDenied));
+        rig.advance(BASE);
+        assert_eq!(rig.call(failure), Transition::Tripped(reason));
+        let snapshot = rig.snapshot();
+        assert_eq!(snapshot.open_for, Some(2 * BASE), "{failure:?}");
+        assert_eq!(snapshot.reason, Some(reason));
+        assert_eq!(snapshot.trips, 2);
+    }
+}
+
+#[test]
+fn a_released_or_neutral_probe_frees_the_slot_and_records_nothing() {
+    let mut rig = Rig::new();
+    rig.call(Signal::stop(TripReason::Quota));
+    rig.advance(BASE);
+    assert_eq!(rig.admit(), Admission::Admitted { probe: true });
+    rig.machine.release_probe();
+    assert_eq!(
+        rig.admit(),
+        Admission::Admitted { probe: true },
+        "the slot was freed"
+    );
+    assert_eq!(
+        rig.machine
+            .record(rig.now, Signal::Neutral, true, &rig.policy),
+        Transition::None
+    );
+    assert_eq!(
+        rig.admit(),
+        Admission::Admitted { probe: true },
+        "a neutral probe frees it too"
+    );
+    assert_eq!(rig.state(), BreakerState::HalfOpen);
+    assert_eq!(rig.snapshot().trips, 1);
+}
+
+#[test]
+fn a_call_admitted_before_the_trip_does_not_close_the_breaker() {
+    let mut rig = Rig::new();
+    let Admission::Admitted { probe: straggler } = rig.admit() else {
+        panic!("closed admits");
+    };
+    rig.call(Signal::stop(TripReason::RateLimited));
+    rig.advance(BASE);
+    assert_eq!(rig.admit(), Admission::Admitted { probe: true });
+    rig.machine
+        .record(rig.now, Signal::Success, straggler, &rig.policy);
+    assert_eq!(rig.state(), BreakerState::HalfOpen);
+    assert_eq!(rig.admit(), Admission::Rejected, "the probe is still out");
+    rig.machine
+        .record(rig.now, Signal::Success, true, &rig.policy);
+    assert_eq!(rig.state(), BreakerState::Closed);
+}
+
+#[test]
+fn growth_resets_after_a_healthy_spell() {
+    let mut rig = Rig::new();
+    let trip = |rig: &mut Rig| {
+        rig.call(Signal::stop(TripReason::RateLimited));
+        rig.snapshot().open_for
+    };
+    assert_eq!(trip(&mut rig), Some(secs(10)));
+    rig.advance(secs(10));
+    rig.call(Signal::Success);
+    rig.advance(HEALTHY - secs(1));
+    assert_eq!(trip(&mut rig), Some(secs(20)), "flapping: the period grows");
+    rig.advance(secs(20));
+    rig.call(Signal::Success);
+    rig.advance(HEALTHY);
+    assert_eq!(trip(&mut rig), Some(secs(10)));
+}
+
+#[test]
+fn a_pause_parks_for_exactly_its_period_without_a_trip_or_recovery() {
+    let mut rig = Rig::new();
+    rig.machine.pause(rig.now, TripReason::RateLimited, secs(1));
+    assert_eq!(rig.admit(), Admission::Rejected);
+    rig.advance(Duration::from_millis(1001));
+    assert_eq!(
+        rig.call(Signal::Success),
+        Transition::None,
+        "not a recovery"
+    );
+    assert_eq!(rig.state(), BreakerState::Closed);
+    assert_eq!(rig.snapshot().trips, 0);
+}

@@ -1,0 +1,238 @@
+//! Circuit breakers: one per premium provider and one per SearXNG engine (plus the SearXNG
+//! cooldown, a breaker of its own kind), so an upstream that told us to stop, or keeps failing, is
+//! left alone for a while instead of being hammered.
+//!
+//! - [`signal`]: the vocabulary — what a call tells a breaker, why a breaker trips.
+//! - [`policy`]: how long a tripped breaker stays open.
+//! - [`machine`]: the state machine itself, pure (every method takes `now`).
+//! - this file: [`Breaker`], the shared handle that locks the machine, hands out [`Permit`]s and
+//!   publishes each transition to the metrics and the log.
+//! - [`board`]: every breaker of the process, keyed by [`BreakerKind`] and name.
+//!
+//! Time comes from `tokio::time`, so the pipeline's tests drive it with a paused clock.
+
+mod board;
+mod machine;
+mod policy;
+mod signal;
+
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use tokio::time::Instant;
+
+pub(crate) use board::{BreakerBoard, BreakerKind};
+pub(crate) use machine::{BreakerState, Snapshot};
+pub(crate) use policy::BreakerPolicy;
+pub(crate) use signal::{Signal, TripReason};
+
+use crate::metrics::labels::{BreakerLabels, TripLabels};
+use crate::metrics::Metrics;
+use machine::{Admission, Machine, Transition};
+
+/// One upstream's breaker. Shared as `Arc<Breaker>`; obtained from [`BreakerBoard::get`] (or
+/// built alone for the SearXNG cooldown).
+pub(crate) struct Breaker {
+    kind: BreakerKind,
+    name: String,
+    policy: BreakerPolicy,
+    machine: Mutex<Machine>,
+    series: Series,
+}
+
+/// The breaker's metric handles, resolved once for its labels.
+struct Series {
+    state: Gauge,
+    rejections: Counter,
+    recoveries: Counter,
+    // Resolved per trip: trips are rare, and eager series would multiply by every engine.
+    trips: Family<TripLabels, Counter>,
+}
+
+impl Breaker {
+    /// A closed breaker named `name` in the `kind` namespace.
+    pub(crate) fn new(
+        kind: BreakerKind,
+        name: &str,
+        policy: BreakerPolicy,
+        metrics: &Metrics,
+    ) -> Self {
+        let labels = BreakerLabels {
+            engine: name.to_owned(),
+            kind,
+        };
+        let series = Series {
+            state: metrics.breaker_state.get_or_create(&labels).clone(),
+            rejections: metrics.breaker_rejections.get_or_create(&labels).clone(),
+            recoveries: metrics.breaker_recoveries.get_or_create(&labels).clone(),
+            trips: metrics.breaker_trips.clone(),
+        };
+        series.state.set(BreakerState::Closed.as_gauge());
+        Self {
+            kind,
+            name: name.to_owned(),
+            policy,
+            machine: Mutex::new(Machine::new(Instant::now())),
+            series,
+        }
+    }
+
+    /// Which namespace this breaker belongs to.
+    pub(crate) fn kind(&self) -> BreakerKind {
+        self.kind
+    }
+
+    /// The provider or engine name.
+    pub(crate) fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The state now, without admitting anything.
+    pub(crate) fn state(&self) -> BreakerState {
+        self.lock().state_at(Instant::now())
+    }
+
+    /// The state, reason and counters now.
+    pub(crate) fn snapshot(&self) -> Snapshot {
+        self.lock().snapshot(Instant::now())
+    }
+
+    /// Asks to make one call. `None` means rejected (counted in `circuit_breaker_rejections_total`):
+    /// the breaker is open, or half-open with its one probe already out. Call this only when the
+    /// call would really be made, so the rejection count means what it says.
+    #[must_use = "a permit admits a call; report its outcome with `Permit::record`"]
+    pub(crate) fn admit(self: &Arc<Self>) -> Option<Permit> {
+        let now = Instant::now();
+        let mut machine = self.lock();
+        match machine.admit(now) {
+            Admission::Rejected => {
+                self.series.rejections.inc();
+                None
+            }
+            Admission::Admitted { probe } => {
+                self.publish(&machine, now);
+                Some(Permit {
+                    breaker: Arc::clone(self),
+                    is_probe: probe,
+                })
+            }
+        }
+    }
+
+    /// Records a signal not tied to a permit, e.g. a provider whose successful answer says its
+    /// quota is spent. A success here never closes an open breaker: only the probe does.
+    pub(crate) fn record(&self, signal: Signal) {
+        self.apply(signal, false);
+    }
+
+    /// Parks the upstream for exactly `period` without a trip (see [`Machine::pause`]).
+    pub(crate) fn pause(&self, reason: TripReason, period: Duration) {
+        let now = Instant::now();
+        let mut machine = self.lock();
+        machine.pause(now, reason, period);
+        self.publish(&machine, now);
+    }
+
+    /// Sets the state gauge from the state now, so an elapsed open period shows as half-open.
+    pub(crate) fn refresh_metrics(&self) {
+        let now = Instant::now();
+        let machine = self.lock();
+        self.publish(&machine, now);
+    }
+
+    fn apply(&self, signal: Signal, from_probe: bool) {
+        let now = Instant::now();
+        let mut machine = self.lock();
+        let transition = machine.record(now, signal, from_probe, &self.policy);
+        match transition {
+            Transition::None => {}
+            Transition::Tripped(reason) => {
+                self.series
+                    .trips
+                    .get_or_create(&TripLabels {
+                        engine: self.name.clone(),
+                        kind: self.kind,
+                        reason,
+                    })
+                    .inc();
+                let snapshot = machine.snapshot(now);
+                tracing::warn!(
+                    kind = self.kind.as_str(),
+                    name = %self.name,
+                    reason = reason.as_str(),
+                    open_for_s = snapshot.open_for.map_or(0, |d| d.as_secs()),
+                    trips = snapshot.trips,
+                    "circuit breaker opened"
+                );
+            }
+            Transition::Recovered => {
+                self.series.recoveries.inc();
+                tracing::info!(kind = self.kind.as_str(), name = %self.name, "circuit breaker closed");
+            }
+        }
+        self.publish(&machine, now);
+    }
+
+    fn release_probe(&self) {
+        let now = Instant::now();
+        let mut machine = self.lock();
+        machine.release_probe();
+        self.publish(&machine, now);
+    }
+
+    /// Called with the lock held, so concurrent transitions reach the gauge in the same order.
+    fn publish(&self, machine: &Machine, now: Instant) {
+        self.series.state.set(machine.state_at(now).as_gauge());
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Machine> {
+        // Every critical section leaves the machine consistent, so a poisoned lock is still usable.
+        self.machine.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+impl std::fmt::Debug for Breaker {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Breaker")
+            .field("kind", &self.kind)
+            .field("name", &self.name)
+            .field("machine", &*self.lock())
+            .finish()
+    }
+}
+
+/// Leave to make one call through a breaker. Report the outcome with [`Permit::record`];
+/// dropping it unrecorded (a cancelled call) records nothing and frees the probe slot.
+#[derive(Debug)]
+pub(crate) struct Permit {
+    breaker: Arc<Breaker>,
+    is_probe: bool,
+}
+
+impl Permit {
+    /// This call is the half-open probe: its outcome decides whether the breaker closes.
+    #[cfg(test)]
+    pub(crate) fn is_probe(&self) -> bool {
+        self.is_probe
+    }
+
+    /// Reports the call's outcome. `Neutral` on a probe just frees the slot for the next caller.
+    pub(crate) fn record(mut self, signal: Signal) {
+        let from_probe = std::mem::take(&mut self.is_probe);
+        self.breaker.apply(signal, from_probe);
+    }
+}
+
+impl Drop for Permit {
+    fn drop(&mut self) {
+        if self.is_probe {
+            self.breaker.release_probe();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

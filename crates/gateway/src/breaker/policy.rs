@@ -1,0 +1,107 @@
+//! How long a tripped breaker stays open: the first open period, its doubling per consecutive
+//! trip up to a cap, random jitter so breakers tripped together do not probe together, and when a
+//! closed breaker counts as healthy again. Pure arithmetic, tested without a clock.
+
+use std::time::Duration;
+
+/// How breakers trip and how long they stay open. Shared by every breaker of a board.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct BreakerPolicy {
+    /// Open period of the first trip (`BREAKER_OPEN_SECONDS`).
+    pub(crate) open_base: Duration,
+    /// Cap of the doubling open period (`BREAKER_MAX_OPEN_SECONDS`); a server hint may exceed it.
+    pub(crate) open_max: Duration,
+    /// Transient failures in a row that trip (`BREAKER_FAILURE_THRESHOLD`); 0 behaves as 1.
+    pub(crate) failure_threshold: u32,
+    /// Fraction (0..=1) of the backoff added at random. 0 disables jitter (tests).
+    pub(crate) jitter: f64,
+    /// After this long continuously closed, the next trip starts again from `open_base`.
+    pub(crate) healthy_after: Duration,
+}
+
+impl BreakerPolicy {
+    /// How long a breaker stays open after its `consecutive_trips`-th trip in a row, given the
+    /// server's own hint. The hint is not capped: a quota that resets in a month keeps the provider
+    /// parked for a month.
+    pub(crate) fn open_period(&self, consecutive_trips: u32, hint: Option<Duration>) -> Duration {
+        let doublings = consecutive_trips.saturating_sub(1).min(31);
+        let backoff = self
+            .open_base
+            .checked_mul(1 << doublings)
+            .map_or(self.open_max, |d| d.min(self.open_max));
+        let backoff = backoff.saturating_add(self.jitter_for(backoff));
+        hint.map_or(backoff, |hint| hint.max(backoff))
+    }
+
+    /// The transient failures in a row that trip.
+    pub(crate) fn threshold(&self) -> u32 {
+        self.failure_threshold.max(1)
+    }
+
+    fn jitter_for(&self, backoff: Duration) -> Duration {
+        if self.jitter.is_nan() || self.jitter <= 0.0 {
+            return Duration::ZERO;
+        }
+        let fraction = self.jitter.min(1.0) * rand::random::<f64>();
+        Duration::try_from_secs_f64(backoff.as_secs_f64() * fraction).unwrap_or(Duration::ZERO)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn policy(jitter: f64) -> BreakerPolicy {
+        BreakerPolicy {
+            open_base: Duration::from_secs(10),
+            open_max: Duration::from_secs(80),
+            failure_threshold: 3,
+            jitter,
+            healthy_after: Duration::from_secs(600),
+        }
+    }
+
+    #[test]
+    fn the_period_doubles_per_consecutive_trip_up_to_the_cap() {
+        let periods: Vec<u64> = (1..=6)
+            .map(|n| policy(0.0).open_period(n, None).as_secs())
+            .collect();
+        assert_eq!(periods, [10, 20, 40, 80, 80, 80]);
+        assert_eq!(
+            policy(0.0).open_period(u32::MAX, None),
+            Duration::from_secs(80)
+        );
+    }
+
+    #[test]
+    fn a_longer_server_hint_wins_and_is_not_capped() {
+        let p = policy(0.0);
+        assert_eq!(
+            p.open_period(1, Some(Duration::from_secs(5))),
+            Duration::from_secs(10)
+        );
+        let month = Duration::from_secs(30 * 86_400);
+        assert_eq!(p.open_period(1, Some(month)), month);
+        assert_eq!(p.open_period(1, Some(Duration::MAX)), Duration::MAX);
+    }
+
+    #[test]
+    fn jitter_adds_at_most_its_fraction() {
+        for _ in 0..50 {
+            let period = policy(0.5).open_period(1, None);
+            assert!(
+                (Duration::from_secs(10)..=Duration::from_secs(15)).contains(&period),
+                "{period:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_zero_threshold_behaves_as_one() {
+        let p = BreakerPolicy {
+            failure_threshold: 0,
+            ..policy(0.0)
+        };
+        assert_eq!(p.threshold(), 1);
+    }
+}

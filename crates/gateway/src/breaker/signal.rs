@@ -1,0 +1,66 @@
+//! The breaker's vocabulary: what a call tells a breaker ([`Signal`]) and why a breaker trips
+//! ([`TripReason`]). Which upstream fact becomes which signal is the pipeline's decision
+//! (`pipeline::breaker_signals`); the breaker only reacts.
+
+use std::time::Duration;
+
+/// Why a breaker tripped: the `reason` label of `circuit_breaker_trips_total`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum TripReason {
+    /// HTTP 429 or SearXNG's "too many requests".
+    RateLimited,
+    /// HTTP 403, a firewall, or SearXNG's "access denied" / "blocked".
+    AccessDenied,
+    /// SearXNG reported the engine hit a CAPTCHA.
+    Captcha,
+    /// Bad, missing or revoked API key.
+    Auth,
+    /// Credits or monthly quota exhausted.
+    Quota,
+    /// `failure_threshold` transient failures in a row, or a failed half-open probe.
+    Transient,
+}
+
+impl TripReason {
+    /// The metric label value.
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            Self::RateLimited => "rate_limited",
+            Self::AccessDenied => "access_denied",
+            Self::Captcha => "captcha",
+            Self::Auth => "auth",
+            Self::Quota => "quota",
+            Self::Transient => "transient",
+        }
+    }
+}
+
+/// What one call tells the breaker about its upstream.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Signal {
+    /// The upstream answered properly.
+    Success,
+    /// The upstream told us to stop: trip at once, for at least `retry_after` if it said so.
+    Stop {
+        /// The closed-set reason, used as the trip metric label.
+        reason: TripReason,
+        /// The server's hint on when to come back (`Retry-After`, a rate-limit window reset).
+        retry_after: Option<Duration>,
+    },
+    /// A failure that may pass (5xx, timeout, connection error, schema drift): trips only when
+    /// `failure_threshold` arrive in a row.
+    Transient,
+    /// Says nothing about the upstream's health (our own malformed request, a cancelled call).
+    Neutral,
+}
+
+impl Signal {
+    /// A stop signal without a server hint.
+    pub(crate) fn stop(reason: TripReason) -> Self {
+        Self::Stop {
+            reason,
+            retry_after: None,
+        }
+    }
+}

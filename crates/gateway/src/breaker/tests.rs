@@ -1,0 +1,199 @@
+//! The shared handle: permits, metrics and the board. The rules themselves are tested in
+//! `machine/tests.rs`.
+
+#![allow(clippy::unwrap_used)]
+
+use super::*;
+
+const BASE: Duration = Duration::from_secs(10);
+
+fn policy() -> BreakerPolicy {
+    BreakerPolicy {
+        open_base: BASE,
+        open_max: Duration::from_secs(80),
+        failure_threshold: 3,
+        jitter: 0.0,
+        healthy_after: Duration::from_secs(600),
+    }
+}
+
+fn board() -> (BreakerBoard, Metrics) {
+    let metrics = Metrics::new();
+    (BreakerBoard::new(policy(), metrics.clone()), metrics)
+}
+
+fn gauge(metrics: &Metrics, kind: &str, name: &str) -> Option<f64> {
+    metrics.sample("circuit_breaker_state", &[("engine", name), ("kind", kind)])
+}
+
+fn trips(metrics: &Metrics, kind: &str, name: &str, reason: &str) -> Option<f64> {
+    metrics.sample(
+        "circuit_breaker_trips_total",
+        &[("engine", name), ("kind", kind), ("reason", reason)],
+    )
+}
+
+#[tokio::test(start_paused = true)]
+async fn transitions_reach_the_state_gauge_trips_and_recoveries() {
+    let (board, metrics) = board();
+    let breaker = board.get(BreakerKind::Provider, "brave");
+    assert_eq!(gauge(&metrics, "provider", "brave"), Some(0.0));
+
+    breaker
+        .admit()
+        .unwrap()
+        .record(Signal::stop(TripReason::RateLimited));
+    assert_eq!(gauge(&metrics, "provider", "brave"), Some(2.0));
+    assert_eq!(
+        trips(&metrics, "provider", "brave", "rate_limited"),
+        Some(1.0)
+    );
+    assert!(breaker.admit().is_none());
+    assert_eq!(
+        metrics.sample(
+            "circuit_breaker_rejections_total",
+            &[("engine", "brave"), ("kind", "provider")]
+        ),
+        Some(1.0)
+    );
+
+    tokio::time::advance(BASE).await;
+    board.refresh_metrics();
+    assert_eq!(
+        gauge(&metrics, "provider", "brave"),
+        Some(1.0),
+        "half-open once the period elapsed"
+    );
+
+    let probe = breaker.admit().unwrap();
+    assert!(probe.is_probe());
+    probe.record(Signal::Success);
+    assert_eq!(gauge(&metrics, "provider", "brave"), Some(0.0));
+    assert_eq!(
+        metrics.sample(
+            "circuit_breaker_recovery_total",
+            &[("engine", "brave"), ("kind", "provider")]
+        ),
+        Some(1.0)
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_dropped_probe_permit_frees_the_slot() {
+    let (board, _) = board();
+    let breaker = board.get(BreakerKind::Engine, "google");
+    breaker.record(Signal::stop(TripReason::Captcha));
+    tokio::time::advance(BASE).await;
+    let cancelled = breaker.admit().unwrap();
+    assert!(breaker.admit().is_none());
+    drop(cancelled);
+    assert!(
+        breaker.admit().unwrap().is_probe(),
+        "the next caller probes"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_pause_is_neither_a_trip_nor_a_recovery() {
+    let (board, metrics) = board();
+    let brave = board.get(BreakerKind::Provider, "brave");
+    brave.pause(TripReason::RateLimited, Duration::from_secs(1));
+    assert!(brave.admit().is_none());
+    tokio::time::advance(Duration::from_millis(1001)).await;
+    brave.admit().unwrap().record(Signal::Success);
+    assert_eq!(brave.state(), BreakerState::Closed);
+    assert_eq!(trips(&metrics, "provider", "brave", "rate_limited"), None);
+    assert_eq!(
+        metrics.sample(
+            "circuit_breaker_recovery_total",
+            &[("engine", "brave"), ("kind", "provider")]
+        ),
+        Some(0.0)
+    );
+}
+
+/// Real threads racing on one lock: a paused clock's single thread could not show a race.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn exactly_one_probe_is_admitted_among_many_concurrent_callers() {
+    const CALLERS: usize = 50;
+    // A zero open period makes the breaker half-open the moment it trips.
+    let board = BreakerBoard::new(
+        BreakerPolicy {
+            open_base: Duration::ZERO,
+            ..policy()
+        },
+        Metrics::new(),
+    );
+    let breaker = board.get(BreakerKind::Provider, "test");
+    breaker.record(Signal::stop(TripReason::RateLimited));
+    assert_eq!(breaker.state(), BreakerState::HalfOpen);
+
+    let start = Arc::new(tokio::sync::Barrier::new(CALLERS));
+    let all_admitted = Arc::new(tokio::sync::Barrier::new(CALLERS));
+    let tasks: Vec<_> = (0..CALLERS)
+        .map(|_| {
+            let (breaker, start, all_admitted) =
+                (Arc::clone(&breaker), start.clone(), all_admitted.clone());
+            tokio::spawn(async move {
+                start.wait().await;
+                let permit = breaker.admit();
+                // Hold every permit until all have asked, so a probe cannot be freed early.
+                all_admitted.wait().await;
+                permit.map(|p| p.is_probe())
+            })
+        })
+        .collect();
+    let mut admitted = Vec::new();
+    for task in tasks {
+        admitted.extend(task.await.unwrap());
+    }
+    assert_eq!(admitted, vec![true]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_engine_and_a_provider_with_the_same_name_are_separate_breakers_and_series() {
+    let (board, metrics) = board();
+    let engine = board.get(BreakerKind::Engine, "brave");
+    let provider = board.get(BreakerKind::Provider, "brave");
+    assert!(!Arc::ptr_eq(&engine, &provider));
+    assert!(Arc::ptr_eq(
+        &engine,
+        &board.get(BreakerKind::Engine, "brave")
+    ));
+
+    engine.record(Signal::stop(TripReason::Captcha));
+
+    assert_eq!(engine.state(), BreakerState::Open);
+    assert_eq!(provider.state(), BreakerState::Closed);
+    assert_eq!(gauge(&metrics, "engine", "brave"), Some(2.0));
+    assert_eq!(gauge(&metrics, "provider", "brave"), Some(0.0));
+    assert_eq!(trips(&metrics, "engine", "brave", "captcha"), Some(1.0));
+    assert_eq!(trips(&metrics, "provider", "brave", "captcha"), None);
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_board_lists_providers_before_engines_each_sorted_by_name() {
+    let (board, _) = board();
+    for (kind, name) in [
+        (BreakerKind::Engine, "wikipedia"),
+        (BreakerKind::Provider, "tavily"),
+        (BreakerKind::Engine, "bing"),
+        (BreakerKind::Provider, "brave"),
+    ] {
+        board.get(kind, name);
+    }
+    let listed: Vec<(BreakerKind, String)> = board
+        .all()
+        .iter()
+        .map(|b| (b.kind(), b.name().to_owned()))
+        .collect();
+    assert_eq!(
+        listed,
+        [
+            (BreakerKind::Provider, "brave".to_owned()),
+            (BreakerKind::Provider, "tavily".to_owned()),
+            (BreakerKind::Engine, "bing".to_owned()),
+            (BreakerKind::Engine, "wikipedia".to_owned()),
+        ]
+    );
+}

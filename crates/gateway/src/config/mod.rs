@@ -1,0 +1,317 @@
+//! Environment → typed, validated [`Config`]. [`variables`] lists every variable once, with its
+//! default and meaning (which also feed `--help`, `--config-table` and the README table);
+//! [`parse`] reads and checks one value. A value that does not parse, is out of range, or names an
+//! unknown provider is a [`ConfigError`] naming the variable — nothing falls back to a default
+//! silently. Provider settings are built here but belong to [`crate::providers`].
+
+mod parse;
+pub mod variables;
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use url::Url;
+
+use crate::providers::{ApiKey, ProviderKind, ProviderSettings};
+use parse::Env;
+
+/// A configuration problem: which variable, and what is wrong with it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("invalid {variable}={value:?}: {problem}")]
+pub struct ConfigError {
+    /// The variable at fault.
+    pub variable: String,
+    /// The value found (never an API key's: those are only checked for presence).
+    pub value: String,
+    /// What is wrong.
+    pub problem: String,
+}
+
+impl ConfigError {
+    fn new(variable: &str, value: &str, problem: impl Into<String>) -> Self {
+        Self {
+            variable: variable.to_owned(),
+            value: value.to_owned(),
+            problem: problem.into(),
+        }
+    }
+}
+
+/// `LOG_LEVEL`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LogLevel {
+    /// Errors only.
+    Error,
+    /// Warnings and errors.
+    Warn,
+    /// The default: one line per request plus lifecycle events.
+    Info,
+    /// Upstream decisions in detail.
+    Debug,
+    /// Everything.
+    Trace,
+}
+
+impl LogLevel {
+    /// The `tracing` filter directive.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Error => "error",
+            Self::Warn => "warn",
+            Self::Info => "info",
+            Self::Debug => "debug",
+            Self::Trace => "trace",
+        }
+    }
+
+    /// Reads `LOG_LEVEL` (case-insensitive; `warning` is `warn`).
+    pub fn parse(raw: &str) -> Option<Self> {
+        match raw.trim().to_ascii_lowercase().as_str() {
+            "error" => Some(Self::Error),
+            "warn" | "warning" => Some(Self::Warn),
+            "info" => Some(Self::Info),
+            "debug" => Some(Self::Debug),
+            "trace" => Some(Self::Trace),
+            _ => None,
+        }
+    }
+}
+
+/// `SEARXNG_SLOW_SECONDS`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) enum SlowThreshold {
+    /// Twice SearXNG's recent p95, at least 1 s, at most half the budget.
+    Auto,
+    /// A fixed wait.
+    Fixed(Duration),
+}
+
+/// Routes the gateway serves itself; `METRICS_PATH` must not be one of them.
+const RESERVED_PATHS: &[&str] = &["/search", "/healthz", "/readyz", "/status", "/"];
+
+/// The whole validated configuration.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Config {
+    pub(crate) listen_addr: SocketAddr,
+    /// `SEARXNG_BACKEND_URL`, without a trailing slash in its path.
+    pub(crate) searxng_url: Url,
+    /// `FALLBACK_PROVIDERS`, in preference order.
+    pub(crate) fallback_providers: Vec<ProviderKind>,
+    pub(crate) t1_premium_count: usize,
+    pub(crate) sufficient_min_results: usize,
+    /// `FALLBACK_TIMEOUT_SECONDS`: the hard request budget.
+    pub(crate) request_budget: Duration,
+    pub(crate) searxng_timeout: Duration,
+    pub(crate) searxng_fail_threshold: u32,
+    pub(crate) searxng_fail_cooldown: Duration,
+    pub(crate) searxng_slow: SlowThreshold,
+    pub(crate) cache_size: usize,
+    pub(crate) cache_ttl: Duration,
+    pub(crate) log_level: LogLevel,
+    pub(crate) metrics_path: String,
+    pub(crate) max_query_bytes: usize,
+    /// Every provider (active or not), in `ProviderKind::ALL` order.
+    pub(crate) providers: Vec<ProviderSettings>,
+    pub(crate) breaker_open: Duration,
+    pub(crate) breaker_max_open: Duration,
+    pub(crate) breaker_failure_threshold: u32,
+}
+
+impl Config {
+    /// Reads the process environment.
+    pub fn from_env() -> Result<Self, ConfigError> {
+        Self::from_lookup(&|name| std::env::var(name).ok())
+    }
+
+    /// Reads configuration through `lookup` (tests pass a map; nothing touches the process
+    /// environment).
+    pub fn from_lookup(lookup: &dyn Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
+        Self::read(&Env::new(lookup))
+    }
+
+    fn read(env: &Env<'_>) -> Result<Self, ConfigError> {
+        let listen_addr = env.listen_addr("LISTEN_ADDR")?;
+
+        let mut searxng_url = env.url("SEARXNG_BACKEND_URL")?;
+        let trimmed = searxng_url.path().trim_end_matches('/').to_owned();
+        searxng_url.set_path(&trimmed);
+
+        let fallback_providers = fallback_providers(env)?;
+        let sufficient_min_results = env.integer("SUFFICIENT_MIN_RESULTS", 0usize, 1000)?;
+        let request_budget = env.seconds("FALLBACK_TIMEOUT_SECONDS")?;
+        let searxng_timeout = env.seconds("SEARXNG_TIMEOUT_SECONDS")?;
+        let searxng_fail_threshold = env.integer("SEARXNG_FAIL_THRESHOLD", 1u32, 10_000)?;
+        let searxng_fail_cooldown = env.seconds("SEARXNG_FAIL_COOLDOWN_SECONDS")?;
+        let searxng_slow = match env.value("SEARXNG_SLOW_SECONDS") {
+            Some(raw) if raw.text.eq_ignore_ascii_case("auto") => SlowThreshold::Auto,
+            Some(raw) => SlowThreshold::Fixed(parse::seconds(&raw)?),
+            None => SlowThreshold::Auto,
+        };
+        let cache_size = env.integer("CACHE_SIZE", 0usize, 10_000_000)?;
+        let cache_ttl = env.seconds("CACHE_TTL_SECONDS")?;
+        let log_level = match env.value("LOG_LEVEL") {
+            Some(raw) => LogLevel::parse(&raw.text)
+                .ok_or_else(|| raw.error("must be one of error, warn, info, debug, trace"))?,
+            None => LogLevel::Info,
+        };
+        let metrics_path = metrics_path(env)?;
+        let max_query_bytes = env.integer("MAX_QUERY_BYTES", 1usize, 65_536)?;
+        let providers = provider_settings(env)?;
+
+        let breaker_open = env.seconds("BREAKER_OPEN_SECONDS")?;
+        let breaker_max_open = env.seconds("BREAKER_MAX_OPEN_SECONDS")?;
+        if breaker_max_open < breaker_open {
+            return Err(ConfigError::new(
+                "BREAKER_MAX_OPEN_SECONDS",
+                &format!("{}", breaker_max_open.as_secs_f64()),
+                "must not be smaller than BREAKER_OPEN_SECONDS",
+            ));
+        }
+        let breaker_failure_threshold = env.integer("BREAKER_FAILURE_THRESHOLD", 1u32, 10_000)?;
+
+        let config = Self {
+            listen_addr,
+            searxng_url,
+            fallback_providers,
+            t1_premium_count: 0,
+            sufficient_min_results,
+            request_budget,
+            searxng_timeout,
+            searxng_fail_threshold,
+            searxng_fail_cooldown,
+            searxng_slow,
+            cache_size,
+            cache_ttl,
+            log_level,
+            metrics_path,
+            max_query_bytes,
+            providers,
+            breaker_open,
+            breaker_max_open,
+            breaker_failure_threshold,
+        };
+        let t1_premium_count = t1_premium_count(env, &config.active_providers())?;
+        Ok(Self {
+            t1_premium_count,
+            ..config
+        })
+    }
+
+    /// `LISTEN_ADDR`.
+    pub fn listen_addr(&self) -> SocketAddr {
+        self.listen_addr
+    }
+
+    /// `METRICS_PATH`.
+    pub fn metrics_path(&self) -> &str {
+        &self.metrics_path
+    }
+
+    /// `LOG_LEVEL`.
+    pub fn log_level(&self) -> LogLevel {
+        self.log_level
+    }
+
+    /// The provider settings for `kind`.
+    pub(crate) fn provider(&self, kind: ProviderKind) -> Option<&ProviderSettings> {
+        self.providers.iter().find(|p| p.kind == kind)
+    }
+
+    /// Providers in `FALLBACK_PROVIDERS` order that have a key.
+    pub(crate) fn active_providers(&self) -> Vec<ProviderKind> {
+        self.fallback_providers
+            .iter()
+            .copied()
+            .filter(|k| self.provider(*k).is_some_and(|p| p.key.is_some()))
+            .collect()
+    }
+}
+
+fn fallback_providers(env: &Env<'_>) -> Result<Vec<ProviderKind>, ConfigError> {
+    let Some(raw) = env.value("FALLBACK_PROVIDERS") else {
+        return Ok(Vec::new());
+    };
+    let mut providers = Vec::new();
+    for name in raw.text.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+        let kind = ProviderKind::from_name(name).ok_or_else(|| {
+            raw.error(format!(
+                "unknown provider {name:?} (known: brave, exa, jina, tavily)"
+            ))
+        })?;
+        if providers.contains(&kind) {
+            return Err(raw.error(format!("provider {name:?} is listed twice")));
+        }
+        providers.push(kind);
+    }
+    Ok(providers)
+}
+
+fn t1_premium_count(env: &Env<'_>, active: &[ProviderKind]) -> Result<usize, ConfigError> {
+    let count = env.integer("T1_PREMIUM_COUNT", 0usize, 16)?;
+    if count > active.len() {
+        let names: Vec<&str> = active.iter().map(|k| k.as_str()).collect();
+        let active = if names.is_empty() {
+            "none (a provider is active when it is in FALLBACK_PROVIDERS and its <NAME>_API_KEY is set)".to_owned()
+        } else {
+            names.join(", ")
+        };
+        return Err(ConfigError::new(
+            "T1_PREMIUM_COUNT",
+            &count.to_string(),
+            format!("is more than the active premium providers: {active}"),
+        ));
+    }
+    Ok(count)
+}
+
+fn metrics_path(env: &Env<'_>) -> Result<String, ConfigError> {
+    let Some(raw) = env.value("METRICS_PATH") else {
+        return Ok("/metrics".to_owned());
+    };
+    let path = &raw.text;
+    let well_formed = path.starts_with('/')
+        && path.len() > 1
+        && path
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '/' | '-' | '_' | '.'));
+    if !well_formed {
+        return Err(raw.error("must be an absolute path such as /metrics"));
+    }
+    let bare = path.trim_end_matches('/');
+    if bare.is_empty() || RESERVED_PATHS.contains(&bare) {
+        return Err(raw.error("collides with a route the gateway already serves"));
+    }
+    Ok(path.clone())
+}
+
+fn provider_settings(env: &Env<'_>) -> Result<Vec<ProviderSettings>, ConfigError> {
+    let mut providers = Vec::new();
+    for kind in ProviderKind::ALL {
+        let prefix = kind.env_prefix();
+        // An API key is only checked for presence: its value never reaches an error message.
+        let key = env
+            .value(&format!("{prefix}_API_KEY"))
+            .map(|raw| ApiKey::new(raw.text));
+        let timeout = env.seconds(&format!("{prefix}_TIMEOUT_SECONDS"))?;
+        let base_name = format!("{prefix}_BASE_URL");
+        let mut base_url = env.url(&base_name)?;
+        if !matches!(base_url.path(), "" | "/") {
+            return Err(ConfigError::new(
+                &base_name,
+                base_url.as_str(),
+                "must be an origin (scheme://host[:port]) without a path: the provider's path is added",
+            ));
+        }
+        base_url.set_path("");
+        providers.push(ProviderSettings {
+            kind,
+            key,
+            base_url,
+            timeout,
+        });
+    }
+    Ok(providers)
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,242 @@
+//! The configuration contract: defaults, one error per bad value naming its variable, and one
+//! table that the parser, `--help` and the README all agree on.
+
+#![allow(clippy::unwrap_used)]
+
+use std::collections::{BTreeSet, HashMap};
+
+use super::variables::{help_table, markdown_table, VARIABLES};
+use super::*;
+
+fn lookup(vars: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
+    let map: HashMap<String, String> = vars
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+        .collect();
+    move |name| map.get(name).cloned()
+}
+
+fn config(vars: &[(&str, &str)]) -> Result<Config, ConfigError> {
+    Config::from_lookup(&lookup(vars))
+}
+
+fn timeout(c: &Config, kind: ProviderKind) -> Duration {
+    c.provider(kind).unwrap().timeout
+}
+
+#[test]
+fn defaults_match_the_contract() {
+    let c = config(&[]).unwrap();
+    assert_eq!(c.listen_addr, "0.0.0.0:8080".parse().unwrap());
+    assert_eq!(c.searxng_url.as_str(), "http://127.0.0.1:8888/");
+    assert_eq!(c.fallback_providers, [ProviderKind::Brave]);
+    assert_eq!(c.t1_premium_count, 0);
+    assert_eq!(c.sufficient_min_results, 1);
+    assert_eq!(c.request_budget, Duration::from_secs(30));
+    assert_eq!(c.searxng_timeout, Duration::from_secs(25));
+    assert_eq!(c.searxng_fail_threshold, 6);
+    assert_eq!(c.searxng_fail_cooldown, Duration::from_secs(180));
+    assert_eq!(c.searxng_slow, SlowThreshold::Auto);
+    assert_eq!(
+        (c.cache_size, c.cache_ttl),
+        (1000, Duration::from_secs(3600))
+    );
+    assert_eq!(c.log_level, LogLevel::Info);
+    assert_eq!(c.metrics_path, "/metrics");
+    assert_eq!(c.max_query_bytes, 2048);
+    for kind in ProviderKind::ALL {
+        assert_eq!(timeout(&c, kind), Duration::from_secs(15), "{kind:?}");
+        let origin = c
+            .provider(kind)
+            .unwrap()
+            .base_url
+            .as_str()
+            .trim_end_matches('/')
+            .to_owned();
+        assert!(
+            origin.starts_with("https://") && origin.contains(kind.as_str()),
+            "{origin}"
+        );
+    }
+    assert_eq!(c.breaker_open, Duration::from_secs(300));
+    assert_eq!(c.breaker_max_open, Duration::from_secs(3600));
+    assert_eq!(c.breaker_failure_threshold, 5);
+    assert!(
+        c.active_providers().is_empty(),
+        "no key, no active provider"
+    );
+}
+
+#[test]
+fn the_parser_reads_exactly_the_variables_of_the_table() {
+    let env = Env::new(&|_: &str| None);
+    Config::read(&env).unwrap();
+    let read: BTreeSet<String> = env.read.into_inner().into_iter().collect();
+    let table: BTreeSet<String> = VARIABLES.iter().map(|v| v.name.to_owned()).collect();
+    assert_eq!(
+        read, table,
+        "every variable read is in the table, and every table row is read"
+    );
+    assert_eq!(table.len(), VARIABLES.len(), "no variable is listed twice");
+}
+
+#[test]
+fn each_bad_value_names_its_variable() {
+    let cases = [
+        ("LISTEN_ADDR", "8080"),
+        ("SEARXNG_BACKEND_URL", "ftp://x"),
+        ("FALLBACK_PROVIDERS", "brave,google"),
+        ("FALLBACK_PROVIDERS", "brave,brave"),
+        ("T1_PREMIUM_COUNT", "two"),
+        ("T1_PREMIUM_COUNT", "-1"),
+        ("SUFFICIENT_MIN_RESULTS", "1.5"),
+        ("FALLBACK_TIMEOUT_SECONDS", "0"),
+        ("SEARXNG_TIMEOUT_SECONDS", "abc"),
+        ("SEARXNG_FAIL_THRESHOLD", "0"),
+        ("SEARXNG_FAIL_COOLDOWN_SECONDS", "-5"),
+        ("SEARXNG_SLOW_SECONDS", "fast"),
+        ("CACHE_SIZE", "1e3"),
+        ("CACHE_TTL_SECONDS", "NaN"),
+        ("LOG_LEVEL", "verbose"),
+        ("METRICS_PATH", "/search"),
+        ("METRICS_PATH", "metrics"),
+        ("MAX_QUERY_BYTES", "0"),
+        ("PROVIDER_TIMEOUT_SECONDS", "inf"),
+        ("BRAVE_TIMEOUT_SECONDS", "x"),
+        ("EXA_BASE_URL", "https://proxy.local/path"),
+        ("BREAKER_OPEN_SECONDS", "0"),
+        ("BREAKER_FAILURE_THRESHOLD", "many"),
+    ];
+    for (name, value) in cases {
+        let err = config(&[(name, value)]).unwrap_err();
+        assert_eq!(err.variable, name, "{name}={value}");
+        assert!(err.to_string().contains(name));
+    }
+    let err = config(&[
+        ("BREAKER_OPEN_SECONDS", "600"),
+        ("BREAKER_MAX_OPEN_SECONDS", "60"),
+    ])
+    .unwrap_err();
+    assert_eq!(err.variable, "BREAKER_MAX_OPEN_SECONDS");
+}
+
+#[test]
+fn a_provider_timeout_that_defaults_names_the_variable_it_came_from() {
+    let err = config(&[("PROVIDER_TIMEOUT_SECONDS", "-1")]).unwrap_err();
+    assert_eq!(err.variable, "PROVIDER_TIMEOUT_SECONDS");
+}
+
+#[test]
+fn more_t1_calls_than_active_providers_is_refused() {
+    let err = config(&[("T1_PREMIUM_COUNT", "1")]).unwrap_err();
+    assert_eq!(err.variable, "T1_PREMIUM_COUNT");
+    assert!(err.problem.contains("none"), "{err}");
+    let err = config(&[
+        ("T1_PREMIUM_COUNT", "2"),
+        ("FALLBACK_PROVIDERS", "brave,exa"),
+        ("EXA_API_KEY", "e"),
+    ])
+    .unwrap_err();
+    assert!(err.problem.ends_with("exa"), "{err}");
+    let ok = config(&[
+        ("T1_PREMIUM_COUNT", "1"),
+        ("FALLBACK_PROVIDERS", "brave,exa"),
+        ("EXA_API_KEY", "e"),
+    ])
+    .unwrap();
+    assert_eq!(ok.t1_premium_count, 1);
+}
+
+#[test]
+fn provider_order_and_keys_decide_the_active_list() {
+    let c = config(&[
+        ("FALLBACK_PROVIDERS", " tavily, Exa ,brave"),
+        ("EXA_API_KEY", "e"),
+        ("TAVILY_API_KEY", "t"),
+    ])
+    .unwrap();
+    assert_eq!(
+        c.fallback_providers,
+        [ProviderKind::Tavily, ProviderKind::Exa, ProviderKind::Brave]
+    );
+    assert_eq!(
+        c.active_providers(),
+        [ProviderKind::Tavily, ProviderKind::Exa]
+    );
+}
+
+#[test]
+fn every_provider_timeout_follows_provider_timeout_seconds_unless_set() {
+    let c = config(&[
+        ("PROVIDER_TIMEOUT_SECONDS", "4"),
+        ("JINA_TIMEOUT_SECONDS", "2.5"),
+        ("TAVILY_BASE_URL", "http://127.0.0.1:9000/"),
+    ])
+    .unwrap();
+    assert_eq!(timeout(&c, ProviderKind::Brave), Duration::from_secs(4));
+    assert_eq!(timeout(&c, ProviderKind::Exa), Duration::from_secs(4));
+    assert_eq!(timeout(&c, ProviderKind::Jina), Duration::from_millis(2500));
+    assert_eq!(
+        c.provider(ProviderKind::Tavily).unwrap().base_url.as_str(),
+        "http://127.0.0.1:9000/"
+    );
+}
+
+#[test]
+fn searxng_url_tolerates_a_trailing_slash() {
+    let c = config(&[("SEARXNG_BACKEND_URL", "http://h:1/searx/")]).unwrap();
+    assert_eq!(c.searxng_url.as_str(), "http://h:1/searx");
+}
+
+#[test]
+fn keys_never_show_in_debug_or_errors() {
+    let c = config(&[("BRAVE_API_KEY", "sekrit-123")]).unwrap();
+    assert!(!format!("{c:?}").contains("sekrit-123"));
+    let err = config(&[("BRAVE_API_KEY", "sekrit-123"), ("CACHE_SIZE", "x")]).unwrap_err();
+    assert!(!err.to_string().contains("sekrit-123"));
+}
+
+#[test]
+fn readme_configuration_table_matches_the_code() {
+    let readme = include_str!("../../../../README.md");
+    let start = readme
+        .find("<!-- config-table:start -->")
+        .expect("README has the config-table start marker");
+    let end = readme
+        .find("<!-- config-table:end -->")
+        .expect("README has the config-table end marker");
+    let table = readme[start..end]
+        .trim_start_matches("<!-- config-table:start -->")
+        .trim();
+    assert_eq!(
+        table,
+        markdown_table().trim(),
+        "README.md's configuration table is out of date: paste `searxng-gateway --config-table`"
+    );
+}
+
+#[test]
+fn help_shows_each_variable_with_the_default_the_parser_uses() {
+    let help = help_table();
+    let defaults = config(&[]).unwrap();
+    for v in VARIABLES {
+        let line = help
+            .lines()
+            .find(|l| l.trim_start().starts_with(v.name))
+            .unwrap_or_else(|| panic!("{} missing from --help", v.name));
+        assert!(
+            line.ends_with(&format!("(default: {})", v.default_shown())),
+            "{line}"
+        );
+    }
+    // The defaults the help shows are the ones in force: a default that names another variable
+    // resolves to that variable's value.
+    assert!(
+        help.contains("BRAVE_TIMEOUT_SECONDS")
+            && help.contains("(default: PROVIDER_TIMEOUT_SECONDS)")
+    );
+    assert_eq!(
+        timeout(&defaults, ProviderKind::Brave),
+        defaults.provider(ProviderKind::Exa).unwrap().timeout
+    );
+}

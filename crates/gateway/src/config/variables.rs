@@ -1,0 +1,120 @@
+//! Every environment variable the gateway reads, once: name, default and meaning. The parser takes
+//! each default from here (so a default is written in exactly one place), `--help` and
+//! `--config-table` render this table, and a test keeps README.md's copy equal to it.
+
+/// What a variable falls back to when it is unset or empty.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Fallback {
+    /// This text, parsed like a value the operator gave.
+    Text(&'static str),
+    /// The value of another variable (a provider's timeout defaults to `PROVIDER_TIMEOUT_SECONDS`).
+    Variable(&'static str),
+    /// Nothing: the feature it enables stays off (an API key).
+    Unset,
+}
+
+impl Fallback {
+    /// As shown in `--help` and the README.
+    pub(crate) fn shown(self) -> &'static str {
+        match self {
+            Self::Text(text) | Self::Variable(text) => text,
+            Self::Unset => "—",
+        }
+    }
+}
+
+/// One environment variable.
+#[derive(Debug, Clone, Copy)]
+pub struct Variable {
+    /// The variable's name.
+    pub name: &'static str,
+    pub(crate) fallback: Fallback,
+    /// What it means.
+    pub meaning: &'static str,
+}
+
+impl Variable {
+    /// Its default, as shown to humans (`—` when there is none).
+    pub fn default_shown(&self) -> &'static str {
+        self.fallback.shown()
+    }
+}
+
+const fn var(name: &'static str, fallback: Fallback, meaning: &'static str) -> Variable {
+    Variable {
+        name,
+        fallback,
+        meaning,
+    }
+}
+
+use Fallback::{Text, Unset, Variable as From};
+
+/// Every variable the gateway reads, in the order `--help` and the README show them.
+pub const VARIABLES: &[Variable] = &[
+    var("LISTEN_ADDR", Text(":8080"), "Bind address; `:PORT` means all interfaces."),
+    var("SEARXNG_BACKEND_URL", Text("http://127.0.0.1:8888"), "SearXNG base URL (a trailing `/` is tolerated)."),
+    var("FALLBACK_PROVIDERS", Text("brave"), "Comma list of premium providers (brave, exa, jina, tavily) in preference order."),
+    var("T1_PREMIUM_COUNT", Text("0"), "Providers called concurrently with SearXNG on every cache miss (at most the number of active providers)."),
+    var("SUFFICIENT_MIN_RESULTS", Text("1"), "Merged-result target that stops the fallback loop."),
+    var("FALLBACK_TIMEOUT_SECONDS", Text("30"), "Hard budget of one request: calls still in flight at the end are cancelled."),
+    var("SEARXNG_TIMEOUT_SECONDS", Text("25"), "Timeout of one SearXNG attempt, never beyond what is left of the budget."),
+    var("SEARXNG_FAIL_THRESHOLD", Text("6"), "Consecutive failed SearXNG calls that start the cooldown."),
+    var("SEARXNG_FAIL_COOLDOWN_SECONDS", Text("180"), "How long SearXNG is skipped after the threshold; then exactly one request probes it."),
+    var("SEARXNG_SLOW_SECONDS", Text("auto"), "How long the fallback waits for SearXNG before starting alongside it; `auto` = 2 × SearXNG's recent p95, at least 1 s, at most half the budget."),
+    var("CACHE_SIZE", Text("1000"), "Answer cache capacity in entries (0 disables the cache)."),
+    var("CACHE_TTL_SECONDS", Text("3600"), "Lifetime of a complete cached answer (degraded answers live at most 60 s)."),
+    var("LOG_LEVEL", Text("info"), "error, warn, info, debug or trace."),
+    var("METRICS_PATH", Text("/metrics"), "Path of the Prometheus exposition; must not collide with another route."),
+    var("MAX_QUERY_BYTES", Text("2048"), "Longest accepted `q`, in bytes."),
+    var("PROVIDER_TIMEOUT_SECONDS", Text("15"), "Call timeout of every provider without its own `<NAME>_TIMEOUT_SECONDS`."),
+    var("BRAVE_API_KEY", Unset, "Brave Search API key; without it Brave is inactive."),
+    var("BRAVE_TIMEOUT_SECONDS", From("PROVIDER_TIMEOUT_SECONDS"), "Brave's call timeout."),
+    var("BRAVE_BASE_URL", Text("https://api.search.brave.com"), "Origin replacing Brave's (egress proxy, tests)."),
+    var("EXA_API_KEY", Unset, "Exa API key; without it Exa is inactive."),
+    var("EXA_TIMEOUT_SECONDS", From("PROVIDER_TIMEOUT_SECONDS"), "Exa's call timeout."),
+    var("EXA_BASE_URL", Text("https://api.exa.ai"), "Origin replacing Exa's."),
+    var("JINA_API_KEY", Unset, "Jina API key; without it Jina is inactive."),
+    var("JINA_TIMEOUT_SECONDS", From("PROVIDER_TIMEOUT_SECONDS"), "Jina's call timeout."),
+    var("JINA_BASE_URL", Text("https://s.jina.ai"), "Origin replacing Jina's."),
+    var("TAVILY_API_KEY", Unset, "Tavily API key; without it Tavily is inactive."),
+    var("TAVILY_TIMEOUT_SECONDS", From("PROVIDER_TIMEOUT_SECONDS"), "Tavily's call timeout."),
+    var("TAVILY_BASE_URL", Text("https://api.tavily.com"), "Origin replacing Tavily's."),
+    var("BREAKER_OPEN_SECONDS", Text("300"), "First open period of a tripped circuit breaker."),
+    var("BREAKER_MAX_OPEN_SECONDS", Text("3600"), "Cap of the doubling open period (a server's own reset hint may exceed it)."),
+    var("BREAKER_FAILURE_THRESHOLD", Text("5"), "Consecutive transient failures (5xx, timeout, connect) that trip a breaker."),
+];
+
+/// The variable called `name`, if the gateway reads it.
+pub(crate) fn find(name: &str) -> Option<&'static Variable> {
+    VARIABLES.iter().find(|v| v.name == name)
+}
+
+/// The README's configuration table.
+pub fn markdown_table() -> String {
+    let mut out = String::from("| variable | default | meaning |\n|---|---|---|\n");
+    for v in VARIABLES {
+        out.push_str(&format!(
+            "| `{}` | `{}` | {} |\n",
+            v.name,
+            v.default_shown(),
+            v.meaning
+        ));
+    }
+    out
+}
+
+/// The variables as plain text for `--help`: one line each, aligned.
+pub fn help_table() -> String {
+    let width = VARIABLES.iter().map(|v| v.name.len()).max().unwrap_or(0);
+    let mut out = String::new();
+    for v in VARIABLES {
+        out.push_str(&format!(
+            "  {:width$}  {} (default: {})\n",
+            v.name,
+            v.meaning.replace('`', ""),
+            v.default_shown()
+        ));
+    }
+    out
+}

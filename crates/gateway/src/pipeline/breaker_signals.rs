@@ -1,0 +1,106 @@
+//! What upstream facts mean for circuit breakers: the pipeline's policy, kept in one place. The
+//! upstream modules report facts (an error class, SearXNG's reason for an engine); the breakers
+//! only react to signals.
+
+use crate::breaker::{Signal, TripReason};
+use crate::searxng::EngineReason;
+use crate::upstream::UpstreamError;
+
+/// A classified failure of a premium call or a SearXNG call.
+pub(crate) fn for_error(err: &UpstreamError) -> Signal {
+    use crate::upstream::ErrorClass::*;
+    let stop = |reason| Signal::Stop {
+        reason,
+        retry_after: err.retry_after,
+    };
+    // Exhaustive on purpose: a new error class must decide how it affects breakers.
+    match err.class {
+        Auth => stop(TripReason::Auth),
+        Quota => stop(TripReason::Quota),
+        RateLimited => stop(TripReason::RateLimited),
+        Blocked => stop(TripReason::AccessDenied),
+        // A 2xx in an unexpected shape is schema drift on their side: an outage for us.
+        Server | Timeout | Connect | Truncated | Malformed => Signal::Transient,
+        BadRequest | TooLarge | Redirect | Degraded | HttpStatus => Signal::Neutral,
+    }
+}
+
+/// SearXNG's reason for an unresponsive engine: blocks trip at once, the rest are transient.
+pub(crate) fn for_engine(reason: EngineReason) -> Signal {
+    match reason {
+        EngineReason::AccessDenied => Signal::stop(TripReason::AccessDenied),
+        EngineReason::TooManyRequests => Signal::stop(TripReason::RateLimited),
+        EngineReason::Captcha => Signal::stop(TripReason::Captcha),
+        EngineReason::Timeout
+        | EngineReason::HttpError
+        | EngineReason::ConnectionError
+        | EngineReason::ProtocolError
+        | EngineReason::NetworkError
+        | EngineReason::ProxyError
+        | EngineReason::ParsingError
+        | EngineReason::ServerApiError
+        | EngineReason::UnexpectedCrash
+        | EngineReason::Unknown => Signal::Transient,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+    use crate::upstream::ErrorClass;
+
+    #[test]
+    fn every_error_class_maps_to_the_intended_signal() {
+        let cases = [
+            (ErrorClass::Auth, Signal::stop(TripReason::Auth)),
+            (ErrorClass::Quota, Signal::stop(TripReason::Quota)),
+            (ErrorClass::Blocked, Signal::stop(TripReason::AccessDenied)),
+            (ErrorClass::Server, Signal::Transient),
+            (ErrorClass::Timeout, Signal::Transient),
+            (ErrorClass::Connect, Signal::Transient),
+            (ErrorClass::Truncated, Signal::Transient),
+            (ErrorClass::Malformed, Signal::Transient),
+            (ErrorClass::BadRequest, Signal::Neutral),
+            (ErrorClass::TooLarge, Signal::Neutral),
+            (ErrorClass::Redirect, Signal::Neutral),
+            (ErrorClass::Degraded, Signal::Neutral),
+            (ErrorClass::HttpStatus, Signal::Neutral),
+        ];
+        for (class, expected) in cases {
+            assert_eq!(for_error(&UpstreamError::new(class)), expected, "{class:?}");
+        }
+    }
+
+    #[test]
+    fn a_rate_limit_carries_the_servers_hint() {
+        let err =
+            UpstreamError::with_retry_after(ErrorClass::RateLimited, Some(Duration::from_secs(7)));
+        assert_eq!(
+            for_error(&err),
+            Signal::Stop {
+                reason: TripReason::RateLimited,
+                retry_after: Some(Duration::from_secs(7)),
+            }
+        );
+    }
+
+    #[test]
+    fn blocked_engines_trip_at_once_and_the_rest_are_transient() {
+        assert_eq!(
+            for_engine(EngineReason::Captcha),
+            Signal::stop(TripReason::Captcha)
+        );
+        assert_eq!(
+            for_engine(EngineReason::TooManyRequests),
+            Signal::stop(TripReason::RateLimited)
+        );
+        assert_eq!(
+            for_engine(EngineReason::AccessDenied),
+            Signal::stop(TripReason::AccessDenied)
+        );
+        assert_eq!(for_engine(EngineReason::Timeout), Signal::Transient);
+        assert_eq!(for_engine(EngineReason::Unknown), Signal::Transient);
+    }
+}

@@ -1,0 +1,132 @@
+//! The two kinds of upstream call one fan-out makes, each bounded by the request's deadline and
+//! each reporting what it learned to its breakers: one SearXNG call (with its engine plan) and one
+//! premium provider call.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use super::breaker_signals;
+use super::engine_plan::EnginePlan;
+use super::provider_rotation::Admitted;
+use super::{Gateway, Inner};
+use crate::breaker::{Permit, Signal, TripReason};
+use crate::providers::{Park, ProviderAnswer, ProviderKind};
+use crate::request::SearchRequest;
+use crate::searxng::SearxngAnswer;
+use crate::upstream::{ErrorClass, UpstreamError};
+
+/// Upstream calls end this much before the request deadline, so their own timeouts are recorded
+/// as timeouts rather than vanishing in the cancellation.
+pub(super) const DEADLINE_MARGIN: Duration = Duration::from_millis(5);
+
+/// Which pass of the fan-out started a provider call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Pass {
+    /// Started together with SearXNG (`T1_PREMIUM_COUNT`).
+    Speculative,
+    /// Started by the fallback, one at a time.
+    Fallback,
+}
+
+/// What a finished call reports to the fan-out.
+#[derive(Debug)]
+pub(super) enum Event {
+    /// SearXNG answered or failed.
+    Searxng(Result<SearxngAnswer, UpstreamError>),
+    /// A provider answered or failed.
+    Provider {
+        kind: ProviderKind,
+        pass: Pass,
+        result: Result<ProviderAnswer, UpstreamError>,
+    },
+}
+
+/// One SearXNG call: plan the engines, call, feed the answer to the cooldown and engine breakers.
+pub(super) async fn searxng(
+    inner: Arc<Inner>,
+    req: SearchRequest,
+    deadline: Instant,
+    permit: Permit,
+) -> Event {
+    let catalog = inner.catalog.get();
+    let plan = EnginePlan::new(catalog.as_deref(), &req, &inner.breakers, &inner.metrics);
+    let call_deadline = deadline.checked_sub(DEADLINE_MARGIN).unwrap_or(deadline);
+    let started = Instant::now();
+    let mut to_send = req;
+    if plan.explicit.is_some() {
+        // engines= and categories= are a union at SearXNG: the explicit list must stand alone.
+        to_send.categories.clear();
+    }
+    let result = inner
+        .searxng
+        .search(&to_send, plan.explicit.as_deref(), call_deadline)
+        .await;
+    inner.latency.record(started.elapsed());
+    match &result {
+        Ok(answer) => {
+            if answer.is_degraded() {
+                // Every engine failed: not a SearXNG success. Counted towards the cooldown, so an
+                // instance whose engines are all blocked is skipped instead of costing every
+                // request its latency before the fallback.
+                permit.record(Signal::Transient);
+            } else {
+                Gateway::mark_searxng_ok(&inner);
+                permit.record(Signal::Success);
+            }
+            if plan.settle(answer, &inner.breakers, catalog.as_deref()) {
+                inner.catalog.refresh.notify_one();
+            }
+        }
+        Err(err) => match err.class {
+            // Our request or the client's query (a `!!bang`): SearXNG itself is fine.
+            ErrorClass::BadRequest | ErrorClass::Redirect => permit.record(Signal::Neutral),
+            _ => permit.record(Signal::Transient),
+        },
+    }
+    Event::Searxng(result)
+}
+
+/// One premium call, cut at the request's deadline; its answer (or a park request on a
+/// successful answer) goes to the provider's breaker.
+pub(super) async fn provider(
+    admitted: Admitted,
+    req: SearchRequest,
+    deadline: Instant,
+    pass: Pass,
+) -> Event {
+    let Admitted {
+        client,
+        breaker,
+        permit,
+    } = admitted;
+    let kind = client.kind();
+    let call_deadline = deadline.checked_sub(DEADLINE_MARGIN).unwrap_or(deadline);
+    let Ok(result) = tokio::time::timeout_at(call_deadline, client.search(&req)).await else {
+        // Cut by our budget, not by the provider's own timeout: not the provider's failure.
+        drop(permit);
+        return Event::Provider {
+            kind,
+            pass,
+            result: Err(UpstreamError::new(ErrorClass::Timeout)),
+        };
+    };
+    match &result {
+        Ok(answer) => {
+            permit.record(Signal::Success);
+            match answer.park {
+                // A spent quota trips the breaker until its reset; a spent short window only
+                // pauses until it resets.
+                Some(Park::Quota(hint)) => breaker.record(Signal::Stop {
+                    reason: TripReason::Quota,
+                    retry_after: hint,
+                }),
+                Some(Park::Window(wait)) => breaker.pause(TripReason::RateLimited, wait),
+                None => {}
+            }
+        }
+        Err(err) => permit.record(breaker_signals::for_error(err)),
+    }
+    Event::Provider { kind, pass, result }
+}

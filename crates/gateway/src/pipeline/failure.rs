@@ -1,0 +1,130 @@
+//! Why an upstream gave a request nothing, as types: the 502 body, the log lines and (later) the
+//! explain view all name an upstream and a closed-set reason, never free text.
+
+use std::fmt;
+
+use serde::ser::{Serialize, SerializeStruct, Serializer};
+
+use crate::providers::ProviderKind;
+use crate::upstream::ErrorClass;
+
+/// An upstream of the pipeline.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) enum Upstream {
+    /// The SearXNG instance.
+    Searxng,
+    /// A premium API.
+    Provider(ProviderKind),
+}
+
+impl Upstream {
+    /// `searxng` or the provider's name.
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            Self::Searxng => "searxng",
+            Self::Provider(kind) => kind.as_str(),
+        }
+    }
+}
+
+/// Why an upstream did not contribute.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) enum Shortfall {
+    /// It was called and failed.
+    Failed(ErrorClass),
+    /// SearXNG was skipped: it is cooling down after repeated failures.
+    Cooldown,
+    /// A provider was skipped: its breaker is open.
+    BreakerOpen,
+    /// It was still running when the request's budget ended.
+    Deadline,
+}
+
+impl Shortfall {
+    /// The `error_class` value shown to clients and in logs.
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            Self::Failed(class) => class.as_str(),
+            Self::Cooldown => "cooldown",
+            Self::BreakerOpen => "breaker_open",
+            Self::Deadline => "deadline",
+        }
+    }
+}
+
+/// One upstream that did not contribute, and why.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct UpstreamFailure {
+    /// Who.
+    pub(crate) upstream: Upstream,
+    /// Why.
+    pub(crate) why: Shortfall,
+}
+
+impl UpstreamFailure {
+    /// A failure of SearXNG.
+    pub(crate) fn searxng(why: Shortfall) -> Self {
+        Self {
+            upstream: Upstream::Searxng,
+            why,
+        }
+    }
+}
+
+/// `{"name": "searxng", "error_class": "timeout"}`: the shape of the 502 body's `upstreams`.
+impl Serialize for UpstreamFailure {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut s = serializer.serialize_struct("UpstreamFailure", 2)?;
+        s.serialize_field("name", self.upstream.as_str())?;
+        s.serialize_field("error_class", self.why.as_str())?;
+        s.end()
+    }
+}
+
+impl fmt::Display for UpstreamFailure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.upstream.as_str(), self.why.as_str())
+    }
+}
+
+/// A list of failures for one log field: `searxng: timeout, brave: rate_limited`.
+pub(crate) struct Failures<'a>(pub(crate) &'a [UpstreamFailure]);
+
+impl fmt::Display for Failures<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, failure) in self.0.iter().enumerate() {
+            if i > 0 {
+                f.write_str(", ")?;
+            }
+            write!(f, "{failure}")?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn failures_serialize_as_name_and_class_and_display_as_text() {
+        let failures = [
+            UpstreamFailure::searxng(Shortfall::Failed(ErrorClass::Timeout)),
+            UpstreamFailure {
+                upstream: Upstream::Provider(ProviderKind::Brave),
+                why: Shortfall::BreakerOpen,
+            },
+        ];
+        assert_eq!(
+            serde_json::to_value(failures).ok(),
+            Some(serde_json::json!([
+                {"name": "searxng", "error_class": "timeout"},
+                {"name": "brave", "error_class": "breaker_open"},
+            ]))
+        );
+        assert_eq!(
+            Failures(&failures).to_string(),
+            "searxng: timeout, brave: breaker_open"
+        );
+    }
+}

@@ -1,0 +1,338 @@
+//! One fan-out (GATEWAY.md §3 steps 3–8). [`run`] drives the calls; [`FanOut`] holds the
+//! request's state and every rule, one method each, so each rule can be read and tested alone:
+//!
+//! - SearXNG and the T1 providers start together ([`run`]).
+//! - [`FanOut::on_event`]: SearXNG answered (healthy, degraded) or failed; a provider answered or
+//!   failed. Results are counted by distinct canonical URL.
+//! - [`FanOut::on_slow_threshold`]: SearXNG is still silent after the slow threshold, so the
+//!   fallback starts alongside it.
+//! - [`FanOut::next_step`]: what to do now — finish (target met and SearXNG settled, or nothing
+//!   left in flight), start the next fallback call (one at a time), or wait.
+//! - [`FanOut::on_deadline`]: the budget is hard; whatever is in flight is dropped (cancelled).
+//! - [`FanOut::finish`]: merge, outcome, the answer and how long to cache it.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::future::BoxFuture;
+use futures::stream::{FuturesUnordered, StreamExt};
+use serde_json::{Map, Value};
+use tokio::time::Instant;
+
+use super::answer::Answer;
+use super::calls::{self, Event, Pass, DEADLINE_MARGIN};
+use super::failure::{Failures, Shortfall, Upstream, UpstreamFailure};
+use super::outcome::{Contribution, Outcome};
+use super::provider_rotation::ProviderWalk;
+use super::{Inner, SHORT_TTL};
+use crate::cache::Computed;
+use crate::merge::{merge_owned, DistinctUrls, Source, SourceResults};
+use crate::request::SearchRequest;
+use crate::upstream::ErrorClass;
+
+/// Where SearXNG stands in this request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum SearxngProgress {
+    /// Not called: the cooldown is on.
+    Skipped,
+    /// Called, no answer yet.
+    Pending,
+    /// Answered 200 with results or a healthy "nothing found".
+    Healthy,
+    /// Answered 200 with zero results while its engines failed.
+    Degraded,
+    /// Failed, or was cut by the deadline.
+    Failed,
+}
+
+/// What the driver should do next.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Step {
+    /// The answer goes out; whatever is in flight is cancelled.
+    Finish,
+    /// Start the next fallback provider call (or report that none is left).
+    CallFallback,
+    /// Wait for a call to finish, the deadline, and — when `slow_timer` — the slow threshold.
+    Wait { slow_timer: bool },
+}
+
+/// One request's fan-out state.
+pub(super) struct FanOut {
+    target: usize,
+    slow_at: Instant,
+    /// New calls are pointless once the margin before the deadline has started.
+    last_start: Instant,
+    searxng: SearxngProgress,
+    searxng_top: Option<Map<String, Value>>,
+    answers: Vec<SourceResults>,
+    distinct: DistinctUrls,
+    premium_answered: bool,
+    /// The speculative pass is over (nothing left of it, or SearXNG is slow): providers are now
+    /// called one at a time until the target is met.
+    fallback: bool,
+    fallback_in_flight: bool,
+    providers_exhausted: bool,
+    failures: Vec<UpstreamFailure>,
+}
+
+impl FanOut {
+    /// A fan-out aiming for `target` distinct results before `deadline`.
+    pub(super) fn new(target: usize, slow_at: Instant, deadline: Instant) -> Self {
+        Self {
+            target,
+            slow_at,
+            last_start: deadline.checked_sub(DEADLINE_MARGIN).unwrap_or(deadline),
+            searxng: SearxngProgress::Pending,
+            searxng_top: None,
+            answers: Vec::new(),
+            distinct: DistinctUrls::default(),
+            premium_answered: false,
+            fallback: false,
+            fallback_in_flight: false,
+            providers_exhausted: false,
+            failures: Vec::new(),
+        }
+    }
+
+    /// SearXNG is cooling down and was not called.
+    pub(super) fn searxng_skipped(&mut self) {
+        self.searxng = SearxngProgress::Skipped;
+        self.failures
+            .push(UpstreamFailure::searxng(Shortfall::Cooldown));
+    }
+
+    /// Where skipped providers are noted by the provider walk.
+    pub(super) fn failures_mut(&mut self) -> &mut Vec<UpstreamFailure> {
+        &mut self.failures
+    }
+
+    /// A fallback call was started.
+    pub(super) fn fallback_started(&mut self) {
+        self.fallback_in_flight = true;
+    }
+
+    /// The provider walk has nobody left to offer.
+    pub(super) fn providers_exhausted(&mut self) {
+        self.providers_exhausted = true;
+    }
+
+    fn target_met(&self) -> bool {
+        self.distinct.len() >= self.target
+    }
+
+    /// The rule that decides what happens next, given the time and the calls in flight.
+    pub(super) fn next_step(&mut self, now: Instant, in_flight: usize) -> Step {
+        let searxng_pending = self.searxng == SearxngProgress::Pending;
+        if in_flight == 0 {
+            // The speculative pass is over.
+            self.fallback = true;
+        }
+        // The target is met and SearXNG has settled: the answer goes out. T1 calls still running
+        // were started (and paid for) together with SearXNG, so they get until the slow
+        // threshold; past it, or in the fallback, nothing is waited for.
+        if self.target_met() && (self.fallback || (!searxng_pending && now >= self.slow_at)) {
+            return Step::Finish;
+        }
+        if self.fallback
+            && !self.fallback_in_flight
+            && !self.providers_exhausted
+            && now < self.last_start
+        {
+            return Step::CallFallback;
+        }
+        if in_flight == 0 {
+            return Step::Finish;
+        }
+        Step::Wait {
+            slow_timer: !self.fallback && (searxng_pending || self.target_met()),
+        }
+    }
+
+    /// The slow threshold passed: the fallback starts alongside a still-silent SearXNG.
+    pub(super) fn on_slow_threshold(&mut self) {
+        self.fallback = true;
+    }
+
+    /// The budget is spent: SearXNG, if still running, is reported as cut by the deadline.
+    pub(super) fn on_deadline(&mut self) {
+        if self.searxng == SearxngProgress::Pending {
+            self.searxng = SearxngProgress::Failed;
+            self.failures
+                .push(UpstreamFailure::searxng(Shortfall::Deadline));
+        }
+    }
+
+    /// A call finished.
+    pub(super) fn on_event(&mut self, event: Event) {
+        match event {
+            Event::Searxng(Ok(answer)) => {
+                if answer.is_degraded() {
+                    self.failures
+                        .push(UpstreamFailure::searxng(Shortfall::Failed(
+                            ErrorClass::Degraded,
+                        )));
+                    self.searxng = SearxngProgress::Degraded;
+                } else {
+                    self.add(SourceResults {
+                        source: Source::Searxng,
+                        results: answer.results,
+                    });
+                    self.searxng = SearxngProgress::Healthy;
+                }
+                self.searxng_top = Some(answer.top);
+            }
+            Event::Searxng(Err(err)) => {
+                self.failures
+                    .push(UpstreamFailure::searxng(Shortfall::Failed(err.class)));
+                self.searxng = SearxngProgress::Failed;
+            }
+            Event::Provider { kind, pass, result } => {
+                if pass == Pass::Fallback {
+                    self.fallback_in_flight = false;
+                }
+                match result {
+                    Ok(answer) => {
+                        self.premium_answered = true;
+                        self.add(SourceResults::from_premium(kind, &answer.hits));
+                    }
+                    Err(err) => self.failures.push(UpstreamFailure {
+                        upstream: Upstream::Provider(kind),
+                        why: Shortfall::Failed(err.class),
+                    }),
+                }
+            }
+        }
+    }
+
+    fn add(&mut self, results: SourceResults) {
+        self.distinct.add(&results);
+        self.answers.push(results);
+    }
+
+    /// Merges what arrived into the answer, with its outcome and cache lifetime.
+    pub(super) fn finish(
+        self,
+        query: &str,
+        cache_ttl: Duration,
+        elapsed: Duration,
+    ) -> Computed<Arc<Answer>> {
+        let merged = merge_owned(self.answers);
+        let searxng = match (merged.searxng_contributed(), self.searxng) {
+            (true, _) => Contribution::Results,
+            (false, SearxngProgress::Healthy) => Contribution::NothingFound,
+            (false, _) => Contribution::NoAnswer,
+        };
+        let premium = match (merged.premium_contributed(), self.premium_answered) {
+            (true, _) => Contribution::Results,
+            (false, true) => Contribution::NothingFound,
+            (false, false) => Contribution::NoAnswer,
+        };
+        let outcome = Outcome::of_fan_out(searxng, premium);
+        let elapsed_ms = elapsed.as_millis() as u64;
+        if outcome == Outcome::FallbackFail {
+            tracing::warn!(elapsed_ms, upstreams = %Failures(&self.failures), "every upstream failed");
+            return (Arc::new(Answer::all_failed(&self.failures)), None);
+        }
+        let complete =
+            merged.results.len() >= self.target && self.searxng == SearxngProgress::Healthy;
+        if !self.failures.is_empty() {
+            tracing::debug!(elapsed_ms, upstreams = %Failures(&self.failures), "answered despite failing upstreams");
+        }
+        let answer = Answer::success(outcome, query, self.searxng_top, merged);
+        (Arc::new(answer), Some(answer_ttl(complete, cache_ttl)))
+    }
+}
+
+/// How long an answer is cached: complete answers for the configured TTL; degraded or
+/// below-target answers only briefly, so a recovering SearXNG is asked again soon. (Failures are
+/// never cached: they do not get here.)
+fn answer_ttl(complete: bool, configured: Duration) -> Duration {
+    if complete {
+        configured
+    } else {
+        configured.min(SHORT_TTL)
+    }
+}
+
+/// Runs one fan-out and returns the answer with its cache lifetime.
+pub(crate) async fn run(inner: Arc<Inner>, req: SearchRequest) -> Computed<Arc<Answer>> {
+    let started = Instant::now();
+    let budget = inner.config.request_budget;
+    let deadline = started + budget;
+    let slow_at = started
+        + inner
+            .latency
+            .slow_threshold(inner.config.searxng_slow, budget);
+    let mut fan = FanOut::new(inner.config.sufficient_min_results, slow_at, deadline);
+    let mut calls: FuturesUnordered<BoxFuture<'static, Event>> = FuturesUnordered::new();
+
+    // SearXNG (unless cooling down) and the T1 pass start together.
+    match inner.cooldown.admit() {
+        Some(permit) => calls.push(Box::pin(calls::searxng(
+            Arc::clone(&inner),
+            req.clone(),
+            deadline,
+            permit,
+        ))),
+        None => {
+            inner.metrics.searxng_skipped.inc();
+            fan.searxng_skipped();
+        }
+    }
+    let mut walk = ProviderWalk::new(&inner.providers, &inner.breakers, &inner.rotation);
+    for _ in 0..inner.config.t1_premium_count {
+        let Some(admitted) = walk.next_admitted(fan.failures_mut()) else {
+            break;
+        };
+        calls.push(Box::pin(calls::provider(
+            admitted,
+            req.clone(),
+            deadline,
+            Pass::Speculative,
+        )));
+    }
+
+    loop {
+        let slow_timer = match fan.next_step(Instant::now(), calls.len()) {
+            Step::Finish => break,
+            Step::CallFallback => {
+                match walk.next_admitted(fan.failures_mut()) {
+                    Some(admitted) => {
+                        tracing::debug!(
+                            provider = admitted.client.kind().as_str(),
+                            "fallback call"
+                        );
+                        calls.push(Box::pin(calls::provider(
+                            admitted,
+                            req.clone(),
+                            deadline,
+                            Pass::Fallback,
+                        )));
+                        fan.fallback_started();
+                    }
+                    None => fan.providers_exhausted(),
+                }
+                continue;
+            }
+            Step::Wait { slow_timer } => slow_timer,
+        };
+        tokio::select! {
+            biased;
+            Some(event) = calls.next() => fan.on_event(event),
+            () = tokio::time::sleep_until(slow_at), if slow_timer => {
+                tracing::debug!(waited_ms = started.elapsed().as_millis() as u64, "SearXNG is slow or a T1 call is still out: the fallback takes over");
+                fan.on_slow_threshold();
+            }
+            () = tokio::time::sleep_until(deadline) => {
+                tracing::debug!(in_flight = calls.len(), "request budget spent: cancelling what is still in flight");
+                fan.on_deadline();
+                break;
+            }
+        }
+    }
+    drop(calls);
+    fan.finish(&req.query, inner.config.cache_ttl, started.elapsed())
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,274 @@
+//! Each rule of the fan-out, driven by events and instants: no sockets, no clock.
+
+#![allow(clippy::unwrap_used)]
+
+use serde_json::json;
+
+use super::*;
+use crate::providers::{PremiumHit, ProviderAnswer, ProviderKind};
+use crate::searxng::{EngineReason, SearxngAnswer, Unresponsive};
+use crate::upstream::UpstreamError;
+
+const SLOW: Duration = Duration::from_secs(2);
+const BUDGET: Duration = Duration::from_secs(10);
+
+struct Rig {
+    fan: FanOut,
+    start: Instant,
+}
+
+impl Rig {
+    fn new(target: usize) -> Self {
+        let start = Instant::now();
+        Self {
+            fan: FanOut::new(target, start + SLOW, start + BUDGET),
+            start,
+        }
+    }
+
+    fn step(&mut self, at: Duration, in_flight: usize) -> Step {
+        self.fan.next_step(self.start + at, in_flight)
+    }
+}
+
+fn searxng(urls: &[&str]) -> Event {
+    let results = urls
+        .iter()
+        .map(|u| {
+            json!({"url": u, "title": "t", "engines": ["alpha"]})
+                .as_object()
+                .unwrap()
+                .clone()
+        })
+        .collect();
+    Event::Searxng(Ok(SearxngAnswer {
+        results,
+        ..SearxngAnswer::default()
+    }))
+}
+
+fn degraded() -> Event {
+    Event::Searxng(Ok(SearxngAnswer {
+        unresponsive: vec![Unresponsive {
+            engine: "alpha".into(),
+            reason: EngineReason::Captcha,
+            suspended: false,
+        }],
+        ..SearxngAnswer::default()
+    }))
+}
+
+fn provider(kind: ProviderKind, pass: Pass, urls: &[&str]) -> Event {
+    let hits = urls
+        .iter()
+        .map(|u| PremiumHit {
+            url: (*u).to_owned(),
+            title: "t".into(),
+            content: String::new(),
+            published_date: None,
+        })
+        .collect();
+    Event::Provider {
+        kind,
+        pass,
+        result: Ok(ProviderAnswer {
+            hits,
+            ..ProviderAnswer::default()
+        }),
+    }
+}
+
+fn failed(kind: ProviderKind, pass: Pass, class: ErrorClass) -> Event {
+    Event::Provider {
+        kind,
+        pass,
+        result: Err(UpstreamError::new(class)),
+    }
+}
+
+fn ms(ms: u64) -> Duration {
+    Duration::from_millis(ms)
+}
+
+#[test]
+fn a_searxng_answer_meeting_the_target_goes_out_once_nothing_else_is_in_flight() {
+    let mut rig = Rig::new(2);
+    assert_eq!(rig.step(ms(0), 1), Step::Wait { slow_timer: true });
+    rig.fan.on_event(searxng(&["https://a", "https://b"]));
+    assert_eq!(rig.step(ms(50), 0), Step::Finish);
+    let (answer, ttl) = rig.fan.finish("q", BUDGET, ms(50));
+    assert_eq!(answer.outcome, Outcome::SearxngOk);
+    assert_eq!(
+        ttl,
+        Some(BUDGET),
+        "a complete answer is cached for the configured TTL"
+    );
+}
+
+#[test]
+fn a_t1_call_still_out_gets_until_the_slow_threshold_then_the_answer_goes_out() {
+    let mut rig = Rig::new(1);
+    rig.fan.on_event(searxng(&["https://a"]));
+    assert_eq!(
+        rig.step(ms(10), 1),
+        Step::Wait { slow_timer: true },
+        "T1 was paid for: wait for it"
+    );
+    assert_eq!(
+        rig.step(SLOW, 1),
+        Step::Finish,
+        "past the threshold nothing is waited for"
+    );
+}
+
+#[test]
+fn below_the_target_the_fallback_calls_one_provider_at_a_time() {
+    let mut rig = Rig::new(3);
+    rig.fan.on_event(searxng(&["https://a"]));
+    assert_eq!(rig.step(ms(10), 0), Step::CallFallback);
+    rig.fan.fallback_started();
+    assert_eq!(
+        rig.step(ms(10), 1),
+        Step::Wait { slow_timer: false },
+        "one at a time"
+    );
+    rig.fan.on_event(provider(
+        ProviderKind::Brave,
+        Pass::Fallback,
+        &["https://b"],
+    ));
+    assert_eq!(
+        rig.step(ms(20), 0),
+        Step::CallFallback,
+        "still below the target"
+    );
+    rig.fan.fallback_started();
+    rig.fan.on_event(provider(
+        ProviderKind::Exa,
+        Pass::Fallback,
+        &["https://c", "https://a"],
+    ));
+    assert_eq!(
+        rig.step(ms(30), 0),
+        Step::Finish,
+        "three distinct URLs meet the target"
+    );
+    let (answer, _) = rig.fan.finish("q", BUDGET, ms(30));
+    assert_eq!(answer.outcome, Outcome::SearxngPlusPremiumOk);
+    assert_eq!(answer.result_count, 3);
+}
+
+#[test]
+fn with_no_provider_left_the_answer_goes_out_below_the_target_and_is_cached_briefly() {
+    let mut rig = Rig::new(5);
+    rig.fan.on_event(searxng(&["https://a"]));
+    assert_eq!(rig.step(ms(10), 0), Step::CallFallback);
+    rig.fan.providers_exhausted();
+    assert_eq!(rig.step(ms(10), 0), Step::Finish);
+    let (answer, ttl) = rig.fan.finish("q", Duration::from_secs(3600), ms(10));
+    assert_eq!(answer.outcome, Outcome::SearxngOk);
+    assert_eq!(ttl, Some(SHORT_TTL));
+}
+
+#[test]
+fn a_degraded_searxng_answer_is_a_failure_and_sends_the_request_to_the_fallback() {
+    let mut rig = Rig::new(1);
+    rig.fan.on_event(degraded());
+    assert_eq!(rig.step(ms(10), 0), Step::CallFallback);
+    rig.fan.fallback_started();
+    rig.fan.on_event(provider(
+        ProviderKind::Tavily,
+        Pass::Fallback,
+        &["https://t"],
+    ));
+    assert_eq!(rig.step(ms(20), 0), Step::Finish);
+    let (answer, ttl) = rig.fan.finish("q", Duration::from_secs(3600), ms(20));
+    assert_eq!(answer.outcome, Outcome::PremiumOk);
+    assert_eq!(ttl, Some(SHORT_TTL), "degraded: not complete");
+}
+
+#[test]
+fn a_silent_searxng_gets_the_fallback_alongside_it_at_the_slow_threshold() {
+    let mut rig = Rig::new(1);
+    assert_eq!(rig.step(ms(10), 1), Step::Wait { slow_timer: true });
+    rig.fan.on_slow_threshold();
+    assert_eq!(
+        rig.step(SLOW, 1),
+        Step::CallFallback,
+        "SearXNG is still in flight"
+    );
+    rig.fan.fallback_started();
+    assert_eq!(rig.step(SLOW, 2), Step::Wait { slow_timer: false });
+    rig.fan.on_event(provider(
+        ProviderKind::Brave,
+        Pass::Fallback,
+        &["https://b"],
+    ));
+    assert_eq!(
+        rig.step(SLOW + ms(5), 1),
+        Step::Finish,
+        "the target is met: SearXNG is not waited for"
+    );
+}
+
+#[test]
+fn no_fallback_call_starts_in_the_margin_before_the_deadline() {
+    let mut rig = Rig::new(1);
+    rig.fan.on_event(searxng(&[]));
+    assert_eq!(rig.step(BUDGET - DEADLINE_MARGIN, 0), Step::Finish);
+}
+
+#[test]
+fn the_deadline_reports_a_searxng_still_running() {
+    let mut rig = Rig::new(1);
+    rig.fan.on_deadline();
+    let (answer, ttl) = rig.fan.finish("q", BUDGET, BUDGET);
+    assert_eq!(answer.outcome, Outcome::FallbackFail);
+    assert_eq!(ttl, None, "failures are never cached");
+    let body: Value = serde_json::from_slice(&answer.json).unwrap();
+    assert_eq!(
+        body["upstreams"],
+        json!([{"name": "searxng", "error_class": "deadline"}])
+    );
+}
+
+#[test]
+fn a_healthy_nothing_found_is_a_200_searxng_ok_not_a_failure() {
+    let mut rig = Rig::new(1);
+    rig.fan.on_event(searxng(&[]));
+    rig.fan.providers_exhausted();
+    assert_eq!(rig.step(ms(5), 0), Step::Finish);
+    let (answer, _) = rig.fan.finish("q", BUDGET, ms(5));
+    assert_eq!((answer.status, answer.outcome), (200, Outcome::SearxngOk));
+}
+
+#[test]
+fn every_failure_is_named_in_the_502() {
+    let mut rig = Rig::new(1);
+    rig.fan.searxng_skipped();
+    rig.fan.on_event(failed(
+        ProviderKind::Brave,
+        Pass::Speculative,
+        ErrorClass::RateLimited,
+    ));
+    let (answer, _) = rig.fan.finish("q", BUDGET, ms(5));
+    let body: Value = serde_json::from_slice(&answer.json).unwrap();
+    assert_eq!(
+        body["upstreams"],
+        json!([
+            {"name": "searxng", "error_class": "cooldown"},
+            {"name": "brave", "error_class": "rate_limited"},
+        ])
+    );
+}
+
+#[test]
+fn degraded_or_short_answers_are_cached_briefly() {
+    let hour = Duration::from_secs(3600);
+    assert_eq!(answer_ttl(true, hour), hour);
+    assert_eq!(answer_ttl(false, hour), SHORT_TTL);
+    assert_eq!(
+        answer_ttl(false, Duration::from_secs(5)),
+        Duration::from_secs(5)
+    );
+}

@@ -1,0 +1,151 @@
+//! The `/status` document as types, built from the pipeline's own state (breakers, the quota
+//! windows providers reported, the cooldown, the cache) and serialized by the HTTP layer. Durations
+//! are seconds rounded to the millisecond. Nothing secret: the SearXNG URL loses its credentials.
+
+use std::time::Duration;
+
+use serde::{Serialize, Serializer};
+
+use crate::breaker::{Breaker, BreakerKind, BreakerState, TripReason};
+use crate::providers::quota::RateWindow;
+use crate::providers::ProviderKind;
+
+/// The whole document.
+#[derive(Debug, Serialize)]
+pub(crate) struct Status {
+    pub(crate) breakers: Vec<BreakerStatus>,
+    pub(crate) providers: Vec<ProviderStatus>,
+    pub(crate) searxng: SearxngStatus,
+    pub(crate) cache: CacheStatus,
+}
+
+/// One provider or engine breaker.
+#[derive(Debug, Serialize)]
+pub(crate) struct BreakerStatus {
+    pub(crate) namespace: BreakerKind,
+    pub(crate) name: String,
+    pub(crate) state: BreakerState,
+    pub(crate) reason: Option<TripReason>,
+    #[serde(serialize_with = "seconds")]
+    pub(crate) open_for_seconds: Option<Duration>,
+    pub(crate) trips: u64,
+    pub(crate) consecutive_failures: u32,
+}
+
+impl BreakerStatus {
+    pub(crate) fn of(breaker: &Breaker) -> Self {
+        let snapshot = breaker.snapshot();
+        Self {
+            namespace: breaker.kind(),
+            name: breaker.name().to_owned(),
+            state: snapshot.state,
+            reason: snapshot.reason,
+            open_for_seconds: snapshot.open_for,
+            trips: snapshot.trips,
+            consecutive_failures: snapshot.consecutive_failures,
+        }
+    }
+}
+
+/// One configured provider.
+#[derive(Debug, Serialize)]
+pub(crate) struct ProviderStatus {
+    pub(crate) name: ProviderKind,
+    /// It has a key.
+    pub(crate) active: bool,
+    /// The rate-limit windows it last reported (Brave), as reported.
+    pub(crate) quota_windows: Vec<QuotaWindow>,
+}
+
+/// One rate-limit window.
+#[derive(Debug, Serialize)]
+pub(crate) struct QuotaWindow {
+    pub(crate) window: String,
+    pub(crate) limit: Option<f64>,
+    pub(crate) remaining: Option<f64>,
+    pub(crate) reset_seconds: Option<f64>,
+}
+
+impl From<RateWindow> for QuotaWindow {
+    fn from(w: RateWindow) -> Self {
+        Self {
+            window: w.label,
+            limit: w.limit,
+            remaining: w.remaining,
+            reset_seconds: w.reset_seconds,
+        }
+    }
+}
+
+/// The SearXNG instance.
+#[derive(Debug, Serialize)]
+pub(crate) struct SearxngStatus {
+    pub(crate) url: String,
+    pub(crate) cooldown: CooldownStatus,
+    pub(crate) engines_known: usize,
+}
+
+/// The SearXNG cooldown.
+#[derive(Debug, Serialize)]
+pub(crate) struct CooldownStatus {
+    pub(crate) state: BreakerState,
+    #[serde(serialize_with = "seconds")]
+    pub(crate) open_for_seconds: Option<Duration>,
+    pub(crate) consecutive_failures: u32,
+    pub(crate) trips: u64,
+}
+
+/// The answer cache.
+#[derive(Debug, Serialize)]
+pub(crate) struct CacheStatus {
+    pub(crate) size: usize,
+    pub(crate) capacity: usize,
+}
+
+/// Seconds, rounded to the millisecond (no float noise in `/status`).
+fn seconds<S: Serializer>(duration: &Option<Duration>, serializer: S) -> Result<S::Ok, S::Error> {
+    duration
+        .map(|d| (d.as_secs_f64() * 1000.0).round() / 1000.0)
+        .serialize(serializer)
+}
+
+/// The URL without credentials, for `/status` and logs.
+pub(crate) fn redact_url(url: &url::Url) -> String {
+    let mut shown = url.clone();
+    let _ = shown.set_username("");
+    let _ = shown.set_password(None);
+    shown.to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_are_seconds_rounded_to_the_millisecond() {
+        let cooldown = CooldownStatus {
+            state: BreakerState::Open,
+            open_for_seconds: Some(Duration::from_nanos(12_898_372_952)),
+            consecutive_failures: 0,
+            trips: 1,
+        };
+        let json = serde_json::to_value(&cooldown).ok();
+        assert_eq!(
+            json.as_ref().and_then(|v| v.get("open_for_seconds")),
+            Some(&serde_json::json!(12.898))
+        );
+        assert_eq!(
+            json.and_then(|v| v.get("state").cloned()),
+            Some(serde_json::json!("open"))
+        );
+    }
+
+    #[test]
+    fn credentials_never_leave_in_a_url() {
+        let url = url::Url::parse("http://user:pw@searxng:8080/x").ok();
+        assert_eq!(
+            url.map(|u| redact_url(&u)).as_deref(),
+            Some("http://searxng:8080/x")
+        );
+    }
+}

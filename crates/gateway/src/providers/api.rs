@@ -1,0 +1,193 @@
+//! How a premium provider speaks, with no I/O: what to send ([`ApiRequest`], without the key) and
+//! how to read the answer. The steps every provider shares are written once in [`interpret`]:
+//! a 5xx is `server_error`; any other non-2xx is decoded leniently as the provider's error body
+//! and classified by the adapter; a 2xx is decoded as the provider's success body (a body that does
+//! not decode is `malformed`: schema drift is an outage) and mapped to hits by the adapter; the
+//! server's `Retry-After` travels with every failure. An adapter keeps only what is its own: its
+//! request shape, its classification of its error bodies, its mapping to results.
+
+use reqwest::header::HeaderMap;
+use serde::de::DeserializeOwned;
+
+use super::quota::RateWindow;
+use super::{ProviderAnswer, ProviderKind};
+use crate::request::SearchRequest;
+use crate::upstream::{retry_after, ErrorClass, UpstreamError};
+
+/// How a provider takes its key. The HTTP client puts the key there; no adapter ever sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Auth {
+    /// The key alone as the value of this header (`X-Subscription-Token`, `x-api-key`).
+    Header(&'static str),
+    /// `Authorization: Bearer <key>`.
+    Bearer,
+}
+
+/// The HTTP method of a provider request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Method {
+    /// GET with query parameters.
+    Get,
+    /// POST with a JSON body.
+    Post,
+}
+
+/// What a provider wants sent; the origin comes from configuration and the key from the client.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct ApiRequest {
+    /// GET or POST.
+    pub(crate) method: Method,
+    /// The provider's real path, e.g. `/res/v1/web/search`.
+    pub(crate) path: &'static str,
+    /// Query-string parameters.
+    pub(crate) query: Vec<(&'static str, String)>,
+    /// Headers besides the auth header (fixed values: nothing secret).
+    pub(crate) headers: Vec<(&'static str, &'static str)>,
+    /// JSON body for POST.
+    pub(crate) body: Option<serde_json::Value>,
+}
+
+/// What a refused (non-2xx, non-5xx) answer means.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Refusal {
+    /// A failure; without its own hint it gets the response's `Retry-After`.
+    Failed(UpstreamError),
+    /// Not a failure at all: the provider's way of saying "no results" (Jina's 422).
+    NoResults,
+}
+
+impl From<ErrorClass> for Refusal {
+    fn from(class: ErrorClass) -> Self {
+        Self::Failed(UpstreamError::new(class))
+    }
+}
+
+/// One provider's wire protocol.
+pub(crate) trait PremiumApi: Send + Sync + 'static {
+    /// The success body, only the parts the adapter reads.
+    type Success: DeserializeOwned;
+    /// The error body, only the parts the adapter reads (`None` when a body does not decode).
+    type Failure: DeserializeOwned;
+    /// Which provider this is.
+    const KIND: ProviderKind;
+    /// Where the key goes.
+    const AUTH: Auth;
+
+    /// The request for `req`.
+    fn request(&self, req: &SearchRequest) -> ApiRequest;
+
+    /// Classifies a non-2xx, non-5xx answer from its status, its decoded error body and headers.
+    fn refusal(&self, status: u16, body: Option<Self::Failure>, headers: &HeaderMap) -> Refusal;
+
+    /// Maps a decoded 2xx body to the answer; an `Err` is a body of the wrong shape.
+    fn answer(
+        &self,
+        body: Self::Success,
+        headers: &HeaderMap,
+    ) -> Result<ProviderAnswer, ErrorClass>;
+
+    /// The rate-limit windows the response headers report (none by default).
+    fn rate_windows(&self, _headers: &HeaderMap) -> Vec<RateWindow> {
+        Vec::new()
+    }
+}
+
+/// The class a status implies when the body names nothing more specific: the part of error
+/// classification every provider agrees on.
+pub(crate) fn class_for_status(status: u16) -> ErrorClass {
+    match status {
+        400 => ErrorClass::BadRequest,
+        401 | 403 => ErrorClass::Auth,
+        429 => ErrorClass::RateLimited,
+        500..=599 => ErrorClass::Server,
+        _ => ErrorClass::HttpStatus,
+    }
+}
+
+/// Reads one complete response of provider `api`: results, empty, or a classified failure.
+pub(crate) fn interpret<A: PremiumApi>(
+    api: &A,
+    status: u16,
+    headers: &HeaderMap,
+    body: &[u8],
+) -> Result<ProviderAnswer, UpstreamError> {
+    let hint = retry_after(headers);
+    if (500..600).contains(&status) {
+        return Err(UpstreamError::with_retry_after(ErrorClass::Server, hint));
+    }
+    if !(200..300).contains(&status) {
+        let decoded = serde_json::from_slice::<A::Failure>(body).ok();
+        return match api.refusal(status, decoded, headers) {
+            Refusal::NoResults => Ok(ProviderAnswer::default()),
+            Refusal::Failed(err) => Err(UpstreamError::with_retry_after(
+                err.class,
+                err.retry_after.or(hint),
+            )),
+        };
+    }
+    let decoded: A::Success =
+        serde_json::from_slice(body).map_err(|_| UpstreamError::new(ErrorClass::Malformed))?;
+    api.answer(decoded, headers).map_err(UpstreamError::new)
+}
+
+/// A provider as the client holds it: the wire protocol behind a trait object.
+pub(crate) trait Adapter: Send + Sync + 'static {
+    /// Which provider this is.
+    fn kind(&self) -> ProviderKind;
+    /// Where the key goes.
+    fn auth(&self) -> Auth;
+    /// The request for `req`.
+    fn request(&self, req: &SearchRequest) -> ApiRequest;
+    /// Reads one complete response.
+    fn interpret(
+        &self,
+        status: u16,
+        headers: &HeaderMap,
+        body: &[u8],
+    ) -> Result<ProviderAnswer, UpstreamError>;
+    /// The rate-limit windows the response headers report.
+    fn rate_windows(&self, headers: &HeaderMap) -> Vec<RateWindow>;
+}
+
+impl<A: PremiumApi> Adapter for A {
+    fn kind(&self) -> ProviderKind {
+        A::KIND
+    }
+
+    fn auth(&self) -> Auth {
+        A::AUTH
+    }
+
+    fn request(&self, req: &SearchRequest) -> ApiRequest {
+        PremiumApi::request(self, req)
+    }
+
+    fn interpret(
+        &self,
+        status: u16,
+        headers: &HeaderMap,
+        body: &[u8],
+    ) -> Result<ProviderAnswer, UpstreamError> {
+        interpret(self, status, headers, body)
+    }
+
+    fn rate_windows(&self, headers: &HeaderMap) -> Vec<RateWindow> {
+        PremiumApi::rate_windows(self, headers)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn statuses_without_a_specific_body_fall_into_shared_classes() {
+        assert_eq!(class_for_status(400), ErrorClass::BadRequest);
+        assert_eq!(class_for_status(401), ErrorClass::Auth);
+        assert_eq!(class_for_status(403), ErrorClass::Auth);
+        assert_eq!(class_for_status(404), ErrorClass::HttpStatus);
+        assert_eq!(class_for_status(429), ErrorClass::RateLimited);
+        assert_eq!(class_for_status(503), ErrorClass::Server);
+        assert_eq!(class_for_status(302), ErrorClass::HttpStatus);
+    }
+}

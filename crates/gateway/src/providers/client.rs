@@ -1,0 +1,363 @@
+//! A premium provider ready to be called: its adapter plus everything needed to reach it, with the
+//! HTTP mechanics written once — origin + path + query, the adapter's headers plus the key where
+//! the adapter's [`Auth`] says (marked sensitive), one timeout over the whole exchange (headers and
+//! body), the shared body cap, transport-error classification, metrics and logging.
+//!
+//! Secrets stay out of logs: no line here carries the key, a URL (a query string may hold the
+//! user's search) or an upstream body; only the provider, status, class and timings.
+
+use std::fmt;
+use std::time::{Duration, Instant};
+
+use reqwest::header::{HeaderMap, HeaderName, HeaderValue, AUTHORIZATION};
+use url::Url;
+
+use super::api::{Adapter, ApiRequest, Auth, Method};
+use super::quota::{QuotaBoard, RateWindow};
+use super::{ApiKey, ProviderAnswer, ProviderKind, ProviderSettings};
+use crate::metrics::labels::{CallResult, ProviderCallLabels, ProviderLabels, WindowLabels};
+use crate::metrics::Metrics;
+use crate::request::SearchRequest;
+use crate::upstream::{classify_transport, read_body_capped, ErrorClass, UpstreamError, BODY_CAP};
+
+/// A premium provider ready to be called.
+pub(crate) struct ProviderClient {
+    adapter: Box<dyn Adapter>,
+    http: reqwest::Client,
+    base_url: Url,
+    timeout: Duration,
+    key: ApiKey,
+    metrics: Metrics,
+    quota: QuotaBoard,
+}
+
+impl ProviderClient {
+    /// A client for the provider `settings` describe, or `None` when it has no key (inactive).
+    /// `http` is the process-wide HTTP client.
+    pub(crate) fn new(
+        settings: &ProviderSettings,
+        http: reqwest::Client,
+        metrics: Metrics,
+        quota: QuotaBoard,
+    ) -> Option<Self> {
+        let key = settings.key.clone()?;
+        Some(Self {
+            adapter: settings.kind.adapter(),
+            http,
+            base_url: settings.base_url.clone(),
+            timeout: settings.timeout,
+            key,
+            metrics,
+            quota,
+        })
+    }
+
+    /// Which provider this client calls.
+    pub(crate) fn kind(&self) -> ProviderKind {
+        self.adapter.kind()
+    }
+
+    /// Calls the provider once for `req`: results, empty, or a classified failure. Records
+    /// `provider_calls_total`, `provider_duration_seconds`, `provider_results_total` and
+    /// `provider_cost_dollars_total`. Dropping the future cancels the call.
+    pub(crate) async fn search(
+        &self,
+        req: &SearchRequest,
+    ) -> Result<ProviderAnswer, UpstreamError> {
+        let started = Instant::now();
+        let mut status = None;
+        let result = tokio::time::timeout(self.timeout, self.exchange(req, &mut status))
+            .await
+            .unwrap_or_else(|_| Err(UpstreamError::new(ErrorClass::Timeout)));
+        self.record(&result, started.elapsed(), status);
+        result
+    }
+
+    /// One request/response exchange; `status` is filled in as soon as the headers arrive so the
+    /// log line can name it even when the body then fails.
+    async fn exchange(
+        &self,
+        req: &SearchRequest,
+        status: &mut Option<u16>,
+    ) -> Result<ProviderAnswer, UpstreamError> {
+        let api_req = self.adapter.request(req);
+        let mut builder = match api_req.method {
+            Method::Get => self.http.get(self.url(&api_req)),
+            Method::Post => self.http.post(self.url(&api_req)),
+        }
+        .headers(self.headers(&api_req)?);
+        if let Some(body) = &api_req.body {
+            let bytes =
+                serde_json::to_vec(body).map_err(|_| UpstreamError::new(ErrorClass::BadRequest))?;
+            builder = builder.body(bytes);
+        }
+        let response = builder
+            .send()
+            .await
+            .map_err(|e| UpstreamError::new(classify_transport(&e)))?;
+        let code = response.status().as_u16();
+        *status = Some(code);
+        let headers = response.headers().clone();
+        self.observe_windows(self.adapter.rate_windows(&headers));
+        let body = read_body_capped(response, BODY_CAP)
+            .await
+            .map_err(UpstreamError::new)?;
+        self.adapter.interpret(code, &headers, &body)
+    }
+
+    /// The configured origin with the provider's own path and query.
+    fn url(&self, api_req: &ApiRequest) -> Url {
+        let mut url = self.base_url.clone();
+        url.set_path(api_req.path);
+        url.set_query(None);
+        if !api_req.query.is_empty() {
+            url.query_pairs_mut()
+                .extend_pairs(api_req.query.iter().map(|(k, v)| (*k, v.as_str())));
+        }
+        url
+    }
+
+    /// The adapter's headers plus the key where the adapter's [`Auth`] says, marked sensitive so
+    /// the HTTP stack never prints it. A key that cannot travel in a header is an auth failure.
+    fn headers(&self, api_req: &ApiRequest) -> Result<HeaderMap, UpstreamError> {
+        let mut map = HeaderMap::with_capacity(api_req.headers.len() + 1);
+        for (name, value) in &api_req.headers {
+            map.insert(
+                HeaderName::from_static_lowercase(name)?,
+                HeaderValue::from_static(value),
+            );
+        }
+        let (name, value) = match self.adapter.auth() {
+            Auth::Header(name) => (
+                HeaderName::from_static_lowercase(name)?,
+                HeaderValue::from_str(self.key.expose()),
+            ),
+            Auth::Bearer => (
+                AUTHORIZATION,
+                HeaderValue::from_str(&format!("Bearer {}", self.key.expose())),
+            ),
+        };
+        let mut value = value.map_err(|_| UpstreamError::new(ErrorClass::Auth))?;
+        value.set_sensitive(true);
+        map.insert(name, value);
+        Ok(map)
+    }
+
+    /// Keeps the windows for `/status`; Brave's also become the `brave_rate_limit_*` gauges.
+    fn observe_windows(&self, windows: Vec<RateWindow>) {
+        if self.kind() == ProviderKind::Brave {
+            for window in &windows {
+                let labels = WindowLabels {
+                    window: window.label.clone(),
+                };
+                let gauges = [
+                    (&self.metrics.brave_rate_limit_limit, window.limit),
+                    (&self.metrics.brave_rate_limit_remaining, window.remaining),
+                    (&self.metrics.brave_rate_limit_reset, window.reset_seconds),
+                ];
+                for (family, value) in gauges {
+                    if let Some(value) = value {
+                        family.get_or_create(&labels).set(value);
+                    }
+                }
+            }
+        }
+        self.quota.update(self.kind(), windows);
+    }
+
+    fn record(
+        &self,
+        result: &Result<ProviderAnswer, UpstreamError>,
+        elapsed: Duration,
+        status: Option<u16>,
+    ) {
+        let provider = self.kind();
+        let outcome = match result {
+            Ok(answer) if answer.hits.is_empty() => CallResult::Empty,
+            Ok(_) => CallResult::Ok,
+            Err(err) => CallResult::Failed(err.class),
+        };
+        self.metrics
+            .provider_calls
+            .get_or_create(&ProviderCallLabels { provider, outcome })
+            .inc();
+        let labels = ProviderLabels { provider };
+        self.metrics
+            .provider_duration
+            .get_or_create(&labels)
+            .observe(elapsed.as_secs_f64());
+        let provider = provider.as_str();
+        let elapsed_ms = elapsed.as_millis() as u64;
+        match result {
+            Ok(answer) => {
+                self.metrics
+                    .provider_results
+                    .get_or_create(&labels)
+                    .inc_by(answer.hits.len() as u64);
+                if let Some(cost) = answer.cost_dollars.filter(|c| c.is_finite() && *c >= 0.0) {
+                    self.metrics
+                        .provider_cost
+                        .get_or_create(&labels)
+                        .inc_by(cost);
+                }
+                tracing::debug!(
+                    provider,
+                    status,
+                    hits = answer.hits.len(),
+                    elapsed_ms,
+                    "provider answered"
+                );
+                if let Some(park) = &answer.park {
+                    tracing::info!(provider, park = ?park, "provider answered but says its window or quota is spent");
+                }
+            }
+            Err(err) if err.class == ErrorClass::BadRequest => {
+                tracing::warn!(
+                    provider,
+                    status,
+                    class = err.class.as_str(),
+                    elapsed_ms,
+                    "provider rejected the request as malformed: our request is wrong (a gateway bug, not an outage)"
+                );
+            }
+            Err(err) => {
+                tracing::warn!(
+                    provider,
+                    status,
+                    class = err.class.as_str(),
+                    retry_after_secs = err.retry_after.map(|d| d.as_secs()),
+                    elapsed_ms,
+                    "provider call failed"
+                );
+            }
+        }
+    }
+}
+
+impl fmt::Debug for ProviderClient {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ProviderClient")
+            .field("kind", &self.kind())
+            .field("base_url", &self.base_url.as_str())
+            .field("timeout", &self.timeout)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Header names adapters declare are static lower-case literals; anything else is our bug.
+trait StaticHeaderName: Sized {
+    fn from_static_lowercase(name: &'static str) -> Result<Self, UpstreamError>;
+}
+
+impl StaticHeaderName for HeaderName {
+    fn from_static_lowercase(name: &'static str) -> Result<Self, UpstreamError> {
+        HeaderName::from_bytes(name.as_bytes())
+            .map_err(|_| UpstreamError::new(ErrorClass::BadRequest))
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    fn client(kind: ProviderKind, key: Option<&str>) -> Option<ProviderClient> {
+        let settings = ProviderSettings {
+            kind,
+            key: key.map(ApiKey::new),
+            base_url: Url::parse("http://127.0.0.1:9/").unwrap(),
+            timeout: Duration::from_secs(1),
+        };
+        ProviderClient::new(
+            &settings,
+            reqwest::Client::new(),
+            Metrics::new(),
+            QuotaBoard::default(),
+        )
+    }
+
+    #[test]
+    fn a_provider_without_a_key_has_no_client() {
+        assert!(client(ProviderKind::Exa, None).is_none());
+    }
+
+    #[test]
+    fn debug_output_never_shows_the_key() {
+        let shown = format!(
+            "{:?}",
+            client(ProviderKind::Brave, Some("sekrit-123")).unwrap()
+        );
+        assert!(shown.contains("Brave"));
+        assert!(!shown.contains("sekrit-123"));
+    }
+
+    #[test]
+    fn the_url_is_the_configured_origin_plus_the_providers_path_and_query() {
+        let brave = client(ProviderKind::Brave, Some("k")).unwrap();
+        let url = brave.url(&brave.adapter.request(&SearchRequest::simple("rust async")));
+        assert_eq!(
+            url.origin(),
+            Url::parse("http://127.0.0.1:9/").unwrap().origin()
+        );
+        assert_eq!(url.path(), "/res/v1/web/search");
+        assert!(url.query().unwrap().contains("q=rust+async"));
+        let jina = client(ProviderKind::Jina, Some("k")).unwrap();
+        let url = jina.url(&jina.adapter.request(&SearchRequest::simple("x")));
+        assert_eq!(url.as_str(), "http://127.0.0.1:9/");
+    }
+
+    #[test]
+    fn the_key_goes_where_each_provider_declares_and_is_marked_sensitive() {
+        let cases = [
+            (ProviderKind::Brave, "x-subscription-token", "k-1"),
+            (ProviderKind::Exa, "x-api-key", "k-1"),
+            (ProviderKind::Jina, "authorization", "Bearer k-1"),
+            (ProviderKind::Tavily, "authorization", "Bearer k-1"),
+        ];
+        for (kind, header, value) in cases {
+            let c = client(kind, Some("k-1")).unwrap();
+            let headers = c
+                .headers(&c.adapter.request(&SearchRequest::simple("x")))
+                .unwrap();
+            assert_eq!(headers[header], value, "{kind:?}");
+            assert!(headers[header].is_sensitive(), "{kind:?}");
+            let carrying_key = headers
+                .values()
+                .filter(|v| v.as_bytes().ends_with(b"k-1"))
+                .count();
+            assert_eq!(carrying_key, 1, "{kind:?}: the key travels once");
+        }
+    }
+
+    #[test]
+    fn a_key_that_cannot_be_a_header_is_an_auth_failure() {
+        let c = client(ProviderKind::Exa, Some("bad\nkey")).unwrap();
+        let err = c
+            .headers(&c.adapter.request(&SearchRequest::simple("x")))
+            .unwrap_err();
+        assert_eq!(err.class, ErrorClass::Auth);
+    }
+
+    #[test]
+    fn brave_windows_become_gauges_and_status_facts() {
+        let c = client(ProviderKind::Brave, Some("k")).unwrap();
+        c.observe_windows(vec![RateWindow {
+            label: "month".into(),
+            limit: Some(15000.0),
+            remaining: Some(14321.0),
+            reset_seconds: None,
+        }]);
+        assert_eq!(
+            c.metrics
+                .sample("brave_rate_limit_remaining", &[("window", "month")]),
+            Some(14321.0)
+        );
+        assert_eq!(
+            c.metrics
+                .sample("brave_rate_limit_reset_seconds", &[("window", "month")]),
+            None,
+            "an unknown value creates no series"
+        );
+        assert_eq!(c.quota.windows(ProviderKind::Brave).len(), 1);
+    }
+}

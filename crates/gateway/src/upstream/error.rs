@@ -1,0 +1,135 @@
+//! What can go wrong when calling an upstream (SearXNG or a premium API), as a closed set of
+//! classes. Callers ask the error (`is_transient`) instead of matching text, and the class name is
+//! the only thing of a failure that reaches a metric label, a log line or a client.
+
+use std::time::Duration;
+
+/// The class of an upstream failure.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) enum ErrorClass {
+    /// Bad, missing or revoked API key.
+    Auth,
+    /// Credits or monthly quota exhausted.
+    Quota,
+    /// Too many requests per window.
+    RateLimited,
+    /// The upstream refused us (403, a firewall, JSON not enabled on SearXNG).
+    Blocked,
+    /// The upstream says our request is malformed: our bug, never trips a breaker.
+    BadRequest,
+    /// HTTP 5xx.
+    Server,
+    /// No answer within the time allowed.
+    Timeout,
+    /// Connection refused, reset or failed before a response.
+    Connect,
+    /// The connection dropped mid-body.
+    Truncated,
+    /// The body exceeded the size cap.
+    TooLarge,
+    /// A 2xx whose body is not the expected shape.
+    Malformed,
+    /// SearXNG answered a redirect (an external `!!bang`): reported, never followed.
+    Redirect,
+    /// SearXNG answered 200 with zero results while engines were unresponsive.
+    Degraded,
+    /// Any other unexpected HTTP status.
+    HttpStatus,
+}
+
+impl ErrorClass {
+    /// The label value used in metrics, logs and JSON bodies.
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            Self::Auth => "auth",
+            Self::Quota => "quota",
+            Self::RateLimited => "rate_limited",
+            Self::Blocked => "blocked",
+            Self::BadRequest => "bad_request",
+            Self::Server => "server_error",
+            Self::Timeout => "timeout",
+            Self::Connect => "connect",
+            Self::Truncated => "truncated",
+            Self::TooLarge => "too_large",
+            Self::Malformed => "malformed",
+            Self::Redirect => "redirect",
+            Self::Degraded => "degraded",
+            Self::HttpStatus => "http_status",
+        }
+    }
+
+    /// Worth another attempt: a 5xx, a timeout, a connection failure or a truncated body.
+    pub(crate) fn is_transient(self) -> bool {
+        matches!(
+            self,
+            Self::Server | Self::Timeout | Self::Connect | Self::Truncated
+        )
+    }
+}
+
+/// A classified upstream failure, with the server's hint on when to come back, if it gave one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("{} upstream failure", class.as_str())]
+pub(crate) struct UpstreamError {
+    /// What went wrong.
+    pub(crate) class: ErrorClass,
+    /// `Retry-After`, or the reset of an exhausted rate-limit window.
+    pub(crate) retry_after: Option<Duration>,
+}
+
+impl UpstreamError {
+    /// A failure without a server hint.
+    pub(crate) fn new(class: ErrorClass) -> Self {
+        Self {
+            class,
+            retry_after: None,
+        }
+    }
+
+    /// A failure with the server's hint on when to come back.
+    pub(crate) fn with_retry_after(class: ErrorClass, retry_after: Option<Duration>) -> Self {
+        Self { class, retry_after }
+    }
+}
+
+impl From<ErrorClass> for UpstreamError {
+    fn from(class: ErrorClass) -> Self {
+        Self::new(class)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_failures_that_may_pass_are_transient() {
+        let transient = [
+            ErrorClass::Server,
+            ErrorClass::Timeout,
+            ErrorClass::Connect,
+            ErrorClass::Truncated,
+        ];
+        for class in transient {
+            assert!(class.is_transient(), "{class:?}");
+        }
+        for class in [
+            ErrorClass::Auth,
+            ErrorClass::Quota,
+            ErrorClass::RateLimited,
+            ErrorClass::Blocked,
+            ErrorClass::BadRequest,
+            ErrorClass::Malformed,
+            ErrorClass::TooLarge,
+            ErrorClass::Redirect,
+        ] {
+            assert!(!class.is_transient(), "{class:?}");
+        }
+    }
+
+    #[test]
+    fn the_error_message_is_the_class_name_only() {
+        let err = UpstreamError::with_retry_after(ErrorClass::RateLimited, None);
+        assert_eq!(err.to_string(), "rate_limited upstream failure");
+    }
+}

@@ -1,0 +1,9 @@
+//! What every upstream call shares, SearXNG and premium APIs alike: the closed set of failure
+//! classes ([`error`]) and the HTTP mechanics written once ([`http`]: the shared client, the body
+//! cap, transport-error classification, `Retry-After`).
+
+mod error;
+mod http;
+
+pub(crate) use error::{ErrorClass, UpstreamError};
+pub(crate) use http::{classify_transport, http_client, read_body_capped, retry_after, BODY_CAP};
