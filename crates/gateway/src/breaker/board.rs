@@ -4,8 +4,7 @@
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
-use super::{Breaker, BreakerPolicy};
-use crate::metrics::Metrics;
+use super::{Breaker, BreakerMetrics, BreakerPolicy};
 
 /// Which namespace a breaker lives in: the `kind` metric label.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
@@ -39,7 +38,7 @@ pub(crate) struct BreakerBoard {
 #[derive(Debug)]
 struct Shared {
     policy: BreakerPolicy,
-    metrics: Metrics,
+    metrics: BreakerMetrics,
     /// Providers, then engines; each map sorted by name.
     breakers: Mutex<[BTreeMap<String, Arc<Breaker>>; 2]>,
 }
@@ -53,7 +52,7 @@ fn slot(kind: BreakerKind) -> usize {
 
 impl BreakerBoard {
     /// An empty board; breakers appear as [`BreakerBoard::get`] first names them.
-    pub(crate) fn new(policy: BreakerPolicy, metrics: Metrics) -> Self {
+    pub(crate) fn new(policy: BreakerPolicy, metrics: BreakerMetrics) -> Self {
         Self {
             shared: Arc::new(Shared {
                 policy,

@@ -13,6 +13,7 @@
 
 mod board;
 mod machine;
+mod metrics;
 mod policy;
 mod signal;
 
@@ -26,12 +27,12 @@ use tokio::time::Instant;
 
 pub(crate) use board::{BreakerBoard, BreakerKind};
 pub(crate) use machine::{BreakerState, Snapshot};
+pub(crate) use metrics::BreakerMetrics;
 pub(crate) use policy::BreakerPolicy;
 pub(crate) use signal::{Signal, TripReason};
 
-use crate::metrics::labels::{BreakerLabels, TripLabels};
-use crate::metrics::Metrics;
 use machine::{Admission, Machine, Transition};
+use metrics::{BreakerLabels, TripLabels};
 
 /// One upstream's breaker. Shared as `Arc<Breaker>`; obtained from [`BreakerBoard::get`] (or
 /// built alone for the SearXNG cooldown).
@@ -58,17 +59,17 @@ impl Breaker {
         kind: BreakerKind,
         name: &str,
         policy: BreakerPolicy,
-        metrics: &Metrics,
+        metrics: &BreakerMetrics,
     ) -> Self {
         let labels = BreakerLabels {
             engine: name.to_owned(),
             kind,
         };
         let series = Series {
-            state: metrics.breaker_state.get_or_create(&labels).clone(),
-            rejections: metrics.breaker_rejections.get_or_create(&labels).clone(),
-            recoveries: metrics.breaker_recoveries.get_or_create(&labels).clone(),
-            trips: metrics.breaker_trips.clone(),
+            state: metrics.state.get_or_create(&labels).clone(),
+            rejections: metrics.rejections.get_or_create(&labels).clone(),
+            recoveries: metrics.recoveries.get_or_create(&labels).clone(),
+            trips: metrics.trips.clone(),
         };
         series.state.set(BreakerState::Closed.as_gauge());
         Self {

@@ -17,16 +17,19 @@ fn policy() -> BreakerPolicy {
     }
 }
 
-fn board() -> (BreakerBoard, Metrics) {
-    let metrics = Metrics::new();
-    (BreakerBoard::new(policy(), metrics.clone()), metrics)
+use crate::metrics::Registry;
+
+fn board() -> (BreakerBoard, Registry) {
+    let mut registry = Registry::new();
+    let metrics = BreakerMetrics::new(&mut registry);
+    (BreakerBoard::new(policy(), metrics), registry)
 }
 
-fn gauge(metrics: &Metrics, kind: &str, name: &str) -> Option<f64> {
+fn gauge(metrics: &Registry, kind: &str, name: &str) -> Option<f64> {
     metrics.sample("circuit_breaker_state", &[("engine", name), ("kind", kind)])
 }
 
-fn trips(metrics: &Metrics, kind: &str, name: &str, reason: &str) -> Option<f64> {
+fn trips(metrics: &Registry, kind: &str, name: &str, reason: &str) -> Option<f64> {
     metrics.sample(
         "circuit_breaker_trips_total",
         &[("engine", name), ("kind", kind), ("reason", reason)],
@@ -122,7 +125,7 @@ async fn exactly_one_probe_is_admitted_among_many_concurrent_callers() {
             open_base: Duration::ZERO,
             ..policy()
         },
-        Metrics::new(),
+        BreakerMetrics::new(&mut Registry::new()),
     );
     let breaker = board.get(BreakerKind::Provider, "test");
     breaker.record(Signal::stop(TripReason::RateLimited));

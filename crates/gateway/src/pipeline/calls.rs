@@ -51,7 +51,12 @@ pub(super) async fn searxng(
     permit: Permit,
 ) -> Event {
     let catalog = inner.catalog.get();
-    let plan = EnginePlan::new(catalog.as_deref(), &req, &inner.breakers, &inner.metrics);
+    let plan = EnginePlan::new(
+        catalog.as_deref(),
+        &req,
+        &inner.breakers,
+        &inner.metrics.requests.engine_exclusion_overridden,
+    );
     let call_deadline = deadline.checked_sub(DEADLINE_MARGIN).unwrap_or(deadline);
     let started = Instant::now();
     let mut to_send = req;

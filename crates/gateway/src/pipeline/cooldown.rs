@@ -3,12 +3,11 @@
 //! probes it. A breaker of its own kind, so it shares the state machine and its tests. A client
 //! hanging up (a dropped permit) is not a SearXNG failure.
 
-use crate::breaker::{Breaker, BreakerKind, BreakerPolicy};
+use crate::breaker::{Breaker, BreakerKind, BreakerMetrics, BreakerPolicy};
 use crate::config::Config;
-use crate::metrics::Metrics;
 
 /// The cooldown breaker for `config`.
-pub(super) fn searxng_cooldown(config: &Config, metrics: &Metrics) -> Breaker {
+pub(super) fn searxng_cooldown(config: &Config, metrics: &BreakerMetrics) -> Breaker {
     Breaker::new(
         BreakerKind::Searxng,
         "searxng",
@@ -49,7 +48,10 @@ mod tests {
             ("SEARXNG_FAIL_THRESHOLD", "3"),
             ("SEARXNG_FAIL_COOLDOWN_SECONDS", "180"),
         ]);
-        let cooldown = Arc::new(searxng_cooldown(&c, &Metrics::new()));
+        let cooldown = Arc::new(searxng_cooldown(
+            &c,
+            &BreakerMetrics::new(&mut crate::metrics::Registry::new()),
+        ));
         for _ in 0..2 {
             cooldown.admit().unwrap().record(Signal::Transient);
         }
@@ -84,7 +86,10 @@ mod tests {
             ("SEARXNG_FAIL_THRESHOLD", "2"),
             ("SEARXNG_FAIL_COOLDOWN_SECONDS", "10"),
         ]);
-        let cooldown = Arc::new(searxng_cooldown(&c, &Metrics::new()));
+        let cooldown = Arc::new(searxng_cooldown(
+            &c,
+            &BreakerMetrics::new(&mut crate::metrics::Registry::new()),
+        ));
         cooldown.admit().unwrap().record(Signal::Transient);
         cooldown.admit().unwrap().record(Signal::Success);
         cooldown.admit().unwrap().record(Signal::Transient);

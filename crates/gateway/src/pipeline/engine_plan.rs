@@ -10,9 +10,9 @@ use tokio::sync::Notify;
 
 use super::breaker_signals;
 use crate::breaker::{BreakerBoard, BreakerKind, Permit, Signal};
-use crate::metrics::Metrics;
 use crate::request::SearchRequest;
 use crate::searxng::{EngineCatalog, SearxngAnswer};
+use prometheus_client::metrics::counter::Counter;
 
 /// The latest catalog, shared with the task that refreshes it.
 #[derive(Debug, Default)]
@@ -52,7 +52,7 @@ impl EnginePlan {
         catalog: Option<&EngineCatalog>,
         req: &SearchRequest,
         board: &BreakerBoard,
-        metrics: &Metrics,
+        overridden: &Counter,
     ) -> Self {
         let Some(catalog) = catalog.filter(|c| !c.is_empty()) else {
             return Self::default();
@@ -85,7 +85,7 @@ impl EnginePlan {
             // Excluding every engine of a requested category (or every requested engine) would
             // make SearXNG search something else, or nothing: send the request as asked, and make
             // the override visible.
-            metrics.engine_exclusion_overridden.inc();
+            overridden.inc();
             tracing::debug!(engines = ?targets, "every engine of a requested group is open; sending them all");
             return Self::default();
         }
@@ -143,9 +143,11 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
-    use crate::breaker::{BreakerPolicy, BreakerState, TripReason};
+    use crate::breaker::{BreakerMetrics, BreakerPolicy, BreakerState, TripReason};
+    use crate::metrics::Registry;
     use crate::searxng::catalog::EngineInfo;
     use crate::searxng::{EngineReason, Unresponsive};
+    use prometheus_client::metrics::counter::Counter;
 
     fn catalog() -> EngineCatalog {
         let engine = |name: &str, cats: &[&str]| EngineInfo {
@@ -160,7 +162,7 @@ mod tests {
         ])
     }
 
-    fn board(metrics: &Metrics) -> BreakerBoard {
+    fn board() -> BreakerBoard {
         BreakerBoard::new(
             BreakerPolicy {
                 open_base: Duration::from_secs(10),
@@ -169,7 +171,7 @@ mod tests {
                 jitter: 0.0,
                 healthy_after: Duration::from_secs(100),
             },
-            metrics.clone(),
+            BreakerMetrics::new(&mut Registry::new()),
         )
     }
 
@@ -205,12 +207,12 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn nothing_open_sends_the_request_as_asked() {
-        let metrics = Metrics::new();
+        let overridden = Counter::default();
         let plan = EnginePlan::new(
             Some(&catalog()),
             &SearchRequest::simple("q"),
-            &board(&metrics),
-            &metrics,
+            &board(),
+            &overridden,
         );
         assert_eq!(plan.explicit, None);
         assert_eq!(plan.permits.len(), 2);
@@ -218,62 +220,81 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn an_open_engine_is_left_out_of_an_explicit_list() {
-        let metrics = Metrics::new();
-        let b = board(&metrics);
+        let overridden = Counter::default();
+        let b = board();
         trip(&b, "beta");
-        let plan = EnginePlan::new(Some(&catalog()), &SearchRequest::simple("q"), &b, &metrics);
+        let plan = EnginePlan::new(
+            Some(&catalog()),
+            &SearchRequest::simple("q"),
+            &b,
+            &overridden,
+        );
         assert_eq!(plan.explicit, Some(vec!["alpha".to_owned()]));
     }
 
     #[tokio::test(start_paused = true)]
     async fn excluding_every_requested_engine_sends_them_all_and_counts_it() {
-        let metrics = Metrics::new();
-        let b = board(&metrics);
+        let overridden = Counter::default();
+        let b = board();
         trip(&b, "gamma");
         let req = SearchRequest {
             categories: vec!["news".into()],
             ..SearchRequest::simple("q")
         };
-        let plan = EnginePlan::new(Some(&catalog()), &req, &b, &metrics);
+        let plan = EnginePlan::new(Some(&catalog()), &req, &b, &overridden);
         assert_eq!(plan.explicit, None, "never an empty engines= list");
-        assert_eq!(metrics.engine_exclusion_overridden.get(), 1);
+        assert_eq!(overridden.get(), 1);
     }
 
     #[tokio::test(start_paused = true)]
     async fn an_exclusion_never_empties_one_requested_category() {
-        let metrics = Metrics::new();
-        let b = board(&metrics);
+        let overridden = Counter::default();
+        let b = board();
         trip(&b, "gamma");
         let req = SearchRequest {
             categories: vec!["general".into(), "news".into()],
             ..SearchRequest::simple("q")
         };
-        let plan = EnginePlan::new(Some(&catalog()), &req, &b, &metrics);
+        let plan = EnginePlan::new(Some(&catalog()), &req, &b, &overridden);
         assert_eq!(plan.explicit, None, "news would have no engine left");
-        assert_eq!(metrics.engine_exclusion_overridden.get(), 1);
+        assert_eq!(overridden.get(), 1);
         trip(&b, "beta");
-        let general_only =
-            EnginePlan::new(Some(&catalog()), &SearchRequest::simple("q"), &b, &metrics);
+        let general_only = EnginePlan::new(
+            Some(&catalog()),
+            &SearchRequest::simple("q"),
+            &b,
+            &overridden,
+        );
         assert_eq!(general_only.explicit, Some(vec!["alpha".to_owned()]));
     }
 
     #[tokio::test(start_paused = true)]
     async fn without_a_catalog_nothing_is_excluded() {
-        let metrics = Metrics::new();
-        let b = board(&metrics);
+        let overridden = Counter::default();
+        let b = board();
         trip(&b, "beta");
-        let plan = EnginePlan::new(None, &SearchRequest::simple("q"), &b, &metrics);
+        let plan = EnginePlan::new(None, &SearchRequest::simple("q"), &b, &overridden);
         assert_eq!(plan.explicit, None);
     }
 
     #[tokio::test(start_paused = true)]
     async fn a_half_open_engine_is_included_in_exactly_one_request() {
-        let metrics = Metrics::new();
-        let b = board(&metrics);
+        let overridden = Counter::default();
+        let b = board();
         trip(&b, "beta");
         tokio::time::advance(Duration::from_secs(11)).await;
-        let first = EnginePlan::new(Some(&catalog()), &SearchRequest::simple("q"), &b, &metrics);
-        let second = EnginePlan::new(Some(&catalog()), &SearchRequest::simple("q"), &b, &metrics);
+        let first = EnginePlan::new(
+            Some(&catalog()),
+            &SearchRequest::simple("q"),
+            &b,
+            &overridden,
+        );
+        let second = EnginePlan::new(
+            Some(&catalog()),
+            &SearchRequest::simple("q"),
+            &b,
+            &overridden,
+        );
         assert_eq!(first.explicit, None, "the probe request searches beta");
         assert_eq!(second.explicit, Some(vec!["alpha".to_owned()]));
         first.settle(&answer(&["alpha", "beta"], &[]), &b, Some(&catalog()));
@@ -285,9 +306,14 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn settle_feeds_results_and_failures_and_flags_unknown_names() {
-        let metrics = Metrics::new();
-        let b = board(&metrics);
-        let plan = EnginePlan::new(Some(&catalog()), &SearchRequest::simple("q"), &b, &metrics);
+        let overridden = Counter::default();
+        let b = board();
+        let plan = EnginePlan::new(
+            Some(&catalog()),
+            &SearchRequest::simple("q"),
+            &b,
+            &overridden,
+        );
         let unknown = plan.settle(
             &answer(
                 &["alpha"],

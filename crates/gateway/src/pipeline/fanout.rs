@@ -275,7 +275,7 @@ pub(crate) async fn run(inner: Arc<Inner>, req: SearchRequest) -> Computed<Arc<A
             permit,
         ))),
         None => {
-            inner.metrics.searxng_skipped.inc();
+            inner.metrics.requests.searxng_skipped.inc();
             fan.searxng_skipped();
         }
     }

@@ -20,6 +20,7 @@ mod cooldown;
 mod engine_plan;
 pub(crate) mod failure;
 mod fanout;
+mod metrics;
 mod outcome;
 mod provider_rotation;
 mod slow_threshold;
@@ -31,19 +32,19 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 pub(crate) use answer::Answer;
+pub(crate) use metrics::Metrics;
 pub(crate) use outcome::Outcome;
 
 use crate::breaker::{Breaker, BreakerBoard, BreakerKind, BreakerPolicy, BreakerState};
 use crate::cache::{AnswerCache, CacheStatus, ComputationLost};
 use crate::config::Config;
-use crate::metrics::labels::OutcomeLabels;
-use crate::metrics::Metrics;
 use crate::providers::quota::QuotaBoard;
 use crate::providers::ProviderClient;
 use crate::request::SearchRequest;
 use crate::searxng::SearxngClient;
 use crate::upstream::http_client;
 use engine_plan::CatalogHandle;
+use metrics::OutcomeLabels;
 use provider_rotation::Rotation;
 use slow_threshold::LatencyWindow;
 use status::{BreakerStatus, CooldownStatus, ProviderStatus, SearxngStatus, Status};
@@ -83,7 +84,7 @@ struct Inner {
     catalog: CatalogHandle,
     cache: AnswerCache<Arc<Answer>>,
     quota: QuotaBoard,
-    metrics: Metrics,
+    metrics: Arc<Metrics>,
     latency: LatencyWindow,
     last_searxng_ok: Mutex<Option<Instant>>,
 }
@@ -105,13 +106,18 @@ impl Gateway {
             http.clone(),
             config.searxng_url.clone(),
             config.searxng_timeout,
-            metrics.clone(),
+            metrics.searxng.clone(),
         );
         let quota = QuotaBoard::default();
         let mut providers = Vec::new();
         for kind in &config.fallback_providers {
             let client = config.provider(*kind).and_then(|settings| {
-                ProviderClient::new(settings, http.clone(), metrics.clone(), quota.clone())
+                ProviderClient::new(
+                    settings,
+                    http.clone(),
+                    metrics.providers.clone(),
+                    quota.clone(),
+                )
             });
             match client {
                 Some(client) => providers.push(Arc::new(client)),
@@ -129,16 +135,16 @@ impl Gateway {
             jitter: 0.1,
             healthy_after: config.breaker_max_open,
         };
-        let cooldown = Arc::new(cooldown::searxng_cooldown(&config, &metrics));
-        let breakers = BreakerBoard::new(policy, metrics.clone());
+        let cooldown = Arc::new(cooldown::searxng_cooldown(&config, &metrics.breakers));
+        let breakers = BreakerBoard::new(policy, metrics.breakers.clone());
         for provider in &providers {
             // Provider breakers exist up front so their series are there from the first scrape.
             breakers.get(BreakerKind::Provider, provider.kind().as_str());
         }
         let cache = AnswerCache::new(
             config.cache_size,
-            metrics.cache_size.clone(),
-            metrics.cache_coalesced.clone(),
+            metrics.requests.cache_size.clone(),
+            metrics.requests.cache_coalesced.clone(),
         );
         Self {
             inner: Arc::new(Inner {
@@ -151,7 +157,7 @@ impl Gateway {
                 catalog: CatalogHandle::default(),
                 cache,
                 quota,
-                metrics,
+                metrics: Arc::new(metrics),
                 latency: LatencyWindow::default(),
                 last_searxng_ok: Mutex::new(None),
             }),
@@ -177,10 +183,10 @@ impl Gateway {
             CacheStatus::Hit => Outcome::CacheHit,
             CacheStatus::Miss => answer.outcome,
         };
-        let m = &self.inner.metrics;
+        let m = &self.inner.metrics.requests;
         let labels = OutcomeLabels { outcome };
         m.requests.get_or_create(&labels).inc();
-        m.request_duration
+        m.duration
             .get_or_create(&labels)
             .observe(started.elapsed().as_secs_f64());
         m.results_count.observe(answer.result_count as f64);
@@ -226,6 +232,7 @@ impl Gateway {
         let cooling = inner.cooldown.state() == BreakerState::Open;
         inner
             .metrics
+            .requests
             .searxng_cooldown_active
             .set(i64::from(cooling));
         inner.metrics.render(openmetrics)

@@ -13,10 +13,9 @@ use reqwest::header::{HeaderMap, HeaderName, HeaderValue, AUTHORIZATION};
 use url::Url;
 
 use super::api::{Adapter, ApiRequest, Auth, Method};
+use super::metrics::{CallLabels, CallResult, ProviderLabels, ProviderMetrics, WindowLabels};
 use super::quota::{QuotaBoard, RateWindow};
 use super::{ApiKey, ProviderAnswer, ProviderKind, ProviderSettings};
-use crate::metrics::labels::{CallResult, ProviderCallLabels, ProviderLabels, WindowLabels};
-use crate::metrics::Metrics;
 use crate::request::SearchRequest;
 use crate::upstream::{classify_transport, read_body_capped, ErrorClass, UpstreamError, BODY_CAP};
 
@@ -27,7 +26,7 @@ pub(crate) struct ProviderClient {
     base_url: Url,
     timeout: Duration,
     key: ApiKey,
-    metrics: Metrics,
+    metrics: ProviderMetrics,
     quota: QuotaBoard,
 }
 
@@ -37,7 +36,7 @@ impl ProviderClient {
     pub(crate) fn new(
         settings: &ProviderSettings,
         http: reqwest::Client,
-        metrics: Metrics,
+        metrics: ProviderMetrics,
         quota: QuotaBoard,
     ) -> Option<Self> {
         let key = settings.key.clone()?;
@@ -151,9 +150,9 @@ impl ProviderClient {
                     window: window.label.clone(),
                 };
                 let gauges = [
-                    (&self.metrics.brave_rate_limit_limit, window.limit),
-                    (&self.metrics.brave_rate_limit_remaining, window.remaining),
-                    (&self.metrics.brave_rate_limit_reset, window.reset_seconds),
+                    (&self.metrics.brave_limit, window.limit),
+                    (&self.metrics.brave_remaining, window.remaining),
+                    (&self.metrics.brave_reset, window.reset_seconds),
                 ];
                 for (family, value) in gauges {
                     if let Some(value) = value {
@@ -178,12 +177,12 @@ impl ProviderClient {
             Err(err) => CallResult::Failed(err.class),
         };
         self.metrics
-            .provider_calls
-            .get_or_create(&ProviderCallLabels { provider, outcome })
+            .calls
+            .get_or_create(&CallLabels { provider, outcome })
             .inc();
         let labels = ProviderLabels { provider };
         self.metrics
-            .provider_duration
+            .duration
             .get_or_create(&labels)
             .observe(elapsed.as_secs_f64());
         let provider = provider.as_str();
@@ -191,14 +190,11 @@ impl ProviderClient {
         match result {
             Ok(answer) => {
                 self.metrics
-                    .provider_results
+                    .results
                     .get_or_create(&labels)
                     .inc_by(answer.hits.len() as u64);
                 if let Some(cost) = answer.cost_dollars.filter(|c| c.is_finite() && *c >= 0.0) {
-                    self.metrics
-                        .provider_cost
-                        .get_or_create(&labels)
-                        .inc_by(cost);
+                    self.metrics.cost.get_or_create(&labels).inc_by(cost);
                 }
                 tracing::debug!(
                     provider,
@@ -260,6 +256,7 @@ impl StaticHeaderName for HeaderName {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+    use crate::metrics::Registry;
 
     fn client(kind: ProviderKind, key: Option<&str>) -> Option<ProviderClient> {
         let settings = ProviderSettings {
@@ -271,7 +268,7 @@ mod tests {
         ProviderClient::new(
             &settings,
             reqwest::Client::new(),
-            Metrics::new(),
+            ProviderMetrics::new(&mut Registry::new()),
             QuotaBoard::default(),
         )
     }
@@ -340,7 +337,20 @@ mod tests {
 
     #[test]
     fn brave_windows_become_gauges_and_status_facts() {
-        let c = client(ProviderKind::Brave, Some("k")).unwrap();
+        let mut registry = Registry::new();
+        let settings = ProviderSettings {
+            kind: ProviderKind::Brave,
+            key: Some(ApiKey::new("k")),
+            base_url: Url::parse("http://127.0.0.1:9/").unwrap(),
+            timeout: Duration::from_secs(1),
+        };
+        let c = ProviderClient::new(
+            &settings,
+            reqwest::Client::new(),
+            ProviderMetrics::new(&mut registry),
+            QuotaBoard::default(),
+        )
+        .unwrap();
         c.observe_windows(vec![RateWindow {
             label: "month".into(),
             limit: Some(15000.0),
@@ -348,13 +358,11 @@ mod tests {
             reset_seconds: None,
         }]);
         assert_eq!(
-            c.metrics
-                .sample("brave_rate_limit_remaining", &[("window", "month")]),
+            registry.sample("brave_rate_limit_remaining", &[("window", "month")]),
             Some(14321.0)
         );
         assert_eq!(
-            c.metrics
-                .sample("brave_rate_limit_reset_seconds", &[("window", "month")]),
+            registry.sample("brave_rate_limit_reset_seconds", &[("window", "month")]),
             None,
             "an unknown value creates no series"
         );

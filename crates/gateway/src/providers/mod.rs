@@ -14,6 +14,7 @@ mod brave;
 pub(crate) mod client;
 mod exa;
 mod jina;
+mod metrics;
 pub(crate) mod quota;
 pub(crate) mod settings;
 mod tavily;
@@ -21,6 +22,7 @@ mod tavily;
 use std::time::Duration;
 
 pub(crate) use client::ProviderClient;
+pub(crate) use metrics::ProviderMetrics;
 pub(crate) use settings::{ApiKey, ProviderSettings};
 
 /// The premium providers the gateway knows: a closed set.

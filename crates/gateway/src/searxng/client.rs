@@ -10,11 +10,10 @@ use tokio::time::Instant;
 use url::Url;
 
 use super::answer::{parse_answer, result_engines, SearxngAnswer};
-use crate::metrics::labels::{
+use super::metrics::{
     AttemptError, AttemptLabels, AttemptResult, EngineLabels, EngineReasonLabels, ErrorClassLabels,
-    SearxngResult, SearxngResultLabels,
+    ResultLabels, SearxngMetrics, SearxngResult,
 };
-use crate::metrics::Metrics;
 use crate::request::{SafeSearch, SearchRequest, TimeRange};
 use crate::upstream::{classify_transport, read_body_capped, ErrorClass, UpstreamError, BODY_CAP};
 
@@ -36,7 +35,7 @@ pub(crate) struct SearxngClient {
     http: reqwest::Client,
     base: Url,
     attempt_timeout: Duration,
-    metrics: Metrics,
+    metrics: SearxngMetrics,
 }
 
 impl SearxngClient {
@@ -45,7 +44,7 @@ impl SearxngClient {
         http: reqwest::Client,
         base: Url,
         attempt_timeout: Duration,
-        metrics: Metrics,
+        metrics: SearxngMetrics,
     ) -> Self {
         Self {
             http,
@@ -73,7 +72,7 @@ impl SearxngClient {
         let started = Instant::now();
         let result = self.search_with_retries(req, engines, deadline).await;
         self.metrics
-            .searxng_duration
+            .duration
             .observe(started.elapsed().as_secs_f64());
         let result_label = match &result {
             Ok(answer) if answer.is_degraded() => SearxngResult::Degraded,
@@ -81,8 +80,8 @@ impl SearxngClient {
             Err(err) => SearxngResult::Failed(err.class),
         };
         self.metrics
-            .searxng_requests
-            .get_or_create(&SearxngResultLabels {
+            .requests
+            .get_or_create(&ResultLabels {
                 result: result_label,
             })
             .inc();
@@ -118,7 +117,7 @@ impl SearxngClient {
                         AttemptError::Class(err.class),
                     );
                     if err.class == ErrorClass::Timeout {
-                        self.metrics.searxng_timeouts.inc();
+                        self.metrics.timeouts.inc();
                     }
                     if !err.class.is_transient() {
                         return Err(err);
@@ -129,7 +128,7 @@ impl SearxngClient {
                     if attempt >= MAX_ATTEMPTS || next_start + Duration::from_millis(50) >= deadline
                     {
                         self.metrics
-                            .retry_exhausted
+                            .exhausted
                             .get_or_create(&ErrorClassLabels {
                                 error_class: err.class,
                             })
@@ -156,7 +155,7 @@ impl SearxngClient {
 
     fn count_attempt(&self, attempt: u32, outcome: AttemptResult, error_class: AttemptError) {
         self.metrics
-            .retry_attempts
+            .attempts
             .get_or_create(&AttemptLabels {
                 attempt,
                 outcome,

@@ -5,11 +5,13 @@
 mod answer;
 pub(crate) mod catalog;
 mod client;
+mod metrics;
 mod unresponsive;
 
 pub(crate) use answer::SearxngAnswer;
 pub(crate) use catalog::EngineCatalog;
 pub(crate) use client::SearxngClient;
+pub(crate) use metrics::SearxngMetrics;
 pub(crate) use unresponsive::EngineReason;
 #[cfg(test)]
 pub(crate) use unresponsive::Unresponsive;

@@ -21,8 +21,7 @@ use error::ApiError;
 
 use crate::config::Config;
 use crate::metrics::exposition;
-use crate::metrics::Metrics;
-use crate::pipeline::Gateway;
+use crate::pipeline::{Gateway, Metrics};
 
 /// The routes over `gateway`.
 fn router(gateway: Gateway) -> Router {

@@ -1,0 +1,173 @@
+//! The request-level families (outcomes, durations, answer sizes, the cache, the SearXNG cooldown,
+//! engine-exclusion overrides, the start time), and [`Metrics`]: every module's families on one
+//! registry.
+
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::Histogram;
+
+use super::Outcome;
+use crate::breaker::BreakerMetrics;
+use crate::metrics::{
+    count_histogram, label_value_as_str, latency_family, FloatGauge, HistogramFamily, Registry,
+};
+use crate::providers::ProviderMetrics;
+use crate::searxng::SearxngMetrics;
+
+label_value_as_str!(Outcome);
+
+/// `{outcome}`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+pub(crate) struct OutcomeLabels {
+    pub(crate) outcome: Outcome,
+}
+
+/// The pipeline's own families. Cheap to clone.
+#[derive(Debug, Clone)]
+pub(crate) struct RequestMetrics {
+    /// `requests_total{outcome}`: exactly one per answered request.
+    pub(crate) requests: Family<OutcomeLabels, Counter>,
+    /// `request_duration_seconds{outcome}`.
+    pub(crate) duration: HistogramFamily<OutcomeLabels>,
+    /// `results_count`: results in each answer.
+    pub(crate) results_count: Histogram,
+    /// `engines_count`: distinct sources (engines and providers) that contributed to each answer.
+    pub(crate) engines_count: Histogram,
+    /// `cache_size`: entries in the cache now.
+    pub(crate) cache_size: Gauge,
+    /// `cache_coalesced_total`: requests that waited on an identical in-flight miss.
+    pub(crate) cache_coalesced: Counter,
+    /// `searxng_cooldown_active`: 1 while SearXNG is skipped after repeated failures.
+    pub(crate) searxng_cooldown_active: Gauge,
+    /// `searxng_skipped_total`: requests that did not call SearXNG because of the cooldown.
+    pub(crate) searxng_skipped: Counter,
+    /// `engine_exclusion_overridden_total`: every requested engine was open, so all were sent.
+    pub(crate) engine_exclusion_overridden: Counter,
+    /// `start_time_seconds`: when the process started (Unix seconds).
+    pub(crate) start_time: FloatGauge,
+}
+
+impl RequestMetrics {
+    fn new(r: &mut Registry) -> Self {
+        let m = Self {
+            requests: Family::default(),
+            duration: latency_family(),
+            results_count: count_histogram(),
+            engines_count: count_histogram(),
+            cache_size: Gauge::default(),
+            cache_coalesced: Counter::default(),
+            searxng_cooldown_active: Gauge::default(),
+            searxng_skipped: Counter::default(),
+            engine_exclusion_overridden: Counter::default(),
+            start_time: FloatGauge::default(),
+        };
+        r.register(
+            "requests",
+            "Answered search requests by outcome (exactly one outcome per request)",
+            m.requests.clone(),
+        );
+        r.register(
+            "request_duration_seconds",
+            "Time to answer a search request, by outcome",
+            m.duration.clone(),
+        );
+        r.register(
+            "results_count",
+            "Number of results in each search answer",
+            m.results_count.clone(),
+        );
+        r.register("engines_count", "Number of distinct sources (SearXNG engines and premium providers) that contributed to each answer", m.engines_count.clone());
+        r.register(
+            "cache_size",
+            "Entries in the answer cache now",
+            m.cache_size.clone(),
+        );
+        r.register("cache_coalesced", "Requests that shared an identical in-flight upstream fan-out instead of starting their own", m.cache_coalesced.clone());
+        r.register(
+            "searxng_cooldown_active",
+            "1 while SearXNG is skipped after consecutive failures, else 0",
+            m.searxng_cooldown_active.clone(),
+        );
+        r.register(
+            "searxng_skipped",
+            "Requests that did not call SearXNG because it was cooling down",
+            m.searxng_skipped.clone(),
+        );
+        r.register("engine_exclusion_overridden", "Requests where every requested SearXNG engine had an open breaker, so none was excluded", m.engine_exclusion_overridden.clone());
+        r.register(
+            "start_time_seconds",
+            "Start time of the process since the Unix epoch, in seconds",
+            m.start_time.clone(),
+        );
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0.0, |d| d.as_secs_f64());
+        m.start_time.set(now);
+        // Every outcome has a series from the first scrape, so `rate()` sees zeros, not gaps.
+        for outcome in Outcome::ALL {
+            let _ = m.requests.get_or_create(&OutcomeLabels { outcome });
+        }
+        m
+    }
+}
+
+/// Every family of the gateway, on one registry.
+#[derive(Debug)]
+pub(crate) struct Metrics {
+    registry: Registry,
+    pub(crate) requests: RequestMetrics,
+    pub(crate) searxng: SearxngMetrics,
+    pub(crate) providers: ProviderMetrics,
+    pub(crate) breakers: BreakerMetrics,
+}
+
+impl Metrics {
+    /// Every family, registered on a fresh registry.
+    pub(crate) fn new() -> Self {
+        let mut registry = Registry::new();
+        Self {
+            requests: RequestMetrics::new(&mut registry),
+            searxng: SearxngMetrics::new(&mut registry),
+            providers: ProviderMetrics::new(&mut registry),
+            breakers: BreakerMetrics::new(&mut registry),
+            registry,
+        }
+    }
+
+    /// The exposition, as OpenMetrics or Prometheus text.
+    pub(crate) fn render(&self, openmetrics: bool) -> String {
+        self.registry.render(openmetrics)
+    }
+
+    /// The registry (tests read samples from it).
+    #[cfg(test)]
+    pub(crate) fn registry(&self) -> &Registry {
+        &self.registry
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_outcome_is_exposed_from_the_start_with_the_contract_names() {
+        let m = Metrics::new();
+        let text = m.render(false);
+        for outcome in Outcome::ALL {
+            assert_eq!(
+                m.registry()
+                    .sample("requests_total", &[("outcome", outcome.as_str())]),
+                Some(0.0)
+            );
+        }
+        assert!(text.contains("# TYPE searxng_gateway_requests_total counter\n"));
+        assert!(text.contains("# TYPE searxng_gateway_start_time_seconds gauge\n"));
+        assert!(m
+            .registry()
+            .sample("start_time_seconds", &[])
+            .is_some_and(|t| t > 1.7e9));
+    }
+}

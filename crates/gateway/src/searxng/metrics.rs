@@ -1,0 +1,182 @@
+//! The SearXNG families: every attempt, calls by result, timeouts, durations, and per-engine
+//! results, status and unresponsive reasons.
+
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::Histogram;
+
+use super::EngineReason;
+use crate::metrics::{label_value_as_str, latency_histogram, Registry};
+use crate::upstream::ErrorClass;
+
+label_value_as_str!(
+    ErrorClass,
+    EngineReason,
+    AttemptResult,
+    AttemptError,
+    SearxngResult
+);
+
+/// Whether one attempt succeeded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) enum AttemptResult {
+    Success,
+    Failure,
+}
+
+impl AttemptResult {
+    fn as_str(self) -> &'static str {
+        match self {
+            Self::Success => "success",
+            Self::Failure => "failure",
+        }
+    }
+}
+
+/// An attempt's `error_class`: a class, or `none` for a success.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) enum AttemptError {
+    None,
+    Class(ErrorClass),
+}
+
+impl AttemptError {
+    fn as_str(self) -> &'static str {
+        match self {
+            Self::None => "none",
+            Self::Class(class) => class.as_str(),
+        }
+    }
+}
+
+/// `{attempt, outcome, error_class}`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+pub(crate) struct AttemptLabels {
+    /// 1-based attempt number, at most the client's attempt limit: a closed set.
+    pub(crate) attempt: u32,
+    pub(crate) outcome: AttemptResult,
+    pub(crate) error_class: AttemptError,
+}
+
+/// `{error_class}`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+pub(crate) struct ErrorClassLabels {
+    pub(crate) error_class: ErrorClass,
+}
+
+/// What one SearXNG call came to: `ok`, `degraded`, or an error class.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) enum SearxngResult {
+    Ok,
+    Degraded,
+    Failed(ErrorClass),
+}
+
+impl SearxngResult {
+    fn as_str(self) -> &'static str {
+        match self {
+            Self::Ok => "ok",
+            Self::Degraded => "degraded",
+            Self::Failed(class) => class.as_str(),
+        }
+    }
+}
+
+/// `{result}`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+pub(crate) struct ResultLabels {
+    pub(crate) result: SearxngResult,
+}
+
+/// `{engine}`: a name SearXNG reported.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+pub(crate) struct EngineLabels {
+    pub(crate) engine: String,
+}
+
+/// `{engine, reason}`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+pub(crate) struct EngineReasonLabels {
+    pub(crate) engine: String,
+    pub(crate) reason: EngineReason,
+}
+
+/// Every SearXNG family. Cheap to clone.
+#[derive(Debug, Clone)]
+pub(crate) struct SearxngMetrics {
+    /// `retry_attempts_total{attempt,outcome,error_class}`: every attempt.
+    pub(crate) attempts: Family<AttemptLabels, Counter>,
+    /// `retry_exhausted_total{error_class}`: calls that failed on their last attempt.
+    pub(crate) exhausted: Family<ErrorClassLabels, Counter>,
+    /// `searxng_timeouts_total`: attempts that timed out.
+    pub(crate) timeouts: Counter,
+    /// `searxng_requests_total{result}`: calls by final result.
+    pub(crate) requests: Family<ResultLabels, Counter>,
+    /// `searxng_duration_seconds`: one call, all attempts included.
+    pub(crate) duration: Histogram,
+    /// `engine_results_total{engine}`: results per engine (once per engine per result).
+    pub(crate) engine_results: Family<EngineLabels, Counter>,
+    /// `engine_unresponsive_total{engine,reason}`.
+    pub(crate) engine_unresponsive: Family<EngineReasonLabels, Counter>,
+    /// `engine_status{engine}`: 1 when its last answer was healthy, 0 when unresponsive.
+    pub(crate) engine_status: Family<EngineLabels, Gauge>,
+}
+
+impl SearxngMetrics {
+    /// The families, registered on `r`.
+    pub(crate) fn new(r: &mut Registry) -> Self {
+        let m = Self {
+            attempts: Family::default(),
+            exhausted: Family::default(),
+            timeouts: Counter::default(),
+            requests: Family::default(),
+            duration: latency_histogram(),
+            engine_results: Family::default(),
+            engine_unresponsive: Family::default(),
+            engine_status: Family::default(),
+        };
+        r.register(
+            "retry_attempts",
+            "SearXNG call attempts by attempt number, outcome and error class",
+            m.attempts.clone(),
+        );
+        r.register(
+            "retry_exhausted",
+            "SearXNG calls that failed on their last allowed attempt, by error class",
+            m.exhausted.clone(),
+        );
+        r.register(
+            "searxng_timeouts",
+            "SearXNG attempts that timed out",
+            m.timeouts.clone(),
+        );
+        r.register(
+            "searxng_requests",
+            "SearXNG calls by result: ok, degraded, or an error class",
+            m.requests.clone(),
+        );
+        r.register(
+            "searxng_duration_seconds",
+            "Duration of one SearXNG call including retries",
+            m.duration.clone(),
+        );
+        r.register(
+            "engine_results",
+            "Results returned per SearXNG engine (each engine of a result counts once)",
+            m.engine_results.clone(),
+        );
+        r.register(
+            "engine_unresponsive",
+            "SearXNG engines reported unresponsive, by engine and reason class",
+            m.engine_unresponsive.clone(),
+        );
+        r.register(
+            "engine_status",
+            "Last seen status of each SearXNG engine: 1 healthy, 0 unresponsive",
+            m.engine_status.clone(),
+        );
+        m
+    }
+}
