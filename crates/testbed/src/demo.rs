@@ -108,7 +108,7 @@ impl DemoOptions {
             }
         }
         let listen = Config::from_lookup(&|name| (name == "LISTEN_ADDR").then(|| listen.clone()))?
-            .listen_addr;
+            .listen_addr();
         Ok(Self {
             listen,
             rounds,
