@@ -33,6 +33,8 @@ use std::time::{Duration, Instant};
 
 use tempfile::TempDir;
 
+use super::ports::unused_loopback_port;
+
 /// The SearXNG engines in category `general`, in SearXNG's order.
 pub const GENERAL_ENGINES: [&str; 2] = ["alpha", "beta"];
 
@@ -116,7 +118,7 @@ impl SearxngInstance {
         std::fs::create_dir(&tmp).expect("create SearXNG's TMPDIR");
 
         for attempt in 1..=START_ATTEMPTS {
-            let port = free_port();
+            let port = unused_loopback_port();
             std::fs::write(dir.path().join("settings.yml"), settings_yaml(&opts, port))
                 .expect("write SearXNG's settings.yml");
             let mut child = spawn_granian(&granian, dir.path(), &tmp, port);
@@ -216,14 +218,6 @@ fn venv_dir() -> PathBuf {
     std::env::var_os("SEARXNG_VENV")
         .filter(|value| !value.is_empty())
         .map_or_else(|| PathBuf::from(DEFAULT_VENV), PathBuf::from)
-}
-
-/// A port the kernel just handed out on loopback; granian binds it right after we release it.
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|listener| listener.local_addr())
-        .expect("probe a free loopback port")
-        .port()
 }
 
 fn spawn_granian(granian: &Path, dir: &Path, tmp: &Path, port: u16) -> Child {
