@@ -41,7 +41,8 @@ pub const GENERAL_ENGINES: [&str; 2] = ["alpha", "beta"];
 /// The SearXNG engines in category `news`.
 pub const NEWS_ENGINES: [&str; 1] = ["gamma"];
 
-/// How long SearXNG waits for an engine's upstream before reporting it as `timeout`.
+/// How long SearXNG waits for an engine's upstream before reporting it as `timeout`, unless
+/// [`SearxngOptions::engine_timeout`] says otherwise.
 pub const ENGINE_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// Where the virtualenv is when `SEARXNG_VENV` is not set; the same default as `.ci/install-searxng.sh`.
@@ -72,15 +73,18 @@ pub struct SearxngOptions {
     /// Engines that declare neither paging nor time-range support, so SearXNG leaves them out of searches with
     /// `pageno > 1` or a `time_range`.
     pub engines_without_paging_or_time_range: Vec<&'static str>,
+    /// How long SearXNG waits for an engine's upstream before reporting it as `timeout`.
+    pub engine_timeout: Duration,
 }
 
 impl SearxngOptions {
-    /// SearXNG's own suspension off and every engine supporting paging and time ranges.
+    /// SearXNG's own suspension off, every engine supporting paging and time ranges, [`ENGINE_TIMEOUT`].
     pub fn new(upstream_port: u16) -> Self {
         SearxngOptions {
             upstream_port,
             stock_suspension: false,
             engines_without_paging_or_time_range: Vec::new(),
+            engine_timeout: ENGINE_TIMEOUT,
         }
     }
 }
@@ -273,12 +277,12 @@ fn settings_yaml(opts: &SearxngOptions, port: u16) -> String {
                     cf_SearxEngineCaptcha: 0, cf_SearxEngineAccessDenied: 0, recaptcha_SearxEngineCaptcha: 0}
 "
     };
-    let timeout = ENGINE_TIMEOUT.as_secs_f64();
+    let timeout = opts.engine_timeout.as_secs_f64();
     let engines: String = ENGINES
         .iter()
         .map(|(name, shortcut, category)| {
             let full_support = !opts.engines_without_paging_or_time_range.contains(name);
-            engine_yaml(name, shortcut, category, full_support, opts.upstream_port)
+            engine_yaml(name, shortcut, category, full_support, opts)
         })
         .collect();
     format!(
@@ -313,9 +317,10 @@ fn engine_yaml(
     shortcut: &str,
     category: &str,
     full_support: bool,
-    upstream_port: u16,
+    opts: &SearxngOptions,
 ) -> String {
-    let timeout = ENGINE_TIMEOUT.as_secs_f64();
+    let timeout = opts.engine_timeout.as_secs_f64();
+    let upstream_port = opts.upstream_port;
     format!(
         "  - name: {name}
     engine: json_engine
