@@ -222,8 +222,16 @@ async fn an_open_engine_is_excluded_until_one_request_probes_it() {
         alpha_before + 3,
         "alpha still searched"
     );
-    let sent = s.upstream.requests("alpha");
-    assert!(!sent.is_empty());
+    assert_eq!(
+        s.gateway
+            .metric(
+                "searxng_gateway_circuit_breaker_rejections_total",
+                &[("engine", "beta"), ("kind", "engine")]
+            )
+            .await,
+        3.0,
+        "each of the three searches left beta out"
+    );
 
     // The open period (3 s + at most 10 % jitter) ends; beta is healthy again, and slow enough (still
     // inside SearXNG's engine timeout) that the probe is out while five more searches are decided.
