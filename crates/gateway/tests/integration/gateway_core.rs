@@ -419,7 +419,7 @@ async fn a_client_hanging_up_is_not_a_searxng_failure() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn health_readiness_status_and_unknown_routes() {
+async fn healthz_readyz_and_the_metrics_path_answer_and_other_paths_are_json_404s() {
     let s = stack(&[("METRICS_PATH", "/prom")]).await;
     assert_eq!(s.gateway.get("/healthz").await.status, 200);
     s.gateway.wait_for_catalog().await;
