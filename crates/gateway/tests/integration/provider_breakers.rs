@@ -8,16 +8,13 @@ use simulator::premium::{BraveWindows, ProviderBehaviour, SimError};
 use simulator::searxng::SearxngMode;
 use simulator::Provider::{Brave, Exa};
 
+use crate::support::gateway::TestGateway;
 use crate::support::stack::SimStack;
 use crate::support::wait;
 
-fn brave_state(status: &serde_json::Value) -> (String, Option<String>) {
-    let breaker = status["breakers"]
-        .as_array()
-        .expect("breakers")
-        .iter()
-        .find(|b| b["namespace"] == "provider" && b["name"] == "brave")
-        .expect("brave's breaker is listed");
+/// Brave's breaker state and trip reason, as `/status` shows them.
+async fn brave_state(g: &TestGateway) -> (String, Option<String>) {
+    let breaker = g.breaker("provider", "brave").await;
     (
         breaker["state"].as_str().unwrap_or("").to_owned(),
         breaker["reason"].as_str().map(str::to_owned),
@@ -123,7 +120,7 @@ async fn brave_422_token_invalid_parks_it_as_auth() {
     s.gateway.search(&[("q", "bad token again")]).await;
 
     assert_eq!(s.provider(Brave).calls(), 1);
-    let (state, reason) = brave_state(&s.gateway.get("/status").await.json);
+    let (state, reason) = brave_state(&s.gateway).await;
     assert_eq!((state.as_str(), reason.as_deref()), ("open", Some("auth")));
     assert_eq!(
         s.gateway
@@ -158,12 +155,12 @@ async fn five_500s_in_a_row_trip_the_provider() {
         s.gateway.search(&[("q", &format!("500 {i}"))]).await;
     }
     assert_eq!(
-        brave_state(&s.gateway.get("/status").await.json).0,
+        brave_state(&s.gateway).await.0,
         "closed",
         "four are not enough"
     );
     s.gateway.search(&[("q", "500 4")]).await;
-    let (state, reason) = brave_state(&s.gateway.get("/status").await.json);
+    let (state, reason) = brave_state(&s.gateway).await;
     assert_eq!(
         (state.as_str(), reason.as_deref()),
         ("open", Some("transient"))

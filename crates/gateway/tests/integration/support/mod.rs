@@ -3,8 +3,6 @@
 //! behind its engines ([`engine_upstream`]); waiting for observable conditions ([`wait`]) and kernel-chosen
 //! loopback ports ([`ports`]).
 
-#![allow(dead_code)]
-
 pub(crate) mod engine_upstream;
 pub(crate) mod gateway;
 pub(crate) mod ports;

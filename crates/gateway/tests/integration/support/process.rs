@@ -85,11 +85,6 @@ impl GatewayProcess {
         format!("http://{addr}")
     }
 
-    /// Whether the process has exited (without waiting).
-    pub fn has_exited(&mut self) -> bool {
-        matches!(self.child.try_wait(), Ok(Some(_)))
-    }
-
     /// Sends SIGTERM and waits for the process to exit.
     pub async fn terminate(&mut self) -> ExitStatus {
         let pid = self
