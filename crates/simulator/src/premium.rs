@@ -17,6 +17,7 @@
 
 use std::collections::VecDeque;
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
@@ -236,6 +237,7 @@ impl SimulatedProvider {
         let shared = Arc::new(Shared {
             kind,
             released,
+            in_flight: AtomicUsize::new(0),
             state: Mutex::new(SimState {
                 behaviour: ProviderBehaviour::results(10, "https://example.org/result/"),
                 expected_key: SIM_KEY.to_owned(),
@@ -311,6 +313,12 @@ impl SimulatedProvider {
         self.shared.lock().calls
     }
 
+    /// How many requests are in flight now: arrived, and neither answered yet nor dropped because the
+    /// client closed the connection — for a test that must know whether the gateway still waits on a call.
+    pub fn in_flight(&self) -> usize {
+        self.shared.in_flight.load(Ordering::SeqCst)
+    }
+
     /// Every request received (the last [`RECORDED_REQUESTS_LIMIT`]), oldest first.
     pub fn requests(&self) -> Vec<RecordedRequest> {
         self.shared.lock().requests.iter().cloned().collect()
@@ -343,6 +351,8 @@ struct Shared {
     kind: Provider,
     /// Turns `true` when the fake is dropped: ends `Slow` and `Hang` waits.
     released: watch::Receiver<bool>,
+    /// Requests whose handler has not ended yet (see [`SimulatedProvider::in_flight`]).
+    in_flight: AtomicUsize,
     state: Mutex<SimState>,
 }
 
@@ -384,6 +394,7 @@ async fn handle(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
+    let _in_flight = InFlight::enter(&sim.in_flight);
     let request = RecordedRequest::capture(&method, &uri, &headers, &body);
     let (behaviour, key, windows) = {
         let mut state = sim.lock();
@@ -441,6 +452,23 @@ async fn handle(
             windows,
             json_text(StatusCode::OK, r#"{"status":"ok","items":[]}"#.to_owned()),
         ),
+    }
+}
+
+/// Counts one request as in flight until the handler ends: it answered, or hyper dropped it because the client
+/// closed the connection.
+struct InFlight<'a>(&'a AtomicUsize);
+
+impl<'a> InFlight<'a> {
+    fn enter(counter: &'a AtomicUsize) -> Self {
+        counter.fetch_add(1, Ordering::SeqCst);
+        Self(counter)
+    }
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
     }
 }
 

@@ -21,6 +21,7 @@
 use std::collections::VecDeque;
 use std::io;
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
@@ -187,6 +188,8 @@ pub enum SearxngMode {
 pub struct SimulatedSearxng {
     address: SocketAddr,
     state: Arc<Mutex<Instance>>,
+    /// `/search` requests whose handling has not ended yet.
+    in_flight: Arc<AtomicUsize>,
     /// Set to `true` on drop: closes idle keep-alive connections and releases hanging requests.
     stopping: watch::Sender<bool>,
     /// The accept loop; aborted on drop so the port stops accepting at once.
@@ -206,8 +209,10 @@ impl SimulatedSearxng {
         let address = listener.local_addr()?;
         let state = Arc::new(Mutex::new(Instance::new(engines)));
         let (stopping, stopping_rx) = watch::channel(false);
+        let in_flight = Arc::new(AtomicUsize::new(0));
         let app = App {
             state: Arc::clone(&state),
+            in_flight: Arc::clone(&in_flight),
             stopping: stopping_rx.clone(),
         };
         let serve = axum::serve(listener, router(app)).with_graceful_shutdown(stopped(stopping_rx));
@@ -219,6 +224,7 @@ impl SimulatedSearxng {
         Ok(Self {
             address,
             state,
+            in_flight,
             stopping,
             server,
         })
@@ -337,6 +343,12 @@ impl SimulatedSearxng {
         let _ = hits.wait_for(|hits| *hits >= count).await;
     }
 
+    /// How many `/search` requests are in flight now: arrived, and neither answered yet nor dropped because the
+    /// client closed the connection — for a test that must know when the gateway gave up on a call.
+    pub fn in_flight(&self) -> usize {
+        self.in_flight.load(Ordering::SeqCst)
+    }
+
     /// How many `/config` requests arrived.
     pub fn config_hits(&self) -> usize {
         self.lock().config_hits
@@ -388,6 +400,7 @@ async fn stopped(mut stopping: watch::Receiver<bool>) {
 #[derive(Clone)]
 struct App {
     state: Arc<Mutex<Instance>>,
+    in_flight: Arc<AtomicUsize>,
     stopping: watch::Receiver<bool>,
 }
 
@@ -420,6 +433,7 @@ async fn search(
     RawQuery(query_string): RawQuery,
     body: Bytes,
 ) -> Response {
+    let _in_flight = InFlight::enter(&app.in_flight);
     let params = Params::from_request(query_string.as_deref(), &body);
     let language = UiLanguage::of(&params, &headers);
     let plan = lock(&app.state).plan_search(params, language);
@@ -433,6 +447,23 @@ async fn search(
             stopped(app.stopping.clone()).await;
             aborted()
         }
+    }
+}
+
+/// Counts one request as in flight until the handler ends: it answered, or hyper dropped it because the client
+/// closed the connection.
+struct InFlight<'a>(&'a AtomicUsize);
+
+impl<'a> InFlight<'a> {
+    fn enter(counter: &'a AtomicUsize) -> Self {
+        counter.fetch_add(1, Ordering::SeqCst);
+        Self(counter)
+    }
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
     }
 }
 

@@ -99,7 +99,6 @@ async fn answer(gateway: Gateway, raw: RawParams) -> Response {
         elapsed_ms = started.elapsed().as_millis() as u64,
         "search"
     );
-    tracing::debug!(query = %query, "search query");
     let mut response = (status, body).into_response();
     let headers = response.headers_mut();
     headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));

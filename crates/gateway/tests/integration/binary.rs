@@ -1,136 +1,73 @@
-//! The `searxng-gateway` binary itself: `--help`, configuration errors (exit 2, one line naming
-//! the variable, nothing bound), `LOG_LEVEL` honoured, keys never printed, SIGTERM handled — and
-//! the live exposition accepted by `promtool check metrics`.
+//! The `searxng-gateway` binary itself: `--help` and `--config-table`, configuration errors (exit 2, one
+//! line naming the variable, nothing bound), `LOG_LEVEL` honoured, keys never printed, SIGTERM handled —
+//! and the live exposition accepted by `promtool check metrics`.
 
-use std::io::{BufRead, BufReader, Write};
-use std::process::{Child, Command, Stdio};
-use std::sync::mpsc;
-use std::time::Duration;
+use std::path::Path;
+use std::process::Stdio;
 
-use searxng_gateway::config::variables::VARIABLES;
 use simulator::premium::ProviderBehaviour;
 use simulator::searxng::{EngineBehaviour, EngineFailure, SimulatedSearxng};
 use simulator::Provider::Brave;
+use tokio::io::AsyncWriteExt;
+use tokio::process::Command;
 
-use crate::support::stack::SimStack;
+use crate::support::ports::unused_loopback_port;
+use crate::support::process::{self, GatewayProcess};
+use crate::support::stack::{SimStack, ENGINES};
+use crate::support::wait;
 
-const BIN: &str = env!("CARGO_BIN_EXE_searxng-gateway");
-
-fn gateway_command(vars: &[(&str, &str)]) -> Command {
-    let mut cmd = Command::new(BIN);
-    cmd.env_clear();
-    if let Ok(path) = std::env::var("PATH") {
-        cmd.env("PATH", path);
-    }
-    cmd.envs(vars.iter().copied());
-    cmd
+/// `(variable, default)` of every row of `--config-table`.
+fn config_table_rows(table: &str) -> Vec<(String, String)> {
+    table
+        .lines()
+        .filter(|line| line.starts_with("| `"))
+        .map(|line| {
+            let cells: Vec<&str> = line.split('|').map(str::trim).collect();
+            (
+                cells[1].trim_matches('`').to_owned(),
+                cells[2].trim_matches('`').to_owned(),
+            )
+        })
+        .collect()
 }
 
-/// A running binary whose output lines are collected.
-struct Running {
-    child: Child,
-    lines: mpsc::Receiver<String>,
-    seen: Vec<String>,
+fn stdout_of(args: &[&str]) -> String {
+    let out = process::command(&[]).args(args).output().expect("runs");
+    assert!(out.status.success(), "{args:?}: {}", out.status);
+    String::from_utf8(out.stdout).expect("UTF-8 output")
 }
 
-impl Running {
-    fn start(vars: &[(&str, &str)]) -> Self {
-        let mut child = gateway_command(vars)
-            .env("LISTEN_ADDR", "127.0.0.1:0")
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("binary starts");
-        let (tx, lines) = mpsc::channel();
-        for stream in [
-            Box::new(child.stdout.take().expect("stdout")) as Box<dyn std::io::Read + Send>,
-            Box::new(child.stderr.take().expect("stderr")),
-        ] {
-            let tx = tx.clone();
-            std::thread::spawn(move || {
-                for line in BufReader::new(stream).lines().map_while(Result::ok) {
-                    let _ = tx.send(line);
-                }
-            });
-        }
-        Self {
-            child,
-            lines,
-            seen: Vec::new(),
-        }
-    }
-
-    /// Waits (bounded) for a line containing `needle` and returns it.
-    fn wait_for(&mut self, needle: &str) -> String {
-        let deadline = std::time::Instant::now() + Duration::from_secs(15);
-        while let Some(left) = deadline.checked_duration_since(std::time::Instant::now()) {
-            match self.lines.recv_timeout(left) {
-                Ok(line) => {
-                    self.seen.push(line.clone());
-                    if line.contains(needle) {
-                        return line;
-                    }
-                }
-                Err(_) => break,
-            }
-        }
-        panic!(
-            "no line with {needle:?}; output so far:\n{}",
-            self.seen.join("\n")
+#[test]
+fn help_lists_every_variable_of_the_config_table_with_its_default() {
+    let rows = config_table_rows(&stdout_of(&["--config-table"]));
+    assert!(
+        rows.len() > 20,
+        "--config-table lists the variables: {rows:?}"
+    );
+    let help = stdout_of(&["--help"]);
+    for (name, default) in rows {
+        let line = help
+            .lines()
+            .find(|l| l.trim_start().starts_with(&format!("{name} ")))
+            .unwrap_or_else(|| panic!("{name} missing from --help:\n{help}"));
+        assert!(
+            line.contains(&default),
+            "{name} without {default:?}: {line}"
         );
-    }
-
-    /// The `http://…` address from the "listening" line.
-    fn url(&mut self) -> String {
-        let line = self.wait_for("listening");
-        let addr = line
-            .split_whitespace()
-            .find_map(|w| w.strip_prefix("listen="))
-            .expect("listen=ADDR in the start line");
-        format!("http://{addr}")
-    }
-
-    fn all_output(&mut self) -> String {
-        while let Ok(line) = self.lines.recv_timeout(Duration::from_millis(200)) {
-            self.seen.push(line);
-        }
-        self.seen.join("\n")
-    }
-
-    fn terminate(&mut self) -> std::process::ExitStatus {
-        let _ = Command::new("kill")
-            .args(["-TERM", &self.child.id().to_string()])
-            .status();
-        for _ in 0..100 {
-            if let Ok(Some(status)) = self.child.try_wait() {
-                return status;
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        let _ = self.child.kill();
-        panic!("the gateway did not stop on SIGTERM");
-    }
-}
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }
 
 #[test]
-fn help_lists_every_variable_with_its_default_and_meaning() {
-    let out = gateway_command(&[]).arg("--help").output().expect("runs");
-    assert!(out.status.success());
-    let text = String::from_utf8_lossy(&out.stdout);
-    for v in VARIABLES {
-        let line = text
-            .lines()
-            .find(|l| l.trim_start().starts_with(v.name))
-            .unwrap_or_else(|| panic!("{} missing from --help", v.name));
-        assert!(line.contains(v.default_shown()), "{line}");
-    }
+fn the_readme_documents_exactly_the_config_table_the_binary_prints() {
+    let readme =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../README.md"))
+            .expect("read README.md");
+    let documented = readme
+        .split_once("<!-- config-table:start -->")
+        .and_then(|(_, rest)| rest.split_once("<!-- config-table:end -->"))
+        .map(|(table, _)| table.trim().to_owned())
+        .expect("README.md has the config-table markers");
+    assert_eq!(documented, stdout_of(&["--config-table"]).trim());
 }
 
 #[test]
@@ -142,7 +79,7 @@ fn a_bad_value_stops_the_process_with_exit_code_2_naming_the_variable() {
         ("METRICS_PATH", "/healthz"),
         ("FALLBACK_TIMEOUT_SECONDS", "-3"),
     ] {
-        let out = gateway_command(&[
+        let out = process::command(&[
             (name, value),
             ("LISTEN_ADDR", "127.0.0.1:0"),
             ("BRAVE_API_KEY", "very-secret-key"),
@@ -158,48 +95,94 @@ fn a_bad_value_stops_the_process_with_exit_code_2_naming_the_variable() {
     }
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn log_level_is_honoured_and_keys_never_appear_in_logs() {
+/// A simulated SearXNG whose engines all fail, so every search goes to Brave, and a Brave fake that
+/// expects another key than `key`: each search makes the gateway log a Brave `auth` failure.
+async fn brave_refusing(key: &str) -> (SimStack, Vec<(String, String)>) {
     let s = SimStack::start(&[Brave], &[]).await;
-    let brave = s.provider(Brave);
-    // A wrong key makes Brave fail loudly: the failure is logged, the key is not.
-    let brave_url = brave.base_url();
-    let searxng_url = s.searxng.base_url();
-    brave.set_behaviour(ProviderBehaviour::results(2, "https://b.example/"));
-    for engine in ["alpha", "beta", "gamma"] {
+    s.provider(Brave)
+        .set_behaviour(ProviderBehaviour::results(2, "https://b.example/"));
+    for engine in ENGINES {
         s.searxng
             .set_engine(engine, EngineBehaviour::Fails(EngineFailure::Captcha));
     }
-
-    let secret = "brave-key-that-must-not-leak";
-    let common = [
-        ("SEARXNG_BACKEND_URL", searxng_url.as_str()),
-        ("BRAVE_BASE_URL", brave_url.as_str()),
-        ("BRAVE_API_KEY", secret),
+    let env = vec![
+        ("SEARXNG_BACKEND_URL".to_owned(), s.searxng.base_url()),
+        ("BRAVE_BASE_URL".to_owned(), s.provider(Brave).base_url()),
+        ("BRAVE_API_KEY".to_owned(), key.to_owned()),
     ];
-    let mut chatty = Running::start(&[&common[..], &[("LOG_LEVEL", "trace")]].concat());
-    let url = chatty.url();
+    (s, env)
+}
+
+fn borrowed(env: &[(String, String)]) -> Vec<(&str, &str)> {
+    env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn trace_logging_names_the_failure_class_but_never_the_key() {
+    let secret = "brave-key-that-must-not-leak";
+    let (_stack, env) = brave_refusing(secret).await;
+    let mut vars = borrowed(&env);
+    vars.extend([("LOG_LEVEL", "trace"), ("LISTEN_ADDR", "127.0.0.1:0")]);
+    let mut gateway = GatewayProcess::start(&vars);
+    let url = gateway.url().await;
+
     let reply = reqwest::get(format!("{url}/search?q=logged"))
         .await
         .expect("answer");
     assert_eq!(reply.status(), 502, "Brave rejects the unknown key");
-    chatty.wait_for("search");
-    let trace_output = chatty.all_output();
-    assert!(trace_output.contains("auth"), "the failure class is logged");
-    assert!(
-        !trace_output.contains(secret),
-        "the key never appears:\n{trace_output}"
-    );
+    assert_eq!(gateway.terminate().await.code(), Some(0));
+    let output = gateway.output().await;
 
-    let mut quiet = Running::start(&[&common[..], &[("LOG_LEVEL", "warn")]].concat());
-    // The start line is info: with warn it is not printed, so find the port another way.
-    std::thread::sleep(Duration::from_millis(300));
-    let quiet_output = quiet.all_output();
     assert!(
-        !quiet_output.contains("listening"),
-        "info lines are suppressed at warn"
+        output.contains("auth"),
+        "the failure class is logged:\n{output}"
     );
-    assert_eq!(quiet.terminate().code(), Some(0));
+    assert!(!output.contains(secret), "the key never appears:\n{output}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn warn_level_prints_warnings_and_suppresses_info_lines() {
+    let (_stack, env) = brave_refusing("another-key").await;
+    // At warn the start line (info) is not printed, so the test chooses the port itself.
+    let listen = format!("127.0.0.1:{}", unused_loopback_port());
+    let mut vars = borrowed(&env);
+    vars.extend([("LOG_LEVEL", "warn"), ("LISTEN_ADDR", listen.as_str())]);
+    let mut gateway = GatewayProcess::start(&vars);
+    let url = format!("http://{listen}");
+    let client = reqwest::Client::new();
+    let healthz = format!("{url}/healthz");
+    let (client_ref, healthz_ref) = (&client, healthz.as_str());
+    wait::until(
+        "the quiet gateway to serve /healthz (if it exited, the probed port was taken meanwhile)",
+        || async move {
+            client_ref
+                .get(healthz_ref)
+                .send()
+                .await
+                .is_ok_and(|r| r.status().is_success())
+        },
+    )
+    .await;
+
+    let reply = client
+        .get(format!("{url}/search?q=quiet"))
+        .send()
+        .await
+        .expect("answer");
+    assert_eq!(reply.status(), 502, "Brave rejects the unknown key");
+    assert_eq!(gateway.terminate().await.code(), Some(0));
+    let output = gateway.output().await;
+
+    assert!(
+        output.contains("provider call failed"),
+        "the warning about Brave is printed:\n{output}"
+    );
+    for info in ["listening", "shutdown requested", "stopped"] {
+        assert!(
+            !output.contains(info),
+            "the info line {info:?} is suppressed at warn:\n{output}"
+        );
+    }
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -207,15 +190,19 @@ async fn sigterm_stops_the_gateway_cleanly() {
     let searxng = SimulatedSearxng::start(&["alpha"])
         .await
         .expect("simulator");
-    let mut running = Running::start(&[("SEARXNG_BACKEND_URL", &searxng.base_url())]);
-    let url = running.url();
+    let mut gateway = GatewayProcess::start(&[
+        ("SEARXNG_BACKEND_URL", &searxng.base_url()),
+        ("LISTEN_ADDR", "127.0.0.1:0"),
+    ]);
+    let url = gateway.url().await;
     let reply = reqwest::get(format!("{url}/healthz"))
         .await
         .expect("answer");
     assert_eq!(reply.status(), 200);
-    let status = running.terminate();
-    assert_eq!(status.code(), Some(0));
-    assert!(running.all_output().contains("stopped"));
+
+    assert_eq!(gateway.terminate().await.code(), Some(0));
+    let output = gateway.output().await;
+    assert!(output.contains("stopped"), "{output}");
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -234,15 +221,18 @@ async fn the_live_exposition_passes_promtool_check_metrics() {
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
+        .kill_on_drop(true)
         .spawn()
         .expect("promtool is installed (Debian package prometheus; scripts/test.sh installs it)");
-    promtool
-        .stdin
-        .take()
-        .expect("stdin")
+    let mut stdin = promtool.stdin.take().expect("stdin");
+    stdin
         .write_all(text.as_bytes())
+        .await
         .expect("write exposition");
-    let out = promtool.wait_with_output().expect("promtool runs");
+    drop(stdin);
+    let out = wait::guarded("promtool check metrics", promtool.wait_with_output())
+        .await
+        .expect("promtool runs");
     assert!(
         out.status.success(),
         "promtool check metrics failed:\n{}{}",

@@ -22,6 +22,7 @@ use simulator::Provider;
 use tempfile::TempDir;
 
 use crate::support::gateway::{metric_value, Reply, TestGateway};
+use crate::support::ports::unused_loopback_port;
 
 /// Panels that legitimately show nothing after the scripted traffic: (title, why). Keep it empty if you can.
 const PANELS_WITHOUT_DATA: &[(&str, &str)] = &[];
@@ -312,7 +313,7 @@ impl Prometheus {
             .build()
             .expect("build the Prometheus client");
         for attempt in 1..=3 {
-            let port = free_port();
+            let port = unused_loopback_port();
             let mut child = spawn(dir.path(), &config, port);
             let url = format!("http://127.0.0.1:{port}");
             match wait_ready(&http, &url, &mut child).await {
@@ -580,12 +581,4 @@ async fn wait_ready(http: &reqwest::Client, url: &str, child: &mut Child) -> Res
 
 fn read_log(dir: &Path) -> String {
     std::fs::read_to_string(dir.join("prometheus.log")).unwrap_or_default()
-}
-
-/// A port the kernel just handed out on loopback; Prometheus binds it right after we release it.
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|listener| listener.local_addr())
-        .expect("probe a free loopback port")
-        .port()
 }

@@ -6,7 +6,9 @@ use std::time::Duration;
 use simulator::searxng::SearxngMode;
 
 use crate::support::gateway::TestGateway;
+use crate::support::ports::unused_loopback_port;
 use crate::support::stack::SimStack;
+use crate::support::wait;
 
 async fn stack(vars: &[(&str, &str)]) -> SimStack {
     SimStack::start(&[], vars).await
@@ -179,19 +181,41 @@ async fn the_cache_answers_repeats_and_keys_on_every_parameter() {
 #[tokio::test(flavor = "multi_thread")]
 async fn identical_misses_in_flight_share_one_upstream_request() {
     let s = stack(&[]).await;
+    // Long enough that every follower joins while the leader's SearXNG call is out.
     s.searxng
-        .set_mode(SearxngMode::Delay(Duration::from_millis(300)));
-    let requests = (0..20).map(|_| {
-        let g = &s.gateway;
-        async move { g.search(&[("q", "thundering herd")]).await }
-    });
-    let replies = futures::future::join_all(requests).await;
-    assert!(replies.iter().all(|r| r.status == 200));
+        .set_mode(SearxngMode::Delay(Duration::from_secs(2)));
+    let reached = s.searxng.hits() + 1;
+    let leader = s.gateway.spawn_search(&[("q", "thundering herd")]);
+    wait::guarded(
+        "the leader's SearXNG call",
+        s.searxng.wait_for_hits(reached),
+    )
+    .await;
+
+    let followers = (0..19).map(|_| s.gateway.spawn_search(&[("q", "thundering herd")]));
+    let followers: Vec<_> = followers.collect();
+    let g = &s.gateway;
+    wait::until("19 followers to join the leader's fan-out", || async move {
+        g.metric("searxng_gateway_cache_coalesced_total", &[]).await >= 19.0
+    })
+    .await;
+    assert_eq!(
+        s.searxng.in_flight(),
+        1,
+        "every follower joined while the one SearXNG call was in flight"
+    );
+
+    let mut replies = vec![leader.await.expect("leader")];
+    for follower in followers {
+        replies.push(follower.await.expect("follower"));
+    }
+    for reply in &replies {
+        assert_eq!((reply.status, reply.cache.as_str()), (200, "miss"));
+        assert_eq!(reply.json, replies[0].json, "one shared answer");
+    }
     assert_eq!(s.searxng_hits(), 1);
     assert_eq!(
-        s.gateway
-            .metric("searxng_gateway_cache_coalesced_total", &[])
-            .await,
+        g.metric("searxng_gateway_cache_coalesced_total", &[]).await,
         19.0
     );
 }
@@ -277,14 +301,14 @@ async fn an_external_bang_redirect_is_reported_not_followed() {
 async fn searxng_timeouts_are_counted_in_their_own_counter() {
     let s = stack(&[
         ("SEARXNG_TIMEOUT_SECONDS", "0.2"),
-        ("FALLBACK_TIMEOUT_SECONDS", "5"),
+        ("FALLBACK_TIMEOUT_SECONDS", wait::UNREACHED_TIMEOUT_SECONDS),
     ])
     .await;
-    s.searxng
-        .set_mode(SearxngMode::Delay(Duration::from_secs(3)));
+    s.searxng.set_mode(SearxngMode::Hang);
     let reply = s.gateway.search(&[("q", "slow")]).await;
     assert_eq!(reply.status, 502);
     assert_eq!(reply.json["upstreams"][0]["error_class"], "timeout");
+    assert_eq!(s.searxng_hits(), 3, "each timed-out attempt is retried");
     assert_eq!(
         s.gateway
             .metric("searxng_gateway_searxng_timeouts_total", &[])
@@ -328,16 +352,35 @@ async fn the_cooldown_skips_searxng_then_lets_exactly_one_probe_through() {
         1.0
     );
 
-    tokio::time::sleep(Duration::from_millis(1100)).await;
+    let g = &s.gateway;
+    wait::until("the cooldown to end", || async move {
+        g.status().await["searxng"]["cooldown"]["state"] == "half_open"
+    })
+    .await;
+    // The probe stays out long enough for the other requests to be decided meanwhile.
     s.searxng
-        .set_mode(SearxngMode::Delay(Duration::from_millis(300)));
-    let requests = (0..5).map(|i| {
-        let g = &s.gateway;
-        async move { g.search(&[("q", &format!("probe {i}"))]).await }
-    });
-    let replies = futures::future::join_all(requests).await;
+        .set_mode(SearxngMode::Delay(Duration::from_secs(2)));
+    let reached = s.searxng.hits() + 1;
+    let probe = g.spawn_search(&[("q", "probe")]);
+    wait::guarded(
+        "the probe to reach SearXNG",
+        s.searxng.wait_for_hits(reached),
+    )
+    .await;
+    let others =
+        (0..4).map(|i| async move { g.search(&[("q", &format!("while probing {i}"))]).await });
+    let others = futures::future::join_all(others).await;
+    assert_eq!(
+        s.searxng.in_flight(),
+        1,
+        "the others were decided while the probe was out"
+    );
+    for reply in &others {
+        assert_eq!(reply.status, 502);
+        assert_eq!(reply.json["upstreams"][0]["error_class"], "cooldown");
+    }
+    assert_eq!(probe.await.expect("probe").status, 200);
     assert_eq!(s.searxng_hits(), hits + 1, "exactly one probe");
-    assert_eq!(replies.iter().filter(|r| r.status == 200).count(), 1);
 
     let after = s.gateway.search(&[("q", "recovered")]).await;
     assert_eq!(after.status, 200);
@@ -352,27 +395,31 @@ async fn the_cooldown_skips_searxng_then_lets_exactly_one_probe_through() {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_client_hanging_up_is_not_a_searxng_failure() {
     let s = stack(&[("SEARXNG_FAIL_THRESHOLD", "1"), ("CACHE_SIZE", "0")]).await;
-    s.searxng
-        .set_mode(SearxngMode::Delay(Duration::from_secs(2)));
-    let impatient = s
-        .gateway
-        .http
-        .get(format!("{}/search?q=bye", s.gateway.url))
-        .timeout(Duration::from_millis(200))
-        .send()
-        .await;
-    assert!(impatient.is_err(), "the client gave up");
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    s.searxng.set_mode(SearxngMode::Hang);
+    let reached = s.searxng.hits() + 1;
+    let impatient = s.gateway.spawn_search(&[("q", "bye")]);
+    wait::guarded(
+        "the search to reach SearXNG",
+        s.searxng.wait_for_hits(reached),
+    )
+    .await;
+    impatient.abort();
+    let searxng = &s.searxng;
+    wait::until("the gateway to cancel its SearXNG call", || async move {
+        searxng.in_flight() == 0
+    })
+    .await;
 
     s.searxng.set_mode(SearxngMode::Normal);
     let next = s.gateway.search(&[("q", "still trusted")]).await;
     assert_eq!(next.status, 200, "SearXNG was not put in cooldown");
-    let status = s.gateway.get("/status").await.json;
-    assert_eq!(status["searxng"]["cooldown"]["consecutive_failures"], 0);
+    let cooldown = &s.gateway.status().await["searxng"]["cooldown"];
+    assert_eq!(cooldown["consecutive_failures"], 0);
+    assert_eq!(cooldown["trips"], 0);
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn health_readiness_status_and_unknown_routes() {
+async fn healthz_readyz_and_the_metrics_path_answer_and_other_paths_are_json_404s() {
     let s = stack(&[("METRICS_PATH", "/prom")]).await;
     assert_eq!(s.gateway.get("/healthz").await.status, 200);
     s.gateway.wait_for_catalog().await;
@@ -389,7 +436,8 @@ async fn health_readiness_status_and_unknown_routes() {
         (404, Some("not_found"))
     );
 
-    let nowhere = TestGateway::start(&[("SEARXNG_BACKEND_URL", "http://127.0.0.1:9")]).await;
+    let closed = format!("http://127.0.0.1:{}", unused_loopback_port());
+    let nowhere = TestGateway::start(&[("SEARXNG_BACKEND_URL", &closed)]).await;
     let not_ready = nowhere.get("/readyz").await;
     assert_eq!(
         (not_ready.status, not_ready.json["error"].as_str()),
@@ -402,20 +450,28 @@ async fn health_readiness_status_and_unknown_routes() {
 async fn shutdown_lets_in_flight_requests_finish() {
     let s = stack(&[]).await;
     s.searxng
-        .set_mode(SearxngMode::Delay(Duration::from_millis(500)));
+        .set_mode(SearxngMode::Delay(Duration::from_secs(2)));
     let reached = s.searxng.hits() + 1;
-    let url = format!("{}/search?q=in+flight", s.gateway.url);
-    let client = s.gateway.http.clone();
-    let in_flight = tokio::spawn(async move { client.get(url).send().await });
-    s.searxng.wait_for_hits(reached).await;
+    let in_flight = s.gateway.spawn_search(&[("q", "in flight")]);
+    wait::guarded(
+        "the search to reach SearXNG",
+        s.searxng.wait_for_hits(reached),
+    )
+    .await;
     let SimStack {
-        gateway, searxng, ..
+        mut gateway,
+        searxng,
+        ..
     } = s;
+
+    gateway.signal_stop();
+    assert_eq!(
+        searxng.in_flight(),
+        1,
+        "the search was still in flight when the shutdown began"
+    );
     gateway.stop().await;
-    let response = in_flight
-        .await
-        .expect("task")
-        .expect("answered before shutdown completed");
-    assert_eq!(response.status(), 200);
-    drop(searxng);
+
+    let reply = in_flight.await.expect("the search task");
+    assert_eq!(reply.status, 200, "answered before the shutdown completed");
 }

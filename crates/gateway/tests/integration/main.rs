@@ -10,5 +10,6 @@ mod dashboard;
 mod gateway_core;
 mod pipeline;
 mod provider_breakers;
+mod provider_contract;
 mod real_searxng;
 mod searxng_env;

@@ -2,21 +2,19 @@
 //! for that long and then exactly one request probes it; an invalid token parks it as auth; five
 //! 500s in a row trip it; an open provider does not use up a T1 slot; `/status` shows it all.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use simulator::premium::{ProviderBehaviour, SimError};
+use simulator::premium::{BraveWindows, ProviderBehaviour, SimError};
 use simulator::searxng::SearxngMode;
 use simulator::Provider::{Brave, Exa};
 
+use crate::support::gateway::TestGateway;
 use crate::support::stack::SimStack;
+use crate::support::wait;
 
-fn brave_state(status: &serde_json::Value) -> (String, Option<String>) {
-    let breaker = status["breakers"]
-        .as_array()
-        .expect("breakers")
-        .iter()
-        .find(|b| b["namespace"] == "provider" && b["name"] == "brave")
-        .expect("brave's breaker is listed");
+/// Brave's breaker state and trip reason, as `/status` shows them.
+async fn brave_state(g: &TestGateway) -> (String, Option<String>) {
+    let breaker = g.breaker("provider", "brave").await;
     (
         breaker["state"].as_str().unwrap_or("").to_owned(),
         breaker["reason"].as_str().map(str::to_owned),
@@ -31,56 +29,84 @@ async fn brave_429_with_retry_after_is_left_alone_that_long_then_probed_once() {
             ("T1_PREMIUM_COUNT", "1"),
             ("BREAKER_OPEN_SECONDS", "1"),
             ("CACHE_SIZE", "0"),
+            // A T1 probe is waited for (not cut at the slow threshold) while the others are decided.
+            ("SEARXNG_SLOW_SECONDS", "10"),
         ],
     )
     .await;
+    let g = &s.gateway;
     let brave = s.provider(Brave);
+    let retry_after = Duration::from_secs(3);
     brave.set_behaviour(ProviderBehaviour::Error(SimError::RateLimited {
-        retry_after_secs: 2,
+        retry_after_secs: retry_after.as_secs(),
     }));
-    s.gateway.search(&[("q", "trip")]).await;
+    let tripped = Instant::now();
+    g.search(&[("q", "trip")]).await;
     assert_eq!(brave.calls(), 1);
-    assert_eq!(
-        brave_state(&s.gateway.get("/status").await.json)
-            .1
-            .as_deref(),
-        Some("rate_limited")
+    let breaker = g.breaker("provider", "brave").await;
+    assert_eq!(breaker["reason"], "rate_limited");
+    let open_for = breaker["open_for_seconds"].as_f64().unwrap_or(0.0);
+    assert!(
+        open_for > 1.1 && open_for <= 3.0,
+        "open for the server's 3 s, not BREAKER_OPEN_SECONDS (1 s + 10 % jitter): {breaker}"
     );
 
-    // Still inside the 2 s the server asked for (BREAKER_OPEN_SECONDS is only 1).
-    tokio::time::sleep(Duration::from_millis(1500)).await;
-    s.gateway.search(&[("q", "still parked")]).await;
+    g.search(&[("q", "still parked")]).await;
     assert_eq!(brave.calls(), 1, "not called before Retry-After elapsed");
+    assert_eq!(
+        g.breaker("provider", "brave").await["state"],
+        "open",
+        "the second search came while the breaker was open"
+    );
+    assert_eq!(
+        g.metric(
+            "searxng_gateway_circuit_breaker_rejections_total",
+            &[("engine", "brave"), ("kind", "provider")]
+        )
+        .await,
+        1.0
+    );
 
-    tokio::time::sleep(Duration::from_millis(800)).await;
-    // The probe takes a while, so all ten requests arrive while it is out.
+    g.wait_until_half_open("provider", "brave").await;
+    assert!(
+        tripped.elapsed() >= retry_after,
+        "half-open only once Retry-After elapsed"
+    );
+    // The probe stays out long enough for nine more searches to be decided meanwhile.
     brave.set_behaviour(ProviderBehaviour::slow(
-        Duration::from_millis(300),
+        Duration::from_secs(2),
         ProviderBehaviour::results(3, "https://b.example/"),
     ));
-    let requests = (0..10).map(|i| {
-        let g = &s.gateway;
-        async move { g.search(&[("q", &format!("probe {i}"))]).await }
-    });
-    for reply in futures::future::join_all(requests).await {
-        assert_eq!(reply.status, 200);
+    let probe = g.spawn_search(&[("q", "probe")]);
+    wait::until(
+        "the probe to reach Brave",
+        || async move { brave.calls() == 2 },
+    )
+    .await;
+    let others =
+        (0..9).map(|i| async move { g.search(&[("q", &format!("while probing {i}"))]).await });
+    for reply in futures::future::join_all(others).await {
+        assert_eq!((reply.status, reply.outcome.as_str()), (200, "searxng_ok"));
     }
+    assert_eq!(
+        brave.in_flight(),
+        1,
+        "the nine were decided while the probe was out"
+    );
+    let probed = probe.await.expect("probe");
+    assert_eq!(probed.outcome, "searxng_plus_premium_ok");
     assert_eq!(
         brave.calls(),
         2,
         "exactly one of ten concurrent requests probed Brave"
     );
+    assert_eq!(g.breaker("provider", "brave").await["state"], "closed");
     assert_eq!(
-        brave_state(&s.gateway.get("/status").await.json).0,
-        "closed"
-    );
-    assert_eq!(
-        s.gateway
-            .metric(
-                "searxng_gateway_circuit_breaker_recovery_total",
-                &[("engine", "brave"), ("kind", "provider")]
-            )
-            .await,
+        g.metric(
+            "searxng_gateway_circuit_breaker_recovery_total",
+            &[("engine", "brave"), ("kind", "provider")]
+        )
+        .await,
         1.0
     );
 }
@@ -94,7 +120,7 @@ async fn brave_422_token_invalid_parks_it_as_auth() {
     s.gateway.search(&[("q", "bad token again")]).await;
 
     assert_eq!(s.provider(Brave).calls(), 1);
-    let (state, reason) = brave_state(&s.gateway.get("/status").await.json);
+    let (state, reason) = brave_state(&s.gateway).await;
     assert_eq!((state.as_str(), reason.as_deref()), ("open", Some("auth")));
     assert_eq!(
         s.gateway
@@ -129,12 +155,12 @@ async fn five_500s_in_a_row_trip_the_provider() {
         s.gateway.search(&[("q", &format!("500 {i}"))]).await;
     }
     assert_eq!(
-        brave_state(&s.gateway.get("/status").await.json).0,
+        brave_state(&s.gateway).await.0,
         "closed",
         "four are not enough"
     );
     s.gateway.search(&[("q", "500 4")]).await;
-    let (state, reason) = brave_state(&s.gateway.get("/status").await.json);
+    let (state, reason) = brave_state(&s.gateway).await;
     assert_eq!(
         (state.as_str(), reason.as_deref()),
         ("open", Some("transient"))
@@ -183,24 +209,45 @@ async fn a_spent_monthly_quota_parks_the_provider_until_its_reset() {
     s.searxng.set_mode(SearxngMode::Status(500));
     s.provider(Brave)
         .set_behaviour(ProviderBehaviour::Error(SimError::Quota));
-    s.gateway.search(&[("q", "quota")]).await;
-    tokio::time::sleep(Duration::from_millis(1300)).await;
+    // Exa trips too, for BREAKER_OPEN_SECONDS only: its turning half-open shows that period is over.
+    s.provider(Exa)
+        .set_behaviour(ProviderBehaviour::Error(SimError::Auth));
+    let failed = s.gateway.search(&[("q", "quota")]).await;
+    assert_eq!(failed.status, 502);
+    assert_eq!(s.provider_calls(), [1, 1]);
+
+    s.gateway.wait_until_half_open("provider", "exa").await;
+    // Exa probes and finds nothing, so the fallback goes on to Brave — which is still parked.
+    s.provider(Exa).set_behaviour(ProviderBehaviour::Empty);
     s.gateway.search(&[("q", "quota later")]).await;
 
+    assert_eq!(s.provider(Exa).calls(), 2, "Exa's open period was over");
     assert_eq!(
         s.provider(Brave).calls(),
         1,
         "parked until the monthly reset, not BREAKER_OPEN_SECONDS"
     );
-    let status = s.gateway.get("/status").await.json;
+    let brave = s.gateway.breaker("provider", "brave").await;
     assert_eq!(
-        brave_state(&status),
-        ("open".to_owned(), Some("quota".to_owned()))
+        (&brave["state"], &brave["reason"]),
+        (&"open".into(), &"quota".into())
     );
-    let open_for = status["breakers"][0]["open_for_seconds"]
-        .as_f64()
-        .unwrap_or(0.0);
-    assert!(open_for > 86_400.0, "open for {open_for} s");
+    let open_for = brave["open_for_seconds"].as_f64().unwrap_or(0.0);
+    let month_reset = BraveWindows::default().month_reset_secs as f64;
+    assert!(
+        open_for > month_reset - 60.0 && open_for <= month_reset,
+        "open until the monthly window resets in {month_reset} s: {brave}"
+    );
+    assert_eq!(
+        s.gateway
+            .metric(
+                "searxng_gateway_circuit_breaker_rejections_total",
+                &[("engine", "brave"), ("kind", "provider")]
+            )
+            .await,
+        1.0,
+        "the second search offered Brave and its breaker refused"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]

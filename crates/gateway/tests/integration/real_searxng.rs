@@ -9,6 +9,7 @@ use serde_json::Value;
 use crate::support::engine_upstream::{EngineBehaviour, EngineUpstream, DEFAULT_RESULTS};
 use crate::support::gateway::TestGateway;
 use crate::support::searxng::{SearxngInstance, SearxngOptions};
+use crate::support::wait;
 
 struct Stack {
     upstream: EngineUpstream,
@@ -20,6 +21,8 @@ async fn stack(stock_suspension: bool, vars: &[(&str, &str)]) -> Stack {
     let upstream = EngineUpstream::start().await;
     let mut opts = SearxngOptions::new(upstream.port());
     opts.stock_suspension = stock_suspension;
+    // Room for a deliberately slow engine (a probe held out on purpose) on a loaded machine.
+    opts.engine_timeout = Duration::from_secs(5);
     let searxng = SearxngInstance::start(opts).await;
     let base = searxng.base_url();
     let mut env: Vec<(&str, &str)> = vec![
@@ -189,7 +192,8 @@ async fn every_engine_failing_is_degraded_not_nothing_found() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn an_open_engine_is_excluded_until_one_request_probes_it() {
-    let s = stack(false, &[("BREAKER_OPEN_SECONDS", "1"), ("CACHE_SIZE", "0")]).await;
+    // Open long enough for three searches through the real SearXNG on a loaded machine.
+    let s = stack(false, &[("BREAKER_OPEN_SECONDS", "3"), ("CACHE_SIZE", "0")]).await;
     s.gateway.wait_for_catalog().await;
     s.upstream.set("beta", EngineBehaviour::Status(429));
 
@@ -209,29 +213,51 @@ async fn an_open_engine_is_excluded_until_one_request_probes_it() {
         "no request reached beta while open"
     );
     assert_eq!(
+        s.gateway.breaker("engine", "beta").await["state"],
+        "open",
+        "the three searches came while beta's breaker was open"
+    );
+    assert_eq!(
         s.upstream.hits("alpha"),
         alpha_before + 3,
         "alpha still searched"
     );
-    let sent = s.upstream.requests("alpha");
-    assert!(!sent.is_empty());
+    assert_eq!(
+        s.gateway
+            .metric(
+                "searxng_gateway_circuit_breaker_rejections_total",
+                &[("engine", "beta"), ("kind", "engine")]
+            )
+            .await,
+        3.0,
+        "each of the three searches left beta out"
+    );
 
-    // The open period (1 s + at most 10 % jitter) ends; beta is healthy again.
-    tokio::time::sleep(Duration::from_millis(1300)).await;
-    s.upstream.set("beta", EngineBehaviour::Ok { results: 2 });
-    let mut probes = Vec::new();
-    for i in 0..6 {
+    // The open period (3 s + at most 10 % jitter) ends; beta is healthy again, and slow enough (still
+    // inside SearXNG's engine timeout) that the probe is out while five more searches are decided.
+    s.gateway.wait_until_half_open("engine", "beta").await;
+    s.upstream
+        .set("beta", EngineBehaviour::Slow(Duration::from_secs(2)));
+    let probe = s.gateway.spawn_search(&[("q", "probe")]);
+    let upstream = &s.upstream;
+    wait::until("the probe to reach beta", || async move {
+        upstream.hits("beta") == 2
+    })
+    .await;
+    let others = (0..5).map(|i| {
         let g = &s.gateway;
-        probes.push(async move { g.search(&[("q", &format!("probe race {i}"))]).await });
-    }
-    for reply in futures::future::join_all(probes).await {
+        async move { g.search(&[("q", &format!("while probing {i}"))]).await }
+    });
+    for reply in futures::future::join_all(others).await {
         assert_eq!(reply.status, 200);
     }
+    assert_eq!(probe.await.expect("probe").status, 200);
     assert_eq!(
         s.upstream.hits("beta"),
         2,
         "exactly one request probed beta"
     );
+    s.upstream.set("beta", EngineBehaviour::Ok { results: 2 });
     let g = &s.gateway;
     assert_eq!(
         g.metric(
@@ -271,7 +297,7 @@ async fn suspended_entries_under_stock_windows_count_as_failures_never_success()
 
     // Our breaker's open period ends long before SearXNG's 180 s suspension: the probe comes back
     // as "Suspended: too many requests" without SearXNG calling beta.
-    tokio::time::sleep(Duration::from_millis(1300)).await;
+    s.gateway.wait_until_half_open("engine", "beta").await;
     s.upstream.set("beta", EngineBehaviour::Ok { results: 2 });
     let probe = s.gateway.search(&[("q", "probe while suspended")]).await;
     assert_eq!(probe.status, 200);

@@ -1,5 +1,5 @@
-//! Spawns the real gateway (the same `server::run` the binary uses) on 127.0.0.1:0 with a given
-//! environment, plus small helpers to query it and read its metrics.
+//! Spawns the real gateway (the same `serve` the binary uses) on 127.0.0.1:0 with a given environment,
+//! plus small helpers to query it and read its metrics and `/status`.
 
 use std::collections::HashMap;
 
@@ -8,13 +8,15 @@ use serde_json::Value;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
+use super::wait;
+
 /// A running gateway. Stops (gracefully) when dropped.
 pub struct TestGateway {
     /// `http://127.0.0.1:PORT`
     pub url: String,
     /// `METRICS_PATH` in force.
     pub metrics_path: String,
-    /// A client that does not follow redirects.
+    /// A client that does not follow redirects and gives up on a reply only after the hang guard.
     pub http: reqwest::Client,
     stop: Option<oneshot::Sender<()>>,
     task: Option<JoinHandle<()>>,
@@ -64,6 +66,7 @@ impl TestGateway {
             metrics_path,
             http: reqwest::Client::builder()
                 .redirect(reqwest::redirect::Policy::none())
+                .timeout(wait::HANG_GUARD)
                 .build()
                 .expect("client"),
             stop: Some(stop_tx),
@@ -71,13 +74,19 @@ impl TestGateway {
         }
     }
 
-    /// Stops the server gracefully and waits for it.
-    pub async fn stop(mut self) {
+    /// Tells the server to shut down gracefully (it stops accepting, in-flight requests finish) without
+    /// waiting for it; [`TestGateway::stop`] waits.
+    pub fn signal_stop(&mut self) {
         if let Some(stop) = self.stop.take() {
             let _ = stop.send(());
         }
+    }
+
+    /// Stops the server gracefully and waits (bounded by the hang guard) until it has.
+    pub async fn stop(mut self) {
+        self.signal_stop();
         if let Some(task) = self.task.take() {
-            let _ = task.await;
+            let _ = wait::guarded("the gateway to shut down", task).await;
         }
     }
 
@@ -91,6 +100,16 @@ impl TestGateway {
             .await
             .expect("gateway answers");
         Self::reply(response).await
+    }
+
+    /// `GET /search` in a task of its own, for a test that acts while the request is in flight (and may
+    /// abort the task to hang up).
+    pub fn spawn_search(&self, params: &[(&str, &str)]) -> JoinHandle<Reply> {
+        let request = self.http.get(format!("{}/search", self.url)).query(params);
+        tokio::spawn(async move {
+            let response = request.send().await.expect("gateway answers");
+            Self::reply(response).await
+        })
     }
 
     /// `GET` any path.
@@ -141,16 +160,43 @@ impl TestGateway {
         metric_value(&self.metrics_text().await, name, labels)
     }
 
-    /// Waits (bounded) until the gateway has read SearXNG's `/config`.
+    /// `GET /status` as JSON.
+    pub async fn status(&self) -> Value {
+        self.get("/status").await.json
+    }
+
+    /// One circuit breaker's entry in `/status` (`namespace` is `provider` or `engine`).
+    pub async fn breaker(&self, namespace: &str, name: &str) -> Value {
+        let status = self.status().await;
+        status["breakers"]
+            .as_array()
+            .and_then(|breakers| {
+                breakers
+                    .iter()
+                    .find(|b| b["namespace"] == namespace && b["name"] == name)
+            })
+            .cloned()
+            .unwrap_or_else(|| panic!("no {namespace} breaker {name:?} in /status: {status}"))
+    }
+
+    /// Waits until the breaker's open period has elapsed: `/status` shows it half-open.
+    pub async fn wait_until_half_open(&self, namespace: &str, name: &str) {
+        wait::until(
+            &format!("the {namespace} breaker {name:?} to turn half-open"),
+            || async move { self.breaker(namespace, name).await["state"] == "half_open" },
+        )
+        .await;
+    }
+
+    /// Waits until the gateway has read SearXNG's `/config`.
     pub async fn wait_for_catalog(&self) {
-        for _ in 0..200 {
-            let status = self.get("/status").await.json;
-            if status["searxng"]["engines_known"].as_u64().unwrap_or(0) > 0 {
-                return;
-            }
-            tokio::time::sleep(std::time::Duration::from_millis(25)).await;
-        }
-        panic!("the gateway never read SearXNG's /config");
+        wait::until("the gateway to read SearXNG's /config", || async move {
+            self.status().await["searxng"]["engines_known"]
+                .as_u64()
+                .unwrap_or(0)
+                > 0
+        })
+        .await;
     }
 }
 

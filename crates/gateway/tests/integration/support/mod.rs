@@ -1,9 +1,12 @@
-//! Test support: the gateway on port 0 ([`gateway`]), a real SearXNG ([`searxng`]) and the
-//! scriptable fake upstream behind its engines ([`engine_upstream`]).
-
-#![allow(dead_code)]
+//! Test support: the gateway in-process on port 0 ([`gateway`]) or as the real binary ([`process`]),
+//! in front of the simulators ([`stack`]); a real SearXNG ([`searxng`]) and the scriptable fake upstream
+//! behind its engines ([`engine_upstream`]); waiting for observable conditions ([`wait`]) and kernel-chosen
+//! loopback ports ([`ports`]).
 
 pub(crate) mod engine_upstream;
 pub(crate) mod gateway;
+pub(crate) mod ports;
+pub(crate) mod process;
 pub(crate) mod searxng;
 pub(crate) mod stack;
+pub(crate) mod wait;

@@ -33,13 +33,16 @@ use std::time::{Duration, Instant};
 
 use tempfile::TempDir;
 
+use super::ports::unused_loopback_port;
+
 /// The SearXNG engines in category `general`, in SearXNG's order.
 pub const GENERAL_ENGINES: [&str; 2] = ["alpha", "beta"];
 
 /// The SearXNG engines in category `news`.
 pub const NEWS_ENGINES: [&str; 1] = ["gamma"];
 
-/// How long SearXNG waits for an engine's upstream before reporting it as `timeout`.
+/// How long SearXNG waits for an engine's upstream before reporting it as `timeout`, unless
+/// [`SearxngOptions::engine_timeout`] says otherwise.
 pub const ENGINE_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// Where the virtualenv is when `SEARXNG_VENV` is not set; the same default as `.ci/install-searxng.sh`.
@@ -70,15 +73,18 @@ pub struct SearxngOptions {
     /// Engines that declare neither paging nor time-range support, so SearXNG leaves them out of searches with
     /// `pageno > 1` or a `time_range`.
     pub engines_without_paging_or_time_range: Vec<&'static str>,
+    /// How long SearXNG waits for an engine's upstream before reporting it as `timeout`.
+    pub engine_timeout: Duration,
 }
 
 impl SearxngOptions {
-    /// SearXNG's own suspension off and every engine supporting paging and time ranges.
+    /// SearXNG's own suspension off, every engine supporting paging and time ranges, [`ENGINE_TIMEOUT`].
     pub fn new(upstream_port: u16) -> Self {
         SearxngOptions {
             upstream_port,
             stock_suspension: false,
             engines_without_paging_or_time_range: Vec::new(),
+            engine_timeout: ENGINE_TIMEOUT,
         }
     }
 }
@@ -116,7 +122,7 @@ impl SearxngInstance {
         std::fs::create_dir(&tmp).expect("create SearXNG's TMPDIR");
 
         for attempt in 1..=START_ATTEMPTS {
-            let port = free_port();
+            let port = unused_loopback_port();
             std::fs::write(dir.path().join("settings.yml"), settings_yaml(&opts, port))
                 .expect("write SearXNG's settings.yml");
             let mut child = spawn_granian(&granian, dir.path(), &tmp, port);
@@ -218,14 +224,6 @@ fn venv_dir() -> PathBuf {
         .map_or_else(|| PathBuf::from(DEFAULT_VENV), PathBuf::from)
 }
 
-/// A port the kernel just handed out on loopback; granian binds it right after we release it.
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|listener| listener.local_addr())
-        .expect("probe a free loopback port")
-        .port()
-}
-
 fn spawn_granian(granian: &Path, dir: &Path, tmp: &Path, port: u16) -> Child {
     let log = File::create(dir.join("searxng.log")).expect("create SearXNG's log file");
     let mut command = Command::new(granian);
@@ -279,12 +277,12 @@ fn settings_yaml(opts: &SearxngOptions, port: u16) -> String {
                     cf_SearxEngineCaptcha: 0, cf_SearxEngineAccessDenied: 0, recaptcha_SearxEngineCaptcha: 0}
 "
     };
-    let timeout = ENGINE_TIMEOUT.as_secs_f64();
+    let timeout = opts.engine_timeout.as_secs_f64();
     let engines: String = ENGINES
         .iter()
         .map(|(name, shortcut, category)| {
             let full_support = !opts.engines_without_paging_or_time_range.contains(name);
-            engine_yaml(name, shortcut, category, full_support, opts.upstream_port)
+            engine_yaml(name, shortcut, category, full_support, opts)
         })
         .collect();
     format!(
@@ -319,9 +317,10 @@ fn engine_yaml(
     shortcut: &str,
     category: &str,
     full_support: bool,
-    upstream_port: u16,
+    opts: &SearxngOptions,
 ) -> String {
-    let timeout = ENGINE_TIMEOUT.as_secs_f64();
+    let timeout = opts.engine_timeout.as_secs_f64();
+    let upstream_port = opts.upstream_port;
     format!(
         "  - name: {name}
     engine: json_engine

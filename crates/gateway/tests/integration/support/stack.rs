@@ -2,7 +2,7 @@
 //! (each with the simulator's key and its origin as `<NAME>_BASE_URL`).
 
 use simulator::premium::{SimulatedProvider, SIM_KEY};
-use simulator::searxng::SimulatedSearxng;
+use simulator::searxng::{EngineBehaviour, EngineFailure, SimulatedSearxng};
 use simulator::Provider;
 
 use super::gateway::TestGateway;
@@ -84,6 +84,17 @@ impl SimStack {
     /// SearXNG `/search` requests caused by test traffic (the start-up check excluded).
     pub fn searxng_hits(&self) -> usize {
         self.searxng.hits() - self.baseline_hits
+    }
+
+    /// Every engine answers "too many requests": SearXNG's answer is degraded (zero results, every engine
+    /// unresponsive), which sends each request to the premium fallback.
+    pub fn fail_every_engine(&self) {
+        for engine in ENGINES {
+            self.searxng.set_engine(
+                engine,
+                EngineBehaviour::Fails(EngineFailure::TooManyRequests),
+            );
+        }
     }
 
     /// The simulator of `kind`.
