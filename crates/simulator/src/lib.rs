@@ -7,6 +7,7 @@
 //! This crate knows nothing of the gateway: it fakes the *services*, from their documentation
 //! (shared/spec/PROVIDERS.md, shared/spec/SEARXNG.md), so a test cannot pass by sharing a bug.
 
+mod in_flight;
 pub mod premium;
 pub mod script;
 pub mod searxng;

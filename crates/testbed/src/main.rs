@@ -1,26 +1,56 @@
-//! `searxng-gateway-demo`: the real gateway against simulated upstreams, narrating its decisions.
+//! `searxng-gateway-demo` (`cargo demo`): the real gateway against simulated upstreams, on a machine with
+//! no SearXNG, no keys and no internet, narrating round after round what it decides and why.
+//!
+//! The crate, one concern per file:
+//!
+//! - `main.rs`: options → `LOG_LEVEL` → logging → run until the rounds are done, Ctrl-C or SIGTERM;
+//! - [`options`]: the command line (clap) and `LISTEN_ADDR`;
+//! - [`logging`]: `LOG_LEVEL`, checked as the gateway checks it; the gateway's log lines on stderr;
+//! - [`demo`]: binding, starting the upstreams and the gateway, stopping them in order;
+//! - [`upstreams`]: the simulated SearXNG and premium APIs, their scripts, the gateway's environment;
+//! - [`scenario`]: the rounds and their eight steps;
+//! - [`gateway_client`] and [`scrape`]: asking the gateway `/search`, `/metrics` and `/status`;
+//! - [`decisions`]: what the gateway decided for one search, in words;
+//! - [`narrator`]: the printing.
 
+mod decisions;
 mod demo;
+mod gateway_client;
+mod logging;
+mod narrator;
+mod options;
+mod scenario;
+mod scrape;
+mod upstreams;
+
+#[cfg(test)]
+mod tests;
 
 use std::process::ExitCode;
 
-use tracing_subscriber::EnvFilter;
+use logging::LogLevel;
+use options::{DemoOptions, OptionsError};
 
 fn main() -> ExitCode {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let options = match demo::DemoOptions::from_args(&args, std::env::var("LISTEN_ADDR").ok()) {
+    let listen_env = std::env::var_os("LISTEN_ADDR").map(|v| v.to_string_lossy().into_owned());
+    let options = match DemoOptions::parse_from(std::env::args_os(), listen_env.as_deref()) {
         Ok(options) => options,
-        Err(err) => {
-            eprintln!("searxng-gateway demo: {err}");
+        // Help and version go to stdout with status 0, usage errors to stderr with status 2.
+        Err(OptionsError::CommandLine(err)) => err.exit(),
+        Err(err @ OptionsError::ListenAddr(_)) => {
+            eprintln!("searxng-gateway-demo: {err}");
             return ExitCode::from(2);
         }
     };
-    // The narration is the demo's output: the gateway's own log lines only when LOG_LEVEL asks.
-    let level = std::env::var("LOG_LEVEL").unwrap_or_else(|_| "error".to_owned());
-    tracing_subscriber::fmt()
-        .with_env_filter(EnvFilter::new(format!("searxng_gateway={level},error")))
-        .with_target(false)
-        .init();
+    let log_level = std::env::var_os("LOG_LEVEL").map(|v| v.to_string_lossy().into_owned());
+    let level = match LogLevel::from_env_value(log_level.as_deref()) {
+        Ok(level) => level,
+        Err(err) => {
+            eprintln!("searxng-gateway-demo: {err}");
+            return ExitCode::from(2);
+        }
+    };
+    logging::init(level);
     let result = tokio::runtime::Runtime::new()
         .map_err(demo::DemoError::Serve)
         .and_then(|rt| {
@@ -32,12 +62,13 @@ fn main() -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) => {
-            eprintln!("searxng-gateway demo: {err}");
+            eprintln!("searxng-gateway-demo: {err}");
             ExitCode::FAILURE
         }
     }
 }
 
+/// Ctrl-C or SIGTERM.
 async fn shutdown_signal() {
     let ctrl_c = async {
         let _ = tokio::signal::ctrl_c().await;

@@ -1,0 +1,126 @@
+//! a. Cache hits: 64 keep-alive connections on one cached query against the gateway, then against a
+//! minimal hyper server answering the same bytes ([`crate::baseline`]), alternating; the throughput ratio,
+//! the latency of each and the CPU each spends per request.
+
+use crate::histogram::Histogram;
+use crate::loadgen::{self, BoxError, Load};
+use crate::processes::{CpuMeter, Server};
+use crate::report::Row;
+use crate::{gateway_env, latency_summary, ms, search_path, Bench, CONNECTIONS, ENGINES};
+use simulator::searxng::SimulatedSearxng;
+
+/// The gateway's cache-hit throughput as a share of the minimal server's.
+const CACHE_HIT_RATIO_TARGET: f64 = 0.8;
+
+impl Bench {
+    /// a. Cache-hit throughput and latency against the minimal hyper server.
+    pub(crate) async fn cache_hits(&mut self, searxng: &SimulatedSearxng) -> Result<(), BoxError> {
+        let gateway = self.gateway(&gateway_env(searxng), "gateway-cache").await?;
+        let path = search_path("cache hit benchmark");
+        let first = loadgen::get(gateway.addr, &path).await?;
+        let cached = loadgen::get(gateway.addr, &path).await?;
+        let x_cache = cached.headers.get("x-cache").and_then(|v| v.to_str().ok());
+        if first.status != 200 || x_cache != Some("hit") {
+            return Err(
+                format!("warm-up: status {} then X-Cache {x_cache:?}", first.status).into(),
+            );
+        }
+        std::fs::create_dir_all(&self.log_dir)?;
+        let body_file = self.log_dir.join("cache-hit-body.json");
+        std::fs::write(&body_file, &cached.body)?;
+        let baseline = Server::baseline(&body_file, &self.log_dir).await?;
+        let check = loadgen::get(baseline.addr, "/").await?;
+        if check.body != cached.body {
+            return Err("the baseline does not answer the gateway's bytes".into());
+        }
+
+        let mut totals = [
+            (0.0, Histogram::default(), 0.0, 0u64),
+            (0.0, Histogram::default(), 0.0, 0u64),
+        ];
+        for repeat in 0..self.plan.hit_repeats {
+            for (slot, (server, other, label)) in [
+                (&gateway, &baseline, "gateway"),
+                (&baseline, &gateway, "baseline"),
+            ]
+            .into_iter()
+            .enumerate()
+            {
+                let load = |duration| Load {
+                    addr: server.addr,
+                    connections: CONNECTIONS,
+                    duration,
+                    max_requests: None,
+                    path: loadgen::fixed(if slot == 0 { &path } else { "/" }),
+                };
+                loadgen::run(&load(self.plan.hit_warmup)).await;
+                let meter = CpuMeter::start(&[server, other]);
+                let report = loadgen::run(&load(self.plan.hit_run)).await;
+                let cpu = meter.finish(&[server, other]);
+                let cpu_per_request = cpu.server_seconds / report.ok.max(1) as f64;
+                println!(
+                    "   {label} run {}: {:.0} req/s, {}, server CPU {:.1} µs/request, other processes {:.0}% CPU",
+                    repeat + 1,
+                    report.throughput(),
+                    latency_summary(&report.latency),
+                    cpu_per_request * 1e6,
+                    cpu.foreign * 100.0
+                );
+                self.details.push(format!(
+                    "a. {label} run {}: {:.0} req/s over {} connections, {}, server CPU {:.1} µs/request, \
+                     other processes {:.0} % of the CPU",
+                    repeat + 1,
+                    report.throughput(),
+                    CONNECTIONS,
+                    latency_summary(&report.latency),
+                    cpu_per_request * 1e6,
+                    cpu.foreign * 100.0
+                ));
+                self.note_cpu(&format!("a. {label} run {}", repeat + 1), cpu.foreign);
+                self.fail_on_errors(&format!("a. {label}"), &report);
+                let total = &mut totals[slot];
+                total.0 += report.throughput();
+                total.1.merge(&report.latency);
+                total.2 += cpu_per_request;
+                total.3 += report.ok;
+            }
+        }
+        let runs = self.plan.hit_repeats as f64;
+        let (gateway_rps, baseline_rps) = (totals[0].0 / runs, totals[1].0 / runs);
+        let ratio = gateway_rps / baseline_rps.max(1e-9);
+        self.rows.push(Row {
+            name: format!("a. cache-hit throughput, {CONNECTIONS} connections"),
+            result: format!(
+                "{gateway_rps:.0} req/s = {ratio:.2}× the minimal hyper server ({baseline_rps:.0} req/s)"
+            ),
+            target: format!("≥ {CACHE_HIT_RATIO_TARGET:.2}×"),
+            met: Some(ratio >= CACHE_HIT_RATIO_TARGET),
+        });
+        self.rows.push(Row {
+            name: "a. cache-hit latency".into(),
+            result: format!(
+                "p50 {} / p99 {} (baseline p50 {} / p99 {}); {:.1} µs CPU per hit (baseline {:.1})",
+                ms(totals[0].1.quantile(0.5)),
+                ms(totals[0].1.quantile(0.99)),
+                ms(totals[1].1.quantile(0.5)),
+                ms(totals[1].1.quantile(0.99)),
+                totals[0].2 / runs * 1e6,
+                totals[1].2 / runs * 1e6,
+            ),
+            target: "report".into(),
+            met: None,
+        });
+        self.details.push(format!(
+            "a. cached answer: {} bytes ({} results from {} engines)",
+            cached.body.len(),
+            serde_json::from_slice::<serde_json::Value>(&cached.body)
+                .ok()
+                .and_then(|v| v["results"].as_array().map(Vec::len))
+                .unwrap_or(0),
+            ENGINES.len()
+        ));
+        baseline.stop();
+        gateway.stop();
+        Ok(())
+    }
+}

@@ -1,0 +1,8 @@
+//! The measurements, one file each, as methods of [`crate::Bench`] so they share its plan, rows, details
+//! and failures: [`cache_hits`] (a), [`miss_path`] (b), [`t1`] (c), [`coalescing`] (d) and [`memory`] (e).
+
+mod cache_hits;
+mod coalescing;
+mod memory;
+mod miss_path;
+mod t1;
