@@ -1,5 +1,6 @@
 //! The one integration-test binary: the gateway on port 0 against fakes, the simulator and a real
-//! SearXNG (installed by `.ci/install-searxng.sh`).
+//! SearXNG (installed by `.ci/install-searxng.sh`), and the real client libraries (installed by
+//! `.ci/install-clients.sh`).
 
 #![allow(unreachable_pub)] // a test binary has no public API
 
@@ -12,6 +13,7 @@ mod mcp_surface;
 mod pipeline;
 mod provider_breakers;
 mod provider_contract;
+mod real_clients;
 mod real_searxng;
 mod root_path;
 mod searxng_env;
