@@ -1,6 +1,7 @@
-"""Open WebUI's own SearXNG web search, open_webui.retrieval.web.searxng.search_searxng, imported from the
-open-webui package (installed with --no-deps plus the modules its import chain needs) and called as
-Open WebUI calls it, with the query URL an Open WebUI admin would set to reach the gateway."""
+"""Open WebUI's own web searches, imported from the open-webui package (installed with --no-deps plus the
+modules their import chain needs) and called as Open WebUI calls them: its SearXNG search
+(open_webui.retrieval.web.searxng.search_searxng) with the query URL an admin would set to reach the
+gateway, and its Tavily search with TAVILY_API_BASE_URL set to the gateway's Tavily API."""
 
 import asyncio
 import atexit
@@ -22,11 +23,13 @@ os.environ.update(
         "WEBUI_SECRET_KEY": "searxng-gateway-tests",
         "FRONTEND_BUILD_DIR": str(_HOME / "frontend"),
         "VECTOR_DB": "qdrant",
+        "TAVILY_API_BASE_URL": os.environ.get("GATEWAY_URL", "") + "/tavily",
     }
 )
 
 from conftest import urls  # noqa: E402
 from open_webui.retrieval.web.searxng import search_searxng  # noqa: E402
+from open_webui.retrieval.web.tavily import search_tavily  # noqa: E402
 from open_webui.utils.session_pool import close_session  # noqa: E402
 
 
@@ -80,3 +83,8 @@ def test_a_domain_filter_list_applies_to_the_gateways_results(gateway_url):
     results = search(f"{gateway_url}/search", "open webui filtered", 10, filter_list=["example.org"])
     assert results, "the simulated engines return example.org results"
     assert all(".example.org/" in r.link for r in results)
+
+
+def test_open_webuis_tavily_search_works_with_the_gateway_as_tavily_api_base_url(gateway_url, direct_search):
+    results = search_tavily("tvly-open-webui", "open webui tavily", 3)
+    assert [r.link for r in results] == urls(direct_search("open webui tavily")["results"][:3])

@@ -369,3 +369,25 @@ async fn every_line_searxng_gateway_mcp_writes_on_stdout_is_a_json_rpc_message()
         "trace logging went to stderr: {logs}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_http_transport_answers_whatever_host_name_the_gateway_is_reached_by() {
+    let s = SimStack::start(&[], &[]).await;
+    let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "compose", "version": "1"}}});
+    let response = s
+        .gateway
+        .http
+        .post(format!("{}/mcp", s.gateway.url))
+        .header("host", "searxng-gateway:8080")
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .body(initialize.to_string())
+        .send()
+        .await
+        .expect("the gateway answers");
+    assert_eq!(response.status().as_u16(), 200);
+    let body: Value = response.json().await.expect("a JSON-RPC answer");
+    assert_eq!(body["result"]["serverInfo"]["name"], "searxng-gateway");
+}

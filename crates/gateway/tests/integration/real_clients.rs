@@ -69,7 +69,10 @@ async fn pytest(file: &str, gateways: &Gateways) {
         .current_dir(&clients)
         .env("GATEWAY_URL", &gateways.healthy.gateway.url)
         .env("FAILING_GATEWAY_URL", &gateways.failing.gateway.url)
-        .env("RATE_LIMITED_GATEWAY_URL", &gateways.rate_limited.gateway.url)
+        .env(
+            "RATE_LIMITED_GATEWAY_URL",
+            &gateways.rate_limited.gateway.url,
+        )
         .env("GATEWAY_BIN", BIN)
         .env("SEARXNG_URL", gateways.healthy.searxng.base_url())
         // Loopback only, whatever proxy the machine is configured with; nothing written to the tree.
