@@ -1,13 +1,16 @@
 //! What every surface shares: one pipeline and one cache (a query asked through one surface is a cache
-//! hit through the others), and the metrics — each answered search counted once by outcome and once by
-//! the surface it came through, refusals by neither.
+//! hit through the others), the metrics — each answered search counted once by outcome and once by
+//! the surface it came through, refusals by neither — and SearXNG's direct answers, which a real SearXNG
+//! gives and every JSON surface passes on.
 
 use rmcp::model::CallToolRequestParams;
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::ServiceExt;
 use serde_json::json;
 
+use crate::support::engine_upstream::EngineUpstream;
 use crate::support::gateway::{metric_value, TestGateway};
+use crate::support::searxng::{SearxngInstance, SearxngOptions};
 use crate::support::stack::SimStack;
 use crate::support::wait;
 
@@ -100,4 +103,72 @@ async fn each_search_counts_one_outcome_and_one_surface_through_one_shared_cache
         ),
         3.0
     );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_real_searxngs_direct_answer_reaches_tavily_and_mcp_clients() {
+    let upstream = EngineUpstream::start().await;
+    let searxng = SearxngInstance::start(SearxngOptions::new(upstream.port())).await;
+    let base = searxng.base_url();
+    let gateway = TestGateway::start(&[("SEARXNG_BACKEND_URL", base.as_str())]).await;
+    // SearXNG's hash plugin answers "sha256 <text>" with the digest, in `answers`.
+    let digest = "4ea5ee68fea05586106890ded5733820bb77d919cda27bc4b8139b7cd33b8889";
+    let tavily = |body: serde_json::Value| {
+        gateway
+            .http
+            .post(format!("{}/tavily/search", gateway.url))
+            .bearer_auth("tvly-key")
+            .json(&body)
+            .send()
+    };
+    let asked = TestGateway::reply(
+        tavily(json!({"query": "sha256 gateway", "include_answer": "basic"}))
+            .await
+            .expect("answer"),
+    )
+    .await;
+    assert_eq!(asked.status, 200, "{}", asked.text);
+    let answer = asked.json["answer"].as_str().unwrap_or("");
+    assert!(answer.contains(digest), "{}", asked.text);
+    let not_asked = TestGateway::reply(
+        tavily(json!({"query": "sha256 gateway"}))
+            .await
+            .expect("answer"),
+    )
+    .await;
+    assert_eq!(not_asked.cache, "hit");
+    assert_eq!(
+        not_asked.json["answer"],
+        serde_json::Value::Null,
+        "only when asked"
+    );
+
+    let client = wait::guarded(
+        "the MCP client to connect",
+        ().serve(StreamableHttpClientTransport::from_uri(format!(
+            "{}/mcp",
+            gateway.url
+        ))),
+    )
+    .await
+    .expect("connect");
+    let args = json!({"query": "sha256 gateway"})
+        .as_object()
+        .cloned()
+        .unwrap_or_default();
+    let result = client
+        .call_tool(CallToolRequestParams::new("web_search").with_arguments(args))
+        .await
+        .expect("tools/call");
+    let structured = result.structured_content.clone().unwrap_or_default();
+    let answers = structured["answers"].to_string();
+    assert!(answers.contains(digest), "{structured}");
+    let text = result
+        .content
+        .first()
+        .and_then(|c| c.as_text())
+        .map(|t| t.text.clone())
+        .unwrap_or_default();
+    assert!(text.starts_with("Answer: sha256"), "{text}");
+    client.cancel().await.expect("disconnect");
 }

@@ -10,14 +10,18 @@ use crate::support::stack::SimStack;
 
 /// `POST /tavily/search` with this JSON body, as tavily-python sends it (with a key).
 async fn tavily(s: &SimStack, body: Value) -> Reply {
-    post(s, Some("tvly-test-key"), body.to_string().into_bytes()).await
+    post(
+        &s.gateway,
+        Some("tvly-test-key"),
+        body.to_string().into_bytes(),
+    )
+    .await
 }
 
-async fn post(s: &SimStack, key: Option<&str>, body: Vec<u8>) -> Reply {
-    let mut request = s
-        .gateway
+async fn post(gateway: &TestGateway, key: Option<&str>, body: Vec<u8>) -> Reply {
+    let mut request = gateway
         .http
-        .post(format!("{}/tavily/search", s.gateway.url))
+        .post(format!("{}/tavily/search", gateway.url))
         .header("content-type", "application/json")
         .body(body);
     if let Some(key) = key {
@@ -155,7 +159,7 @@ async fn a_request_without_any_key_gets_tavilys_401() {
         (Some(""), json!({"query": "q"})),
         (None, json!({"query": "q", "api_key": "  "})),
     ] {
-        let reply = post(&s, key, body.to_string().into_bytes()).await;
+        let reply = post(&s.gateway, key, body.to_string().into_bytes()).await;
         assert_eq!(reply.status, 401, "{body}");
         assert_eq!(
             reply.json,
@@ -163,7 +167,7 @@ async fn a_request_without_any_key_gets_tavilys_401() {
         );
     }
     let in_body = post(
-        &s,
+        &s.gateway,
         None,
         json!({"query": "q", "api_key": "tvly-in-body"})
             .to_string()
@@ -225,7 +229,7 @@ async fn bad_input_gets_tavilys_error_shape_and_never_reaches_searxng() {
     ];
     for (body, status, mentions) in cases {
         let shown = String::from_utf8_lossy(&body[..body.len().min(60)]).into_owned();
-        let reply = post(&s, Some("tvly-test-key"), body).await;
+        let reply = post(&s.gateway, Some("tvly-test-key"), body).await;
         assert_eq!(reply.status, status, "{shown}: {}", reply.text);
         let message = reply.json["detail"]["error"]
             .as_str()
