@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The test command (README): makes sure what the tests start is installed — a real SearXNG in a
-# virtualenv, Prometheus and promtool — then runs every test. Idempotent; safe to run repeatedly.
+# virtualenv, the real client libraries (LangChain, Open WebUI, tavily-python, the MCP Python SDK) in
+# another, Prometheus and promtool — then runs every test. Idempotent; safe to run repeatedly.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -11,6 +12,7 @@ if ! command -v promtool >/dev/null 2>&1 || ! command -v prometheus >/dev/null 2
     DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq prometheus >/dev/null
 fi
 bash .ci/install-searxng.sh
+bash .ci/install-clients.sh
 
 # The Debian package starts a Prometheus service on :9090 when systemd is present; the tests start
 # their own on free ports and do not need it.

@@ -1,8 +1,9 @@
 //! searxng-gateway: a decision proxy in front of a self-hosted SearXNG.
 //!
 //! The request path, one module per step, each depending only on the ones below it:
-//! 1. [`server`] parses `/search` parameters into one validated [`request::SearchRequest`] and
-//!    renders the answer; it holds no decision.
+//! 1. [`server`] is every front door — SearXNG's API (`/search`, `/`), the MCP tool (`/mcp` and
+//!    stdio), the Tavily-compatible API — each reading its input into one validated
+//!    [`request::SearchRequest`] and rendering the answer in its own shape; it holds no decision.
 //! 2. [`pipeline`] answers from the [`cache`] (identical misses share one fan-out), checks the
 //!    SearXNG cooldown, plans which SearXNG engines to use from the engine [`breaker`]s and the
 //!    catalog [`searxng`]'s `/config` reported, then fans out: SearXNG and the T1 premium
@@ -13,8 +14,8 @@
 //! Beside the path: [`config`] reads the environment once at start-up; [`upstream`] holds what
 //! every upstream call shares (error classes, the HTTP client, body cap, `Retry-After`).
 //!
-//! The public API is what the binary, the demo and the integration tests need: [`Config`] and
-//! [`serve`]. Everything else is crate-private.
+//! The public API is what the binary, the demo and the integration tests need: [`Config`],
+//! [`serve`] and [`serve_mcp_stdio`]. Everything else is crate-private.
 
 pub mod config;
 
@@ -30,4 +31,4 @@ mod server;
 mod upstream;
 
 pub use config::{Config, ConfigError, LogLevel};
-pub use server::serve;
+pub use server::{serve, serve_mcp_stdio};

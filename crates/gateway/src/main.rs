@@ -1,5 +1,6 @@
 //! The `searxng-gateway` binary: command line → configuration → logging → serve until SIGTERM or
-//! SIGINT. `healthcheck` probes a running gateway; `demo` runs the separately built demo.
+//! SIGINT. `mcp` serves the MCP tool on stdin/stdout instead (logs on stderr); `healthcheck`
+//! probes a running gateway; `demo` runs the separately built demo.
 
 use std::ffi::OsString;
 use std::process::ExitCode;
@@ -8,7 +9,7 @@ use std::time::Duration;
 use anyhow::Context;
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 use searxng_gateway::config::variables;
-use searxng_gateway::Config;
+use searxng_gateway::{Config, LogLevel};
 use tracing_subscriber::EnvFilter;
 
 /// A decision proxy in front of SearXNG: cache, retries, premium fallback, circuit breakers,
@@ -27,6 +28,9 @@ struct Cli {
 enum Command {
     /// Serve searches (the default).
     Serve,
+    /// Serve the MCP tool web_search on stdin/stdout, with the gateway's pipeline in-process, for
+    /// MCP clients that launch a command. Logs go to stderr; stdout carries only the protocol.
+    Mcp,
     /// Exit 0 when the gateway on this host (LISTEN_ADDR's port) answers /healthz with 200.
     Healthcheck,
     /// The gateway against simulated SearXNG and premium APIs, narrating its decisions. Runs the
@@ -71,6 +75,7 @@ fn main() -> ExitCode {
     };
     let result = match command {
         Command::Healthcheck => runtime.block_on(healthcheck(&config)),
+        Command::Mcp => runtime.block_on(mcp(config)),
         _ => runtime.block_on(serve(config)),
     };
     match result {
@@ -82,15 +87,34 @@ fn main() -> ExitCode {
     }
 }
 
+/// Where log lines go: stdout when serving HTTP, stderr when stdout carries the MCP protocol.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum LogTo {
+    Stdout,
+    Stderr,
+}
+
+fn init_logging(level: LogLevel, to: LogTo) {
+    let filter = EnvFilter::new(format!(
+        "searxng_gateway={level},searxng-gateway={level},warn",
+        level = level.as_str()
+    ));
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_target(false);
+    match to {
+        LogTo::Stdout => builder
+            .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stdout()))
+            .init(),
+        LogTo::Stderr => builder
+            .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+            .with_writer(std::io::stderr)
+            .init(),
+    }
+}
+
 async fn serve(config: Config) -> anyhow::Result<()> {
-    tracing_subscriber::fmt()
-        .with_env_filter(EnvFilter::new(format!(
-            "searxng_gateway={level},searxng-gateway={level},warn",
-            level = config.log_level().as_str()
-        )))
-        .with_target(false)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stdout()))
-        .init();
+    init_logging(config.log_level(), LogTo::Stdout);
     let listener = tokio::net::TcpListener::bind(config.listen_addr())
         .await
         .with_context(|| format!("cannot bind LISTEN_ADDR {}", config.listen_addr()))?;
@@ -99,6 +123,16 @@ async fn serve(config: Config) -> anyhow::Result<()> {
         tracing::info!("shutdown requested: finishing in-flight requests");
     };
     searxng_gateway::serve(listener, config, shutdown).await?;
+    tracing::info!("stopped");
+    Ok(())
+}
+
+/// `searxng-gateway mcp`: the MCP server on stdin/stdout until the client closes stdin.
+async fn mcp(config: Config) -> anyhow::Result<()> {
+    init_logging(config.log_level(), LogTo::Stderr);
+    searxng_gateway::serve_mcp_stdio(config)
+        .await
+        .context("MCP server on stdio")?;
     tracing::info!("stopped");
     Ok(())
 }
@@ -183,6 +217,7 @@ mod tests {
         }
         for sub in [
             "serve",
+            "mcp",
             "healthcheck",
             "demo",
             "--config-table",
@@ -200,6 +235,12 @@ mod tests {
         assert!(matches!(
             demo.and_then(|c| c.command),
             Some(Command::Demo { args }) if args == ["--rounds", "1"]
+        ));
+        assert!(matches!(
+            Cli::try_parse_from(["searxng-gateway", "mcp"])
+                .ok()
+                .and_then(|c| c.command),
+            Some(Command::Mcp)
         ));
         assert!(Cli::try_parse_from(["searxng-gateway", "bogus"]).is_err());
     }

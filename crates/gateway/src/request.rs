@@ -1,12 +1,41 @@
-//! The one validated search request: built at the edge from SearXNG-style parameters, so nothing
-//! below the HTTP handler ever sees a raw query-string value.
+//! The one validated search request, and which front door it came through. Every surface builds it
+//! here: `/search` from SearXNG-style strings ([`SearchRequest::parse`]), the MCP tool and the
+//! Tavily API from their typed JSON ([`SearchRequest::new`]); both go through the same checks, so
+//! nothing below a surface ever sees an unvalidated value.
 
 use std::fmt::Write as _;
 
-/// Output formats the gateway can render.
+/// The front door a search came through: SearXNG's API (`/search`, `/`), the MCP tool (HTTP or
+/// stdio) or the Tavily-compatible API. The `surface` label of `surface_requests_total`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) enum Surface {
+    /// `/search` and the root path.
+    Searxng,
+    /// The MCP tool `web_search`.
+    Mcp,
+    /// `POST /tavily/search`.
+    Tavily,
+}
+
+impl Surface {
+    /// Every surface.
+    pub(crate) const ALL: [Surface; 3] = [Self::Searxng, Self::Mcp, Self::Tavily];
+
+    /// The label value.
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            Self::Searxng => "searxng",
+            Self::Mcp => "mcp",
+            Self::Tavily => "tavily",
+        }
+    }
+}
+
+/// Output formats the gateway can render.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
 pub(crate) enum Format {
     /// SearXNG's JSON object (the default).
+    #[default]
     Json,
     /// Comma-separated values rendered from the merged results.
     Csv,
@@ -39,6 +68,22 @@ pub(crate) enum TimeRange {
 }
 
 impl TimeRange {
+    /// Every range, shortest first.
+    pub(crate) const ALL: [TimeRange; 4] = [Self::Day, Self::Week, Self::Month, Self::Year];
+
+    /// From the SearXNG spelling.
+    pub(crate) fn parse(raw: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|range| range.as_str() == raw)
+    }
+
+    /// The shortest range reaching back at least `days` days (a year at most).
+    pub(crate) fn covering_days(days: u32) -> Self {
+        Self::ALL
+            .into_iter()
+            .find(|range| range.days() >= days)
+            .unwrap_or(Self::Year)
+    }
+
     /// The SearXNG spelling.
     pub(crate) fn as_str(self) -> &'static str {
         match self {
@@ -72,6 +117,16 @@ pub(crate) enum SafeSearch {
 }
 
 impl SafeSearch {
+    /// From the level 0, 1 or 2.
+    pub(crate) fn from_level(level: u64) -> Option<Self> {
+        match level {
+            0 => Some(Self::Off),
+            1 => Some(Self::Moderate),
+            2 => Some(Self::Strict),
+            _ => None,
+        }
+    }
+
     /// The SearXNG wire value (0, 1, 2).
     pub(crate) fn as_str(self) -> &'static str {
         match self {
@@ -108,6 +163,29 @@ pub(crate) enum RequestError {
 }
 
 impl RequestError {
+    const INVALID_PAGENO: Self = Self::InvalidParameter {
+        name: "pageno",
+        expected: "an integer from 1 to 1000",
+    };
+    const INVALID_TIME_RANGE: Self = Self::InvalidParameter {
+        name: "time_range",
+        expected: "day, week, month or year",
+    };
+    const INVALID_SAFESEARCH: Self = Self::InvalidParameter {
+        name: "safesearch",
+        expected: "0, 1 or 2",
+    };
+
+    /// The message, calling the query `query_name`: `q` on `/search`, `query` in the JSON
+    /// surfaces.
+    pub(crate) fn message_naming_query(&self, query_name: &str) -> String {
+        match self {
+            Self::MissingQuery => format!("{query_name} is required and must not be blank"),
+            Self::QueryTooLong { max } => format!("{query_name} is longer than {max} bytes"),
+            other => other.to_string(),
+        }
+    }
+
     /// The stable machine-readable code for the JSON error body.
     pub(crate) fn code(&self) -> &'static str {
         match self {
@@ -140,6 +218,28 @@ pub(crate) struct SearchRequest {
     pub(crate) safesearch: Option<SafeSearch>,
 }
 
+/// A search as a surface with typed input states it, before validation: the query as the client
+/// sent it and the SearXNG parameters it asked for. [`SearchRequest::new`] checks it.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub(crate) struct SearchInput {
+    /// The query, untrimmed.
+    pub(crate) query: String,
+    /// Requested output format.
+    pub(crate) format: Format,
+    /// Result page, 1-based (`None`: the first).
+    pub(crate) pageno: Option<u32>,
+    /// SearXNG categories.
+    pub(crate) categories: Vec<String>,
+    /// SearXNG engines.
+    pub(crate) engines: Vec<String>,
+    /// Language code.
+    pub(crate) language: Option<String>,
+    /// Time range.
+    pub(crate) time_range: Option<TimeRange>,
+    /// Safe-search level.
+    pub(crate) safesearch: Option<SafeSearch>,
+}
+
 /// Raw parameters as they arrive in a query string or form body.
 #[derive(Debug, Default, Clone, serde::Deserialize)]
 pub(crate) struct RawParams {
@@ -165,77 +265,94 @@ fn non_blank(value: Option<String>) -> Option<String> {
     value.map(|v| v.trim().to_owned()).filter(|v| !v.is_empty())
 }
 
-fn comma_list(value: Option<String>, name: &'static str) -> Result<Vec<String>, RequestError> {
-    let Some(value) = non_blank(value) else {
-        return Ok(Vec::new());
-    };
-    let mut items = Vec::new();
-    for item in value.split(',').map(str::trim).filter(|s| !s.is_empty()) {
-        let valid = item.len() <= 64
+/// The items of a SearXNG comma list (`general, news`), blanks dropped.
+fn comma_items(value: Option<String>) -> Vec<String> {
+    non_blank(value)
+        .map(|v| v.split(',').map(str::to_owned).collect())
+        .unwrap_or_default()
+}
+
+/// Names (categories, engines), trimmed, blanks and repeats dropped, each a plain name.
+fn names(items: Vec<String>, name: &'static str) -> Result<Vec<String>, RequestError> {
+    let mut valid = Vec::new();
+    for item in items.iter().map(|i| i.trim()).filter(|i| !i.is_empty()) {
+        let plain = item.len() <= 64
             && item
                 .chars()
                 .all(|c| c.is_ascii_alphanumeric() || matches!(c, ' ' | '_' | '-' | '.'));
-        if !valid {
+        if !plain {
             return Err(RequestError::InvalidParameter {
                 name,
                 expected: "a comma list of names",
             });
         }
-        let item = item.to_owned();
-        if !items.contains(&item) {
-            items.push(item);
+        if !valid.iter().any(|v: &String| v == item) {
+            valid.push(item.to_owned());
         }
     }
-    Ok(items)
+    Ok(valid)
 }
 
 impl SearchRequest {
-    /// Validates raw parameters into a request. `max_query_bytes` is `MAX_QUERY_BYTES`.
+    /// Validates raw SearXNG-style parameters into a request. `max_query_bytes` is
+    /// `MAX_QUERY_BYTES`.
     pub(crate) fn parse(raw: RawParams, max_query_bytes: usize) -> Result<Self, RequestError> {
-        let query = non_blank(raw.q).ok_or(RequestError::MissingQuery)?;
+        let query = raw.q.unwrap_or_default();
+        if query.trim().is_empty() {
+            return Err(RequestError::MissingQuery);
+        }
+        let format = Format::parse(raw.format.as_deref().map(str::trim).unwrap_or(""))?;
+        let pageno = match non_blank(raw.pageno) {
+            None => None,
+            Some(p) => Some(p.parse::<u32>().map_err(|_| RequestError::INVALID_PAGENO)?),
+        };
+        let time_range = match non_blank(raw.time_range) {
+            None => None,
+            Some(t) => Some(TimeRange::parse(&t).ok_or(RequestError::INVALID_TIME_RANGE)?),
+        };
+        let safesearch = match non_blank(raw.safesearch) {
+            None => None,
+            Some(s) => Some(
+                s.parse()
+                    .ok()
+                    .and_then(SafeSearch::from_level)
+                    .ok_or(RequestError::INVALID_SAFESEARCH)?,
+            ),
+        };
+        Self::new(
+            SearchInput {
+                query,
+                format,
+                pageno,
+                categories: comma_items(raw.categories),
+                engines: comma_items(raw.engines),
+                language: raw.language,
+                time_range,
+                safesearch,
+            },
+            max_query_bytes,
+        )
+    }
+
+    /// Validates a typed search into a request: the query must not be blank and is trimmed (its
+    /// case kept), at most `max_query_bytes`; `pageno` from 1 to 1000; names and the language code
+    /// plain. The one set of checks every surface goes through.
+    pub(crate) fn new(input: SearchInput, max_query_bytes: usize) -> Result<Self, RequestError> {
+        let query = input.query.trim();
+        if query.is_empty() {
+            return Err(RequestError::MissingQuery);
+        }
         if query.len() > max_query_bytes {
             return Err(RequestError::QueryTooLong {
                 max: max_query_bytes,
             });
         }
-        let format = Format::parse(raw.format.as_deref().map(str::trim).unwrap_or(""))?;
-        let pageno = match non_blank(raw.pageno) {
+        let pageno = match input.pageno {
             None => 1,
-            Some(p) => p
-                .parse::<u32>()
-                .ok()
-                .filter(|p| (1..=1000).contains(p))
-                .ok_or(RequestError::InvalidParameter {
-                    name: "pageno",
-                    expected: "an integer from 1 to 1000",
-                })?,
+            Some(p) if (1..=1000).contains(&p) => p,
+            Some(_) => return Err(RequestError::INVALID_PAGENO),
         };
-        let time_range = match non_blank(raw.time_range).as_deref() {
-            None => None,
-            Some("day") => Some(TimeRange::Day),
-            Some("week") => Some(TimeRange::Week),
-            Some("month") => Some(TimeRange::Month),
-            Some("year") => Some(TimeRange::Year),
-            Some(_) => {
-                return Err(RequestError::InvalidParameter {
-                    name: "time_range",
-                    expected: "day, week, month or year",
-                })
-            }
-        };
-        let safesearch = match non_blank(raw.safesearch).as_deref() {
-            None => None,
-            Some("0") => Some(SafeSearch::Off),
-            Some("1") => Some(SafeSearch::Moderate),
-            Some("2") => Some(SafeSearch::Strict),
-            Some(_) => {
-                return Err(RequestError::InvalidParameter {
-                    name: "safesearch",
-                    expected: "0, 1 or 2",
-                })
-            }
-        };
-        let language = match non_blank(raw.language) {
+        let language = match non_blank(input.language) {
             None => None,
             Some(lang) => {
                 let valid = lang.len() <= 16
@@ -252,14 +369,14 @@ impl SearchRequest {
             }
         };
         Ok(Self {
-            query,
-            format,
+            query: query.to_owned(),
+            format: input.format,
             pageno,
-            categories: comma_list(raw.categories, "categories")?,
-            engines: comma_list(raw.engines, "engines")?,
+            categories: names(input.categories, "categories")?,
+            engines: names(input.engines, "engines")?,
             language,
-            time_range,
-            safesearch,
+            time_range: input.time_range,
+            safesearch: input.safesearch,
         })
     }
 
@@ -471,5 +588,97 @@ mod tests {
             ..SearchRequest::simple("x")
         };
         assert_eq!(a.cache_key(), b.cache_key());
+    }
+
+    #[test]
+    fn typed_input_goes_through_the_same_checks_as_parameters() {
+        let input = |query: &str| SearchInput {
+            query: query.to_owned(),
+            ..SearchInput::default()
+        };
+        assert_eq!(
+            SearchRequest::new(input(" \n"), 100),
+            Err(RequestError::MissingQuery)
+        );
+        assert_eq!(
+            SearchRequest::new(input(&"x".repeat(101)), 100),
+            Err(RequestError::QueryTooLong { max: 100 })
+        );
+        for (field, bad) in [
+            (
+                "pageno",
+                SearchInput {
+                    pageno: Some(0),
+                    ..input("a")
+                },
+            ),
+            (
+                "categories",
+                SearchInput {
+                    categories: vec!["news;drop".into()],
+                    ..input("a")
+                },
+            ),
+            (
+                "language",
+                SearchInput {
+                    language: Some("en&x=1".into()),
+                    ..input("a")
+                },
+            ),
+        ] {
+            assert!(
+                matches!(
+                    SearchRequest::new(bad, 100),
+                    Err(RequestError::InvalidParameter { name, .. }) if name == field
+                ),
+                "{field}"
+            );
+        }
+        let typed = SearchRequest::new(
+            SearchInput {
+                categories: vec![" news ".into(), "news".into(), "".into()],
+                time_range: Some(TimeRange::Week),
+                ..input("  Rust  ")
+            },
+            100,
+        )
+        .unwrap();
+        assert_eq!(typed.query, "Rust");
+        assert_eq!(typed.categories, ["news"]);
+        assert_eq!(typed.pageno, 1);
+        let mut raw = raw("Rust");
+        raw.categories = Some("news".into());
+        raw.time_range = Some("week".into());
+        assert_eq!(SearchRequest::parse(raw, 100).unwrap(), typed);
+    }
+
+    #[test]
+    fn a_number_of_days_maps_to_the_shortest_range_covering_it() {
+        let ranges: Vec<TimeRange> = [0, 1, 2, 7, 8, 31, 32, 365, 10_000]
+            .into_iter()
+            .map(TimeRange::covering_days)
+            .collect();
+        use TimeRange::*;
+        assert_eq!(
+            ranges,
+            [Day, Day, Week, Week, Month, Month, Year, Year, Year]
+        );
+    }
+
+    #[test]
+    fn refusals_name_the_query_as_the_surface_calls_it() {
+        assert_eq!(
+            RequestError::MissingQuery.message_naming_query("query"),
+            "query is required and must not be blank"
+        );
+        assert_eq!(
+            RequestError::QueryTooLong { max: 9 }.message_naming_query("q"),
+            "q is longer than 9 bytes"
+        );
+        assert_eq!(
+            RequestError::INVALID_SAFESEARCH.message_naming_query("query"),
+            RequestError::INVALID_SAFESEARCH.to_string()
+        );
     }
 }

@@ -1,6 +1,6 @@
-//! The request-level families (outcomes, durations, answer sizes, the cache, the SearXNG cooldown,
-//! engine-exclusion overrides, the start time), and [`Metrics`]: every module's families on one
-//! registry.
+//! The request-level families (outcomes, the surface each search came through, durations, answer
+//! sizes, the cache, the SearXNG cooldown, engine-exclusion overrides, the start time), and
+//! [`Metrics`]: every module's families on one registry.
 
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
@@ -14,9 +14,10 @@ use crate::metrics::{
     count_histogram, label_value_as_str, latency_family, FloatGauge, HistogramFamily, Registry,
 };
 use crate::providers::ProviderMetrics;
+use crate::request::Surface;
 use crate::searxng::SearxngMetrics;
 
-label_value_as_str!(Outcome);
+label_value_as_str!(Outcome, Surface);
 
 /// `{outcome}`.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
@@ -24,11 +25,19 @@ pub(crate) struct OutcomeLabels {
     pub(crate) outcome: Outcome,
 }
 
+/// `{surface}`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+pub(crate) struct SurfaceLabels {
+    pub(crate) surface: Surface,
+}
+
 /// The pipeline's own families. Cheap to clone.
 #[derive(Debug, Clone)]
 pub(crate) struct RequestMetrics {
     /// `requests_total{outcome}`: exactly one per answered request.
     pub(crate) requests: Family<OutcomeLabels, Counter>,
+    /// `surface_requests_total{surface}`: the same requests by the surface they came through.
+    pub(crate) surface_requests: Family<SurfaceLabels, Counter>,
     /// `request_duration_seconds{outcome}`.
     pub(crate) duration: HistogramFamily<OutcomeLabels>,
     /// `results_count`: results in each answer.
@@ -53,6 +62,7 @@ impl RequestMetrics {
     fn new(r: &mut Registry) -> Self {
         let m = Self {
             requests: Family::default(),
+            surface_requests: Family::default(),
             duration: latency_family(),
             results_count: count_histogram(),
             engines_count: count_histogram(),
@@ -67,6 +77,11 @@ impl RequestMetrics {
             "requests",
             "Answered search requests by outcome (exactly one outcome per request)",
             m.requests.clone(),
+        );
+        r.register(
+            "surface_requests",
+            "Answered search requests by the surface they came through (searxng, mcp, tavily); they sum to requests_total",
+            m.surface_requests.clone(),
         );
         r.register(
             "request_duration_seconds",
@@ -108,6 +123,9 @@ impl RequestMetrics {
         // Every outcome has a series from the first scrape, so `rate()` sees zeros, not gaps.
         for outcome in Outcome::ALL {
             let _ = m.requests.get_or_create(&OutcomeLabels { outcome });
+        }
+        for surface in Surface::ALL {
+            let _ = m.surface_requests.get_or_create(&SurfaceLabels { surface });
         }
         m
     }
@@ -153,13 +171,20 @@ mod tests {
     use super::*;
 
     #[test]
-    fn every_outcome_is_exposed_from_the_start_with_the_contract_names() {
+    fn every_outcome_and_surface_is_exposed_from_the_start_with_the_contract_names() {
         let m = Metrics::new();
         let text = m.render(false);
         for outcome in Outcome::ALL {
             assert_eq!(
                 m.registry()
                     .sample("requests_total", &[("outcome", outcome.as_str())]),
+                Some(0.0)
+            );
+        }
+        for surface in Surface::ALL {
+            assert_eq!(
+                m.registry()
+                    .sample("surface_requests_total", &[("surface", surface.as_str())]),
                 Some(0.0)
             );
         }

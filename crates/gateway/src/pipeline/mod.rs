@@ -40,11 +40,11 @@ use crate::cache::{AnswerCache, CacheStatus, ComputationLost};
 use crate::config::Config;
 use crate::providers::quota::QuotaBoard;
 use crate::providers::ProviderClient;
-use crate::request::SearchRequest;
+use crate::request::{SearchRequest, Surface};
 use crate::searxng::SearxngClient;
 use crate::upstream::http_client;
 use engine_plan::CatalogHandle;
-use metrics::OutcomeLabels;
+use metrics::{OutcomeLabels, SurfaceLabels};
 use provider_rotation::Rotation;
 use slow_threshold::LatencyWindow;
 use status::{BreakerStatus, CooldownStatus, ProviderStatus, SearxngStatus, Status};
@@ -169,8 +169,14 @@ impl Gateway {
         &self.inner.config
     }
 
-    /// Answers one search: from the cache, or by one fan-out shared by identical requests.
-    pub(crate) async fn search(&self, req: SearchRequest) -> Result<Served, ComputationLost> {
+    /// Answers one search that came through `surface`: from the cache, or by one fan-out shared
+    /// by identical requests. Every surface asks here, so each answered search counts exactly one
+    /// outcome and one surface.
+    pub(crate) async fn search(
+        &self,
+        req: SearchRequest,
+        surface: Surface,
+    ) -> Result<Served, ComputationLost> {
         let started = Instant::now();
         let key = req.cache_key();
         let inner = Arc::clone(&self.inner);
@@ -186,6 +192,9 @@ impl Gateway {
         let m = &self.inner.metrics.requests;
         let labels = OutcomeLabels { outcome };
         m.requests.get_or_create(&labels).inc();
+        m.surface_requests
+            .get_or_create(&SurfaceLabels { surface })
+            .inc();
         m.duration
             .get_or_create(&labels)
             .observe(started.elapsed().as_secs_f64());

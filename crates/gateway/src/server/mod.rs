@@ -1,71 +1,177 @@
-//! The HTTP surface: `/search` (GET, and POST with a form body), `/healthz`, `/readyz`, `/status`
-//! and `METRICS_PATH`. [`serve`] builds the pipeline, serves the routes on a listener the caller
-//! supplies until the shutdown future resolves and lets in-flight requests finish — so port-0
-//! tests, the demo and SIGTERM take the same path. Handlers parse at the edge and render; every
-//! decision is the pipeline's.
+//! The HTTP server: the search surfaces clients use, the operator endpoints, and the two ways the
+//! gateway runs — [`serve`] (HTTP) and [`serve_mcp_stdio`] (the MCP server on stdin/stdout).
+//!
+//! Surfaces, one module each with the same anatomy (routes, input read into one validated
+//! [`SearchRequest`], one call to the pipeline through [`search`], the answer rendered in the
+//! surface's own shape, errors in the surface's own shape):
+//! - [`searxng_api`]: `/search` and SearXNG's root path `/` ([`index`] without a query);
+//! - [`mcp`]: the MCP tool `web_search` at `/mcp` (Streamable HTTP) and on stdio;
+//! - [`tavily`]: the Tavily-compatible `POST /tavily/search`.
+//!
+//! Shared by them: [`body`] (the size limit), [`document`] (the answer as the JSON surfaces read
+//! it), [`json_fields`] (field-by-field JSON input). The operator endpoints are [`operations`].
+//! No decision is made here: every search goes to the pipeline.
 
+mod body;
+mod document;
 mod error;
 mod format;
-mod search;
+mod index;
+mod json_fields;
+mod mcp;
+mod operations;
+mod searxng_api;
+mod tavily;
 
 use std::future::Future;
 
-use axum::extract::State;
-use axum::http::{header, HeaderValue, StatusCode};
-use axum::response::{IntoResponse, Response};
+use axum::extract::DefaultBodyLimit;
 use axum::routing::get;
 use axum::Router;
 use tokio::net::TcpListener;
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
 
-use error::ApiError;
-
+use crate::cache::{CacheStatus, ComputationLost};
 use crate::config::Config;
-use crate::metrics::exposition;
-use crate::pipeline::{Gateway, Metrics};
+use crate::pipeline::{Gateway, Metrics, Served};
+use crate::request::{SearchRequest, Surface};
 
-/// The routes over `gateway`.
-fn router(gateway: Gateway) -> Router {
+/// The routes over `gateway`. `mcp_shutdown` ends the MCP transport's open streams.
+fn router(gateway: Gateway, mcp_shutdown: CancellationToken) -> Router {
     let metrics_path = gateway.config().metrics_path.clone();
+    // Every surface a client searches through. An inbound-key check (#13) is one layer here,
+    // in front of all of them; the operator endpoints below stay outside it.
+    let surfaces = Router::new()
+        .merge(searxng_api::routes())
+        .merge(mcp::routes(gateway.clone(), mcp_shutdown))
+        .merge(tavily::routes());
     Router::new()
-        .route("/search", get(search::get).post(search::post))
-        .route("/healthz", get(healthz))
-        .route("/readyz", get(readyz))
-        .route("/status", get(status))
-        .route(&metrics_path, get(metrics))
-        .fallback(not_found)
-        .method_not_allowed_fallback(method_not_allowed)
+        .merge(surfaces)
+        .route(operations::HEALTHZ_PATH, get(operations::healthz))
+        .route(operations::READYZ_PATH, get(operations::readyz))
+        .route(operations::STATUS_PATH, get(operations::status))
+        .route(&metrics_path, get(operations::metrics))
+        .fallback(operations::not_found)
+        .method_not_allowed_fallback(operations::method_not_allowed)
+        .layer(DefaultBodyLimit::max(body::MAX_BODY_BYTES))
         .with_state(gateway)
 }
 
-/// Serves the gateway configured by `config` on `listener` until `shutdown` resolves: the routes
-/// plus the background work (SearXNG's engine catalog, the cache sweep). In-flight requests finish
-/// before it returns. The binary, the demo and the tests all start the gateway this way.
+/// Asks the pipeline for one search that came through `surface`, and logs the one line each
+/// search gets. Every surface searches through here.
+async fn search(
+    gateway: &Gateway,
+    surface: Surface,
+    req: SearchRequest,
+) -> Result<Served, ComputationLost> {
+    let started = Instant::now();
+    let served = gateway.search(req, surface).await?;
+    let cache = match served.cache {
+        CacheStatus::Hit => "hit",
+        CacheStatus::Miss => "miss",
+    };
+    tracing::info!(
+        surface = surface.as_str(),
+        status = served.answer.status,
+        outcome = served.outcome.as_str(),
+        cache,
+        results = served.answer.result_count,
+        elapsed_ms = started.elapsed().as_millis() as u64,
+        "search"
+    );
+    Ok(served)
+}
+
+/// The log line of a search a surface refused before asking the pipeline.
+fn log_refused(surface: Surface, code: &str) {
+    tracing::info!(surface = surface.as_str(), error = code, "search refused");
+}
+
+/// The pipeline with its background work (SearXNG's engine catalog, the cache sweep) running
+/// until [`Running::stop`].
+struct Running {
+    gateway: Gateway,
+    stop: watch::Sender<bool>,
+    background: JoinHandle<()>,
+}
+
+impl Running {
+    fn start(config: Config) -> Self {
+        let gateway = Gateway::new(config, Metrics::new());
+        let (stop, mut stopped) = watch::channel(false);
+        let background = {
+            let gateway = gateway.clone();
+            tokio::spawn(async move {
+                gateway
+                    .run_background(async move {
+                        let _ = stopped.wait_for(|s| *s).await;
+                    })
+                    .await;
+            })
+        };
+        Self {
+            gateway,
+            stop,
+            background,
+        }
+    }
+
+    async fn stop(self) {
+        let _ = self.stop.send(true);
+        let _ = self.background.await;
+    }
+}
+
+/// Serves the gateway configured by `config` on `listener` until `shutdown` resolves: every
+/// surface and operator endpoint, plus the background work. In-flight requests finish before it
+/// returns. The binary, the demo and the tests all start the gateway this way.
 pub async fn serve(
     listener: TcpListener,
     config: Config,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    let gateway = Gateway::new(config, Metrics::new());
-    log_start(&listener, gateway.config());
-    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
-    let background = {
-        let gateway = gateway.clone();
-        let mut stop = stop_rx;
-        tokio::spawn(async move {
-            gateway
-                .run_background(async move {
-                    let _ = stop.wait_for(|s| *s).await;
-                })
-                .await;
-        })
+    let running = Running::start(config);
+    log_start(&listener, running.gateway.config());
+    let mcp_shutdown = CancellationToken::new();
+    let shutdown = {
+        let mcp_shutdown = mcp_shutdown.clone();
+        async move {
+            shutdown.await;
+            mcp_shutdown.cancel();
+        }
     };
-    let shutdown = async move {
-        shutdown.await;
-        let _ = stop_tx.send(true);
-    };
-    let served = run(listener, gateway, shutdown).await;
-    let _ = background.await;
+    let served = axum::serve(listener, router(running.gateway.clone(), mcp_shutdown))
+        .with_graceful_shutdown(shutdown)
+        .await;
+    running.stop().await;
     served
+}
+
+/// Serves the MCP tool on stdin/stdout, with the gateway's pipeline in-process, until the client
+/// closes stdin: what an MCP client that launches a command runs (`searxng-gateway mcp`). Stdout
+/// carries the protocol only; the caller sends logs to stderr.
+pub async fn serve_mcp_stdio(config: Config) -> std::io::Result<()> {
+    let running = Running::start(config);
+    tracing::info!(
+        searxng = %crate::pipeline::status::redact_url(&running.gateway.config().searxng_url),
+        providers = %provider_names(running.gateway.config()),
+        "searxng-gateway MCP server on stdio"
+    );
+    let served = mcp::serve_stdio(running.gateway.clone()).await;
+    running.stop().await;
+    served
+}
+
+fn provider_names(config: &Config) -> String {
+    let names: Vec<&str> = config
+        .active_providers()
+        .iter()
+        .map(|k| k.as_str())
+        .collect();
+    names.join(",")
 }
 
 /// One line saying what is being served, with nothing secret in it.
@@ -73,90 +179,13 @@ fn log_start(listener: &TcpListener, config: &Config) {
     let listen = listener
         .local_addr()
         .map_or_else(|_| config.listen_addr().to_string(), |a| a.to_string());
-    let providers: Vec<&str> = config
-        .active_providers()
-        .iter()
-        .map(|k| k.as_str())
-        .collect();
     tracing::info!(
         listen = %listen,
         searxng = %crate::pipeline::status::redact_url(&config.searxng_url),
-        providers = %providers.join(","),
+        providers = %provider_names(config),
         t1 = config.t1_premium_count,
         budget_s = config.request_budget.as_secs_f64(),
         metrics = %config.metrics_path(),
         "searxng-gateway listening"
     );
-}
-
-/// Serves `router(gateway)` on `listener` until `shutdown` resolves, then waits for in-flight
-/// requests to finish.
-async fn run(
-    listener: TcpListener,
-    gateway: Gateway,
-    shutdown: impl Future<Output = ()> + Send + 'static,
-) -> std::io::Result<()> {
-    axum::serve(listener, router(gateway))
-        .with_graceful_shutdown(shutdown)
-        .await
-}
-
-fn json_response(status: StatusCode, body: String) -> Response {
-    let mut response = (status, body).into_response();
-    response.headers_mut().insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("application/json"),
-    );
-    response
-}
-
-async fn healthz() -> Response {
-    json_response(StatusCode::OK, r#"{"status":"ok"}"#.to_owned())
-}
-
-async fn readyz(State(gateway): State<Gateway>) -> Response {
-    if gateway.is_ready() {
-        json_response(StatusCode::OK, r#"{"status":"ready"}"#.to_owned())
-    } else {
-        json_response(
-            StatusCode::SERVICE_UNAVAILABLE,
-            r#"{"error":"not_ready","message":"SearXNG has not answered recently and no premium provider is usable"}"#.to_owned(),
-        )
-    }
-}
-
-async fn status(State(gateway): State<Gateway>) -> Response {
-    match serde_json::to_string(&gateway.status()) {
-        Ok(body) => json_response(StatusCode::OK, body),
-        Err(_) => ApiError::Internal.into_response(),
-    }
-}
-
-/// The exposition in the format the scraper asks for: OpenMetrics for Prometheus, the text
-/// format 0.0.4 for everyone else.
-async fn metrics(State(gateway): State<Gateway>, headers: axum::http::HeaderMap) -> Response {
-    let accept = headers.get(header::ACCEPT).and_then(|v| v.to_str().ok());
-    let openmetrics = exposition::wants_openmetrics(accept);
-    let content_type = if openmetrics {
-        exposition::OPENMETRICS
-    } else {
-        exposition::PROMETHEUS_TEXT
-    };
-    let mut response = gateway.render_metrics(openmetrics).into_response();
-    response
-        .headers_mut()
-        .insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
-    response
-}
-
-async fn not_found() -> ApiError {
-    ApiError::NotFound
-}
-
-async fn method_not_allowed() -> Response {
-    json_response(
-        StatusCode::METHOD_NOT_ALLOWED,
-        r#"{"error":"method_not_allowed","message":"this endpoint does not take that method"}"#
-            .to_owned(),
-    )
 }

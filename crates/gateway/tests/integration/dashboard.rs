@@ -13,6 +13,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use rmcp::model::CallToolRequestParams;
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::ServiceExt;
 use serde_json::Value;
 use simulator::premium::{ProviderBehaviour, SimError, SimulatedProvider, SIM_KEY};
 use simulator::searxng::{
@@ -123,6 +126,8 @@ async fn drive_every_panel(
     // "Cache hit rate": the same query again.
     let again = search(gateway, "healthy one").await;
     assert_eq!(again.outcome, "cache_hit");
+    // "Requests by surface": the same searches through the Tavily API and the MCP tool.
+    search_through_tavily_and_mcp(gateway, "healthy two").await;
 
     // An engine blocked (429 behind SearXNG) trips its breaker at once: "Unresponsive SearXNG engines",
     // "Breaker trips by reason", "Circuit breaker state", "Open breakers". Exa rate-limits the gateway:
@@ -207,6 +212,31 @@ async fn drive_every_panel(
         "two failed SearXNG calls started the cooldown"
     );
     assert!(metric_value(&metrics, "searxng_gateway_searxng_skipped_total", &[]) >= 1.0);
+}
+
+/// One search through the Tavily-compatible API and one through the MCP tool (Streamable HTTP).
+async fn search_through_tavily_and_mcp(gateway: &TestGateway, query: &str) {
+    let tavily = gateway
+        .http
+        .post(format!("{}/tavily/search", gateway.url))
+        .bearer_auth("tvly-dashboard")
+        .json(&serde_json::json!({ "query": query }))
+        .send()
+        .await
+        .expect("the Tavily API answers");
+    assert_eq!(tavily.status(), 200);
+    let transport = StreamableHttpClientTransport::from_uri(format!("{}/mcp", gateway.url));
+    let client = ().serve(transport).await.expect("the MCP client connects");
+    let arguments = serde_json::json!({ "query": query })
+        .as_object()
+        .cloned()
+        .unwrap_or_default();
+    let result = client
+        .call_tool(CallToolRequestParams::new("web_search").with_arguments(arguments))
+        .await
+        .expect("web_search answers");
+    assert_eq!(result.is_error, Some(false));
+    client.cancel().await.expect("the MCP client disconnects");
 }
 
 async fn search(gateway: &TestGateway, query: &str) -> Reply {

@@ -1,5 +1,6 @@
 //! The one integration-test binary: the gateway on port 0 against fakes, the simulator and a real
-//! SearXNG (installed by `.ci/install-searxng.sh`).
+//! SearXNG (installed by `.ci/install-searxng.sh`), and the real client libraries (installed by
+//! `.ci/install-clients.sh`).
 
 #![allow(unreachable_pub)] // a test binary has no public API
 
@@ -8,8 +9,13 @@ mod support;
 mod binary;
 mod dashboard;
 mod gateway_core;
+mod mcp_surface;
 mod pipeline;
 mod provider_breakers;
 mod provider_contract;
+mod real_clients;
 mod real_searxng;
+mod root_path;
 mod searxng_env;
+mod surfaces;
+mod tavily_surface;

@@ -1,0 +1,227 @@
+//! The MCP surface: one tool, [`web_search`], served with the official Rust SDK (`rmcp`) over
+//! Streamable HTTP at `/mcp` and over stdio (`searxng-gateway mcp`), both answering through the
+//! same pipeline as every other surface.
+//!
+//! Over HTTP the server is stateless: each POST is answered on its own with a JSON body, so there
+//! is no session to keep, expire or share between replicas, and a client that never says goodbye
+//! costs nothing. `Host` is not checked — DNS-rebinding protection is for servers on a desktop;
+//! the gateway is a network service reached by name, like `/search`. The shutdown token ends
+//! whatever streams are open, so a graceful shutdown is never held up by an idle client.
+//!
+//! Errors keep MCP's two kinds apart. A call that reached the tool and did not work — an argument
+//! of the wrong type, a blank query, every upstream failing — is a tool result with `isError`,
+//! whose text names what to fix or which upstreams failed with which error class. A request the
+//! server cannot read at all — a body over the size limit, a body that is not JSON, JSON that is
+//! not a JSON-RPC message, an unknown tool — is a JSON-RPC error (with an HTTP 4xx over HTTP).
+
+mod web_search;
+
+use axum::body::{Body, Bytes};
+use axum::extract::Request;
+use axum::http::{header, HeaderValue, Method, StatusCode};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use axum::Router;
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, ClientJsonRpcMessage, ErrorData, Implementation,
+    JsonRpcError, ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+};
+use rmcp::service::RequestContext;
+use rmcp::transport::streamable_http_server::session::never::NeverSessionManager;
+use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
+use rmcp::{RoleServer, ServerHandler, ServiceExt};
+use tokio_util::sync::CancellationToken;
+
+use super::body::{BodyError, MAX_BODY_BYTES};
+use super::document::Document;
+use crate::pipeline::Gateway;
+use crate::request::{SearchRequest, Surface};
+use web_search::{Refusal, WebSearchArgs, WebSearchOutput};
+
+/// Where the Streamable HTTP transport is served.
+pub(super) const PATH: &str = "/mcp";
+
+const INSTRUCTIONS: &str = "Web search through a SearXNG gateway: call web_search with a query. \
+     Results come from SearXNG's engines, with premium search APIs as fallback; repeated queries \
+     are answered from the gateway's cache.";
+
+/// The MCP server: the tool list and the tool, over the gateway's pipeline.
+#[derive(Debug, Clone)]
+struct SearchTools {
+    gateway: Gateway,
+}
+
+impl SearchTools {
+    /// Runs `web_search` with these arguments; every outcome is a tool result.
+    async fn web_search(&self, arguments: rmcp::model::JsonObject) -> rmcp::model::CallToolResult {
+        let (input, max_results) =
+            match WebSearchArgs::read(&arguments).and_then(WebSearchArgs::into_search) {
+                Ok(search) => search,
+                Err(refusal) => return refused(&refusal),
+            };
+        let req = match SearchRequest::new(input, self.gateway.config().max_query_bytes) {
+            Ok(req) => req,
+            Err(err) => return refused(&Refusal::from(err)),
+        };
+        let query = req.query.clone();
+        let Ok(served) = super::search(&self.gateway, Surface::Mcp, req).await else {
+            return web_search::tool_error("the gateway failed to compute an answer".to_owned());
+        };
+        match Document::of(&served) {
+            Document::Found(found) => WebSearchOutput::new(query, found, max_results).into_result(),
+            Document::AllFailed(upstreams) => web_search::all_failed(&upstreams),
+        }
+    }
+}
+
+fn refused(refusal: &Refusal) -> rmcp::model::CallToolResult {
+    let code = match refusal {
+        Refusal::Argument(_) => "invalid_argument",
+        Refusal::Request(err) => err.code(),
+    };
+    super::log_refused(Surface::Mcp, code);
+    web_search::tool_error(refusal.to_string())
+}
+
+impl ServerHandler for SearchTools {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(Implementation::new(
+                "searxng-gateway",
+                env!("CARGO_PKG_VERSION"),
+            ))
+            .with_instructions(INSTRUCTIONS)
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        Ok(ListToolsResult::with_all_items(vec![web_search::tool()]))
+    }
+
+    fn get_tool(&self, name: &str) -> Option<Tool> {
+        (name == web_search::NAME).then(web_search::tool)
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        if request.name != web_search::NAME {
+            return Err(ErrorData::invalid_params(
+                format!(
+                    "unknown tool {:?}: this server has web_search",
+                    request.name
+                ),
+                None,
+            ));
+        }
+        Ok(self
+            .web_search(request.arguments.unwrap_or_default())
+            .await
+            .into())
+    }
+}
+
+/// `/mcp`: the Streamable HTTP transport, stateless, ending its streams when `shutdown` is
+/// cancelled; requests it cannot read answered as JSON-RPC errors.
+pub(super) fn routes(gateway: Gateway, shutdown: CancellationToken) -> Router<Gateway> {
+    let config = StreamableHttpServerConfig::default()
+        .with_legacy_session_mode(false)
+        .with_json_response(true)
+        .with_sse_keep_alive(None)
+        .disable_allowed_hosts()
+        .with_max_request_body_bytes(MAX_BODY_BYTES)
+        .with_cancellation_token(shutdown);
+    let tools = SearchTools { gateway };
+    let service = StreamableHttpService::new(
+        move || Ok(tools.clone()),
+        std::sync::Arc::new(NeverSessionManager::default()),
+        config,
+    );
+    Router::new()
+        .route_service(PATH, service)
+        .layer(axum::middleware::from_fn(readable_requests))
+}
+
+/// Serves the tool on stdin/stdout until the client closes stdin.
+pub(super) async fn serve_stdio(gateway: Gateway) -> std::io::Result<()> {
+    let running = SearchTools { gateway }
+        .serve(rmcp::transport::stdio_pipes())
+        .await
+        .map_err(std::io::Error::other)?;
+    running.waiting().await.map_err(std::io::Error::other)?;
+    Ok(())
+}
+
+/// A JSON-RPC error without an id (the request's could not be read), as an HTTP response.
+fn json_rpc_error(status: StatusCode, error: ErrorData) -> Response {
+    let body = serde_json::to_string(&JsonRpcError::new(None, error)).unwrap_or_default();
+    let mut response = (status, body).into_response();
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    response
+}
+
+/// Refuses, as JSON-RPC errors, the POSTs the transport cannot read — over the size limit, not
+/// JSON, not a JSON-RPC message — and gives the transport's own plain-text refusals (a wrong
+/// `Accept` or `Content-Type`, a method it does not take) a JSON-RPC error body.
+async fn readable_requests(request: Request, next: Next) -> Response {
+    let request = if request.method() == Method::POST {
+        let (parts, body) = request.into_parts();
+        let bytes = match axum::body::to_bytes(body, MAX_BODY_BYTES).await {
+            Ok(bytes) => bytes,
+            Err(_) => {
+                return json_rpc_error(
+                    StatusCode::PAYLOAD_TOO_LARGE,
+                    ErrorData::invalid_request(BodyError::TooLarge.to_string(), None),
+                )
+            }
+        };
+        if let Some(refusal) = unreadable(&bytes) {
+            return refusal;
+        }
+        Request::from_parts(parts, Body::from(bytes))
+    } else {
+        request
+    };
+    let response = next.run(request).await;
+    let plain_refusal = response.status().is_client_error()
+        && !response
+            .headers()
+            .get(header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.starts_with("application/json"));
+    if !plain_refusal {
+        return response;
+    }
+    let (parts, body) = response.into_parts();
+    let text = axum::body::to_bytes(body, 4096).await.unwrap_or_default();
+    let message = String::from_utf8_lossy(&text).trim().to_owned();
+    json_rpc_error(parts.status, ErrorData::invalid_request(message, None))
+}
+
+/// The refusal of a body that is not JSON or not a JSON-RPC message of MCP; `None` for one that is.
+fn unreadable(body: &Bytes) -> Option<Response> {
+    let Ok(value) = serde_json::from_slice::<serde_json::Value>(body) else {
+        return Some(json_rpc_error(
+            StatusCode::BAD_REQUEST,
+            ErrorData::parse_error("Parse error: the request body is not JSON", None),
+        ));
+    };
+    if serde_json::from_value::<ClientJsonRpcMessage>(value).is_err() {
+        return Some(json_rpc_error(
+            StatusCode::BAD_REQUEST,
+            ErrorData::invalid_request(
+                "Invalid Request: the body is not a JSON-RPC request or notification of MCP",
+                None,
+            ),
+        ));
+    }
+    None
+}

@@ -1,0 +1,82 @@
+//! The operator's endpoints beside the search surfaces: `/healthz`, `/readyz`, `/status` and
+//! `METRICS_PATH`, plus the JSON answers for an unknown path or a method a route does not take.
+
+use axum::extract::State;
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+
+use super::error::ApiError;
+use crate::metrics::exposition;
+use crate::pipeline::Gateway;
+
+/// Liveness.
+pub(super) const HEALTHZ_PATH: &str = "/healthz";
+/// Readiness.
+pub(super) const READYZ_PATH: &str = "/readyz";
+/// Breakers, quotas, cooldown, cache.
+pub(super) const STATUS_PATH: &str = "/status";
+
+fn json_response(status: StatusCode, body: String) -> Response {
+    let mut response = (status, body).into_response();
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    response
+}
+
+/// Liveness: 200 while the process serves.
+pub(super) async fn healthz() -> Response {
+    json_response(StatusCode::OK, r#"{"status":"ok"}"#.to_owned())
+}
+
+/// Readiness: SearXNG answered recently or a premium provider is usable.
+pub(super) async fn readyz(State(gateway): State<Gateway>) -> Response {
+    if gateway.is_ready() {
+        json_response(StatusCode::OK, r#"{"status":"ready"}"#.to_owned())
+    } else {
+        json_response(
+            StatusCode::SERVICE_UNAVAILABLE,
+            r#"{"error":"not_ready","message":"SearXNG has not answered recently and no premium provider is usable"}"#.to_owned(),
+        )
+    }
+}
+
+/// The `/status` document.
+pub(super) async fn status(State(gateway): State<Gateway>) -> Response {
+    match serde_json::to_string(&gateway.status()) {
+        Ok(body) => json_response(StatusCode::OK, body),
+        Err(_) => ApiError::Internal.into_response(),
+    }
+}
+
+/// The exposition in the format the scraper asks for: OpenMetrics for Prometheus, the text
+/// format 0.0.4 for everyone else.
+pub(super) async fn metrics(State(gateway): State<Gateway>, headers: HeaderMap) -> Response {
+    let accept = headers.get(header::ACCEPT).and_then(|v| v.to_str().ok());
+    let openmetrics = exposition::wants_openmetrics(accept);
+    let content_type = if openmetrics {
+        exposition::OPENMETRICS
+    } else {
+        exposition::PROMETHEUS_TEXT
+    };
+    let mut response = gateway.render_metrics(openmetrics).into_response();
+    response
+        .headers_mut()
+        .insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+    response
+}
+
+/// Any path no route serves.
+pub(super) async fn not_found() -> ApiError {
+    ApiError::NotFound
+}
+
+/// A route asked with a method it does not take.
+pub(super) async fn method_not_allowed() -> Response {
+    json_response(
+        StatusCode::METHOD_NOT_ALLOWED,
+        r#"{"error":"method_not_allowed","message":"this endpoint does not take that method"}"#
+            .to_owned(),
+    )
+}

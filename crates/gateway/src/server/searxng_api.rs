@@ -1,0 +1,197 @@
+//! The SearXNG surface: `/search` (GET, and POST with a form body) and SearXNG's root path.
+//!
+//! `/search` parses the parameters into one [`SearchRequest`], asks the pipeline, and renders the
+//! answer in the requested format with `X-Cache` and `X-Gateway-Outcome`.
+//!
+//! `/` behaves as SearXNG's own root path: with a non-empty `q` (in the query string or a form
+//! body) it answers `308 Permanent Redirect` to `/search` with the same query string — so a client
+//! configured with the bare origin (LangChain's `SearxSearchWrapper`) follows it, a POST keeps its
+//! method and body, and `/search` stays the one URL that answers searches. Without `q` it answers
+//! the gateway's index ([`super::index`]).
+
+use axum::body::Bytes;
+use axum::extract::rejection::BytesRejection;
+use axum::extract::{RawQuery, State};
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::Router;
+
+use super::body;
+use super::error::ApiError;
+use super::format;
+use super::index;
+use crate::cache::CacheStatus;
+use crate::pipeline::Gateway;
+use crate::request::{Format, RawParams, SearchRequest, Surface};
+
+/// Where searches are answered.
+pub(super) const SEARCH_PATH: &str = "/search";
+
+/// `/search` and `/`.
+pub(super) fn routes() -> Router<Gateway> {
+    Router::new()
+        .route(SEARCH_PATH, get(search_get).post(search_post))
+        .route("/", get(root_get).post(root_post))
+}
+
+fn parse(raw: &str) -> Result<RawParams, ApiError> {
+    serde_urlencoded::from_str(raw)
+        .map_err(|_| ApiError::Unreadable("parameters must be URL-encoded and must not repeat"))
+}
+
+/// The form body of a POST, `None` when it has none; an error for a body that is not a form.
+fn form_body(
+    headers: &HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<Option<String>, ApiError> {
+    let body = body::read(body)?;
+    if body.is_empty() {
+        return Ok(None);
+    }
+    let form = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("application/x-www-form-urlencoded"));
+    if !form {
+        return Err(ApiError::Unreadable(
+            "POST takes an application/x-www-form-urlencoded body",
+        ));
+    }
+    String::from_utf8(body.to_vec())
+        .map(Some)
+        .map_err(|_| ApiError::Unreadable("the form body is not UTF-8"))
+}
+
+/// `GET /search?q=…`
+async fn search_get(State(gateway): State<Gateway>, RawQuery(query): RawQuery) -> Response {
+    match parse(query.as_deref().unwrap_or("")) {
+        Ok(raw) => answer(gateway, raw).await,
+        Err(err) => err.into_response(),
+    }
+}
+
+/// `POST /search` with `application/x-www-form-urlencoded` (as SearXNG accepts); parameters in the
+/// query string are used when the body is empty.
+async fn search_post(
+    State(gateway): State<Gateway>,
+    RawQuery(query): RawQuery,
+    headers: HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+) -> Response {
+    let raw = match form_body(&headers, body) {
+        Ok(Some(form)) => parse(&form),
+        Ok(None) => parse(query.as_deref().unwrap_or("")),
+        Err(err) => Err(err),
+    };
+    match raw {
+        Ok(raw) => answer(gateway, raw).await,
+        Err(err) => err.into_response(),
+    }
+}
+
+async fn answer(gateway: Gateway, raw: RawParams) -> Response {
+    let req = match SearchRequest::parse(raw, gateway.config().max_query_bytes) {
+        Ok(req) => req,
+        Err(err) => {
+            super::log_refused(Surface::Searxng, err.code());
+            return ApiError::from(err).into_response();
+        }
+    };
+    let format = req.format;
+    let query = req.query.clone();
+    let Ok(served) = super::search(&gateway, Surface::Searxng, req).await else {
+        return ApiError::Internal.into_response();
+    };
+    let answer = &served.answer;
+    let status = StatusCode::from_u16(answer.status).unwrap_or(StatusCode::BAD_GATEWAY);
+    let (body, content_type): (Bytes, &'static str) = match (format, status.is_success()) {
+        (Format::Csv | Format::Rss, true) => {
+            let document: serde_json::Map<String, serde_json::Value> =
+                serde_json::from_slice(&answer.json).unwrap_or_default();
+            if format == Format::Csv {
+                (format::csv(&document).into(), "text/csv; charset=utf-8")
+            } else {
+                (
+                    format::rss(&document, &query).into(),
+                    "application/rss+xml; charset=utf-8",
+                )
+            }
+        }
+        _ => (answer.json.clone(), "application/json"),
+    };
+    let cache = match served.cache {
+        CacheStatus::Hit => "hit",
+        CacheStatus::Miss => "miss",
+    };
+    let mut response = (status, body).into_response();
+    let headers = response.headers_mut();
+    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+    headers.insert("x-cache", HeaderValue::from_static(cache));
+    headers.insert(
+        "x-gateway-outcome",
+        HeaderValue::from_static(served.outcome.as_str()),
+    );
+    response
+}
+
+/// Whether SearXNG would treat these URL-encoded parameters as a search: a non-empty `q`.
+fn has_query(encoded: &str) -> bool {
+    url::form_urlencoded::parse(encoded.as_bytes())
+        .any(|(name, value)| name == "q" && !value.is_empty())
+}
+
+/// `308` to `/search` with the request's own query string (a POST's body follows it).
+fn redirect_to_search(query: Option<&str>) -> Response {
+    let location = match query {
+        Some(query) if !query.is_empty() => format!("{SEARCH_PATH}?{query}"),
+        _ => SEARCH_PATH.to_owned(),
+    };
+    match HeaderValue::try_from(location) {
+        Ok(location) => (
+            StatusCode::PERMANENT_REDIRECT,
+            [(header::LOCATION, location)],
+        )
+            .into_response(),
+        Err(_) => ApiError::Unreadable("the query string is not a valid URL query").into_response(),
+    }
+}
+
+/// `GET /`: SearXNG's root path.
+async fn root_get(State(gateway): State<Gateway>, RawQuery(query): RawQuery) -> Response {
+    if query.as_deref().is_some_and(has_query) {
+        return redirect_to_search(query.as_deref());
+    }
+    index::response(gateway.config())
+}
+
+/// `POST /`: a form with `q` is a search, as on SearXNG.
+async fn root_post(
+    State(gateway): State<Gateway>,
+    RawQuery(query): RawQuery,
+    headers: HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+) -> Response {
+    let in_body = match form_body(&headers, body) {
+        Ok(form) => form.as_deref().is_some_and(has_query),
+        Err(err) => return err.into_response(),
+    };
+    if in_body || query.as_deref().is_some_and(has_query) {
+        return redirect_to_search(query.as_deref());
+    }
+    index::response(gateway.config())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_a_non_empty_q_makes_the_root_path_a_search() {
+        assert!(has_query("q=rust&format=json"));
+        assert!(has_query("format=json&q=%20"));
+        assert!(!has_query("q=&format=json"));
+        assert!(!has_query("format=json"));
+        assert!(!has_query("qq=rust"));
+    }
+}

@@ -1,0 +1,673 @@
+//! The Tavily-compatible surface: `POST /tavily/search` takes Tavily's search request and answers
+//! Tavily's response shape, so `TavilyClient(api_base_url="http://gateway:8080/tavily")` and the
+//! tools built on it (LangChain's, Open WebUI's) search through the gateway unmodified.
+//!
+//! Request: `query`; `max_results` (0–20, default 5); `topic` (`general` → SearXNG category
+//! `general`, `news` → `news`, `finance` searched as `general`); `time_range` (`day`…`year` or
+//! `d`…`y`) or else `days` (the shortest SearXNG range covering it); `include_domains` /
+//! `exclude_domains`, applied to the merged results (a domain matches itself and its subdomains);
+//! `include_answer` (the first of SearXNG's `answers`, when it gave one). Every other field Tavily
+//! clients send (`search_depth`, `include_raw_content`, `include_images`, `country`, …) is accepted
+//! and ignored.
+//!
+//! Response: `query`, `answer`, `images` (empty), `follow_up_questions` (null), `results[]` with
+//! `title`, `url`, `content`, `score` (the reciprocal of the result's rank: 1, 0.5, 0.33, …),
+//! `raw_content` (null) and `published_date` when the source gave one, and `response_time` in
+//! seconds — plus the gateway's `X-Cache` and `X-Gateway-Outcome` headers.
+//!
+//! Errors are Tavily's `{"detail": {"error": "…"}}`, with the statuses tavily-python turns into its
+//! own exceptions: 400 (`BadRequestError`) for a missing or blank query, a field of the wrong type
+//! or value, or a body that is not a JSON object; 401 (`InvalidAPIKeyError`) for a request that
+//! carries no key at all; 429 (`UsageLimitExceededError`) when every upstream failed because it
+//! was rate-limited or out of quota; 502 when every upstream failed otherwise (naming each
+//! upstream and its error class, never an upstream's body); 413 for a body over the size limit.
+//!
+//! Keys: Tavily's API needs one, and so does this surface — `Authorization: Bearer <key>` or
+//! `api_key` in the body. Until the gateway has inbound keys (#13) any non-blank key is accepted;
+//! tavily-python without a key (its keyless mode) gets 401.
+
+use axum::body::Bytes;
+use axum::extract::rejection::BytesRejection;
+use axum::extract::State;
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::post;
+use axum::Router;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+use tokio::time::Instant;
+
+use super::body::{self, BodyError};
+use super::document::{Document, FailedUpstream, Found, Hit};
+use super::json_fields::{field, number_in, InvalidField};
+use crate::cache::CacheStatus;
+use crate::pipeline::Gateway;
+use crate::request::{RequestError, SearchInput, SearchRequest, Surface, TimeRange};
+
+/// Where the Tavily API is served; clients use its parent (`…/tavily`) as their base URL.
+pub(super) const PATH: &str = "/tavily/search";
+
+/// Tavily's own limit on `max_results`.
+const MAX_RESULTS: u32 = 20;
+/// `max_results` when the request has none (Tavily's default).
+const DEFAULT_MAX_RESULTS: u32 = 5;
+
+/// `POST /tavily/search`.
+pub(super) fn routes() -> Router<Gateway> {
+    Router::new().route(PATH, post(search).fallback(wrong_method))
+}
+
+/// What a Tavily client gets instead of results.
+#[derive(Debug, thiserror::Error)]
+enum TavilyError {
+    /// Too large or unreadable.
+    #[error(transparent)]
+    Body(#[from] BodyError),
+    /// Not a JSON object.
+    #[error("Invalid request body: expected a JSON object")]
+    NotJson,
+    /// No key at all.
+    #[error("Unauthorized: missing or invalid API key.")]
+    MissingKey,
+    /// A field of the wrong type or out of range.
+    #[error(transparent)]
+    InvalidField(#[from] InvalidField),
+    /// The query or a mapped parameter failed the gateway's validation.
+    #[error("{}", .0.message_naming_query("query"))]
+    Request(#[from] RequestError),
+    /// Every upstream failed.
+    #[error("every upstream failed: {}", upstream_list(.0))]
+    AllUpstreamsFailed(Vec<FailedUpstream>),
+    /// The shared computation was lost (a bug): never a hang.
+    #[error("the gateway failed to compute an answer")]
+    Internal,
+    /// Anything but POST.
+    #[error("Method Not Allowed: use POST")]
+    WrongMethod,
+}
+
+fn upstream_list(upstreams: &[FailedUpstream]) -> String {
+    let named: Vec<String> = upstreams
+        .iter()
+        .map(|u| format!("{}: {}", u.name, u.error_class))
+        .collect();
+    named.join(", ")
+}
+
+impl TavilyError {
+    /// A stable name for the log line.
+    fn code(&self) -> &'static str {
+        match self {
+            Self::Body(BodyError::TooLarge) => "body_too_large",
+            Self::Body(BodyError::Unreadable) => "unreadable_body",
+            Self::NotJson => "not_json",
+            Self::MissingKey => "missing_key",
+            Self::InvalidField(_) => "invalid_field",
+            Self::Request(err) => err.code(),
+            Self::AllUpstreamsFailed(_) => "all_upstreams_failed",
+            Self::Internal => "internal_error",
+            Self::WrongMethod => "method_not_allowed",
+        }
+    }
+
+    fn status(&self) -> StatusCode {
+        match self {
+            Self::Body(BodyError::TooLarge) => StatusCode::PAYLOAD_TOO_LARGE,
+            Self::Body(BodyError::Unreadable)
+            | Self::NotJson
+            | Self::InvalidField(_)
+            | Self::Request(_) => StatusCode::BAD_REQUEST,
+            Self::MissingKey => StatusCode::UNAUTHORIZED,
+            Self::AllUpstreamsFailed(upstreams) if all_told_to_slow_down(upstreams) => {
+                StatusCode::TOO_MANY_REQUESTS
+            }
+            Self::AllUpstreamsFailed(_) => StatusCode::BAD_GATEWAY,
+            Self::Internal => StatusCode::INTERNAL_SERVER_ERROR,
+            Self::WrongMethod => StatusCode::METHOD_NOT_ALLOWED,
+        }
+    }
+}
+
+/// Every upstream refused for rate or quota: the client should slow down, as on Tavily's 429.
+fn all_told_to_slow_down(upstreams: &[FailedUpstream]) -> bool {
+    !upstreams.is_empty()
+        && upstreams
+            .iter()
+            .all(|u| matches!(u.error_class.as_str(), "rate_limited" | "quota"))
+}
+
+impl IntoResponse for TavilyError {
+    fn into_response(self) -> Response {
+        let mut detail = Map::new();
+        detail.insert("error".into(), Value::String(self.to_string()));
+        if let Self::AllUpstreamsFailed(upstreams) = &self {
+            let named = upstreams
+                .iter()
+                .map(|u| serde_json::json!({"name": u.name, "error_class": u.error_class}))
+                .collect();
+            detail.insert("upstreams".into(), Value::Array(named));
+        }
+        let body = serde_json::json!({ "detail": detail }).to_string();
+        json(self.status(), body)
+    }
+}
+
+fn json(status: StatusCode, body: String) -> Response {
+    let mut response = (status, body).into_response();
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    response
+}
+
+async fn wrong_method() -> Response {
+    TavilyError::WrongMethod.into_response()
+}
+
+/// `POST /tavily/search`.
+async fn search(
+    State(gateway): State<Gateway>,
+    headers: HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+) -> Response {
+    let started = Instant::now();
+    let (query, options) = match read_request(&headers, body) {
+        Ok(request) => request,
+        Err(err) => {
+            super::log_refused(Surface::Tavily, err.code());
+            return err.into_response();
+        }
+    };
+    let req = match SearchRequest::new(query, gateway.config().max_query_bytes) {
+        Ok(req) => req,
+        Err(err) => {
+            super::log_refused(Surface::Tavily, err.code());
+            return TavilyError::from(err).into_response();
+        }
+    };
+    let echoed = req.query.clone();
+    let Ok(served) = super::search(&gateway, Surface::Tavily, req).await else {
+        return TavilyError::Internal.into_response();
+    };
+    let found = match Document::of(&served) {
+        Document::Found(found) => found,
+        Document::AllFailed(upstreams) => {
+            return TavilyError::AllUpstreamsFailed(upstreams).into_response()
+        }
+    };
+    let reply = options.reply(echoed, found, started.elapsed().as_secs_f64());
+    let mut response = json(
+        StatusCode::OK,
+        serde_json::to_string(&reply).unwrap_or_default(),
+    );
+    let cache = match served.cache {
+        CacheStatus::Hit => "hit",
+        CacheStatus::Miss => "miss",
+    };
+    let headers = response.headers_mut();
+    headers.insert("x-cache", HeaderValue::from_static(cache));
+    headers.insert(
+        "x-gateway-outcome",
+        HeaderValue::from_static(served.outcome.as_str()),
+    );
+    response
+}
+
+/// The body as a JSON object, checked for a key, read into the search and the reply options.
+fn read_request(
+    headers: &HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<(SearchInput, ReplyOptions), TavilyError> {
+    let body = body::read(body)?;
+    let Ok(Value::Object(fields)) = serde_json::from_slice::<Value>(&body) else {
+        return Err(TavilyError::NotJson);
+    };
+    if !carries_key(headers, &fields) {
+        return Err(TavilyError::MissingKey);
+    }
+    let request = TavilyRequest::read(&fields)?;
+    Ok(request.into_search())
+}
+
+/// A non-blank `Authorization: Bearer` key or `api_key` in the body. #13 turns this presence check
+/// into a check of the key, in the one place every surface is authenticated.
+fn carries_key(headers: &HeaderMap, fields: &Map<String, Value>) -> bool {
+    let bearer = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().strip_prefix("Bearer"))
+        .is_some_and(|key| !key.trim().is_empty());
+    let in_body = fields
+        .get("api_key")
+        .and_then(Value::as_str)
+        .is_some_and(|key| !key.trim().is_empty());
+    bearer || in_body
+}
+
+/// `topic`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+enum Topic {
+    General,
+    News,
+    Finance,
+}
+
+/// `time_range`, in either of Tavily's spellings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+enum WireTimeRange {
+    #[serde(alias = "d", rename = "day")]
+    Day,
+    #[serde(alias = "w", rename = "week")]
+    Week,
+    #[serde(alias = "m", rename = "month")]
+    Month,
+    #[serde(alias = "y", rename = "year")]
+    Year,
+}
+
+impl From<WireTimeRange> for TimeRange {
+    fn from(range: WireTimeRange) -> Self {
+        match range {
+            WireTimeRange::Day => Self::Day,
+            WireTimeRange::Week => Self::Week,
+            WireTimeRange::Month => Self::Month,
+            WireTimeRange::Year => Self::Year,
+        }
+    }
+}
+
+/// `include_answer`: a flag or a depth, any depth meaning yes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(untagged)]
+enum IncludeAnswer {
+    Flag(bool),
+    Depth(AnswerDepth),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+enum AnswerDepth {
+    Basic,
+    Advanced,
+}
+
+/// The fields of a Tavily search request this surface reads.
+#[derive(Debug, Default, PartialEq, Eq)]
+struct TavilyRequest {
+    query: String,
+    max_results: Option<u32>,
+    topic: Option<Topic>,
+    time_range: Option<WireTimeRange>,
+    days: Option<u32>,
+    include_domains: Vec<String>,
+    exclude_domains: Vec<String>,
+    include_answer: Option<IncludeAnswer>,
+}
+
+impl TavilyRequest {
+    fn read(fields: &Map<String, Value>) -> Result<Self, InvalidField> {
+        Ok(Self {
+            query: field(fields, "query", "a string")?.unwrap_or_default(),
+            max_results: number_in(
+                fields,
+                "max_results",
+                0..=MAX_RESULTS,
+                "an integer from 0 to 20",
+            )?,
+            topic: field(fields, "topic", "general, news or finance")?,
+            time_range: field(fields, "time_range", "day, week, month or year")?,
+            days: number_in(fields, "days", 1..=u32::MAX, "a positive integer")?,
+            include_domains: field(fields, "include_domains", "a list of domains")?
+                .unwrap_or_default(),
+            exclude_domains: field(fields, "exclude_domains", "a list of domains")?
+                .unwrap_or_default(),
+            include_answer: field(
+                fields,
+                "include_answer",
+                "a boolean, \"basic\" or \"advanced\"",
+            )?,
+        })
+    }
+
+    /// The gateway search it asks for, and what shapes the reply.
+    fn into_search(self) -> (SearchInput, ReplyOptions) {
+        let categories = match self.topic {
+            None => Vec::new(),
+            Some(Topic::News) => vec!["news".to_owned()],
+            Some(Topic::General | Topic::Finance) => vec!["general".to_owned()],
+        };
+        let time_range = self
+            .time_range
+            .map(TimeRange::from)
+            .or(self.days.map(TimeRange::covering_days));
+        let input = SearchInput {
+            query: self.query,
+            categories,
+            time_range,
+            ..SearchInput::default()
+        };
+        let options = ReplyOptions {
+            max_results: self.max_results.unwrap_or(DEFAULT_MAX_RESULTS) as usize,
+            include: domains(&self.include_domains),
+            exclude: domains(&self.exclude_domains),
+            answer: matches!(
+                self.include_answer,
+                Some(IncludeAnswer::Flag(true) | IncludeAnswer::Depth(_))
+            ),
+        };
+        (input, options)
+    }
+}
+
+/// Domains as hosts to compare: lower-case, without a scheme, path, `www.` or `*.`.
+fn domains(raw: &[String]) -> Vec<String> {
+    raw.iter()
+        .filter_map(|d| {
+            let d = d.trim().to_ascii_lowercase();
+            let d = d.split_once("://").map_or(d.as_str(), |(_, rest)| rest);
+            let d = d.split(['/', '?', '#']).next().unwrap_or("");
+            let d = d.trim_start_matches("*.").trim_start_matches("www.");
+            (!d.is_empty()).then(|| d.to_owned())
+        })
+        .collect()
+}
+
+/// Whether `host` is `domain` or one of its subdomains.
+fn within(host: &str, domain: &str) -> bool {
+    host == domain
+        || host
+            .strip_suffix(domain)
+            .is_some_and(|sub| sub.ends_with('.'))
+}
+
+/// What shapes a reply beyond the search itself.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct ReplyOptions {
+    max_results: usize,
+    include: Vec<String>,
+    exclude: Vec<String>,
+    answer: bool,
+}
+
+/// Tavily's response.
+#[derive(Debug, Serialize)]
+struct Reply {
+    query: String,
+    follow_up_questions: Option<Vec<String>>,
+    answer: Option<String>,
+    images: Vec<String>,
+    results: Vec<ReplyResult>,
+    response_time: f64,
+}
+
+/// One result in Tavily's shape.
+#[derive(Debug, Serialize)]
+struct ReplyResult {
+    title: String,
+    url: String,
+    content: String,
+    score: f64,
+    raw_content: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    published_date: Option<String>,
+}
+
+impl ReplyOptions {
+    fn admits(&self, hit: &Hit) -> bool {
+        if self.include.is_empty() && self.exclude.is_empty() {
+            return true;
+        }
+        let Some(host) = url::Url::parse(&hit.url)
+            .ok()
+            .and_then(|u| u.host_str().map(str::to_ascii_lowercase))
+        else {
+            return false;
+        };
+        let host = host.trim_start_matches("www.");
+        (self.include.is_empty() || self.include.iter().any(|d| within(host, d)))
+            && !self.exclude.iter().any(|d| within(host, d))
+    }
+
+    fn reply(&self, query: String, found: Found, elapsed_seconds: f64) -> Reply {
+        let results = found
+            .hits
+            .into_iter()
+            .filter(|hit| self.admits(hit))
+            .take(self.max_results)
+            .enumerate()
+            .map(|(i, hit)| ReplyResult {
+                title: hit.title,
+                url: hit.url,
+                content: hit.content,
+                score: 1.0 / (i as f64 + 1.0),
+                raw_content: None,
+                published_date: hit.published_date,
+            })
+            .collect();
+        Reply {
+            query,
+            follow_up_questions: None,
+            answer: if self.answer {
+                found.answers.into_iter().next()
+            } else {
+                None
+            },
+            images: Vec::new(),
+            results,
+            response_time: (elapsed_seconds * 1000.0).round() / 1000.0,
+        }
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn fields(value: Value) -> Map<String, Value> {
+        value.as_object().unwrap().clone()
+    }
+
+    fn hit(url: &str) -> Hit {
+        Hit {
+            url: url.into(),
+            title: format!("title of {url}"),
+            content: "c".into(),
+            engines: vec!["alpha".into()],
+            published_date: None,
+        }
+    }
+
+    #[test]
+    fn reads_what_tavily_python_sends_and_ignores_the_rest() {
+        let request = TavilyRequest::read(&fields(json!({
+            "query": "rust", "search_depth": "advanced", "topic": "news", "time_range": "w",
+            "days": 3, "max_results": 7, "include_domains": ["Docs.rs"], "exclude_domains": [],
+            "include_answer": "basic", "include_raw_content": "markdown", "include_images": true,
+            "country": "germany", "chunks_per_source": 3, "some_future_field": {"x": 1}
+        })))
+        .unwrap();
+        let (input, options) = request.into_search();
+        assert_eq!(input.query, "rust");
+        assert_eq!(input.categories, ["news"]);
+        assert_eq!(
+            input.time_range,
+            Some(TimeRange::Week),
+            "time_range wins over days"
+        );
+        assert_eq!(options.max_results, 7);
+        assert_eq!(options.include, ["docs.rs"]);
+        assert!(options.answer);
+    }
+
+    #[test]
+    fn days_become_the_shortest_range_covering_them_and_topics_become_categories() {
+        let (input, options) = TavilyRequest::read(&fields(json!({"query": "q", "days": 10})))
+            .unwrap()
+            .into_search();
+        assert_eq!(input.time_range, Some(TimeRange::Month));
+        assert!(input.categories.is_empty());
+        assert_eq!(options.max_results, 5);
+        assert!(!options.answer);
+        let (finance, _) = TavilyRequest::read(&fields(json!({"query": "q", "topic": "finance"})))
+            .unwrap()
+            .into_search();
+        assert_eq!(finance.categories, ["general"]);
+    }
+
+    #[test]
+    fn a_field_of_the_wrong_type_or_range_is_named() {
+        for (body, name) in [
+            (json!({"query": 5}), "query"),
+            (json!({"query": "q", "max_results": "ten"}), "max_results"),
+            (json!({"query": "q", "max_results": 21}), "max_results"),
+            (json!({"query": "q", "max_results": -1}), "max_results"),
+            (json!({"query": "q", "topic": "sports"}), "topic"),
+            (
+                json!({"query": "q", "time_range": "fortnight"}),
+                "time_range",
+            ),
+            (json!({"query": "q", "days": 0}), "days"),
+            (
+                json!({"query": "q", "include_domains": "a.com"}),
+                "include_domains",
+            ),
+            (
+                json!({"query": "q", "include_answer": "maybe"}),
+                "include_answer",
+            ),
+        ] {
+            match TavilyRequest::read(&fields(body.clone())) {
+                Err(InvalidField { name: got, .. }) => assert_eq!(got, name, "{body}"),
+                other => panic!("{body}: {other:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn domain_filters_match_the_domain_and_its_subdomains_only() {
+        let options = ReplyOptions {
+            max_results: 10,
+            include: domains(&["https://www.Example.com/path".into(), "*.rs".into()]),
+            exclude: domains(&["ads.example.com".into()]),
+            answer: false,
+        };
+        assert_eq!(options.include, ["example.com", "rs"]);
+        let admitted: Vec<bool> = [
+            "https://example.com/a",
+            "https://www.example.com/b",
+            "https://docs.example.com/c",
+            "https://ads.example.com/d",
+            "https://notexample.com/e",
+            "https://docs.rs/f",
+            "not a url",
+        ]
+        .iter()
+        .map(|u| options.admits(&hit(u)))
+        .collect();
+        assert_eq!(admitted, [true, true, true, false, false, true, false]);
+    }
+
+    #[test]
+    fn the_reply_ranks_filtered_results_and_answers_only_when_asked() {
+        let found = Found {
+            hits: vec![
+                hit("https://a.example/"),
+                hit("https://skip.example/"),
+                hit("https://b.example/"),
+                hit("https://c.example/"),
+            ],
+            answers: vec!["42".into()],
+        };
+        let options = ReplyOptions {
+            max_results: 2,
+            include: vec![],
+            exclude: vec!["skip.example".into()],
+            answer: true,
+        };
+        let reply =
+            serde_json::to_value(options.reply("q".into(), found.clone(), 0.12345)).unwrap();
+        assert_eq!(reply["answer"], "42");
+        assert_eq!(reply["response_time"], 0.123);
+        assert_eq!(reply["images"], json!([]));
+        let urls: Vec<&str> = reply["results"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["url"].as_str().unwrap())
+            .collect();
+        assert_eq!(urls, ["https://a.example/", "https://b.example/"]);
+        assert_eq!(reply["results"][0]["score"], 1.0);
+        assert_eq!(reply["results"][1]["score"], 0.5);
+        assert!(reply["results"][0].get("published_date").is_none());
+        let without = ReplyOptions {
+            answer: false,
+            ..options
+        };
+        assert_eq!(without.reply("q".into(), found, 0.0).answer, None);
+    }
+
+    #[test]
+    fn errors_have_tavilys_shape_and_the_statuses_tavily_python_knows() {
+        let cases = [
+            (TavilyError::MissingKey, 401),
+            (TavilyError::NotJson, 400),
+            (TavilyError::Request(RequestError::MissingQuery), 400),
+            (TavilyError::Body(BodyError::TooLarge), 413),
+            (
+                TavilyError::AllUpstreamsFailed(vec![FailedUpstream {
+                    name: "searxng".into(),
+                    error_class: "rate_limited".into(),
+                }]),
+                429,
+            ),
+            (
+                TavilyError::AllUpstreamsFailed(vec![
+                    FailedUpstream {
+                        name: "searxng".into(),
+                        error_class: "timeout".into(),
+                    },
+                    FailedUpstream {
+                        name: "brave".into(),
+                        error_class: "quota".into(),
+                    },
+                ]),
+                502,
+            ),
+        ];
+        for (error, status) in cases {
+            assert_eq!(error.status().as_u16(), status, "{error}");
+        }
+        assert_eq!(
+            TavilyError::Request(RequestError::MissingQuery).to_string(),
+            "query is required and must not be blank"
+        );
+        assert_eq!(
+            TavilyError::AllUpstreamsFailed(vec![FailedUpstream {
+                name: "searxng".into(),
+                error_class: "timeout".into(),
+            }])
+            .to_string(),
+            "every upstream failed: searxng: timeout"
+        );
+    }
+
+    #[test]
+    fn a_key_is_a_non_blank_bearer_or_api_key_in_the_body() {
+        let mut headers = HeaderMap::new();
+        assert!(!carries_key(&headers, &fields(json!({}))));
+        assert!(!carries_key(&headers, &fields(json!({"api_key": " "}))));
+        assert!(carries_key(&headers, &fields(json!({"api_key": "k"}))));
+        headers.insert(header::AUTHORIZATION, HeaderValue::from_static("Bearer "));
+        assert!(!carries_key(&headers, &fields(json!({}))));
+        headers.insert(
+            header::AUTHORIZATION,
+            HeaderValue::from_static("Bearer tvly-x"),
+        );
+        assert!(carries_key(&headers, &fields(json!({}))));
+    }
+}

@@ -1,0 +1,84 @@
+"""The MCP Python SDK's own clients: Streamable HTTP against the gateway's /mcp, and stdio launching
+`searxng-gateway mcp` as an MCP client configured with a command would. The SDK validates every
+structured result against the tool's output schema."""
+
+import asyncio
+
+from conftest import urls
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+from mcp.client.streamable_http import streamable_http_client
+
+
+async def over_http(url: str, calls):
+    async with streamable_http_client(f"{url}/mcp") as (read, write):
+        async with ClientSession(read, write) as session:
+            await session.initialize()
+            return await calls(session)
+
+
+def test_the_http_client_lists_web_search_with_its_schemas(gateway_url):
+    async def calls(session):
+        return (await session.list_tools()).tools
+
+    tools = asyncio.run(over_http(gateway_url, calls))
+    assert [t.name for t in tools] == ["web_search"]
+    tool = tools[0]
+    assert tool.input_schema["required"] == ["query"]
+    assert "max_results" in tool.input_schema["properties"]
+    assert "results" in tool.output_schema["properties"]
+
+
+def test_web_search_over_http_returns_structured_results_and_text(gateway_url, direct_search):
+    async def calls(session):
+        await session.list_tools()
+        return await session.call_tool("web_search", {"query": "mcp python", "max_results": 3})
+
+    result = asyncio.run(over_http(gateway_url, calls))
+    assert not result.is_error
+    structured = result.structured_content
+    assert urls(structured["results"]) == urls(direct_search("mcp python")["results"][:3])
+    for item in structured["results"]:
+        assert item["title"] and item["url"] and item["content"] and item["engines"]
+    text = result.content[0].text
+    assert '3 results for "mcp python"' in text
+    assert structured["results"][0]["url"] in text
+
+
+def test_a_blank_query_is_a_tool_error_the_model_can_read(gateway_url):
+    async def calls(session):
+        return await session.call_tool("web_search", {"query": " "})
+
+    result = asyncio.run(over_http(gateway_url, calls))
+    assert result.is_error
+    assert "query is required" in result.content[0].text
+
+
+def test_every_upstream_failing_is_a_tool_error_naming_them(failing_gateway_url):
+    async def calls(session):
+        return await session.call_tool("web_search", {"query": "outage"})
+
+    result = asyncio.run(over_http(failing_gateway_url, calls))
+    assert result.is_error
+    assert "searxng: server_error" in result.content[0].text
+
+
+def test_the_stdio_client_launches_searxng_gateway_mcp(gateway_bin, searxng_url):
+    server = StdioServerParameters(
+        command=gateway_bin,
+        args=["mcp"],
+        env={"SEARXNG_BACKEND_URL": searxng_url, "LOG_LEVEL": "debug"},
+    )
+
+    async def run():
+        async with stdio_client(server) as (read, write):
+            async with ClientSession(read, write) as session:
+                await session.initialize()
+                tools = (await session.list_tools()).tools
+                result = await session.call_tool("web_search", {"query": "mcp over stdio", "max_results": 2})
+                return tools, result
+
+    tools, result = asyncio.run(run())
+    assert [t.name for t in tools] == ["web_search"]
+    assert not result.is_error
+    assert len(result.structured_content["results"]) == 2

@@ -1,0 +1,75 @@
+"""tavily-python's TavilyClient with api_base_url pointed at the gateway's Tavily API: results in
+Tavily's shape, and the gateway's errors raised as tavily-python's own exceptions."""
+
+import pytest
+import requests
+from conftest import urls
+from tavily import TavilyClient
+from tavily.errors import BadRequestError, InvalidAPIKeyError, UsageLimitExceededError
+
+KEY = "tvly-searxng-gateway-test"
+
+
+def client(base: str, api_key=KEY) -> TavilyClient:
+    return TavilyClient(api_key=api_key, api_base_url=f"{base}/tavily")
+
+
+def test_search_answers_tavilys_shape(gateway_url, direct_search):
+    answer = client(gateway_url).search("tavily python", max_results=4, search_depth="advanced")
+    assert answer["query"] == "tavily python"
+    assert isinstance(answer["response_time"], float)
+    results = answer["results"]
+    assert urls(results) == urls(direct_search("tavily python")["results"][:4])
+    assert [r["score"] for r in results] == [1.0, 0.5, 1 / 3, 0.25]
+    for result in results:
+        assert result["title"] and result["url"] and result["content"]
+
+
+def test_topic_days_domains_and_unknown_options_are_accepted(gateway_url):
+    answer = client(gateway_url).search(
+        "tavily options",
+        topic="news",
+        days=3,
+        max_results=10,
+        include_domains=["example.org"],
+        exclude_domains=["alpha.example.org"],
+        include_answer=True,
+        include_raw_content="markdown",
+        include_images=True,
+        include_favicon=True,
+        country="germany",
+        chunks_per_source=2,
+    )
+    assert answer["answer"] is None, "the simulated SearXNG gives no direct answer"
+    assert answer["images"] == []
+    for url in urls(answer["results"]):
+        assert ".example.org/" in url and "alpha.example.org" not in url
+
+
+def test_a_blank_query_raises_bad_request_error(gateway_url):
+    with pytest.raises(BadRequestError, match="query is required"):
+        client(gateway_url).search("   ")
+
+
+def test_an_out_of_range_option_raises_bad_request_error(gateway_url):
+    with pytest.raises(BadRequestError, match="max_results"):
+        client(gateway_url).search("tavily", max_results=500)
+
+
+def test_keyless_mode_raises_invalid_api_key_error(gateway_url, monkeypatch):
+    monkeypatch.delenv("TAVILY_API_KEY", raising=False)
+    keyless = client(gateway_url, api_key=None)
+    with pytest.raises(InvalidAPIKeyError, match="missing or invalid API key"):
+        keyless.search("no key")
+
+
+def test_every_upstream_rate_limited_raises_usage_limit_exceeded_error(rate_limited_gateway_url):
+    with pytest.raises(UsageLimitExceededError, match="searxng: rate_limited"):
+        client(rate_limited_gateway_url).search("slow down")
+
+
+def test_every_upstream_failing_raises_an_http_error_naming_them(failing_gateway_url):
+    with pytest.raises(requests.HTTPError) as raised:
+        client(failing_gateway_url).search("outage")
+    assert raised.value.response.status_code == 502
+    assert "searxng: server_error" in raised.value.response.json()["detail"]["error"]

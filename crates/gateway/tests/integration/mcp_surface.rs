@@ -1,0 +1,393 @@
+//! The MCP surface through `rmcp`'s own client: over Streamable HTTP against the gateway on port 0, and
+//! over stdio against `searxng-gateway mcp` launched as a child process — what the tool lists, what a
+//! call gives, what SearXNG was asked, and how every kind of bad input is refused.
+
+use std::process::Stdio;
+
+use rmcp::model::{CallToolRequestParams, CallToolResult, JsonObject};
+use rmcp::service::RunningService;
+use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
+use rmcp::{RoleClient, ServiceExt};
+use serde_json::{json, Value};
+use simulator::premium::{ProviderBehaviour, SimError};
+use simulator::searxng::SearxngMode;
+use simulator::Provider::Brave;
+use tokio::io::AsyncReadExt;
+
+use crate::support::process;
+use crate::support::stack::SimStack;
+use crate::support::wait;
+
+type Client = RunningService<RoleClient, ()>;
+
+async fn http_client(s: &SimStack) -> Client {
+    let transport = StreamableHttpClientTransport::from_uri(format!("{}/mcp", s.gateway.url));
+    wait::guarded("the MCP client to connect", ().serve(transport))
+        .await
+        .expect("the MCP client connects over Streamable HTTP")
+}
+
+fn arguments(value: Value) -> JsonObject {
+    value.as_object().cloned().expect("arguments are an object")
+}
+
+async fn web_search(client: &Client, args: Value) -> CallToolResult {
+    wait::guarded(
+        "web_search to answer",
+        client.call_tool(CallToolRequestParams::new("web_search").with_arguments(arguments(args))),
+    )
+    .await
+    .expect("tools/call answers")
+}
+
+fn text(result: &CallToolResult) -> String {
+    result
+        .content
+        .iter()
+        .filter_map(|c| c.as_text().map(|t| t.text.clone()))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn urls(results: &Value) -> Vec<String> {
+    results
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|r| r["url"].as_str().map(str::to_owned))
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_server_lists_web_search_with_an_input_and_an_output_schema() {
+    let s = SimStack::start(&[], &[]).await;
+    let client = http_client(&s).await;
+    let info = client.peer_info().expect("the server introduced itself");
+    assert_eq!(
+        info.server_info.as_ref().map(|i| i.name.as_str()),
+        Some("searxng-gateway")
+    );
+    let tools = client.list_all_tools().await.expect("tools/list");
+    assert_eq!(tools.len(), 1);
+    let tool = &tools[0];
+    assert_eq!(tool.name, "web_search");
+    let input = Value::Object((*tool.input_schema).clone());
+    assert_eq!(input["required"], json!(["query"]));
+    for name in [
+        "max_results",
+        "categories",
+        "language",
+        "time_range",
+        "safesearch",
+        "pageno",
+    ] {
+        assert!(input["properties"].get(name).is_some(), "{name}");
+    }
+    let output = Value::Object((*tool.output_schema.clone().expect("an output schema")).clone());
+    assert!(output.to_string().contains("publishedDate"));
+    client.cancel().await.expect("the client disconnects");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn web_search_answers_from_the_same_pipeline_and_cache_as_search() {
+    let s = SimStack::start(&[], &[]).await;
+    let direct = s
+        .gateway
+        .search(&[("q", "shared cache"), ("format", "json")])
+        .await;
+    assert_eq!(direct.status, 200, "{}", direct.text);
+    let client = http_client(&s).await;
+    let result = web_search(&client, json!({"query": "shared cache", "max_results": 50})).await;
+    assert_eq!(result.is_error, Some(false), "{}", text(&result));
+    let structured = result
+        .structured_content
+        .clone()
+        .expect("structured results");
+    assert_eq!(
+        urls(&structured["results"]),
+        urls(&direct.json["results"]),
+        "the same merged results, in the same order"
+    );
+    let first = &structured["results"][0];
+    for field in ["title", "url", "content", "engines"] {
+        assert!(first.get(field).is_some(), "{field}: {first}");
+    }
+    assert_eq!(s.searxng_hits(), 1, "the tool call was a cache hit");
+    assert_eq!(
+        s.gateway
+            .metric(
+                "searxng_gateway_requests_total",
+                &[("outcome", "cache_hit")]
+            )
+            .await,
+        1.0
+    );
+    let rendered = text(&result);
+    assert!(
+        rendered.contains("results for \"shared cache\""),
+        "{rendered}"
+    );
+    assert!(rendered.contains(&urls(&direct.json["results"])[0]));
+    client.cancel().await.expect("the client disconnects");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn web_search_sends_its_parameters_to_searxng_and_returns_at_most_max_results() {
+    let s = SimStack::start(&[], &[]).await;
+    let client = http_client(&s).await;
+    let result = web_search(
+        &client,
+        json!({"query": "Rust Async", "max_results": 2, "categories": ["general"], "language": "de",
+               "time_range": "month", "safesearch": 2, "pageno": 2}),
+    )
+    .await;
+    assert_eq!(result.is_error, Some(false), "{}", text(&result));
+    let structured = result
+        .structured_content
+        .clone()
+        .expect("structured results");
+    assert_eq!(structured["results"].as_array().map(Vec::len), Some(2));
+    assert_eq!(structured["query"], "Rust Async");
+    let sent = s.searxng.last_request().expect("SearXNG was asked");
+    let param = |name: &str| {
+        sent.iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.clone())
+            .unwrap_or_default()
+    };
+    assert_eq!(param("q"), "Rust Async");
+    assert_eq!(param("categories"), "general");
+    assert_eq!(param("language"), "de");
+    assert_eq!(param("time_range"), "month");
+    assert_eq!(param("safesearch"), "2");
+    assert_eq!(param("pageno"), "2");
+    client.cancel().await.expect("the client disconnects");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn every_upstream_failing_is_a_tool_error_naming_the_upstreams_and_their_error_classes() {
+    let s = SimStack::start(&[Brave], &[]).await;
+    s.searxng.set_mode(SearxngMode::Status(500));
+    s.provider(Brave)
+        .set_behaviour(ProviderBehaviour::Error(SimError::RateLimited {
+            retry_after_secs: 1,
+        }));
+    let client = http_client(&s).await;
+    let result = web_search(&client, json!({"query": "outage"})).await;
+    assert_eq!(result.is_error, Some(true));
+    let message = text(&result);
+    assert!(message.contains("searxng: server_error"), "{message}");
+    assert!(message.contains("brave: rate_limited"), "{message}");
+    assert!(
+        !message.contains("search error"),
+        "no upstream body: {message}"
+    );
+    client.cancel().await.expect("the client disconnects");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn bad_arguments_are_tool_errors_naming_what_to_fix_and_never_reach_searxng() {
+    let s = SimStack::start(&[], &[("MAX_QUERY_BYTES", "32")]).await;
+    let client = http_client(&s).await;
+    for (args, mentions) in [
+        (json!({}), "query is required"),
+        (json!({"query": "   "}), "query is required"),
+        (json!({"query": "x".repeat(33)}), "longer than 32 bytes"),
+        (json!({"query": 42}), "query"),
+        (json!({"query": "q", "max_results": "ten"}), "max_results"),
+        (json!({"query": "q", "max_results": 500}), "max_results"),
+        (json!({"query": "q", "categories": "news"}), "categories"),
+        (json!({"query": "q", "time_range": "decade"}), "time_range"),
+        (json!({"query": "q", "safesearch": 7}), "safesearch"),
+        (json!({"query": "q", "pageno": 0}), "pageno"),
+        (json!({"query": "q", "language": "en; drop"}), "language"),
+    ] {
+        let result = web_search(&client, args.clone()).await;
+        assert_eq!(result.is_error, Some(true), "{args}");
+        let message = text(&result);
+        assert!(message.contains(mentions), "{args}: {message}");
+    }
+    let unknown = client
+        .call_tool(CallToolRequestParams::new("web_scrape"))
+        .await;
+    assert!(
+        unknown.is_err(),
+        "an unknown tool is a protocol error: {unknown:?}"
+    );
+    assert_eq!(s.searxng_hits(), 0, "nothing invalid reached SearXNG");
+    client.cancel().await.expect("the client disconnects");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn requests_the_transport_cannot_read_get_json_rpc_errors() {
+    let s = SimStack::start(&[], &[]).await;
+    let url = format!("{}/mcp", s.gateway.url);
+    let post = |body: Vec<u8>| {
+        s.gateway
+            .http
+            .post(&url)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .body(body)
+    };
+    let huge = format!(
+        r#"{{"jsonrpc":"2.0","id":1,"method":"ping","params":{{"pad":"{}"}}}}"#,
+        "x".repeat(100 * 1024)
+    );
+    let cases = [
+        (post(b"{not json".to_vec()), 400, -32700),
+        (post(b"[1, 2".to_vec()), 400, -32700),
+        (post(br#"{"hello": "world"}"#.to_vec()), 400, -32600),
+        (post(huge.into_bytes()), 413, -32600),
+        (s.gateway.http.get(&url), 405, -32600),
+    ];
+    for (request, status, code) in cases {
+        let response = request.send().await.expect("the gateway answers");
+        assert_eq!(response.status().as_u16(), status);
+        let body: Value = response.json().await.expect("a JSON body");
+        assert_eq!(body["jsonrpc"], "2.0", "{body}");
+        assert_eq!(body["error"]["code"], code, "{body}");
+        assert!(body["error"]["message"].is_string(), "{body}");
+    }
+    assert_eq!(s.searxng_hits(), 0);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn searxng_gateway_mcp_serves_the_tool_on_stdio_with_logs_on_stderr_only() {
+    let s = SimStack::start(&[], &[]).await;
+    let searxng = s.searxng.base_url();
+    let mut command = tokio::process::Command::from(process::command(&[
+        ("SEARXNG_BACKEND_URL", &searxng),
+        ("LOG_LEVEL", "debug"),
+    ]));
+    command.arg("mcp");
+    let (transport, stderr) = TokioChildProcess::builder(command)
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("searxng-gateway mcp starts");
+    let client = wait::guarded("the stdio handshake", ().serve(transport))
+        .await
+        .expect("the MCP client connects over stdio");
+    let tools = client.list_all_tools().await.expect("tools/list");
+    assert_eq!(tools[0].name, "web_search");
+    let result = web_search(&client, json!({"query": "over stdio"})).await;
+    assert_eq!(result.is_error, Some(false), "{}", text(&result));
+    let structured = result
+        .structured_content
+        .clone()
+        .expect("structured results");
+    assert!(!urls(&structured["results"]).is_empty());
+    let hits = s.searxng.hits();
+    assert!(
+        hits >= 1,
+        "the in-process pipeline asked the simulated SearXNG"
+    );
+    wait::guarded("the client to close stdin", client.cancel())
+        .await
+        .expect("the client disconnects");
+    let mut logs = String::new();
+    wait::guarded(
+        "the server to end its stderr",
+        stderr.expect("stderr is piped").read_to_string(&mut logs),
+    )
+    .await
+    .expect("read stderr");
+    assert!(logs.contains("MCP server on stdio"), "{logs}");
+    assert!(logs.contains("surface=\"mcp\""), "{logs}");
+    assert!(logs.contains("stopped"), "exits when stdin closes: {logs}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn every_line_searxng_gateway_mcp_writes_on_stdout_is_a_json_rpc_message() {
+    let s = SimStack::start(&[], &[]).await;
+    let searxng = s.searxng.base_url();
+    let mut command = tokio::process::Command::from(process::command(&[
+        ("SEARXNG_BACKEND_URL", &searxng),
+        ("LOG_LEVEL", "trace"),
+    ]));
+    let mut child = command
+        .arg("mcp")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("searxng-gateway mcp starts");
+    let messages = [
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "raw", "version": "1"}}}),
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+            "name": "web_search", "arguments": {"query": "stdout"}}}),
+    ];
+    let mut stdin = child.stdin.take().expect("stdin is piped");
+    for message in &messages {
+        tokio::io::AsyncWriteExt::write_all(&mut stdin, format!("{message}\n").as_bytes())
+            .await
+            .expect("write a message");
+    }
+    let mut stdout = child.stdout.take().expect("stdout is piped");
+    let mut lines = tokio::io::BufReader::new(&mut stdout);
+    let mut answered = Vec::new();
+    while answered.len() < 2 {
+        let mut line = String::new();
+        let read = wait::guarded(
+            "an answer on stdout",
+            tokio::io::AsyncBufReadExt::read_line(&mut lines, &mut line),
+        )
+        .await
+        .expect("read stdout");
+        assert!(read > 0, "stdout ended early");
+        let message: Value = serde_json::from_str(&line)
+            .unwrap_or_else(|err| panic!("not JSON on stdout ({err}): {line:?}"));
+        assert_eq!(message["jsonrpc"], "2.0", "{line}");
+        answered.push(message);
+    }
+    assert_eq!(answered[1]["id"], 2);
+    assert_eq!(answered[1]["result"]["isError"], false, "{}", answered[1]);
+    drop(stdin);
+    let mut rest = String::new();
+    wait::guarded("stdout to end", lines.read_to_string(&mut rest))
+        .await
+        .expect("read the rest of stdout");
+    assert!(rest.trim().is_empty(), "nothing else on stdout: {rest:?}");
+    let status = wait::guarded("the process to exit", child.wait())
+        .await
+        .expect("wait");
+    assert!(status.success(), "{status}");
+    let mut logs = String::new();
+    child
+        .stderr
+        .take()
+        .expect("stderr is piped")
+        .read_to_string(&mut logs)
+        .await
+        .expect("read stderr");
+    assert!(
+        logs.lines().count() > 3,
+        "trace logging went to stderr: {logs}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_http_transport_answers_whatever_host_name_the_gateway_is_reached_by() {
+    let s = SimStack::start(&[], &[]).await;
+    let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "compose", "version": "1"}}});
+    let response = s
+        .gateway
+        .http
+        .post(format!("{}/mcp", s.gateway.url))
+        .header("host", "searxng-gateway:8080")
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .body(initialize.to_string())
+        .send()
+        .await
+        .expect("the gateway answers");
+    assert_eq!(response.status().as_u16(), 200);
+    let body: Value = response.json().await.expect("a JSON-RPC answer");
+    assert_eq!(body["result"]["serverInfo"]["name"], "searxng-gateway");
+}

@@ -1,0 +1,123 @@
+//! The real client libraries, unmodified, pointed at the gateway by nothing but their base URL: LangChain's
+//! `SearxSearchWrapper` (`searx_host` = the gateway's origin), Open WebUI's `search_searxng`, tavily-python's
+//! `TavilyClient(api_base_url=…)`, and the MCP Python SDK's Streamable HTTP and stdio clients.
+//!
+//! Each library's tests are a pytest file in `crates/gateway/tests/clients/`, run from the virtualenv
+//! `.ci/install-clients.sh` builds with pinned versions (`CLIENTS_VENV`, default
+//! `/opt/searxng-gateway/clients-venv`; `scripts/test.sh` installs it), against gateways started here on
+//! loopback in front of the simulators: a healthy one, one whose SearXNG answers 500 and one whose SearXNG
+//! answers 429 (neither with a premium provider to fall back to).
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
+
+use simulator::searxng::SearxngMode;
+
+use crate::support::process::BIN;
+use crate::support::stack::SimStack;
+
+/// Where `.ci/install-clients.sh` puts the virtualenv unless `CLIENTS_VENV` says otherwise.
+const DEFAULT_VENV: &str = "/opt/searxng-gateway/clients-venv";
+
+/// How long one library's tests may take (Open WebUI's import alone migrates a database).
+const PYTEST_DEADLINE: Duration = Duration::from_secs(300);
+
+/// The gateways the Python tests talk to.
+struct Gateways {
+    healthy: SimStack,
+    failing: SimStack,
+    rate_limited: SimStack,
+}
+
+impl Gateways {
+    async fn start() -> Self {
+        // A high threshold keeps SearXNG out of its cooldown, so each failure is its own error class.
+        let never_cool_down = [("SEARXNG_FAIL_THRESHOLD", "1000")];
+        let healthy = SimStack::start(&[], &[]).await;
+        let failing = SimStack::start(&[], &never_cool_down).await;
+        failing.searxng.set_mode(SearxngMode::Status(500));
+        let rate_limited = SimStack::start(&[], &never_cool_down).await;
+        rate_limited.searxng.set_mode(SearxngMode::Status(429));
+        Self {
+            healthy,
+            failing,
+            rate_limited,
+        }
+    }
+}
+
+fn venv_python() -> PathBuf {
+    let venv = std::env::var_os("CLIENTS_VENV")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(DEFAULT_VENV));
+    let python = venv.join("bin").join("python");
+    assert!(
+        python.is_file(),
+        "no client virtualenv at {}: run `bash .ci/install-clients.sh` (scripts/test.sh does)",
+        venv.display()
+    );
+    python
+}
+
+/// Runs one pytest file of `tests/clients/` against `gateways`; fails with pytest's output.
+async fn pytest(file: &str, gateways: &Gateways) {
+    let clients = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/clients");
+    let mut command = tokio::process::Command::new(venv_python());
+    command
+        .args(["-m", "pytest", "-q", "-p", "no:cacheprovider", file])
+        .current_dir(&clients)
+        .env("GATEWAY_URL", &gateways.healthy.gateway.url)
+        .env("FAILING_GATEWAY_URL", &gateways.failing.gateway.url)
+        .env(
+            "RATE_LIMITED_GATEWAY_URL",
+            &gateways.rate_limited.gateway.url,
+        )
+        .env("GATEWAY_BIN", BIN)
+        .env("SEARXNG_URL", gateways.healthy.searxng.base_url())
+        // Loopback only, whatever proxy the machine is configured with; nothing written to the tree.
+        .env("NO_PROXY", "127.0.0.1,localhost")
+        .env("no_proxy", "127.0.0.1,localhost")
+        .env("PYTHONDONTWRITEBYTECODE", "1")
+        .env_remove("TAVILY_API_KEY")
+        .env_remove("SEARX_HOST")
+        .stdin(Stdio::null())
+        .kill_on_drop(true);
+    let output = tokio::time::timeout(PYTEST_DEADLINE, command.output())
+        .await
+        .unwrap_or_else(|_| panic!("pytest {file} did not finish within {PYTEST_DEADLINE:?}"))
+        .expect("run pytest");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        output.status.success(),
+        "pytest {file} failed ({}):\n{stdout}\n{stderr}",
+        output.status
+    );
+    let summary = stdout.lines().last().unwrap_or("").trim();
+    assert!(
+        summary.contains(" passed") && !summary.contains("skipped"),
+        "pytest {file}: {summary}"
+    );
+    eprintln!("{file}: {summary}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn langchains_searx_search_wrapper_works_with_the_gateways_origin_as_searx_host() {
+    pytest("test_langchain.py", &Gateways::start().await).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn open_webuis_search_searxng_works_with_the_gateway_as_its_query_url() {
+    pytest("test_open_webui.py", &Gateways::start().await).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn tavily_python_works_with_the_gateway_as_its_api_base_url() {
+    pytest("test_tavily.py", &Gateways::start().await).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_mcp_python_sdk_works_over_streamable_http_and_stdio() {
+    pytest("test_mcp.py", &Gateways::start().await).await;
+}
