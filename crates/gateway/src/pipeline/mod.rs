@@ -2,6 +2,7 @@
 //! every upstream client, breaker and the cache; the HTTP layer hands it one validated
 //! [`SearchRequest`] and gets a [`Served`] answer back.
 //!
+//! - [`admission`]: load shedding — how many fan-outs may run at once.
 //! - [`fanout`]: one request's fan-out, its rules as methods of a state type.
 //! - [`calls`]: one SearXNG call and one provider call, each reporting to its breakers.
 //! - [`engine_plan`]: which SearXNG engines a request may use, given the engine breakers.
@@ -12,6 +13,7 @@
 //! - [`answer`], [`outcome`], [`failure`]: what a fan-out produces and how it is labelled.
 //! - [`status`]: the `/status` document; [`background`]: the catalog refresh and cache sweep.
 
+pub(crate) mod admission;
 mod answer;
 mod background;
 mod breaker_signals;
@@ -31,6 +33,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
+use admission::{Admission, Overloaded};
 pub(crate) use answer::Answer;
 pub(crate) use metrics::Metrics;
 pub(crate) use outcome::Outcome;
@@ -53,6 +56,21 @@ use status::{BreakerStatus, CooldownStatus, ProviderStatus, SearxngStatus, Statu
 const SHORT_TTL: Duration = Duration::from_secs(60);
 /// SearXNG counts as "answered recently" for `/readyz` within this window.
 const READY_WINDOW: Duration = Duration::from_secs(120);
+
+/// What one fan-out produced for every request sharing it: the answer, or the shed verdict of a
+/// fan-out that never got a slot (never cached).
+type FanOutResult = Result<Arc<Answer>, Overloaded>;
+
+/// Why a search has no answer to render.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum SearchError {
+    /// Every fan-out slot stayed taken for the whole wait: a 503 with `Retry-After`.
+    #[error(transparent)]
+    Overloaded(#[from] Overloaded),
+    /// The shared computation was lost (a bug): a 500, never a hang.
+    #[error(transparent)]
+    Lost(#[from] ComputationLost),
+}
 
 /// What a search produced for one client.
 #[derive(Debug, Clone)]
@@ -82,7 +100,9 @@ struct Inner {
     rotation: Rotation,
     breakers: BreakerBoard,
     catalog: CatalogHandle,
-    cache: AnswerCache<Arc<Answer>>,
+    cache: AnswerCache<FanOutResult>,
+    /// Fan-out slots (load shedding).
+    admission: Admission,
     quota: QuotaBoard,
     metrics: Arc<Metrics>,
     latency: LatencyWindow,
@@ -146,6 +166,10 @@ impl Gateway {
             metrics.requests.cache_size.clone(),
             metrics.requests.cache_coalesced.clone(),
         );
+        let admission = Admission::new(
+            config.shedding.max_concurrent_misses,
+            config.shedding.max_wait,
+        );
         Self {
             inner: Arc::new(Inner {
                 config,
@@ -156,6 +180,7 @@ impl Gateway {
                 breakers,
                 catalog: CatalogHandle::default(),
                 cache,
+                admission,
                 quota,
                 metrics: Arc::new(metrics),
                 latency: LatencyWindow::default(),
@@ -169,16 +194,30 @@ impl Gateway {
         &self.inner.config
     }
 
-    /// Answers one search: from the cache, or by one fan-out shared by identical requests.
-    pub(crate) async fn search(&self, req: SearchRequest) -> Result<Served, ComputationLost> {
+    /// Answers one search: from the cache, or by one fan-out shared by identical requests — if the
+    /// fan-out gets a slot in time ([`admission`]).
+    pub(crate) async fn search(&self, req: SearchRequest) -> Result<Served, SearchError> {
         let started = Instant::now();
         let key = req.cache_key();
         let inner = Arc::clone(&self.inner);
-        let (answer, cache) = self
+        let (shared, cache) = self
             .inner
             .cache
-            .get_or_compute(&key, move || fanout::run(inner, req))
+            .get_or_compute(&key, move || async move {
+                let Ok(_slot) = inner.admission.admit().await else {
+                    return (Err(Overloaded), None);
+                };
+                let (answer, ttl) = fanout::run(inner, req).await;
+                (Ok(answer), ttl)
+            })
             .await?;
+        let answer = match shared {
+            Ok(answer) => answer,
+            Err(overloaded) => {
+                self.inner.metrics.requests.shed.inc();
+                return Err(overloaded.into());
+            }
+        };
         let outcome = match cache {
             CacheStatus::Hit => Outcome::CacheHit,
             CacheStatus::Miss => answer.outcome,

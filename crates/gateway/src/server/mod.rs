@@ -4,8 +4,11 @@
 //! tests, the demo and SIGTERM take the same path. Handlers parse at the edge and render; every
 //! decision is the pipeline's.
 
+mod connection;
 mod error;
 mod format;
+mod metrics;
+mod read_guard;
 mod search;
 
 use std::future::Future;
@@ -45,7 +48,9 @@ pub async fn serve(
     config: Config,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    let gateway = Gateway::new(config, Metrics::new());
+    let mut metrics = Metrics::new();
+    let server_metrics = metrics::ServerMetrics::new(metrics.registry_mut());
+    let gateway = Gateway::new(config, metrics);
     log_start(&listener, gateway.config());
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let background = {
@@ -63,7 +68,10 @@ pub async fn serve(
         shutdown.await;
         let _ = stop_tx.send(true);
     };
-    let served = run(listener, gateway, shutdown).await;
+    let limits = gateway.config().server_limits;
+    let served =
+        connection::serve_connections(listener, router(gateway), limits, server_metrics, shutdown)
+            .await;
     let _ = background.await;
     served
 }
@@ -87,18 +95,6 @@ fn log_start(listener: &TcpListener, config: &Config) {
         metrics = %config.metrics_path(),
         "searxng-gateway listening"
     );
-}
-
-/// Serves `router(gateway)` on `listener` until `shutdown` resolves, then waits for in-flight
-/// requests to finish.
-async fn run(
-    listener: TcpListener,
-    gateway: Gateway,
-    shutdown: impl Future<Output = ()> + Send + 'static,
-) -> std::io::Result<()> {
-    axum::serve(listener, router(gateway))
-        .with_graceful_shutdown(shutdown)
-        .await
 }
 
 fn json_response(status: StatusCode, body: String) -> Response {

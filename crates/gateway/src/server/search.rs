@@ -1,7 +1,7 @@
 //! `/search`: parse the parameters into one [`SearchRequest`], ask the engine, render the answer in
 //! the requested format with `X-Cache` and `X-Gateway-Outcome`, and log one line.
 
-use axum::body::Bytes;
+use axum::body::{Body, Bytes};
 use axum::extract::{RawQuery, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -10,7 +10,7 @@ use tokio::time::Instant;
 use super::error::ApiError;
 use super::format;
 use crate::cache::CacheStatus;
-use crate::pipeline::Gateway;
+use crate::pipeline::{Gateway, SearchError};
 use crate::request::{Format, RawParams, SearchRequest};
 
 fn parse(raw: &str) -> Result<RawParams, ApiError> {
@@ -27,13 +27,18 @@ pub(super) async fn get(State(gateway): State<Gateway>, RawQuery(query): RawQuer
 }
 
 /// `POST /search` with `application/x-www-form-urlencoded` (as SearXNG accepts); parameters in the
-/// query string are used when the body is empty.
+/// query string are used when the body is empty. The body is read within `MAX_BODY_BYTES` (413) and
+/// `REQUEST_READ_TIMEOUT_SECONDS` (408).
 pub(super) async fn post(
     State(gateway): State<Gateway>,
     RawQuery(query): RawQuery,
     headers: HeaderMap,
-    body: Bytes,
+    body: Body,
 ) -> Response {
+    let body = match read_body(&gateway, &headers, body).await {
+        Ok(body) => body,
+        Err(err) => return err.into_response(),
+    };
     let form = headers
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
@@ -55,6 +60,34 @@ pub(super) async fn post(
     }
 }
 
+/// The whole body, at most `MAX_BODY_BYTES` (a declared length over it is refused unread), within
+/// `REQUEST_READ_TIMEOUT_SECONDS`.
+async fn read_body(gateway: &Gateway, headers: &HeaderMap, body: Body) -> Result<Bytes, ApiError> {
+    let limits = gateway.config().server_limits;
+    let max = limits.max_body_bytes;
+    let declared = headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    if declared.is_some_and(|len| len > max as u64) {
+        return Err(ApiError::BodyTooLarge(max));
+    }
+    let read = tokio::time::timeout(limits.read_timeout, axum::body::to_bytes(body, max));
+    match read.await {
+        Ok(Ok(bytes)) => Ok(bytes),
+        Ok(Err(err)) => {
+            let over_limit = std::error::Error::source(&err)
+                .is_some_and(|source| source.is::<http_body_util::LengthLimitError>());
+            if over_limit {
+                Err(ApiError::BodyTooLarge(max))
+            } else {
+                Err(ApiError::Unreadable("the request body could not be read"))
+            }
+        }
+        Err(_) => Err(ApiError::BodyTimeout(limits.read_timeout.as_secs())),
+    }
+}
+
 async fn answer(gateway: Gateway, raw: RawParams) -> Response {
     let started = Instant::now();
     let req = match SearchRequest::parse(raw, gateway.config().max_query_bytes) {
@@ -68,7 +101,11 @@ async fn answer(gateway: Gateway, raw: RawParams) -> Response {
     let query = req.query.clone();
     let served = match gateway.search(req).await {
         Ok(served) => served,
-        Err(_) => return ApiError::Internal.into_response(),
+        Err(SearchError::Overloaded(_)) => {
+            tracing::info!(status = 503, error = "overloaded", "search shed");
+            return ApiError::Overloaded.into_response();
+        }
+        Err(SearchError::Lost(_)) => return ApiError::Internal.into_response(),
     };
     let answer = &served.answer;
     let status = StatusCode::from_u16(answer.status).unwrap_or(StatusCode::BAD_GATEWAY);

@@ -8,6 +8,7 @@ mod support;
 mod binary;
 mod dashboard;
 mod gateway_core;
+mod limits;
 mod pipeline;
 mod provider_breakers;
 mod provider_contract;
