@@ -18,6 +18,12 @@
 
 pub mod config;
 
+#[cfg(feature = "fuzzing")]
+#[doc(hidden)]
+pub mod fuzzing;
+#[cfg(all(test, not(feature = "fuzzing")))]
+mod fuzzing;
+
 mod breaker;
 mod cache;
 mod merge;

@@ -22,6 +22,12 @@ use tokio::net::TcpListener;
 
 use error::ApiError;
 
+/// `/search`'s parameter parser, for the fuzz targets.
+#[cfg(any(test, feature = "fuzzing"))]
+pub(crate) fn parse_params(raw: &str) -> Option<crate::request::RawParams> {
+    search::parse(raw).ok()
+}
+
 use crate::config::Config;
 use crate::metrics::exposition;
 use crate::pipeline::{Gateway, Metrics};

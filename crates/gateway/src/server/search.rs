@@ -13,7 +13,8 @@ use crate::cache::CacheStatus;
 use crate::pipeline::{Gateway, SearchError};
 use crate::request::{Format, RawParams, SearchRequest};
 
-fn parse(raw: &str) -> Result<RawParams, ApiError> {
+/// A query string or form body as `/search` parameters (each at most once).
+pub(super) fn parse(raw: &str) -> Result<RawParams, ApiError> {
     serde_urlencoded::from_str(raw)
         .map_err(|_| ApiError::Unreadable("parameters must be URL-encoded and must not repeat"))
 }
