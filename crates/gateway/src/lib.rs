@@ -11,7 +11,9 @@
 //! 4. [`pipeline`] labels the outcome, records [`metrics`] and caches the rendered answer.
 //!
 //! Beside the path: [`config`] reads the environment once at start-up; [`upstream`] holds what
-//! every upstream call shares (error classes, the HTTP client, body cap, `Retry-After`).
+//! every upstream call shares (error classes, the HTTP client, body cap, `Retry-After`);
+//! [`trace`] names the OpenTelemetry spans the path creates, and [`telemetry`] installs the log
+//! lines and, when configured, the trace export.
 //!
 //! The public API is what the binary, the demo and the integration tests need: [`Config`] and
 //! [`serve`]. Everything else is crate-private.
@@ -33,6 +35,8 @@ mod providers;
 mod request;
 mod searxng;
 mod server;
+pub mod telemetry;
+mod trace;
 mod upstream;
 
 pub use config::{Config, ConfigError, LogLevel};

@@ -1,4 +1,5 @@
-//! The `searxng-gateway` binary: command line → configuration → logging → serve until SIGTERM or
+//! The `searxng-gateway` binary: command line → configuration → logging and tracing
+//! ([`searxng_gateway::telemetry`]) → serve until SIGTERM or
 //! SIGINT. `healthcheck` probes a running gateway; `demo` runs the separately built demo.
 
 use std::ffi::OsString;
@@ -9,7 +10,6 @@ use anyhow::Context;
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 use searxng_gateway::config::variables;
 use searxng_gateway::Config;
-use tracing_subscriber::EnvFilter;
 
 /// A decision proxy in front of SearXNG: cache, retries, premium fallback, circuit breakers,
 /// Prometheus metrics. Configured by environment variables (below).
@@ -62,6 +62,17 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    let telemetry = if matches!(command, Command::Serve) {
+        match searxng_gateway::telemetry::init(&config) {
+            Ok(telemetry) => Some(telemetry),
+            Err(err) => {
+                eprintln!("searxng-gateway: {err}");
+                return ExitCode::FAILURE;
+            }
+        }
+    } else {
+        None
+    };
     let runtime = match tokio::runtime::Runtime::new() {
         Ok(rt) => rt,
         Err(err) => {
@@ -73,6 +84,10 @@ fn main() -> ExitCode {
         Command::Healthcheck => runtime.block_on(healthcheck(&config)),
         _ => runtime.block_on(serve(config)),
     };
+    drop(runtime);
+    if let Some(telemetry) = telemetry {
+        telemetry.shutdown();
+    }
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) => {
@@ -83,14 +98,6 @@ fn main() -> ExitCode {
 }
 
 async fn serve(config: Config) -> anyhow::Result<()> {
-    tracing_subscriber::fmt()
-        .with_env_filter(EnvFilter::new(format!(
-            "searxng_gateway={level},searxng-gateway={level},warn",
-            level = config.log_level().as_str()
-        )))
-        .with_target(false)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stdout()))
-        .init();
     let listener = tokio::net::TcpListener::bind(config.listen_addr())
         .await
         .with_context(|| format!("cannot bind LISTEN_ADDR {}", config.listen_addr()))?;

@@ -5,6 +5,7 @@
 //! silently. Provider settings are built here but belong to [`crate::providers`].
 
 pub(crate) mod limits;
+pub(crate) mod otlp;
 mod parse;
 pub mod variables;
 
@@ -15,6 +16,7 @@ use url::Url;
 
 use crate::providers::{ApiKey, ProviderKind, ProviderSettings};
 use limits::{ServerLimits, Shedding};
+use otlp::OtlpExport;
 use parse::Env;
 
 /// A configuration problem: which variable, and what is wrong with it.
@@ -121,6 +123,8 @@ pub struct Config {
     pub(crate) shedding: Shedding,
     /// What the HTTP server accepts from a client.
     pub(crate) server_limits: ServerLimits,
+    /// OpenTelemetry export; `None`: tracing is off.
+    pub(crate) otlp: Option<OtlpExport>,
 }
 
 impl Config {
@@ -176,6 +180,7 @@ impl Config {
         let breaker_failure_threshold = env.integer("BREAKER_FAILURE_THRESHOLD", 1u32, 10_000)?;
         let shedding = Shedding::read(env)?;
         let server_limits = ServerLimits::read(env)?;
+        let otlp = OtlpExport::read(env)?;
 
         let config = Self {
             listen_addr,
@@ -199,6 +204,7 @@ impl Config {
             breaker_failure_threshold,
             shedding,
             server_limits,
+            otlp,
         };
         let t1_premium_count = t1_premium_count(env, &config.active_providers())?;
         Ok(Self {

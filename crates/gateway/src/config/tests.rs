@@ -128,6 +128,8 @@ fn each_bad_value_names_its_variable() {
         ("MAX_URL_BYTES", "10"),
         ("MAX_HEADER_BYTES", "1k"),
         ("MAX_BODY_BYTES", "99999999999"),
+        ("OTEL_EXPORTER_OTLP_ENDPOINT", "collector:4318"),
+        ("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc"),
     ];
     for (name, value) in cases {
         let err = config(&[(name, value)]).unwrap_err();
@@ -261,4 +263,45 @@ fn help_shows_each_variable_with_the_default_the_parser_uses() {
         timeout(&defaults, ProviderKind::Brave),
         defaults.provider(ProviderKind::Exa).unwrap().timeout
     );
+}
+
+#[test]
+fn tracing_is_off_unless_an_otlp_endpoint_is_set() {
+    assert_eq!(config(&[]).unwrap().otlp, None);
+    let base = config(&[
+        ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://collector:4318/"),
+        ("OTEL_SERVICE_NAME", "gw-eu"),
+    ])
+    .unwrap()
+    .otlp
+    .unwrap();
+    assert_eq!(base.traces_url.as_str(), "http://collector:4318/v1/traces");
+    assert_eq!(base.service_name, "gw-eu");
+    let traces = config(&[
+        ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://collector:4318"),
+        (
+            "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+            "http://other:9999/custom",
+        ),
+        ("OTEL_EXPORTER_OTLP_PROTOCOL", "http/protobuf"),
+    ])
+    .unwrap()
+    .otlp
+    .unwrap();
+    assert_eq!(traces.traces_url.as_str(), "http://other:9999/custom");
+    assert_eq!(traces.service_name, "searxng-gateway");
+    for (name, value) in [
+        ("OTEL_EXPORTER_OTLP_PROTOCOL", "http/json"),
+        (
+            "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+            "https://collector:4318/v1/traces",
+        ),
+    ] {
+        let err = config(&[
+            ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://c:4318"),
+            (name, value),
+        ])
+        .unwrap_err();
+        assert_eq!(err.variable, name, "{value}");
+    }
 }

@@ -91,6 +91,10 @@ pub const VARIABLES: &[Variable] = &[
     var("MAX_URL_BYTES", Text("8192"), "Longest request target (path and query string); longer is 414."),
     var("MAX_HEADER_BYTES", Text("16384"), "Largest total of header names and values; larger is 431."),
     var("MAX_BODY_BYTES", Text("65536"), "Largest form body of `POST /search`; larger is 413."),
+    var("OTEL_EXPORTER_OTLP_ENDPOINT", Unset, "OpenTelemetry collector (`http://host:4318`): spans go to its `/v1/traces`. Unset (and no traces endpoint): tracing is off."),
+    var("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", Unset, "The full OTLP traces URL; wins over `OTEL_EXPORTER_OTLP_ENDPOINT`."),
+    var("OTEL_EXPORTER_OTLP_PROTOCOL", Text("http/protobuf"), "OTLP protocol; `http/protobuf` (the specification's default) is the one supported."),
+    var("OTEL_SERVICE_NAME", Text("searxng-gateway"), "`service.name` of the exported spans."),
 ];
 
 /// The variable called `name`, if the gateway reads it.

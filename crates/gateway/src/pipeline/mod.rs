@@ -32,6 +32,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use tokio::time::Instant;
+use tracing::field::Empty;
 
 use admission::{Admission, Overloaded};
 pub(crate) use answer::Answer;
@@ -45,6 +46,7 @@ use crate::providers::quota::QuotaBoard;
 use crate::providers::ProviderClient;
 use crate::request::SearchRequest;
 use crate::searxng::SearxngClient;
+use crate::trace::TARGET;
 use crate::upstream::http_client;
 use engine_plan::CatalogHandle;
 use metrics::OutcomeLabels;
@@ -199,6 +201,13 @@ impl Gateway {
     pub(crate) async fn search(&self, req: SearchRequest) -> Result<Served, SearchError> {
         let started = Instant::now();
         let key = req.cache_key();
+        let lookup = tracing::info_span!(target: TARGET, "cache_lookup", hit = Empty);
+        let cached = lookup.in_scope(|| self.inner.cache.get(&key));
+        lookup.record("hit", cached.is_some());
+        drop(lookup);
+        if let Some(Ok(answer)) = cached {
+            return Ok(self.served(started, answer, CacheStatus::Hit));
+        }
         let inner = Arc::clone(&self.inner);
         let (shared, cache) = self
             .inner
@@ -218,6 +227,11 @@ impl Gateway {
                 return Err(overloaded.into());
             }
         };
+        Ok(self.served(started, answer, cache))
+    }
+
+    /// Counts an answered search and hands it out.
+    fn served(&self, started: Instant, answer: Arc<Answer>, cache: CacheStatus) -> Served {
         let outcome = match cache {
             CacheStatus::Hit => Outcome::CacheHit,
             CacheStatus::Miss => answer.outcome,
@@ -230,11 +244,11 @@ impl Gateway {
             .observe(started.elapsed().as_secs_f64());
         m.results_count.observe(answer.result_count as f64);
         m.engines_count.observe(answer.engine_count as f64);
-        Ok(Served {
+        Served {
             answer,
             cache,
             outcome,
-        })
+        }
     }
 
     /// Ready when SearXNG answered recently or at least one provider is usable.

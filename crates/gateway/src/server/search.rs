@@ -2,16 +2,19 @@
 //! the requested format with `X-Cache` and `X-Gateway-Outcome`, and log one line.
 
 use axum::body::{Body, Bytes};
-use axum::extract::{RawQuery, State};
+use axum::extract::{RawQuery, Request, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use tokio::time::Instant;
+use tracing::field::Empty;
+use tracing::{Instrument, Span};
 
 use super::error::ApiError;
 use super::format;
 use crate::cache::CacheStatus;
 use crate::pipeline::{Gateway, SearchError};
 use crate::request::{Format, RawParams, SearchRequest};
+use crate::trace::{self, TARGET};
 
 /// A query string or form body as `/search` parameters (each at most once).
 pub(super) fn parse(raw: &str) -> Result<RawParams, ApiError> {
@@ -19,10 +22,33 @@ pub(super) fn parse(raw: &str) -> Result<RawParams, ApiError> {
         .map_err(|_| ApiError::Unreadable("parameters must be URL-encoded and must not repeat"))
 }
 
+/// The request's `search` span ([`crate::trace`]), continuing the client's trace.
+fn search_span(method: &'static str, headers: &HeaderMap) -> Span {
+    let span = tracing::info_span!(
+        target: TARGET,
+        "search",
+        otel.kind = "server",
+        http.request.method = method,
+        http.response.status_code = Empty,
+        outcome = Empty,
+        cache = Empty,
+        error_class = Empty,
+        otel.status_code = Empty,
+    );
+    trace::continue_client_trace(&span, headers);
+    span
+}
+
 /// `GET /search?q=…`
-pub(super) async fn get(State(gateway): State<Gateway>, RawQuery(query): RawQuery) -> Response {
-    match parse(query.as_deref().unwrap_or("")) {
-        Ok(raw) => answer(gateway, raw).await,
+pub(super) async fn get(State(gateway): State<Gateway>, request: Request) -> Response {
+    let span = search_span("GET", request.headers());
+    let parsed = parse(request.uri().query().unwrap_or(""));
+    drop(request);
+    match parsed {
+        Ok(raw) => {
+            let answering = answer(gateway, raw, span.clone());
+            answering.instrument(span).await
+        }
         Err(err) => err.into_response(),
     }
 }
@@ -35,6 +61,18 @@ pub(super) async fn post(
     RawQuery(query): RawQuery,
     headers: HeaderMap,
     body: Body,
+) -> Response {
+    let span = search_span("POST", &headers);
+    let answering = post_answer(gateway, query, headers, body, span.clone());
+    answering.instrument(span).await
+}
+
+async fn post_answer(
+    gateway: Gateway,
+    query: Option<String>,
+    headers: HeaderMap,
+    body: Body,
+    span: Span,
 ) -> Response {
     let body = match read_body(&gateway, &headers, body).await {
         Ok(body) => body,
@@ -56,7 +94,7 @@ pub(super) async fn post(
             .and_then(parse)
     };
     match raw {
-        Ok(raw) => answer(gateway, raw).await,
+        Ok(raw) => answer(gateway, raw, span).await,
         Err(err) => err.into_response(),
     }
 }
@@ -89,12 +127,14 @@ async fn read_body(gateway: &Gateway, headers: &HeaderMap, body: Body) -> Result
     }
 }
 
-async fn answer(gateway: Gateway, raw: RawParams) -> Response {
+async fn answer(gateway: Gateway, raw: RawParams, span: Span) -> Response {
     let started = Instant::now();
     let req = match SearchRequest::parse(raw, gateway.config().max_query_bytes) {
         Ok(req) => req,
         Err(err) => {
             tracing::info!(status = 400, error = err.code(), "search refused");
+            span.record("http.response.status_code", 400);
+            span.record("error_class", err.code());
             return ApiError::from(err).into_response();
         }
     };
@@ -104,6 +144,8 @@ async fn answer(gateway: Gateway, raw: RawParams) -> Response {
         Ok(served) => served,
         Err(SearchError::Overloaded(_)) => {
             tracing::info!(status = 503, error = "overloaded", "search shed");
+            span.record("http.response.status_code", 503);
+            trace::record_error(&span, "overloaded");
             return ApiError::Overloaded.into_response();
         }
         Err(SearchError::Lost(_)) => return ApiError::Internal.into_response(),
@@ -129,6 +171,12 @@ async fn answer(gateway: Gateway, raw: RawParams) -> Response {
         CacheStatus::Hit => "hit",
         CacheStatus::Miss => "miss",
     };
+    span.record("http.response.status_code", status.as_u16());
+    span.record("outcome", served.outcome.as_str());
+    span.record("cache", cache);
+    if !status.is_success() {
+        trace::record_error(&span, "all_upstreams_failed");
+    }
     tracing::info!(
         status = status.as_u16(),
         outcome = served.outcome.as_str(),

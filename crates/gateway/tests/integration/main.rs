@@ -15,3 +15,4 @@ mod provider_breakers;
 mod provider_contract;
 mod real_searxng;
 mod searxng_env;
+mod tracing;
