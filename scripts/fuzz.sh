@@ -31,6 +31,7 @@ if [[ $# -eq 0 ]]; then
 fi
 
 triple="$(rustc -vV | sed -n 's/^host: //p')"
+built_from="$(git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)"
 # An explicit --target keeps these flags off build scripts and proc macros (which would need the
 # libFuzzer runtime to load).
 export RUSTFLAGS="-Cpasses=sancov-module -Cllvm-args=-sanitizer-coverage-level=4 \
@@ -68,7 +69,7 @@ echo "fuzz: $total executions in all, 0 crashes"
 if $record; then
     table="$(printf '%s\n' "| target | executions | coverage (edges) | corpus | crashes |" "|---|---|---|---|---|" "${rows[@]}" \
         "| **total** | **$total** | | | **0** |")"
-    when="$(date -u '+%Y-%m-%d %H:%M UTC'), commit $(git rev-parse --short=12 HEAD), $(rustc --version), ${seconds} s per target"
+    when="$(date -u '+%Y-%m-%d %H:%M UTC'), commit $built_from, $(rustc --version), ${seconds} s per target"
     python3 - "$table" "$when" <<'EOF'
 import sys
 table, when = sys.argv[1], sys.argv[2]

@@ -224,8 +224,22 @@ pub(crate) async fn respond(
     }
 }
 
-/// A JSON document of at least `bytes` bytes (results padded with the marker).
+/// A JSON document of at least `bytes` bytes (results padded with the marker). Documents are built
+/// once per size: a soak asks for a 20 MB body many times a second.
 fn document(bytes: usize) -> Bytes {
+    static BUILT: std::sync::Mutex<Vec<(usize, Bytes)>> = std::sync::Mutex::new(Vec::new());
+    let mut built = BUILT
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if let Some((_, document)) = built.iter().find(|(size, _)| *size == bytes) {
+        return document.clone();
+    }
+    let document = build_document(bytes);
+    built.push((bytes, document.clone()));
+    document
+}
+
+fn build_document(bytes: usize) -> Bytes {
     let head = format!(
         r#"{{"query":"fault","results":[{{"url":"https://fault.example/1","title":"{BODY_MARKER}","content":"{BODY_MARKER}"}}],"padding":""#
     );
