@@ -12,12 +12,20 @@
 //! 4. [`pipeline`] labels the outcome, records [`metrics`] and caches the rendered answer.
 //!
 //! Beside the path: [`config`] reads the environment once at start-up; [`upstream`] holds what
-//! every upstream call shares (error classes, the HTTP client, body cap, `Retry-After`).
+//! every upstream call shares (error classes, the HTTP client, body cap, `Retry-After`);
+//! [`trace`] names the OpenTelemetry spans the path creates, and [`telemetry`] installs the log
+//! lines and, when configured, the trace export.
 //!
 //! The public API is what the binary, the demo and the integration tests need: [`Config`],
 //! [`serve`] and [`serve_mcp_stdio`]. Everything else is crate-private.
 
 pub mod config;
+
+#[cfg(feature = "fuzzing")]
+#[doc(hidden)]
+pub mod fuzzing;
+#[cfg(all(test, not(feature = "fuzzing")))]
+mod fuzzing;
 
 mod breaker;
 mod cache;
@@ -28,6 +36,8 @@ mod providers;
 mod request;
 mod searxng;
 mod server;
+pub mod telemetry;
+mod trace;
 mod upstream;
 
 pub use config::{Config, ConfigError, LogLevel};

@@ -1,6 +1,7 @@
-//! The `searxng-gateway` binary: command line → configuration → logging → serve until SIGTERM or
-//! SIGINT. `mcp` serves the MCP tool on stdin/stdout instead (logs on stderr); `healthcheck`
-//! probes a running gateway; `demo` runs the separately built demo.
+//! The `searxng-gateway` binary: command line → configuration → logging and tracing
+//! ([`searxng_gateway::telemetry`]) → serve until SIGTERM or SIGINT. `mcp` serves the MCP tool on
+//! stdin/stdout instead (logs on stderr); `healthcheck` probes a running gateway; `demo` runs the
+//! separately built demo.
 
 use std::ffi::OsString;
 use std::process::ExitCode;
@@ -9,8 +10,8 @@ use std::time::Duration;
 use anyhow::Context;
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 use searxng_gateway::config::variables;
-use searxng_gateway::{Config, LogLevel};
-use tracing_subscriber::EnvFilter;
+use searxng_gateway::telemetry::LogTo;
+use searxng_gateway::Config;
 
 /// A decision proxy in front of SearXNG: cache, retries, premium fallback, circuit breakers,
 /// Prometheus metrics. Configured by environment variables (below).
@@ -66,6 +67,22 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    let log_to = match command {
+        Command::Serve => Some(LogTo::Stdout),
+        Command::Mcp => Some(LogTo::Stderr),
+        _ => None,
+    };
+    let telemetry = if let Some(log_to) = log_to {
+        match searxng_gateway::telemetry::init(&config, log_to) {
+            Ok(telemetry) => Some(telemetry),
+            Err(err) => {
+                eprintln!("searxng-gateway: {err}");
+                return ExitCode::FAILURE;
+            }
+        }
+    } else {
+        None
+    };
     let runtime = match tokio::runtime::Runtime::new() {
         Ok(rt) => rt,
         Err(err) => {
@@ -78,6 +95,10 @@ fn main() -> ExitCode {
         Command::Mcp => runtime.block_on(mcp(config)),
         _ => runtime.block_on(serve(config)),
     };
+    drop(runtime);
+    if let Some(telemetry) = telemetry {
+        telemetry.shutdown();
+    }
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) => {
@@ -87,34 +108,7 @@ fn main() -> ExitCode {
     }
 }
 
-/// Where log lines go: stdout when serving HTTP, stderr when stdout carries the MCP protocol.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum LogTo {
-    Stdout,
-    Stderr,
-}
-
-fn init_logging(level: LogLevel, to: LogTo) {
-    let filter = EnvFilter::new(format!(
-        "searxng_gateway={level},searxng-gateway={level},warn",
-        level = level.as_str()
-    ));
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_target(false);
-    match to {
-        LogTo::Stdout => builder
-            .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stdout()))
-            .init(),
-        LogTo::Stderr => builder
-            .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-            .with_writer(std::io::stderr)
-            .init(),
-    }
-}
-
 async fn serve(config: Config) -> anyhow::Result<()> {
-    init_logging(config.log_level(), LogTo::Stdout);
     let listener = tokio::net::TcpListener::bind(config.listen_addr())
         .await
         .with_context(|| format!("cannot bind LISTEN_ADDR {}", config.listen_addr()))?;
@@ -129,7 +123,6 @@ async fn serve(config: Config) -> anyhow::Result<()> {
 
 /// `searxng-gateway mcp`: the MCP server on stdin/stdout until the client closes stdin.
 async fn mcp(config: Config) -> anyhow::Result<()> {
-    init_logging(config.log_level(), LogTo::Stderr);
     searxng_gateway::serve_mcp_stdio(config)
         .await
         .context("MCP server on stdio")?;

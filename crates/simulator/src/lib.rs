@@ -1,16 +1,19 @@
 //! Faithful fakes of the gateway's upstreams, for the gateway's integration tests, the benchmarks
 //! and the demo. Each fake serves real HTTP on a loopback listener and is strict where the real
 //! service is: a wrong method, path or auth header fails the way the real API fails, so an adapter
-//! bug fails a test. [`script`] makes them misbehave over time — latency distributions, error
+//! bug fails a test. [`fault`] is misbehaviour below the API (resets, hangs, garbage, huge or trickling
+//! bodies) that either fake serves. [`script`] makes them misbehave over time — latency distributions, error
 //! rates, quotas, and spells (a CAPTCHA wall, a 429 burst, a slow patch) that lift by themselves.
 //!
 //! This crate knows nothing of the gateway: it fakes the *services*, from their documentation
 //! (shared/spec/PROVIDERS.md, shared/spec/SEARXNG.md), so a test cannot pass by sharing a bug.
 
+pub mod fault;
 mod in_flight;
 pub mod premium;
 pub mod script;
 pub mod searxng;
+mod transport;
 
 /// The premium search APIs the simulator fakes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]

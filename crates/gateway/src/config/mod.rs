@@ -4,6 +4,8 @@
 //! unknown provider is a [`ConfigError`] naming the variable — nothing falls back to a default
 //! silently. Provider settings are built here but belong to [`crate::providers`].
 
+pub(crate) mod limits;
+pub(crate) mod otlp;
 mod parse;
 pub mod variables;
 
@@ -13,6 +15,8 @@ use std::time::Duration;
 use url::Url;
 
 use crate::providers::{ApiKey, ProviderKind, ProviderSettings};
+use limits::{ServerLimits, Shedding};
+use otlp::OtlpExport;
 use parse::Env;
 
 /// A configuration problem: which variable, and what is wrong with it.
@@ -115,6 +119,12 @@ pub struct Config {
     pub(crate) breaker_open: Duration,
     pub(crate) breaker_max_open: Duration,
     pub(crate) breaker_failure_threshold: u32,
+    /// `MAX_CONCURRENT_MISSES`, `MAX_MISS_WAIT_MS`.
+    pub(crate) shedding: Shedding,
+    /// What the HTTP server accepts from a client.
+    pub(crate) server_limits: ServerLimits,
+    /// OpenTelemetry export; `None`: tracing is off.
+    pub(crate) otlp: Option<OtlpExport>,
 }
 
 impl Config {
@@ -168,6 +178,9 @@ impl Config {
             ));
         }
         let breaker_failure_threshold = env.integer("BREAKER_FAILURE_THRESHOLD", 1u32, 10_000)?;
+        let shedding = Shedding::read(env)?;
+        let server_limits = ServerLimits::read(env)?;
+        let otlp = OtlpExport::read(env)?;
 
         let config = Self {
             listen_addr,
@@ -189,6 +202,9 @@ impl Config {
             breaker_open,
             breaker_max_open,
             breaker_failure_threshold,
+            shedding,
+            server_limits,
+            otlp,
         };
         let t1_premium_count = t1_premium_count(env, &config.active_providers())?;
         Ok(Self {

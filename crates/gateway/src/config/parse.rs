@@ -104,6 +104,14 @@ impl<'a> Env<'a> {
         Ok(url)
     }
 
+    /// A URL that may be unset.
+    pub(super) fn optional_url(&self, name: &str) -> Result<Option<Url>, ConfigError> {
+        match self.value(name) {
+            Some(_) => self.url(name).map(Some),
+            None => Ok(None),
+        }
+    }
+
     pub(super) fn listen_addr(&self, name: &str) -> Result<SocketAddr, ConfigError> {
         let raw = self.required(name)?;
         listen_addr(&raw.text).ok_or_else(|| raw.error("expected :PORT, HOST:PORT or [IPv6]:PORT"))

@@ -61,6 +61,20 @@ fn defaults_match_the_contract() {
     assert_eq!(c.breaker_open, Duration::from_secs(300));
     assert_eq!(c.breaker_max_open, Duration::from_secs(3600));
     assert_eq!(c.breaker_failure_threshold, 5);
+    assert_eq!(c.shedding.max_concurrent_misses, 64);
+    assert_eq!(c.shedding.max_wait, Duration::from_millis(250));
+    let limits = c.server_limits;
+    assert_eq!(limits.max_connections, 1024);
+    assert_eq!(limits.read_timeout, Duration::from_secs(10));
+    assert_eq!(limits.keepalive_idle, Duration::from_secs(60));
+    assert_eq!(
+        (
+            limits.max_url_bytes,
+            limits.max_header_bytes,
+            limits.max_body_bytes
+        ),
+        (8192, 16384, 65536)
+    );
     assert!(
         c.active_providers().is_empty(),
         "no key, no active provider"
@@ -106,6 +120,16 @@ fn each_bad_value_names_its_variable() {
         ("EXA_BASE_URL", "https://proxy.local/path"),
         ("BREAKER_OPEN_SECONDS", "0"),
         ("BREAKER_FAILURE_THRESHOLD", "many"),
+        ("MAX_CONCURRENT_MISSES", "0"),
+        ("MAX_MISS_WAIT_MS", "0.5"),
+        ("MAX_CONNECTIONS", "-3"),
+        ("REQUEST_READ_TIMEOUT_SECONDS", "0"),
+        ("KEEPALIVE_IDLE_SECONDS", "soon"),
+        ("MAX_URL_BYTES", "10"),
+        ("MAX_HEADER_BYTES", "1k"),
+        ("MAX_BODY_BYTES", "99999999999"),
+        ("OTEL_EXPORTER_OTLP_ENDPOINT", "collector:4318"),
+        ("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc"),
     ];
     for (name, value) in cases {
         let err = config(&[(name, value)]).unwrap_err();
@@ -239,4 +263,45 @@ fn help_shows_each_variable_with_the_default_the_parser_uses() {
         timeout(&defaults, ProviderKind::Brave),
         defaults.provider(ProviderKind::Exa).unwrap().timeout
     );
+}
+
+#[test]
+fn tracing_is_off_unless_an_otlp_endpoint_is_set() {
+    assert_eq!(config(&[]).unwrap().otlp, None);
+    let base = config(&[
+        ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://collector:4318/"),
+        ("OTEL_SERVICE_NAME", "gw-eu"),
+    ])
+    .unwrap()
+    .otlp
+    .unwrap();
+    assert_eq!(base.traces_url.as_str(), "http://collector:4318/v1/traces");
+    assert_eq!(base.service_name, "gw-eu");
+    let traces = config(&[
+        ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://collector:4318"),
+        (
+            "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+            "http://other:9999/custom",
+        ),
+        ("OTEL_EXPORTER_OTLP_PROTOCOL", "http/protobuf"),
+    ])
+    .unwrap()
+    .otlp
+    .unwrap();
+    assert_eq!(traces.traces_url.as_str(), "http://other:9999/custom");
+    assert_eq!(traces.service_name, "searxng-gateway");
+    for (name, value) in [
+        ("OTEL_EXPORTER_OTLP_PROTOCOL", "http/json"),
+        (
+            "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+            "https://collector:4318/v1/traces",
+        ),
+    ] {
+        let err = config(&[
+            ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://c:4318"),
+            (name, value),
+        ])
+        .unwrap_err();
+        assert_eq!(err.variable, name, "{value}");
+    }
 }

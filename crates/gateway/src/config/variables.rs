@@ -83,6 +83,18 @@ pub const VARIABLES: &[Variable] = &[
     var("BREAKER_OPEN_SECONDS", Text("300"), "First open period of a tripped circuit breaker."),
     var("BREAKER_MAX_OPEN_SECONDS", Text("3600"), "Cap of the doubling open period (a server's own reset hint may exceed it)."),
     var("BREAKER_FAILURE_THRESHOLD", Text("5"), "Consecutive transient failures (5xx, timeout, connect) that trip a breaker."),
+    var("MAX_CONCURRENT_MISSES", Text("64"), "Cache misses fanning out to the upstreams at once; one more waits up to `MAX_MISS_WAIT_MS` for a slot, then gets 503 `overloaded`. Cache hits and requests sharing an identical miss in flight never take a slot."),
+    var("MAX_MISS_WAIT_MS", Text("250"), "How long a cache miss waits for a fan-out slot before it is shed (0: shed at once)."),
+    var("MAX_CONNECTIONS", Text("1024"), "Client connections served at once; one more is answered 503 `overloaded` and closed."),
+    var("REQUEST_READ_TIMEOUT_SECONDS", Text("10"), "Time a client has to send a request's head once its first byte arrived (slowloris), and again to send a form body; then 408."),
+    var("KEEPALIVE_IDLE_SECONDS", Text("60"), "How long a connection may wait for its next request (or, new, for its first) before it is closed."),
+    var("MAX_URL_BYTES", Text("8192"), "Longest request target (path and query string); longer is 414."),
+    var("MAX_HEADER_BYTES", Text("16384"), "Largest total of header names and values; larger is 431."),
+    var("MAX_BODY_BYTES", Text("65536"), "Largest form body of `POST /search`; larger is 413."),
+    var("OTEL_EXPORTER_OTLP_ENDPOINT", Unset, "OpenTelemetry collector (`http://host:4318`): spans go to its `/v1/traces`. Unset (and no traces endpoint): tracing is off."),
+    var("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", Unset, "The full OTLP traces URL; wins over `OTEL_EXPORTER_OTLP_ENDPOINT`."),
+    var("OTEL_EXPORTER_OTLP_PROTOCOL", Text("http/protobuf"), "OTLP protocol; `http/protobuf` (the specification's default) is the one supported."),
+    var("OTEL_SERVICE_NAME", Text("searxng-gateway"), "`service.name` of the exported spans."),
 ];
 
 /// The variable called `name`, if the gateway reads it.

@@ -6,6 +6,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::time::Instant;
+use tracing::field::Empty;
+use tracing::Instrument;
 
 use super::breaker_signals;
 use super::engine_plan::EnginePlan;
@@ -15,6 +17,7 @@ use crate::breaker::{Permit, Signal, TripReason};
 use crate::providers::{Park, ProviderAnswer, ProviderKind};
 use crate::request::SearchRequest;
 use crate::searxng::SearxngAnswer;
+use crate::trace::{self, TARGET};
 use crate::upstream::{ErrorClass, UpstreamError};
 
 /// Upstream calls end this much before the request deadline, so their own timeouts are recorded
@@ -28,6 +31,16 @@ pub(super) enum Pass {
     Speculative,
     /// Started by the fallback, one at a time.
     Fallback,
+}
+
+impl Pass {
+    /// The span attribute value.
+    fn as_str(self) -> &'static str {
+        match self {
+            Self::Speculative => "t1",
+            Self::Fallback => "fallback",
+        }
+    }
 }
 
 /// What a finished call reports to the fan-out.
@@ -58,6 +71,18 @@ pub(super) async fn searxng(
         &inner.metrics.requests.engine_exclusion_overridden,
     );
     let call_deadline = deadline.checked_sub(DEADLINE_MARGIN).unwrap_or(deadline);
+    let span = tracing::info_span!(
+        target: TARGET,
+        "searxng",
+        otel.kind = "client",
+        excluded_engines = Empty,
+        result = Empty,
+        error_class = Empty,
+        otel.status_code = Empty,
+    );
+    if !plan.excluded.is_empty() {
+        span.record("excluded_engines", plan.excluded.join(",").as_str());
+    }
     let started = Instant::now();
     let mut to_send = req;
     if plan.explicit.is_some() {
@@ -67,7 +92,18 @@ pub(super) async fn searxng(
     let result = inner
         .searxng
         .search(&to_send, plan.explicit.as_deref(), call_deadline)
+        .instrument(span.clone())
         .await;
+    match &result {
+        Ok(answer) if answer.is_degraded() => {
+            span.record("result", "degraded");
+            trace::record_error(&span, ErrorClass::Degraded.as_str());
+        }
+        Ok(_) => {
+            span.record("result", "ok");
+        }
+        Err(err) => trace::record_error(&span, err.class.as_str()),
+    }
     inner.latency.record(started.elapsed());
     match &result {
         Ok(answer) => {
@@ -108,14 +144,34 @@ pub(super) async fn provider(
     } = admitted;
     let kind = client.kind();
     let call_deadline = deadline.checked_sub(DEADLINE_MARGIN).unwrap_or(deadline);
-    let Ok(result) = tokio::time::timeout_at(call_deadline, client.search(&req)).await else {
+    let span = tracing::info_span!(
+        target: TARGET,
+        "provider_call",
+        otel.kind = "client",
+        provider = kind.as_str(),
+        pass = pass.as_str(),
+        outcome = Empty,
+        error_class = Empty,
+        otel.status_code = Empty,
+    );
+    let call = tokio::time::timeout_at(call_deadline, client.search(&req)).instrument(span.clone());
+    let Ok(result) = call.await else {
         // Cut by our budget, not by the provider's own timeout: not the provider's failure.
+        trace::record_error(&span, "deadline");
         drop(permit);
         return Event::Provider {
             kind,
             pass,
             result: Err(UpstreamError::new(ErrorClass::Timeout)),
         };
+    };
+    match &result {
+        Ok(answer) if answer.hits.is_empty() => span.record("outcome", "empty"),
+        Ok(_) => span.record("outcome", "ok"),
+        Err(err) => {
+            trace::record_error(&span, err.class.as_str());
+            span.record("outcome", err.class.as_str())
+        }
     };
     match &result {
         Ok(answer) => {

@@ -42,6 +42,8 @@ impl CatalogHandle {
 pub(crate) struct EnginePlan {
     /// `Some(list)`: send exactly these engines (and no categories). `None`: send the client's own.
     pub(crate) explicit: Option<Vec<String>>,
+    /// The engines left out because their breaker is open (when `explicit` is set).
+    pub(crate) excluded: Vec<String>,
     /// Permits of the engines this request includes; the answer decides each.
     permits: Vec<(String, Permit)>,
 }
@@ -63,16 +65,17 @@ impl EnginePlan {
             return Self::default();
         }
         let mut permits = Vec::with_capacity(targets.len());
-        let mut excluded = 0;
+        let mut excluded = Vec::new();
         for name in &targets {
             match board.get(BreakerKind::Engine, name).admit() {
                 Some(permit) => permits.push((name.clone(), permit)),
-                None => excluded += 1,
+                None => excluded.push(name.clone()),
             }
         }
-        if excluded == 0 {
+        if excluded.is_empty() {
             return Self {
                 explicit: None,
+                excluded,
                 permits,
             };
         }
@@ -92,6 +95,7 @@ impl EnginePlan {
         let explicit = permits.iter().map(|(name, _)| name.clone()).collect();
         Self {
             explicit: Some(explicit),
+            excluded,
             permits,
         }
     }

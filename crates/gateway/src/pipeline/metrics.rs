@@ -52,6 +52,9 @@ pub(crate) struct RequestMetrics {
     pub(crate) searxng_cooldown_active: Gauge,
     /// `searxng_skipped_total`: requests that did not call SearXNG because of the cooldown.
     pub(crate) searxng_skipped: Counter,
+    /// `requests_shed_total`: searches answered 503 `overloaded` because their fan-out found no
+    /// slot within `MAX_MISS_WAIT_MS`.
+    pub(crate) shed: Counter,
     /// `engine_exclusion_overridden_total`: every requested engine was open, so all were sent.
     pub(crate) engine_exclusion_overridden: Counter,
     /// `start_time_seconds`: when the process started (Unix seconds).
@@ -70,6 +73,7 @@ impl RequestMetrics {
             cache_coalesced: Counter::default(),
             searxng_cooldown_active: Gauge::default(),
             searxng_skipped: Counter::default(),
+            shed: Counter::default(),
             engine_exclusion_overridden: Counter::default(),
             start_time: FloatGauge::default(),
         };
@@ -109,6 +113,11 @@ impl RequestMetrics {
             "searxng_skipped",
             "Requests that did not call SearXNG because it was cooling down",
             m.searxng_skipped.clone(),
+        );
+        r.register(
+            "requests_shed",
+            "Searches answered 503 overloaded because every upstream fan-out slot stayed taken for MAX_MISS_WAIT_MS (cache hits and requests sharing a running fan-out are never shed)",
+            m.shed.clone(),
         );
         r.register("engine_exclusion_overridden", "Requests where every requested SearXNG engine had an open breaker, so none was excluded", m.engine_exclusion_overridden.clone());
         r.register(
@@ -157,6 +166,11 @@ impl Metrics {
     /// The exposition, as OpenMetrics or Prometheus text.
     pub(crate) fn render(&self, openmetrics: bool) -> String {
         self.registry.render(openmetrics)
+    }
+
+    /// The registry, for the families of the layer above the pipeline (the HTTP server's).
+    pub(crate) fn registry_mut(&mut self) -> &mut Registry {
+        &mut self.registry
     }
 
     /// The registry (tests read samples from it).

@@ -2,6 +2,7 @@
 //! every upstream client, breaker and the cache; the HTTP layer hands it one validated
 //! [`SearchRequest`] and gets a [`Served`] answer back.
 //!
+//! - [`admission`]: load shedding — how many fan-outs may run at once.
 //! - [`fanout`]: one request's fan-out, its rules as methods of a state type.
 //! - [`calls`]: one SearXNG call and one provider call, each reporting to its breakers.
 //! - [`engine_plan`]: which SearXNG engines a request may use, given the engine breakers.
@@ -12,6 +13,7 @@
 //! - [`answer`], [`outcome`], [`failure`]: what a fan-out produces and how it is labelled.
 //! - [`status`]: the `/status` document; [`background`]: the catalog refresh and cache sweep.
 
+pub(crate) mod admission;
 mod answer;
 mod background;
 mod breaker_signals;
@@ -30,7 +32,9 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use tokio::time::Instant;
+use tracing::field::Empty;
 
+use admission::{Admission, Overloaded};
 pub(crate) use answer::Answer;
 pub(crate) use metrics::Metrics;
 pub(crate) use outcome::Outcome;
@@ -42,6 +46,7 @@ use crate::providers::quota::QuotaBoard;
 use crate::providers::ProviderClient;
 use crate::request::{SearchRequest, Surface};
 use crate::searxng::SearxngClient;
+use crate::trace::TARGET;
 use crate::upstream::http_client;
 use engine_plan::CatalogHandle;
 use metrics::{OutcomeLabels, SurfaceLabels};
@@ -53,6 +58,21 @@ use status::{BreakerStatus, CooldownStatus, ProviderStatus, SearxngStatus, Statu
 const SHORT_TTL: Duration = Duration::from_secs(60);
 /// SearXNG counts as "answered recently" for `/readyz` within this window.
 const READY_WINDOW: Duration = Duration::from_secs(120);
+
+/// What one fan-out produced for every request sharing it: the answer, or the shed verdict of a
+/// fan-out that never got a slot (never cached).
+type FanOutResult = Result<Arc<Answer>, Overloaded>;
+
+/// Why a search has no answer to render.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum SearchError {
+    /// Every fan-out slot stayed taken for the whole wait: a 503 with `Retry-After`.
+    #[error(transparent)]
+    Overloaded(#[from] Overloaded),
+    /// The shared computation was lost (a bug): a 500, never a hang.
+    #[error(transparent)]
+    Lost(#[from] ComputationLost),
+}
 
 /// What a search produced for one client.
 #[derive(Debug, Clone)]
@@ -82,7 +102,9 @@ struct Inner {
     rotation: Rotation,
     breakers: BreakerBoard,
     catalog: CatalogHandle,
-    cache: AnswerCache<Arc<Answer>>,
+    cache: AnswerCache<FanOutResult>,
+    /// Fan-out slots (load shedding).
+    admission: Admission,
     quota: QuotaBoard,
     metrics: Arc<Metrics>,
     latency: LatencyWindow,
@@ -146,6 +168,10 @@ impl Gateway {
             metrics.requests.cache_size.clone(),
             metrics.requests.cache_coalesced.clone(),
         );
+        let admission = Admission::new(
+            config.shedding.max_concurrent_misses,
+            config.shedding.max_wait,
+        );
         Self {
             inner: Arc::new(Inner {
                 config,
@@ -156,6 +182,7 @@ impl Gateway {
                 breakers,
                 catalog: CatalogHandle::default(),
                 cache,
+                admission,
                 quota,
                 metrics: Arc::new(metrics),
                 latency: LatencyWindow::default(),
@@ -170,21 +197,52 @@ impl Gateway {
     }
 
     /// Answers one search that came through `surface`: from the cache, or by one fan-out shared
-    /// by identical requests. Every surface asks here, so each answered search counts exactly one
-    /// outcome and one surface.
+    /// by identical requests — if the fan-out gets a slot in time ([`admission`]). Every surface
+    /// asks here, so each answered search counts exactly one outcome and one surface.
     pub(crate) async fn search(
         &self,
         req: SearchRequest,
         surface: Surface,
-    ) -> Result<Served, ComputationLost> {
+    ) -> Result<Served, SearchError> {
         let started = Instant::now();
         let key = req.cache_key();
+        let lookup = tracing::info_span!(target: TARGET, "cache_lookup", hit = Empty);
+        let cached = lookup.in_scope(|| self.inner.cache.get(&key));
+        lookup.record("hit", cached.is_some());
+        drop(lookup);
+        if let Some(Ok(answer)) = cached {
+            return Ok(self.served(started, answer, CacheStatus::Hit, surface));
+        }
         let inner = Arc::clone(&self.inner);
-        let (answer, cache) = self
+        let (shared, cache) = self
             .inner
             .cache
-            .get_or_compute(&key, move || fanout::run(inner, req))
+            .get_or_compute(&key, move || async move {
+                let Ok(_slot) = inner.admission.admit().await else {
+                    return (Err(Overloaded), None);
+                };
+                let (answer, ttl) = fanout::run(inner, req).await;
+                (Ok(answer), ttl)
+            })
             .await?;
+        let answer = match shared {
+            Ok(answer) => answer,
+            Err(overloaded) => {
+                self.inner.metrics.requests.shed.inc();
+                return Err(overloaded.into());
+            }
+        };
+        Ok(self.served(started, answer, cache, surface))
+    }
+
+    /// Counts an answered search and hands it out.
+    fn served(
+        &self,
+        started: Instant,
+        answer: Arc<Answer>,
+        cache: CacheStatus,
+        surface: Surface,
+    ) -> Served {
         let outcome = match cache {
             CacheStatus::Hit => Outcome::CacheHit,
             CacheStatus::Miss => answer.outcome,
@@ -200,11 +258,11 @@ impl Gateway {
             .observe(started.elapsed().as_secs_f64());
         m.results_count.observe(answer.result_count as f64);
         m.engines_count.observe(answer.engine_count as f64);
-        Ok(Served {
+        Served {
             answer,
             cache,
             outcome,
-        })
+        }
     }
 
     /// Ready when SearXNG answered recently or at least one provider is usable.

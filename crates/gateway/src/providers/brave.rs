@@ -218,10 +218,10 @@ impl Window {
         self.remaining == Some(0.0)
     }
 
+    /// The reset as a duration; `None` for a value no duration holds (found by fuzzing: a reset of
+    /// 8.6e31 seconds used to panic in `Duration::from_secs_f64`).
     fn reset_duration(&self) -> Option<Duration> {
-        self.reset
-            .filter(|r| r.is_finite() && *r >= 0.0)
-            .map(Duration::from_secs_f64)
+        self.reset.and_then(|r| Duration::try_from_secs_f64(r).ok())
     }
 }
 
@@ -532,6 +532,25 @@ mod tests {
             answer.park,
             Some(Park::Quota(Some(Duration::from_secs(1_419_704))))
         );
+    }
+
+    #[test]
+    fn a_reset_beyond_any_duration_is_unknown_not_a_panic() {
+        // fuzz/regressions/brave_rate_limits/reset-beyond-duration-range
+        let headers = limits(
+            "1, 15000",
+            "1;w=1, 15000;w=2592000",
+            "1, 0",
+            "0.5, 86400777777777777777777777777777",
+        );
+        let err = interpret(&Brave, 429, &headers, b"{}").unwrap_err();
+        assert_eq!(err.class, ErrorClass::Quota, "the month window is spent");
+        assert_eq!(
+            err.retry_after, None,
+            "a reset no duration holds is unknown"
+        );
+        let ok = interpret(&Brave, 200, &headers, br#"{"type":"search"}"#).unwrap();
+        assert_eq!(ok.park, Some(Park::Quota(None)));
     }
 
     #[test]

@@ -7,6 +7,8 @@ use std::time::Duration;
 
 use serde_json::Value;
 use tokio::time::Instant;
+use tracing::field::Empty;
+use tracing::Instrument;
 use url::Url;
 
 use super::answer::{parse_answer, result_engines, SearxngAnswer};
@@ -15,6 +17,7 @@ use super::metrics::{
     ResultLabels, SearxngMetrics, SearxngResult,
 };
 use crate::request::{SafeSearch, SearchRequest, TimeRange};
+use crate::trace::{self, TARGET};
 use crate::upstream::{classify_transport, read_body_capped, ErrorClass, UpstreamError, BODY_CAP};
 
 /// Attempts per SearXNG call, the first included.
@@ -101,10 +104,22 @@ impl SearxngClient {
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
             let timeout = self.attempt_timeout.min(left);
-            let outcome = match tokio::time::timeout(timeout, self.attempt(req, engines)).await {
+            let span = tracing::info_span!(
+                target: TARGET,
+                "searxng_attempt",
+                otel.kind = "client",
+                attempt,
+                error_class = Empty,
+                otel.status_code = Empty,
+            );
+            let call = tokio::time::timeout(timeout, self.attempt(req, engines));
+            let outcome = match call.instrument(span.clone()).await {
                 Ok(outcome) => outcome,
                 Err(_) => Err(UpstreamError::new(ErrorClass::Timeout)),
             };
+            if let Err(err) = &outcome {
+                trace::record_error(&span, err.class.as_str());
+            }
             match outcome {
                 Ok(answer) => {
                     self.count_attempt(attempt, AttemptResult::Success, AttemptError::None);

@@ -15,3 +15,8 @@ pub(crate) use metrics::SearxngMetrics;
 pub(crate) use unresponsive::EngineReason;
 #[cfg(test)]
 pub(crate) use unresponsive::Unresponsive;
+#[cfg(any(test, feature = "fuzzing"))]
+pub(crate) use {
+    answer::{parse_answer, result_engines},
+    unresponsive::parse_unresponsive,
+};

@@ -1,11 +1,13 @@
-//! `ApiError`: every error the SearXNG-style surface and the operator endpoints answer, as a JSON
-//! body with a stable `error` code and a human message. Nothing from an upstream body or a key ever
-//! reaches it. (The Tavily API and the MCP tool answer in their own protocols' shapes.)
+//! `ApiError`: every error the SearXNG-style surface, the operator endpoints and the connection
+//! layer (server limits) answer, as a JSON body with a stable `error` code and a human message.
+//! Nothing from an upstream body or a key ever reaches it. (The Tavily API and the MCP tool answer
+//! in their own protocols' shapes.)
 
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 
 use super::body::BodyError;
+use super::metrics::Rejection;
 use crate::request::RequestError;
 
 /// An error response.
@@ -17,25 +19,60 @@ pub(super) enum ApiError {
     /// A body that is not a form, or a method the route does not take.
     #[error("{0}")]
     Unreadable(&'static str),
-    /// A body that is too large or could not be read.
+    /// A body that is too large, too slow or could not be read.
     #[error(transparent)]
     Body(#[from] BodyError),
     /// No such route.
     #[error("no such endpoint")]
     NotFound,
+    /// Every upstream fan-out slot is taken (load shedding) or every connection slot is: come back
+    /// after `Retry-After`.
+    #[error("the gateway is at capacity; retry after {RETRY_AFTER_SECONDS} s")]
+    Overloaded,
+    /// The request head was not sent within `REQUEST_READ_TIMEOUT_SECONDS` of its first byte.
+    #[error("the request head did not arrive within {0} s of its first byte")]
+    HeadTimeout(u64),
+    /// The request target is longer than `MAX_URL_BYTES`.
+    #[error("the URL is longer than {0} bytes")]
+    UrlTooLong(usize),
+    /// The headers are larger than `MAX_HEADER_BYTES`.
+    #[error("the request headers are larger than {0} bytes")]
+    HeadersTooLarge(usize),
     /// The shared computation was lost (a bug): never a hang.
     #[error("the gateway failed to compute an answer")]
     Internal,
 }
 
 impl ApiError {
-    fn status(&self) -> StatusCode {
+    /// The HTTP status.
+    pub(super) fn status(&self) -> StatusCode {
         match self {
             Self::BadRequest(_) | Self::Unreadable(_) => StatusCode::BAD_REQUEST,
-            Self::Body(BodyError::TooLarge) => StatusCode::PAYLOAD_TOO_LARGE,
+            Self::Body(BodyError::TooLarge(_)) => StatusCode::PAYLOAD_TOO_LARGE,
+            Self::Body(BodyError::Timeout(_)) => StatusCode::REQUEST_TIMEOUT,
             Self::Body(BodyError::Unreadable) => StatusCode::BAD_REQUEST,
             Self::NotFound => StatusCode::NOT_FOUND,
+            Self::Overloaded => StatusCode::SERVICE_UNAVAILABLE,
+            Self::HeadTimeout(_) => StatusCode::REQUEST_TIMEOUT,
+            Self::UrlTooLong(_) => StatusCode::URI_TOO_LONG,
+            Self::HeadersTooLarge(_) => StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
             Self::Internal => StatusCode::INTERNAL_SERVER_ERROR,
+        }
+    }
+
+    /// The JSON body: `{"error": code, "message": …}`.
+    pub(super) fn body(&self) -> String {
+        serde_json::json!({"error": self.code(), "message": self.to_string()}).to_string()
+    }
+
+    /// The server limit this error enforces, if it is one (counted in `http_rejections_total`).
+    pub(super) fn rejection(&self) -> Option<Rejection> {
+        match self {
+            Self::HeadTimeout(_) => Some(Rejection::HeadTimeout),
+            Self::Body(err) => err.rejection(),
+            Self::UrlTooLong(_) => Some(Rejection::UrlTooLong),
+            Self::HeadersTooLarge(_) => Some(Rejection::HeadersTooLarge),
+            _ => None,
         }
     }
 
@@ -43,8 +80,13 @@ impl ApiError {
         match self {
             Self::BadRequest(e) => e.code(),
             Self::Unreadable(_) | Self::Body(BodyError::Unreadable) => "bad_request",
-            Self::Body(BodyError::TooLarge) => "body_too_large",
+            Self::Body(BodyError::TooLarge(_)) => "body_too_large",
+            Self::Body(BodyError::Timeout(_)) => "request_timeout",
             Self::NotFound => "not_found",
+            Self::Overloaded => "overloaded",
+            Self::HeadTimeout(_) => "request_timeout",
+            Self::UrlTooLong(_) => "url_too_long",
+            Self::HeadersTooLarge(_) => "headers_too_large",
             Self::Internal => "internal_error",
         }
     }
@@ -52,12 +94,75 @@ impl ApiError {
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        let body = serde_json::json!({"error": self.code(), "message": self.to_string()});
-        let mut response = (self.status(), body.to_string()).into_response();
-        response.headers_mut().insert(
+        let mut response = (self.status(), self.body()).into_response();
+        if let Some(reason) = self.rejection() {
+            response.extensions_mut().insert(reason);
+        }
+        let headers = response.headers_mut();
+        headers.insert(
             header::CONTENT_TYPE,
             HeaderValue::from_static("application/json"),
         );
+        if matches!(self, Self::Overloaded) {
+            headers.insert(header::RETRY_AFTER, HeaderValue::from(RETRY_AFTER_SECONDS));
+        }
+        if !matches!(
+            self,
+            Self::BadRequest(_) | Self::NotFound | Self::Overloaded
+        ) {
+            // The rest of what the client sent cannot be trusted to be read.
+            headers.insert(header::CONNECTION, HeaderValue::from_static("close"));
+        }
         response
+    }
+}
+
+/// `Retry-After` of an overloaded answer: a shed request's slot is usually free again within a
+/// second, and a client that waits longer than that only loses time.
+pub(super) const RETRY_AFTER_SECONDS: u64 = 1;
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn every_limit_has_its_status_and_a_json_body_naming_it() {
+        let cases = [
+            (ApiError::Overloaded, 503, "overloaded", "capacity"),
+            (ApiError::HeadTimeout(10), 408, "request_timeout", "10 s"),
+            (
+                ApiError::Body(BodyError::Timeout(10)),
+                408,
+                "request_timeout",
+                "10 s",
+            ),
+            (
+                ApiError::Body(BodyError::TooLarge(65536)),
+                413,
+                "body_too_large",
+                "65536",
+            ),
+            (ApiError::UrlTooLong(8192), 414, "url_too_long", "8192"),
+            (
+                ApiError::HeadersTooLarge(16384),
+                431,
+                "headers_too_large",
+                "16384",
+            ),
+        ];
+        for (error, status, code, named) in cases {
+            let response = error.into_response();
+            assert_eq!(response.status().as_u16(), status, "{code}");
+            assert_eq!(response.headers()[header::CONTENT_TYPE], "application/json");
+            let body = axum::body::to_bytes(response.into_body(), 4096)
+                .await
+                .unwrap();
+            let json: serde_json::Value = serde_json::from_slice(&body).unwrap();
+            assert_eq!(json["error"], code);
+            assert!(json["message"].as_str().unwrap().contains(named), "{json}");
+        }
+        let shed = ApiError::Overloaded.into_response();
+        assert_eq!(shed.headers()[header::RETRY_AFTER], "1");
     }
 }

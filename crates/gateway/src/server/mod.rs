@@ -8,24 +8,30 @@
 //! - [`mcp`]: the MCP tool `web_search` at `/mcp` (Streamable HTTP) and on stdio;
 //! - [`tavily`]: the Tavily-compatible `POST /tavily/search`.
 //!
-//! Shared by them: [`body`] (the size limit), [`document`] (the answer as the JSON surfaces read
+//! Shared by them: [`body`] (the size and time limits), [`search_span`] (the request's trace span),
+//! [`document`] (the answer as the JSON surfaces read
 //! it), [`json_fields`] (field-by-field JSON input). The operator endpoints are [`operations`].
+//! Below every route: [`connection`] (the accept loop with the server limits) and [`read_guard`]
+//! (a socket's idle and slow-head clocks); [`metrics`] counts what they turn away.
 //! No decision is made here: every search goes to the pipeline.
 
 mod body;
+mod connection;
 mod document;
 mod error;
 mod format;
 mod index;
 mod json_fields;
 mod mcp;
+mod metrics;
 mod operations;
+mod read_guard;
+mod search_span;
 mod searxng_api;
 mod tavily;
 
 use std::future::Future;
 
-use axum::extract::DefaultBodyLimit;
 use axum::routing::get;
 use axum::Router;
 use tokio::net::TcpListener;
@@ -33,21 +39,32 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
+use tracing::Span;
 
-use crate::cache::{CacheStatus, ComputationLost};
+use crate::cache::CacheStatus;
 use crate::config::Config;
-use crate::pipeline::{Gateway, Metrics, Served};
+use crate::pipeline::{Gateway, Metrics, SearchError, Served};
 use crate::request::{SearchRequest, Surface};
+use crate::trace;
+
+/// `/search`'s parameter parser, for the fuzz targets.
+#[cfg(any(test, feature = "fuzzing"))]
+pub(crate) fn parse_params(raw: &str) -> Option<crate::request::RawParams> {
+    searxng_api::parse(raw).ok()
+}
 
 /// The routes over `gateway`. `mcp_shutdown` ends the MCP transport's open streams.
 fn router(gateway: Gateway, mcp_shutdown: CancellationToken) -> Router {
     let metrics_path = gateway.config().metrics_path.clone();
     // Every surface a client searches through. An inbound-key check (#13) is one layer here,
     // in front of all of them; the operator endpoints below stay outside it.
+    // Each search through the SearXNG API or the Tavily API gets its `search` span
+    // ([`search_span`]); MCP messages are not one search each and get none.
     let surfaces = Router::new()
         .merge(searxng_api::routes())
-        .merge(mcp::routes(gateway.clone(), mcp_shutdown))
-        .merge(tavily::routes());
+        .merge(tavily::routes())
+        .layer(axum::middleware::from_fn(search_span::traced))
+        .merge(mcp::routes(gateway.clone(), mcp_shutdown));
     Router::new()
         .merge(surfaces)
         .route(operations::HEALTHZ_PATH, get(operations::healthz))
@@ -56,7 +73,6 @@ fn router(gateway: Gateway, mcp_shutdown: CancellationToken) -> Router {
         .route(&metrics_path, get(operations::metrics))
         .fallback(operations::not_found)
         .method_not_allowed_fallback(operations::method_not_allowed)
-        .layer(DefaultBodyLimit::max(body::MAX_BODY_BYTES))
         .with_state(gateway)
 }
 
@@ -66,13 +82,30 @@ async fn search(
     gateway: &Gateway,
     surface: Surface,
     req: SearchRequest,
-) -> Result<Served, ComputationLost> {
+) -> Result<Served, SearchError> {
     let started = Instant::now();
-    let served = gateway.search(req, surface).await?;
+    let span = Span::current();
+    let served = match gateway.search(req, surface).await {
+        Ok(served) => served,
+        Err(err) => {
+            let code = match err {
+                SearchError::Overloaded(_) => "overloaded",
+                SearchError::Lost(_) => "internal_error",
+            };
+            tracing::info!(surface = surface.as_str(), error = code, "search shed");
+            trace::record_error(&span, code);
+            return Err(err);
+        }
+    };
     let cache = match served.cache {
         CacheStatus::Hit => "hit",
         CacheStatus::Miss => "miss",
     };
+    span.record("outcome", served.outcome.as_str());
+    span.record("cache", cache);
+    if !(200..300).contains(&served.answer.status) {
+        trace::record_error(&span, "all_upstreams_failed");
+    }
     tracing::info!(
         surface = surface.as_str(),
         status = served.answer.status,
@@ -88,19 +121,23 @@ async fn search(
 /// The log line of a search a surface refused before asking the pipeline.
 fn log_refused(surface: Surface, code: &str) {
     tracing::info!(surface = surface.as_str(), error = code, "search refused");
+    trace::record_error(&Span::current(), code);
 }
 
 /// The pipeline with its background work (SearXNG's engine catalog, the cache sweep) running
 /// until [`Running::stop`].
 struct Running {
     gateway: Gateway,
+    server_metrics: metrics::ServerMetrics,
     stop: watch::Sender<bool>,
     background: JoinHandle<()>,
 }
 
 impl Running {
     fn start(config: Config) -> Self {
-        let gateway = Gateway::new(config, Metrics::new());
+        let mut metrics = Metrics::new();
+        let server_metrics = metrics::ServerMetrics::new(metrics.registry_mut());
+        let gateway = Gateway::new(config, metrics);
         let (stop, mut stopped) = watch::channel(false);
         let background = {
             let gateway = gateway.clone();
@@ -114,6 +151,7 @@ impl Running {
         };
         Self {
             gateway,
+            server_metrics,
             stop,
             background,
         }
@@ -143,9 +181,16 @@ pub async fn serve(
             mcp_shutdown.cancel();
         }
     };
-    let served = axum::serve(listener, router(running.gateway.clone(), mcp_shutdown))
-        .with_graceful_shutdown(shutdown)
-        .await;
+    let gateway = running.gateway.clone();
+    let limits = gateway.config().server_limits;
+    let served = connection::serve_connections(
+        listener,
+        router(gateway, mcp_shutdown),
+        limits,
+        running.server_metrics.clone(),
+        shutdown,
+    )
+    .await;
     running.stop().await;
     served
 }

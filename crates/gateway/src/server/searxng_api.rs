@@ -9,8 +9,7 @@
 //! method and body, and `/search` stays the one URL that answers searches. Without `q` it answers
 //! the gateway's index ([`super::index`]).
 
-use axum::body::Bytes;
-use axum::extract::rejection::BytesRejection;
+use axum::body::{Body, Bytes};
 use axum::extract::{RawQuery, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -22,7 +21,7 @@ use super::error::ApiError;
 use super::format;
 use super::index;
 use crate::cache::CacheStatus;
-use crate::pipeline::Gateway;
+use crate::pipeline::{Gateway, SearchError};
 use crate::request::{Format, RawParams, SearchRequest, Surface};
 
 /// Where searches are answered.
@@ -35,17 +34,20 @@ pub(super) fn routes() -> Router<Gateway> {
         .route("/", get(root_get).post(root_post))
 }
 
-fn parse(raw: &str) -> Result<RawParams, ApiError> {
+/// A query string or form body as `/search` parameters (each at most once).
+pub(super) fn parse(raw: &str) -> Result<RawParams, ApiError> {
     serde_urlencoded::from_str(raw)
         .map_err(|_| ApiError::Unreadable("parameters must be URL-encoded and must not repeat"))
 }
 
-/// The form body of a POST, `None` when it has none; an error for a body that is not a form.
-fn form_body(
+/// The form body of a POST, `None` when it has none; an error for a body that is not a form or
+/// breaks the server limits (`MAX_BODY_BYTES` 413, `REQUEST_READ_TIMEOUT_SECONDS` 408).
+async fn form_body(
+    gateway: &Gateway,
     headers: &HeaderMap,
-    body: Result<Bytes, BytesRejection>,
+    body: Body,
 ) -> Result<Option<String>, ApiError> {
-    let body = body::read(body)?;
+    let body = body::read(&gateway.config().server_limits, headers, body).await?;
     if body.is_empty() {
         return Ok(None);
     }
@@ -77,9 +79,9 @@ async fn search_post(
     State(gateway): State<Gateway>,
     RawQuery(query): RawQuery,
     headers: HeaderMap,
-    body: Result<Bytes, BytesRejection>,
+    body: Body,
 ) -> Response {
-    let raw = match form_body(&headers, body) {
+    let raw = match form_body(&gateway, &headers, body).await {
         Ok(Some(form)) => parse(&form),
         Ok(None) => parse(query.as_deref().unwrap_or("")),
         Err(err) => Err(err),
@@ -100,8 +102,10 @@ async fn answer(gateway: Gateway, raw: RawParams) -> Response {
     };
     let format = req.format;
     let query = req.query.clone();
-    let Ok(served) = super::search(&gateway, Surface::Searxng, req).await else {
-        return ApiError::Internal.into_response();
+    let served = match super::search(&gateway, Surface::Searxng, req).await {
+        Ok(served) => served,
+        Err(SearchError::Overloaded(_)) => return ApiError::Overloaded.into_response(),
+        Err(SearchError::Lost(_)) => return ApiError::Internal.into_response(),
     };
     let answer = &served.answer;
     let status = StatusCode::from_u16(answer.status).unwrap_or(StatusCode::BAD_GATEWAY);
@@ -170,9 +174,9 @@ async fn root_post(
     State(gateway): State<Gateway>,
     RawQuery(query): RawQuery,
     headers: HeaderMap,
-    body: Result<Bytes, BytesRejection>,
+    body: Body,
 ) -> Response {
-    let in_body = match form_body(&headers, body) {
+    let in_body = match form_body(&gateway, &headers, body).await {
         Ok(form) => form.as_deref().is_some_and(has_query),
         Err(err) => return err.into_response(),
     };

@@ -20,14 +20,14 @@
 //! or value, or a body that is not a JSON object; 401 (`InvalidAPIKeyError`) for a request that
 //! carries no key at all; 429 (`UsageLimitExceededError`) when every upstream failed because it
 //! was rate-limited or out of quota; 502 when every upstream failed otherwise (naming each
-//! upstream and its error class, never an upstream's body); 413 for a body over the size limit.
+//! upstream and its error class, never an upstream's body); 413 for a body over the size limit,
+//! 408 for one that did not arrive in time; 503 with `Retry-After` when the gateway sheds load.
 //!
 //! Keys: Tavily's API needs one, and so does this surface — `Authorization: Bearer <key>` or
 //! `api_key` in the body. Until the gateway has inbound keys (#13) any non-blank key is accepted;
 //! tavily-python without a key (its keyless mode) gets 401.
 
-use axum::body::Bytes;
-use axum::extract::rejection::BytesRejection;
+use axum::body::Body;
 use axum::extract::State;
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -39,9 +39,10 @@ use tokio::time::Instant;
 
 use super::body::{self, BodyError};
 use super::document::{Document, FailedUpstream, Found, Hit};
+use super::error::RETRY_AFTER_SECONDS;
 use super::json_fields::{field, number_in, InvalidField};
 use crate::cache::CacheStatus;
-use crate::pipeline::Gateway;
+use crate::pipeline::{Gateway, SearchError};
 use crate::request::{RequestError, SearchInput, SearchRequest, Surface, TimeRange};
 
 /// Where the Tavily API is served; clients use its parent (`…/tavily`) as their base URL.
@@ -78,6 +79,9 @@ enum TavilyError {
     /// Every upstream failed.
     #[error("every upstream failed: {}", upstream_list(.0))]
     AllUpstreamsFailed(Vec<FailedUpstream>),
+    /// Every fan-out slot stayed taken (load shedding): retry after `Retry-After`.
+    #[error("the gateway is at capacity; retry after {RETRY_AFTER_SECONDS} s")]
+    Overloaded,
     /// The shared computation was lost (a bug): never a hang.
     #[error("the gateway failed to compute an answer")]
     Internal,
@@ -98,13 +102,15 @@ impl TavilyError {
     /// A stable name for the log line.
     fn code(&self) -> &'static str {
         match self {
-            Self::Body(BodyError::TooLarge) => "body_too_large",
+            Self::Body(BodyError::TooLarge(_)) => "body_too_large",
+            Self::Body(BodyError::Timeout(_)) => "request_timeout",
             Self::Body(BodyError::Unreadable) => "unreadable_body",
             Self::NotJson => "not_json",
             Self::MissingKey => "missing_key",
             Self::InvalidField(_) => "invalid_field",
             Self::Request(err) => err.code(),
             Self::AllUpstreamsFailed(_) => "all_upstreams_failed",
+            Self::Overloaded => "overloaded",
             Self::Internal => "internal_error",
             Self::WrongMethod => "method_not_allowed",
         }
@@ -112,7 +118,8 @@ impl TavilyError {
 
     fn status(&self) -> StatusCode {
         match self {
-            Self::Body(BodyError::TooLarge) => StatusCode::PAYLOAD_TOO_LARGE,
+            Self::Body(BodyError::TooLarge(_)) => StatusCode::PAYLOAD_TOO_LARGE,
+            Self::Body(BodyError::Timeout(_)) => StatusCode::REQUEST_TIMEOUT,
             Self::Body(BodyError::Unreadable)
             | Self::NotJson
             | Self::InvalidField(_)
@@ -122,6 +129,7 @@ impl TavilyError {
                 StatusCode::TOO_MANY_REQUESTS
             }
             Self::AllUpstreamsFailed(_) => StatusCode::BAD_GATEWAY,
+            Self::Overloaded => StatusCode::SERVICE_UNAVAILABLE,
             Self::Internal => StatusCode::INTERNAL_SERVER_ERROR,
             Self::WrongMethod => StatusCode::METHOD_NOT_ALLOWED,
         }
@@ -148,7 +156,18 @@ impl IntoResponse for TavilyError {
             detail.insert("upstreams".into(), Value::Array(named));
         }
         let body = serde_json::json!({ "detail": detail }).to_string();
-        json(self.status(), body)
+        let mut response = json(self.status(), body);
+        if let Self::Body(err) = &self {
+            if let Some(reason) = err.rejection() {
+                response.extensions_mut().insert(reason);
+            }
+        }
+        if matches!(self, Self::Overloaded) {
+            response
+                .headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from(RETRY_AFTER_SECONDS));
+        }
+        response
     }
 }
 
@@ -166,13 +185,9 @@ async fn wrong_method() -> Response {
 }
 
 /// `POST /tavily/search`.
-async fn search(
-    State(gateway): State<Gateway>,
-    headers: HeaderMap,
-    body: Result<Bytes, BytesRejection>,
-) -> Response {
+async fn search(State(gateway): State<Gateway>, headers: HeaderMap, body: Body) -> Response {
     let started = Instant::now();
-    let (query, options) = match read_request(&headers, body) {
+    let (query, options) = match read_request(&gateway, &headers, body).await {
         Ok(request) => request,
         Err(err) => {
             super::log_refused(Surface::Tavily, err.code());
@@ -187,8 +202,10 @@ async fn search(
         }
     };
     let echoed = req.query.clone();
-    let Ok(served) = super::search(&gateway, Surface::Tavily, req).await else {
-        return TavilyError::Internal.into_response();
+    let served = match super::search(&gateway, Surface::Tavily, req).await {
+        Ok(served) => served,
+        Err(SearchError::Overloaded(_)) => return TavilyError::Overloaded.into_response(),
+        Err(SearchError::Lost(_)) => return TavilyError::Internal.into_response(),
     };
     let found = match Document::of(&served) {
         Document::Found(found) => found,
@@ -215,11 +232,12 @@ async fn search(
 }
 
 /// The body as a JSON object, checked for a key, read into the search and the reply options.
-fn read_request(
+async fn read_request(
+    gateway: &Gateway,
     headers: &HeaderMap,
-    body: Result<Bytes, BytesRejection>,
+    body: Body,
 ) -> Result<(SearchInput, ReplyOptions), TavilyError> {
-    let body = body::read(body)?;
+    let body = body::read(&gateway.config().server_limits, headers, body).await?;
     let Ok(Value::Object(fields)) = serde_json::from_slice::<Value>(&body) else {
         return Err(TavilyError::NotJson);
     };
@@ -617,7 +635,9 @@ mod tests {
             (TavilyError::MissingKey, 401),
             (TavilyError::NotJson, 400),
             (TavilyError::Request(RequestError::MissingQuery), 400),
-            (TavilyError::Body(BodyError::TooLarge), 413),
+            (TavilyError::Body(BodyError::TooLarge(65536)), 413),
+            (TavilyError::Body(BodyError::Timeout(10)), 408),
+            (TavilyError::Overloaded, 503),
             (
                 TavilyError::AllUpstreamsFailed(vec![FailedUpstream {
                     name: "searxng".into(),

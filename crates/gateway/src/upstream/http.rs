@@ -5,11 +5,55 @@
 use std::time::{Duration, SystemTime};
 
 use reqwest::header::HeaderMap;
+use tokio::sync::{Semaphore, SemaphorePermit};
 
 use super::ErrorClass;
 
 /// The largest upstream body the gateway reads (SearXNG and premium APIs alike).
 pub(crate) const BODY_CAP: usize = 8 * 1024 * 1024;
+
+/// What one body may take without asking the shared budget: every normal answer fits (SearXNG's
+/// are tens of kB, the providers' a few kB).
+const BODY_ALLOWANCE: usize = 256 * 1024;
+
+/// Bytes beyond their allowance that all bodies being read may hold together. Without it, every
+/// fan-out slot reading a huge body at once would hold [`BODY_CAP`] each (64 × 8 MiB); with it, a
+/// body that finds the budget spent is `too_large` at once, and memory stays flat whatever the
+/// upstreams send (the soak with faults, BENCHMARKS.md, measures it).
+const SHARED_BODY_BUDGET: usize = 16 * 1024 * 1024;
+
+static SHARED_BODIES: Semaphore = Semaphore::const_new(SHARED_BODY_BUDGET);
+
+/// The bytes one body holds beyond its allowance, given back when the read ends.
+struct BodyBudget<'a> {
+    shared: &'a Semaphore,
+    held: Option<SemaphorePermit<'a>>,
+}
+
+impl<'a> BodyBudget<'a> {
+    fn new(shared: &'a Semaphore) -> Self {
+        Self { shared, held: None }
+    }
+
+    /// Grows the body from `before` to `after` bytes: free within the allowance, from the shared
+    /// budget beyond it; `Err` when the budget cannot cover it now.
+    fn grow(&mut self, before: usize, after: usize) -> Result<(), ErrorClass> {
+        let needed = after.saturating_sub(before.max(BODY_ALLOWANCE));
+        if needed == 0 {
+            return Ok(());
+        }
+        let needed = u32::try_from(needed).map_err(|_| ErrorClass::TooLarge)?;
+        let permit = self
+            .shared
+            .try_acquire_many(needed)
+            .map_err(|_| ErrorClass::TooLarge)?;
+        match &mut self.held {
+            Some(held) => held.merge(permit),
+            None => self.held = Some(permit),
+        }
+        Ok(())
+    }
+}
 
 /// The HTTP client shared by every upstream: pooled keep-alive connections, TCP_NODELAY, redirects
 /// never followed (SearXNG's `!!bang` redirect is reported, not followed).
@@ -36,7 +80,8 @@ pub(crate) fn classify_transport(err: &reqwest::Error) -> ErrorClass {
 }
 
 /// Reads a response body up to `cap` bytes: a longer body is [`ErrorClass::TooLarge`] (read no
-/// further), a connection that drops mid-body is [`ErrorClass::Truncated`].
+/// further), and so is one that outgrows its allowance while the shared budget is spent; a
+/// connection that drops mid-body is [`ErrorClass::Truncated`].
 pub(crate) async fn read_body_capped(
     mut response: reqwest::Response,
     cap: usize,
@@ -48,12 +93,14 @@ pub(crate) async fn read_body_capped(
         return Err(ErrorClass::TooLarge);
     }
     let mut body = bytes::BytesMut::new();
+    let mut budget = BodyBudget::new(&SHARED_BODIES);
     loop {
         match response.chunk().await {
             Ok(Some(chunk)) => {
                 if body.len() + chunk.len() > cap {
                     return Err(ErrorClass::TooLarge);
                 }
+                budget.grow(body.len(), body.len() + chunk.len())?;
                 body.extend_from_slice(&chunk);
             }
             Ok(None) => return Ok(body.freeze()),
@@ -99,6 +146,36 @@ mod tests {
         assert_eq!(parse_retry_after(&past, now), Some(Duration::ZERO));
         assert_eq!(parse_retry_after("soon", SystemTime::now()), None);
         assert_eq!(parse_retry_after("-3", SystemTime::now()), None);
+    }
+
+    #[test]
+    fn bodies_share_one_budget_beyond_their_allowance() {
+        let shared = Semaphore::new(1024 * 1024);
+        let mut small = BodyBudget::new(&shared);
+        assert_eq!(small.grow(0, BODY_ALLOWANCE), Ok(()));
+        assert_eq!(
+            shared.available_permits(),
+            1024 * 1024,
+            "the allowance is free"
+        );
+        let mut large = BodyBudget::new(&shared);
+        assert_eq!(large.grow(0, BODY_ALLOWANCE + 600 * 1024), Ok(()));
+        let mut second = BodyBudget::new(&shared);
+        assert_eq!(
+            second.grow(BODY_ALLOWANCE, BODY_ALLOWANCE + 600 * 1024),
+            Err(ErrorClass::TooLarge),
+            "the budget is spent: too large at once"
+        );
+        drop(large);
+        assert_eq!(
+            shared.available_permits(),
+            1024 * 1024,
+            "given back when the read ends"
+        );
+        assert_eq!(
+            second.grow(BODY_ALLOWANCE, BODY_ALLOWANCE + 600 * 1024),
+            Ok(())
+        );
     }
 
     #[test]

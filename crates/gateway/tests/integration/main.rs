@@ -8,7 +8,9 @@ mod support;
 
 mod binary;
 mod dashboard;
+mod fault_matrix;
 mod gateway_core;
+mod limits;
 mod mcp_surface;
 mod pipeline;
 mod provider_breakers;
@@ -19,3 +21,4 @@ mod root_path;
 mod searxng_env;
 mod surfaces;
 mod tavily_surface;
+mod tracing;

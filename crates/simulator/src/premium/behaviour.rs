@@ -4,6 +4,8 @@
 
 use std::time::Duration;
 
+use crate::fault::Fault;
+
 /// One result the fake serves, rendered in each provider's own field names.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SimHit {
@@ -60,6 +62,8 @@ pub enum ProviderBehaviour {
     WrongShape,
     /// Never answer (until the fake is dropped).
     Hang,
+    /// A fault below the API ([`Fault`]): a block page, a reset, a hang, garbage, a huge or trickling body.
+    Fault(Fault),
 }
 
 impl ProviderBehaviour {

@@ -10,7 +10,7 @@ use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::{HeaderMap, Method, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
-use axum::Router;
+use axum::{Extension, Router};
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
@@ -18,27 +18,32 @@ use tokio::task::JoinHandle;
 use super::reply::{self, Answer};
 use super::validate::{check, methods, path};
 use super::{BraveWindows, ProviderBehaviour, RecordedRequest, RECORDED_REQUESTS_LIMIT, SIM_KEY};
+use crate::fault::{self, Fault};
 use crate::in_flight::InFlight;
 use crate::script::Script;
+use crate::transport::{self, Connection};
 use crate::Provider;
 
 /// Serves `shared` on `listener`; the task is the accept loop.
 pub(super) fn spawn(listener: TcpListener, shared: Arc<Shared>) -> JoinHandle<()> {
-    let kind = shared.kind;
-    let app = Router::new().fallback(handle).with_state(shared);
-    tokio::spawn(async move {
-        if let Err(err) = axum::serve(listener, app).await {
-            tracing::warn!(provider = kind.as_str(), %err, "simulated provider stopped");
+    let stopping = shared.released.clone();
+    let on_accept = {
+        let shared = Arc::clone(&shared);
+        move || match &shared.lock().behaviour {
+            ProviderBehaviour::Fault(fault) => fault.on_accept(),
+            _ => None,
         }
-    })
+    };
+    let app = Router::new().fallback(handle).with_state(shared);
+    transport::spawn(listener, app, on_accept, stopping)
 }
 
 /// What the handler and the handle share.
 pub(super) struct Shared {
     /// Which provider this fakes.
     pub(super) kind: Provider,
-    /// Turns `true` when the fake is dropped: ends `Slow` and `Hang` waits.
-    released: watch::Receiver<bool>,
+    /// Turns `true` when the fake is dropped: ends `Slow` and `Hang` waits, stops the accept loop.
+    pub(super) released: watch::Receiver<bool>,
     /// Requests being handled now (see [`super::SimulatedProvider::in_flight`]).
     pub(super) in_flight: InFlight,
     state: Mutex<SimState>,
@@ -87,6 +92,7 @@ impl Shared {
 /// Every request, whatever its path: checked, scripted, answered.
 pub(super) async fn handle(
     State(sim): State<Arc<Shared>>,
+    connection: Option<Extension<Connection>>,
     method: Method,
     uri: Uri,
     headers: HeaderMap,
@@ -130,17 +136,21 @@ pub(super) async fn handle(
             }
         }
     };
-    let Some(answer) = settle(behaviour, sim.released.clone()).await else {
-        return (StatusCode::SERVICE_UNAVAILABLE, "simulator shutting down").into_response();
-    };
-    reply::answer(kind, answer, &asked, windows)
+    match settle(behaviour, sim.released.clone()).await {
+        None => (StatusCode::SERVICE_UNAVAILABLE, "simulator shutting down").into_response(),
+        Some(Ok(answer)) => reply::answer(kind, answer, &asked, windows),
+        Some(Err(fault)) => {
+            fault::respond(fault, connection.as_deref(), sim.released.clone()).await
+        }
+    }
 }
 
-/// Plays out `Slow` and `Hang`; `None` when the fake is dropped while waiting.
+/// Plays out `Slow` and `Hang`; `None` when the fake is dropped while waiting, `Err` for a fault below
+/// the API.
 async fn settle(
     mut behaviour: ProviderBehaviour,
     mut released: watch::Receiver<bool>,
-) -> Option<Answer> {
+) -> Option<Result<Answer, Fault>> {
     loop {
         match behaviour {
             ProviderBehaviour::Slow { delay, then } => {
@@ -153,11 +163,12 @@ async fn settle(
                 let _ = released.wait_for(|done| *done).await;
                 return None;
             }
-            ProviderBehaviour::Results(hits) => return Some(Answer::Results(hits)),
-            ProviderBehaviour::Empty => return Some(Answer::Empty),
-            ProviderBehaviour::Error(err) => return Some(Answer::Error(err)),
-            ProviderBehaviour::Garbled => return Some(Answer::Garbled),
-            ProviderBehaviour::WrongShape => return Some(Answer::WrongShape),
+            ProviderBehaviour::Results(hits) => return Some(Ok(Answer::Results(hits))),
+            ProviderBehaviour::Empty => return Some(Ok(Answer::Empty)),
+            ProviderBehaviour::Error(err) => return Some(Ok(Answer::Error(err))),
+            ProviderBehaviour::Garbled => return Some(Ok(Answer::Garbled)),
+            ProviderBehaviour::WrongShape => return Some(Ok(Answer::WrongShape)),
+            ProviderBehaviour::Fault(fault) => return Some(Err(fault)),
         }
     }
 }

@@ -277,6 +277,7 @@ async fn scripted_latency_delays_every_answer() {
 
     let response = handle(
         State(shared),
+        None,
         Method::POST,
         Uri::from_static("/search"),
         headers,

@@ -5,6 +5,7 @@
 use std::time::Duration;
 
 use super::params::UiLanguage;
+use crate::fault::Fault;
 
 /// Why an engine failed, as SearXNG reports it in `unresponsive_engines`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -123,6 +124,8 @@ pub enum SearxngMode {
     Huge,
     /// Declares a `Content-Length` larger than what it sends, sends half the JSON, then closes the connection.
     Truncated,
+    /// A fault below the API ([`Fault`]): a block page, a reset, a hang, garbage, a huge or trickling body.
+    Fault(Fault),
     /// The next `count` searches answer `status` (as in [`SearxngMode::Status`]), then the mode becomes
     /// [`SearxngMode::Normal`].
     FailTimes {

@@ -3,6 +3,7 @@
 //! what each of them does this time, how long the slowest takes, and the reply it all adds up to. Everything here
 //! runs under the instance's lock; nothing awaits.
 
+use crate::fault::{Fault, OnAccept};
 use std::collections::VecDeque;
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
@@ -78,6 +79,8 @@ pub(super) enum Plan {
     After(Duration, Reply),
     /// Never answer; the connection is cut when the simulator stops.
     Never,
+    /// Serve this fault.
+    Fault(Fault),
 }
 
 impl Plan {
@@ -94,6 +97,7 @@ impl Plan {
             Plan::Now(reply) => Plan::after(extra, reply),
             Plan::After(delay, reply) => Plan::After(delay + extra, reply),
             Plan::Never => Plan::Never,
+            Plan::Fault(fault) => Plan::Fault(fault),
         }
     }
 }
@@ -190,6 +194,14 @@ impl Instance {
         })
     }
 
+    /// What the accept loop does with a new connection in the current mode.
+    pub(super) fn on_accept(&self) -> Option<OnAccept> {
+        match &self.mode {
+            SearxngMode::Fault(fault) => fault.on_accept(),
+            _ => None,
+        }
+    }
+
     pub(super) fn plan_search(&mut self, params: Params, language: UiLanguage) -> Plan {
         self.hits += 1;
         self.hits_watch.send_replace(self.hits);
@@ -234,6 +246,7 @@ impl Instance {
                 Plan::Now(Reply::failure(status))
             }
             SearxngMode::Hang => Plan::Never,
+            SearxngMode::Fault(fault) => Plan::Fault(fault),
             SearxngMode::Delay(extra) => {
                 let (reply, delay) = self.answer(params, language, true);
                 Plan::After(delay + extra, reply)

@@ -11,7 +11,7 @@ use axum::extract::{RawQuery, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
-use axum::{Json, Router};
+use axum::{Extension, Json, Router};
 use serde_json::Value;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
@@ -20,7 +20,9 @@ use tokio::task::JoinHandle;
 use super::instance::{lock, Instance, Plan};
 use super::params::{Params, UiLanguage};
 use super::reply::{html, NOT_FOUND_PAGE};
+use crate::fault;
 use crate::in_flight::InFlight;
+use crate::transport::{self, Connection};
 
 /// Serves `state` on `listener` until `stopping` turns `true`; the task is the accept loop.
 pub(super) fn spawn(
@@ -34,12 +36,11 @@ pub(super) fn spawn(
         in_flight,
         stopping: stopping.clone(),
     };
-    let serve = axum::serve(listener, router(app)).with_graceful_shutdown(stopped(stopping));
-    tokio::spawn(async move {
-        // The error is an accept failure on a loopback listener; the simulator has nobody to report it to
-        // and tests notice the refused connections.
-        let _ = serve.await;
-    })
+    let on_accept = {
+        let state = Arc::clone(&app.state);
+        move || lock(&state).on_accept()
+    };
+    transport::spawn(listener, router(app), on_accept, stopping)
 }
 
 /// Resolves once the simulator is being dropped (or already has been).
@@ -81,6 +82,7 @@ async fn not_found() -> Response {
 
 async fn search(
     State(app): State<App>,
+    connection: Option<Extension<Connection>>,
     headers: HeaderMap,
     RawQuery(query_string): RawQuery,
     body: Bytes,
@@ -98,6 +100,9 @@ async fn search(
         Plan::Never => {
             stopped(app.stopping.clone()).await;
             aborted()
+        }
+        Plan::Fault(fault) => {
+            fault::respond(fault, connection.as_deref(), app.stopping.clone()).await
         }
     }
 }

@@ -683,6 +683,7 @@ async fn plan(instance: &Mutex<Instance>, query_string: &str) -> Planned {
         Plan::Now(reply) => (Duration::ZERO, reply),
         Plan::After(delay, reply) => (delay, reply),
         Plan::Never => panic!("the search was planned never to be answered"),
+        Plan::Fault(fault) => panic!("the search was planned as the fault {}", fault.name()),
     };
     let response = reply.into_response();
     let status = response.status();

@@ -61,7 +61,12 @@ pub(crate) struct LoadReport {
     pub latency: Histogram,
     /// Body bytes received.
     pub body_bytes: u64,
+    /// Answers other than 200 that the run tolerates ([`run_tolerating`]), by status.
+    pub tolerated: std::collections::BTreeMap<u16, u64>,
 }
+
+/// Which non-200 answers a run counts as expected rather than as errors.
+pub(crate) type Tolerate = fn(&Answer) -> bool;
 
 impl LoadReport {
     /// Successful answers per second.
@@ -83,11 +88,20 @@ impl LoadReport {
         }
         self.latency.merge(&other.latency);
         self.body_bytes += other.body_bytes;
+        for (status, count) in other.tolerated {
+            *self.tolerated.entry(status).or_default() += count;
+        }
     }
 }
 
-/// Runs `load` to its end.
+/// Runs `load` to its end; every answer but a 200 is an error.
 pub(crate) async fn run(load: &Load) -> LoadReport {
+    run_tolerating(load, |_| false).await
+}
+
+/// Runs `load` to its end; a non-200 answer `tolerate` accepts is counted in
+/// [`LoadReport::tolerated`], not as an error.
+pub(crate) async fn run_tolerating(load: &Load, tolerate: Tolerate) -> LoadReport {
     let next = Arc::new(AtomicU64::new(0));
     let started = Instant::now();
     let deadline = started + load.duration;
@@ -99,6 +113,7 @@ pub(crate) async fn run(load: &Load) -> LoadReport {
             Arc::clone(&next),
             deadline,
             load.max_requests,
+            tolerate,
         ));
     }
     let mut report = LoadReport::default();
@@ -118,6 +133,7 @@ async fn connection(
     next: Arc<AtomicU64>,
     deadline: Instant,
     max_requests: Option<u64>,
+    tolerate: Tolerate,
 ) -> LoadReport {
     let mut report = LoadReport::default();
     let mut sender: Option<SendRequest<Empty<Bytes>>> = None;
@@ -146,6 +162,8 @@ async fn connection(
                 report.body_bytes += answer.body.len() as u64;
                 if answer.status == 200 {
                     report.ok += 1;
+                } else if tolerate(&answer) {
+                    *report.tolerated.entry(answer.status).or_default() += 1;
                 } else {
                     report.error(format!("{path}: status {}", answer.status));
                 }

@@ -14,8 +14,11 @@
 //! - **c. T1 pass** — `T1_PREMIUM_COUNT=3`, three providers scripted to take 100 ms: wall time.
 //! - **d. coalescing** — 100 identical cold queries at the same moment: upstream calls.
 //! - **e. memory under load** — `VmRSS` with 100 000 cached answers, and a soak at saturation.
+//! - **f. soak with faults** — saturation while SearXNG, Brave and Exa take turns through the fault
+//!   matrix: no unexpected answer, `VmRSS` and open descriptors flat.
 //!
-//! `HARNESS_GATEWAY=/path/to/searxng-gateway` measures another build (before/after a change);
+//! `HARNESS_GATEWAY=/path/to/searxng-gateway` measures another build (before/after a change), and
+//! `HARNESS_ONLY=a,f` runs only those measurements (report in `target/harness/BENCHMARKS.only.md`);
 //! `--serve-searxng ADDR` runs the simulated SearXNG alone, for profiling the gateway by hand.
 //! `cargo test --all-targets` runs this binary without `--bench`; it then does nothing.
 //!
@@ -202,6 +205,7 @@ async fn run(plan: Plan) -> usize {
         ],
         failures: Vec::new(),
         busiest_foreign: (0.0, String::new()),
+        partial: false,
     };
     let started = Instant::now();
     println!(
@@ -209,29 +213,56 @@ async fn run(plan: Plan) -> usize {
         if bench.plan.smoke { "smoke" } else { "full" },
         bench.binary.display()
     );
+    // HARNESS_ONLY=a,f runs only those measurements (a quick before/after of one of them); the
+    // report then goes to target/harness/BENCHMARKS.only.md.
+    let only: Option<Vec<String>> = std::env::var("HARNESS_ONLY")
+        .ok()
+        .map(|list| list.split(',').map(|m| m.trim().to_owned()).collect());
+    bench.partial = only.is_some();
+    let wants = |letter: &str| {
+        only.as_ref()
+            .is_none_or(|list| list.iter().any(|m| m == letter))
+    };
     match SimulatedSearxng::start(&ENGINES).await {
         Ok(searxng) => {
-            println!("== e. idle memory");
-            let result = bench.idle_memory(&searxng).await;
-            bench.settle("e. idle memory", result);
-            println!("== a. cache hits");
-            let result = bench.cache_hits(&searxng).await;
-            bench.settle("a. cache hits", result);
-            println!("== b. miss path");
-            let result = bench.miss_path(&searxng).await;
-            bench.settle("b. miss path", result);
-            println!("== c. T1 pass");
-            let result = bench.t1_pass(&searxng).await;
-            bench.settle("c. T1 pass", result);
-            println!("== d. coalescing");
-            let result = bench.coalescing().await;
-            bench.settle("d. coalescing", result);
-            println!("== e. memory with a full cache");
-            let result = bench.cache_memory(&searxng).await;
-            bench.settle("e. cache memory", result);
-            println!("== e. soak");
-            let result = bench.soak(&searxng).await;
-            bench.settle("e. soak", result);
+            if wants("e") {
+                println!("== e. idle memory");
+                let result = bench.idle_memory(&searxng).await;
+                bench.settle("e. idle memory", result);
+            }
+            if wants("a") {
+                println!("== a. cache hits");
+                let result = bench.cache_hits(&searxng).await;
+                bench.settle("a. cache hits", result);
+            }
+            if wants("b") {
+                println!("== b. miss path");
+                let result = bench.miss_path(&searxng).await;
+                bench.settle("b. miss path", result);
+            }
+            if wants("c") {
+                println!("== c. T1 pass");
+                let result = bench.t1_pass(&searxng).await;
+                bench.settle("c. T1 pass", result);
+            }
+            if wants("d") {
+                println!("== d. coalescing");
+                let result = bench.coalescing().await;
+                bench.settle("d. coalescing", result);
+            }
+            if wants("e") {
+                println!("== e. memory with a full cache");
+                let result = bench.cache_memory(&searxng).await;
+                bench.settle("e. cache memory", result);
+                println!("== e. soak");
+                let result = bench.soak(&searxng).await;
+                bench.settle("e. soak", result);
+            }
+            if wants("f") {
+                println!("== f. soak with faults");
+                let result = bench.fault_soak().await;
+                bench.settle("f. soak with faults", result);
+            }
         }
         Err(err) => bench
             .failures
@@ -251,6 +282,8 @@ struct Bench {
     failures: Vec<String>,
     /// The largest share of CPU other processes took during one measurement, and which.
     busiest_foreign: (f64, String),
+    /// Only some measurements ran (`HARNESS_ONLY`): the report does not replace BENCHMARKS.md.
+    partial: bool,
 }
 
 fn ms(duration: Duration) -> String {
@@ -342,7 +375,9 @@ impl Bench {
             &self.details,
             &self.failures,
         );
-        let path = if self.plan.smoke {
+        let path = if self.partial {
+            self.log_dir.join("BENCHMARKS.only.md")
+        } else if self.plan.smoke {
             self.log_dir.join("BENCHMARKS.smoke.md")
         } else {
             repo.join("BENCHMARKS.md")

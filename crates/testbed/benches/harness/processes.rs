@@ -118,6 +118,11 @@ impl Server {
         Ok(kib * 1024)
     }
 
+    /// Open file descriptors (entries of `/proc/<pid>/fd`).
+    pub(crate) fn open_fds(&self) -> Result<u64, BoxError> {
+        Ok(std::fs::read_dir(format!("/proc/{}/fd", self.pid()))?.count() as u64)
+    }
+
     /// CPU time used so far (user + system), in clock ticks.
     pub(crate) fn cpu_ticks(&self) -> u64 {
         process_ticks(&format!("/proc/{}/stat", self.pid())).unwrap_or(0)

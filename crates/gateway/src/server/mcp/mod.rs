@@ -17,7 +17,7 @@
 mod web_search;
 
 use axum::body::{Body, Bytes};
-use axum::extract::Request;
+use axum::extract::{Request, State};
 use axum::http::{header, HeaderValue, Method, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
@@ -32,9 +32,10 @@ use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use rmcp::{RoleServer, ServerHandler, ServiceExt};
 use tokio_util::sync::CancellationToken;
 
-use super::body::{BodyError, MAX_BODY_BYTES};
+use super::body::{self, BodyError};
 use super::document::Document;
-use crate::pipeline::Gateway;
+use crate::config::limits::ServerLimits;
+use crate::pipeline::{Gateway, SearchError};
 use crate::request::{SearchRequest, Surface};
 use web_search::{Refusal, WebSearchArgs, WebSearchOutput};
 
@@ -64,8 +65,16 @@ impl SearchTools {
             Err(err) => return refused(&Refusal::from(err)),
         };
         let query = req.query.clone();
-        let Ok(served) = super::search(&self.gateway, Surface::Mcp, req).await else {
-            return web_search::tool_error("the gateway failed to compute an answer".to_owned());
+        let served = match super::search(&self.gateway, Surface::Mcp, req).await {
+            Ok(served) => served,
+            Err(SearchError::Overloaded(_)) => {
+                return web_search::tool_error(
+                    "the gateway is at capacity; retry in a second".to_owned(),
+                )
+            }
+            Err(SearchError::Lost(_)) => {
+                return web_search::tool_error("the gateway failed to compute an answer".to_owned())
+            }
         };
         match Document::of(&served) {
             Document::Found(found) => WebSearchOutput::new(query, found, max_results).into_result(),
@@ -129,12 +138,13 @@ impl ServerHandler for SearchTools {
 /// `/mcp`: the Streamable HTTP transport, stateless, ending its streams when `shutdown` is
 /// cancelled; requests it cannot read answered as JSON-RPC errors.
 pub(super) fn routes(gateway: Gateway, shutdown: CancellationToken) -> Router<Gateway> {
+    let limits = gateway.config().server_limits;
     let config = StreamableHttpServerConfig::default()
         .with_legacy_session_mode(false)
         .with_json_response(true)
         .with_sse_keep_alive(None)
         .disable_allowed_hosts()
-        .with_max_request_body_bytes(MAX_BODY_BYTES)
+        .with_max_request_body_bytes(limits.max_body_bytes)
         .with_cancellation_token(shutdown);
     let tools = SearchTools { gateway };
     let service = StreamableHttpService::new(
@@ -144,7 +154,10 @@ pub(super) fn routes(gateway: Gateway, shutdown: CancellationToken) -> Router<Ga
     );
     Router::new()
         .route_service(PATH, service)
-        .layer(axum::middleware::from_fn(readable_requests))
+        .layer(axum::middleware::from_fn_with_state(
+            limits,
+            readable_requests,
+        ))
 }
 
 /// Serves the tool on stdin/stdout until the client closes stdin.
@@ -155,6 +168,20 @@ pub(super) async fn serve_stdio(gateway: Gateway) -> std::io::Result<()> {
         .map_err(std::io::Error::other)?;
     running.waiting().await.map_err(std::io::Error::other)?;
     Ok(())
+}
+
+/// A body the server limits refused, as a JSON-RPC error with the limit's status.
+fn unreadable_body(err: BodyError) -> Response {
+    let status = match err {
+        BodyError::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
+        BodyError::Timeout(_) => StatusCode::REQUEST_TIMEOUT,
+        BodyError::Unreadable => StatusCode::BAD_REQUEST,
+    };
+    let mut response = json_rpc_error(status, ErrorData::invalid_request(err.to_string(), None));
+    if let Some(reason) = err.rejection() {
+        response.extensions_mut().insert(reason);
+    }
+    response
 }
 
 /// A JSON-RPC error without an id (the request's could not be read), as an HTTP response.
@@ -171,17 +198,16 @@ fn json_rpc_error(status: StatusCode, error: ErrorData) -> Response {
 /// Refuses, as JSON-RPC errors, the POSTs the transport cannot read — over the size limit, not
 /// JSON, not a JSON-RPC message — and gives the transport's own plain-text refusals (a wrong
 /// `Accept` or `Content-Type`, a method it does not take) a JSON-RPC error body.
-async fn readable_requests(request: Request, next: Next) -> Response {
+async fn readable_requests(
+    State(limits): State<ServerLimits>,
+    request: Request,
+    next: Next,
+) -> Response {
     let request = if request.method() == Method::POST {
         let (parts, body) = request.into_parts();
-        let bytes = match axum::body::to_bytes(body, MAX_BODY_BYTES).await {
+        let bytes = match body::read(&limits, &parts.headers, body).await {
             Ok(bytes) => bytes,
-            Err(_) => {
-                return json_rpc_error(
-                    StatusCode::PAYLOAD_TOO_LARGE,
-                    ErrorData::invalid_request(BodyError::TooLarge.to_string(), None),
-                )
-            }
+            Err(err) => return unreadable_body(err),
         };
         if let Some(refusal) = unreadable(&bytes) {
             return refusal;

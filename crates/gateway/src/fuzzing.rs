@@ -1,0 +1,208 @@
+//! Entry points for the coverage-guided fuzz targets in `fuzz/` (and for replaying their corpora
+//! in `cargo test`): one function per decoder that reads bytes from outside the gateway, each
+//! calling the production code exactly as the request path does. Public only with the `fuzzing`
+//! feature, which the fuzz crate enables and the production build never does; the decoders
+//! themselves stay crate-private.
+//!
+//! Every function must return for every input: a panic here is a crash the fuzzer reports. Inputs
+//! that need more than one part (a status, headers and a body) are split by [`Parts`].
+//!
+//! The Tavily-compatible and MCP request decoders are built on another branch and get their
+//! targets when they land.
+
+// Without the feature (plain `cargo test`) the module is private and only its replay test uses it.
+#![cfg_attr(not(feature = "fuzzing"), allow(unreachable_pub))]
+
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
+
+use crate::providers::ProviderKind;
+use crate::request::SearchRequest;
+
+/// The providers, by the name each fuzz target uses.
+pub fn provider_names() -> [&'static str; 4] {
+    ProviderKind::ALL.map(ProviderKind::as_str)
+}
+
+/// A query string or form body through the `/search` parser and validation, then the cache key.
+pub fn search_params(input: &[u8]) {
+    let Ok(text) = std::str::from_utf8(input) else {
+        return;
+    };
+    if let Some(raw) = crate::server::parse_params(text) {
+        if let Ok(req) = SearchRequest::parse(raw, 2048) {
+            let key = req.cache_key();
+            assert!(key.len() >= req.query.split_whitespace().count());
+        }
+    }
+}
+
+/// A SearXNG `/search` body through the answer decoder and the per-engine accounting it feeds.
+pub fn searxng_answer(input: &[u8]) {
+    if let Some(answer) = crate::searxng::parse_answer(input) {
+        let _ = answer.is_degraded();
+        let engines = answer.engines_with_results();
+        for result in &answer.results {
+            assert!(result.get("url").is_some_and(|u| u.is_string()));
+            for engine in crate::searxng::result_engines(result) {
+                assert!(engines.iter().any(|e| e == engine));
+            }
+        }
+    }
+}
+
+/// A JSON document as SearXNG's `unresponsive_engines`, and the bytes as one engine message.
+pub fn unresponsive_engines(input: &[u8]) {
+    if let Ok(value) = serde_json::from_slice::<serde_json::Value>(input) {
+        let parsed = crate::searxng::parse_unresponsive(Some(&value));
+        for (i, a) in parsed.iter().enumerate() {
+            assert!(
+                !parsed[i + 1..].iter().any(|b| b.engine == a.engine),
+                "deduplicated"
+            );
+        }
+    }
+    if let Ok(message) = std::str::from_utf8(input) {
+        let _ = crate::searxng::EngineReason::parse(message);
+    }
+}
+
+/// One complete response of provider `name` (status, headers, body from [`Parts`]) through the
+/// shared steps and the provider's own decoding, plus its rate-limit headers.
+pub fn provider_response(name: &str, input: &[u8]) {
+    let Some(kind) = ProviderKind::from_name(name) else {
+        return;
+    };
+    let parts = Parts::split(input);
+    let adapter = kind.adapter();
+    let _ = adapter.rate_windows(&parts.headers);
+    if let Ok(answer) = adapter.interpret(parts.status, &parts.headers, parts.body) {
+        assert!(answer.cost_dollars.is_none_or(|c| !c.is_nan()));
+    }
+}
+
+/// `Retry-After` in either of its forms.
+pub fn retry_after(input: &[u8]) {
+    if let Ok(text) = std::str::from_utf8(input) {
+        let now = UNIX_EPOCH + Duration::from_secs(1_800_000_000);
+        let _ = crate::upstream::parse_retry_after(text, now);
+        let _ = crate::upstream::parse_retry_after(text, SystemTime::now());
+    }
+}
+
+/// Brave's four `X-RateLimit-*` headers (one input line each: limit, policy, remaining, reset) on
+/// a success and on a 429, where they decide how long Brave is parked.
+pub fn brave_rate_limits(input: &[u8]) {
+    let mut headers = HeaderMap::new();
+    let names = [
+        "x-ratelimit-limit",
+        "x-ratelimit-policy",
+        "x-ratelimit-remaining",
+        "x-ratelimit-reset",
+    ];
+    for (name, line) in names.iter().zip(input.split(|b| *b == b'\n')) {
+        if let Ok(value) = HeaderValue::from_bytes(line) {
+            headers.insert(*name, value);
+        }
+    }
+    let brave = ProviderKind::Brave.adapter();
+    let _ = brave.rate_windows(&headers);
+    let _ = brave.interpret(200, &headers, br#"{"type":"search","web":{"results":[]}}"#);
+    let _ = brave.interpret(429, &headers, br#"{"error":{"code":"RATE_LIMITED"}}"#);
+    let _ = brave.interpret(429, &headers, b"{}");
+}
+
+/// URL canonicalisation, the merge's deduplication key.
+pub fn canonical_url(input: &[u8]) {
+    if let Ok(text) = std::str::from_utf8(input) {
+        let key = crate::merge::canonical_url(text);
+        assert_eq!(key, crate::merge::canonical_url(text), "deterministic");
+    }
+}
+
+/// A fuzz input as a response: two bytes of status (folded into 100–599), header lines up to the
+/// first empty line (`name: value`; unreadable lines are skipped), then the body.
+struct Parts<'a> {
+    status: u16,
+    headers: HeaderMap,
+    body: &'a [u8],
+}
+
+impl<'a> Parts<'a> {
+    fn split(input: &'a [u8]) -> Self {
+        let (status, rest) = match input {
+            [a, b, rest @ ..] => (100 + u16::from_be_bytes([*a, *b]) % 500, rest),
+            _ => (200, input),
+        };
+        let (head, body) = match rest.windows(2).position(|w| w == b"\n\n") {
+            Some(end) => (&rest[..end], &rest[end + 2..]),
+            None => (&[][..], rest),
+        };
+        let mut headers = HeaderMap::new();
+        for line in head.split(|b| *b == b'\n') {
+            let Some(colon) = line.iter().position(|b| *b == b':') else {
+                continue;
+            };
+            let (name, value) = (&line[..colon], line[colon + 1..].trim_ascii());
+            if let (Ok(name), Ok(value)) =
+                (HeaderName::from_bytes(name), HeaderValue::from_bytes(value))
+            {
+                headers.append(name, value);
+            }
+        }
+        Self {
+            status,
+            headers,
+            body,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! Every committed input — seed corpora and the regressions of crashes found — through its
+    //! target, so a fixed crash stays fixed in a plain `cargo test`.
+
+    use std::path::{Path, PathBuf};
+
+    fn inputs(target: &str) -> Vec<(PathBuf, Vec<u8>)> {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz");
+        let mut found = Vec::new();
+        for kind in ["corpus", "regressions"] {
+            let Ok(dir) = std::fs::read_dir(root.join(kind).join(target)) else {
+                continue;
+            };
+            for entry in dir.flatten() {
+                if let Ok(bytes) = std::fs::read(entry.path()) {
+                    found.push((entry.path(), bytes));
+                }
+            }
+        }
+        found
+    }
+
+    fn replay(target: &str, run: impl Fn(&[u8])) {
+        let inputs = inputs(target);
+        assert!(!inputs.is_empty(), "fuzz/corpus/{target} has seed inputs");
+        for (path, bytes) in inputs {
+            let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run(&bytes)));
+            assert!(outcome.is_ok(), "{} crashes {target}", path.display());
+        }
+    }
+
+    #[test]
+    fn every_committed_fuzz_input_passes_its_target() {
+        replay("search_params", super::search_params);
+        replay("searxng_answer", super::searxng_answer);
+        replay("unresponsive_engines", super::unresponsive_engines);
+        for name in super::provider_names() {
+            replay(&format!("provider_{name}"), |input| {
+                super::provider_response(name, input)
+            });
+        }
+        replay("retry_after", super::retry_after);
+        replay("brave_rate_limits", super::brave_rate_limits);
+        replay("canonical_url", super::canonical_url);
+    }
+}

@@ -1,0 +1,176 @@
+//! The process's diagnostics, set up once by the binary: log lines (`LOG_LEVEL`, to stdout, or to
+//! stderr when stdout carries the MCP protocol) and,
+//! when an OTLP endpoint is configured, OpenTelemetry traces of the spans in [`crate::trace`],
+//! exported in batches over OTLP/HTTP with protobuf bodies. A log line written inside a traced
+//! request ends with `trace_id=…`, so a line found in the logs leads to the request's trace.
+//!
+//! Two layers on one registry, each with its own filter: the log layer takes the gateway's events
+//! at `LOG_LEVEL` and no span (its lines stay as they were, with no span prefix); the OpenTelemetry
+//! layer takes the [`crate::trace::TARGET`] spans and nothing else. Without an endpoint the second
+//! layer is not installed, so nothing wants those spans and they cost nothing.
+
+use std::fmt;
+
+use opentelemetry::trace::{TraceContextExt, TracerProvider as _};
+use opentelemetry_otlp::{Protocol, WithExportConfig};
+use opentelemetry_sdk::propagation::TraceContextPropagator;
+use opentelemetry_sdk::trace::SdkTracerProvider;
+use opentelemetry_sdk::Resource;
+use tracing::{Event, Subscriber};
+use tracing_opentelemetry::OpenTelemetrySpanExt;
+use tracing_subscriber::filter::{EnvFilter, Targets};
+use tracing_subscriber::fmt::format::Writer;
+use tracing_subscriber::fmt::writer::BoxMakeWriter;
+use tracing_subscriber::fmt::{FmtContext, FormatEvent, FormatFields};
+use tracing_subscriber::layer::SubscriberExt;
+use tracing_subscriber::registry::LookupSpan;
+use tracing_subscriber::util::SubscriberInitExt;
+use tracing_subscriber::Layer;
+
+use crate::config::otlp::OtlpExport;
+use crate::config::Config;
+use crate::trace::TARGET;
+
+/// The running diagnostics; [`Telemetry::shutdown`] exports the spans still buffered.
+#[derive(Debug)]
+pub struct Telemetry {
+    provider: Option<SdkTracerProvider>,
+}
+
+/// Where log lines go: stdout when serving HTTP, stderr when stdout carries the MCP protocol.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LogTo {
+    /// Standard output (serving HTTP).
+    Stdout,
+    /// Standard error (serving MCP on stdio).
+    Stderr,
+}
+
+impl LogTo {
+    fn writer(self) -> BoxMakeWriter {
+        match self {
+            LogTo::Stdout => BoxMakeWriter::new(std::io::stdout),
+            LogTo::Stderr => BoxMakeWriter::new(std::io::stderr),
+        }
+    }
+
+    fn is_terminal(self) -> bool {
+        match self {
+            LogTo::Stdout => std::io::IsTerminal::is_terminal(&std::io::stdout()),
+            LogTo::Stderr => std::io::IsTerminal::is_terminal(&std::io::stderr()),
+        }
+    }
+}
+
+/// The exporter could not be built.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot start the OpenTelemetry exporter: {0}")]
+pub struct TelemetryError(String);
+
+/// Installs the log layer and, when configured, the trace export, as the process's subscriber.
+/// Call it once, outside the async runtime.
+pub fn init(config: &Config, to: LogTo) -> Result<Telemetry, TelemetryError> {
+    let level = config.log_level().as_str();
+    let log_filter = EnvFilter::new(format!(
+        "searxng_gateway={level},searxng-gateway={level},warn"
+    ));
+    let Some(export) = &config.otlp else {
+        let logs = tracing_subscriber::fmt::layer()
+            .with_writer(to.writer())
+            .with_target(false)
+            .with_ansi(to.is_terminal())
+            .with_filter(log_filter);
+        tracing_subscriber::registry().with(logs).init();
+        return Ok(Telemetry { provider: None });
+    };
+    let provider = tracer_provider(export)?;
+    opentelemetry::global::set_text_map_propagator(TraceContextPropagator::new());
+    let spans = tracing_opentelemetry::layer()
+        .with_tracer(provider.tracer("searxng-gateway"))
+        .with_filter(Targets::new().with_target(TARGET, tracing::Level::TRACE));
+    let logs = tracing_subscriber::fmt::layer()
+        .with_writer(to.writer())
+        .with_ansi(false)
+        .event_format(WithTraceId(
+            tracing_subscriber::fmt::format().with_target(false),
+        ))
+        .with_filter(log_filter);
+    tracing_subscriber::registry().with(spans).with(logs).init();
+    tracing::info!(
+        endpoint = %export.traces_url,
+        service = %export.service_name,
+        "exporting traces over OTLP/HTTP"
+    );
+    Ok(Telemetry {
+        provider: Some(provider),
+    })
+}
+
+fn tracer_provider(export: &OtlpExport) -> Result<SdkTracerProvider, TelemetryError> {
+    let exporter = opentelemetry_otlp::SpanExporter::builder()
+        .with_http()
+        .with_protocol(Protocol::HttpBinary)
+        .with_endpoint(export.traces_url.as_str())
+        .build()
+        .map_err(|err| TelemetryError(err.to_string()))?;
+    Ok(SdkTracerProvider::builder()
+        .with_batch_exporter(exporter)
+        .with_resource(
+            Resource::builder()
+                .with_service_name(export.service_name.clone())
+                .build(),
+        )
+        .build())
+}
+
+impl Telemetry {
+    /// Exports what is still buffered and stops the exporter (blocking; outside the runtime).
+    pub fn shutdown(self) {
+        if let Some(provider) = self.provider {
+            if let Err(err) = provider.shutdown() {
+                eprintln!("searxng-gateway: exporting the last spans failed: {err}");
+            }
+        }
+    }
+}
+
+/// The log line as the inner format writes it, plus ` trace_id=…` inside a traced request.
+struct WithTraceId<F>(F);
+
+impl<S, N, F> FormatEvent<S, N> for WithTraceId<F>
+where
+    S: Subscriber + for<'a> LookupSpan<'a>,
+    N: for<'a> FormatFields<'a> + 'static,
+    F: FormatEvent<S, N>,
+{
+    fn format_event(
+        &self,
+        ctx: &FmtContext<'_, S, N>,
+        mut writer: Writer<'_>,
+        event: &Event<'_>,
+    ) -> fmt::Result {
+        let Some(trace_id) = current_trace_id() else {
+            return self.0.format_event(ctx, writer, event);
+        };
+        let mut line = String::new();
+        self.0.format_event(ctx, Writer::new(&mut line), event)?;
+        writeln!(
+            writer,
+            "{} trace_id={trace_id}",
+            line.trim_end_matches('\n')
+        )
+    }
+}
+
+/// The trace of the span the current task is in, if it is traced.
+fn current_trace_id() -> Option<String> {
+    let span = tracing::Span::current();
+    if span.is_none() {
+        return None;
+    }
+    let context = span.context();
+    let span_context = context.span().span_context().clone();
+    span_context
+        .is_valid()
+        .then(|| span_context.trace_id().to_string())
+}

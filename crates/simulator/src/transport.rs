@@ -1,0 +1,180 @@
+//! The fakes' accept loop: hyper (HTTP/1.1, TCP_NODELAY) over each accepted connection, with what the
+//! connection-level [`Fault`](crate::fault::Fault)s need and `axum::serve` does not give — deciding
+//! per connection at accept time (reset it, or hold it unread), and letting a handler reset the
+//! connection its request came on ([`Connection::reset`]: `SO_LINGER` 0, so closing sends a TCP RST
+//! instead of a FIN). When the fake stops, idle connections close and requests in flight end.
+
+use std::io;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use axum::http::Request;
+use axum::Router;
+use hyper::body::Incoming;
+use hyper::server::conn::http1;
+use hyper::service::{service_fn, Service};
+use hyper_util::rt::TokioIo;
+use hyper_util::service::TowerToHyperService;
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+use crate::fault::OnAccept;
+
+/// The connection a request came on, in the request's extensions.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Connection(Arc<AtomicBool>);
+
+impl Connection {
+    /// Resets the connection (TCP RST) at its next read or write, or when it closes.
+    pub(crate) fn reset(&self) {
+        self.0.store(true, Ordering::SeqCst);
+    }
+
+    fn is_reset(&self) -> bool {
+        self.0.load(Ordering::SeqCst)
+    }
+}
+
+/// Serves `router` on `listener` until `stopping` turns `true`; `on_accept` says what to do with each
+/// new connection (`None`: serve it). The task is the accept loop.
+pub(crate) fn spawn(
+    listener: TcpListener,
+    router: Router,
+    on_accept: impl Fn() -> Option<OnAccept> + Send + Sync + 'static,
+    stopping: watch::Receiver<bool>,
+) -> JoinHandle<()> {
+    tokio::spawn(async move {
+        let mut stop = stopping.clone();
+        loop {
+            let stream = tokio::select! {
+                accepted = listener.accept() => match accepted {
+                    Ok((stream, _)) => stream,
+                    // A loopback accept error: nobody to report it to; tests notice refused connections.
+                    Err(_) => continue,
+                },
+                _ = stop.wait_for(|stopped| *stopped) => return,
+            };
+            match on_accept() {
+                Some(OnAccept::Reset) => {
+                    let _ = stream.set_zero_linger();
+                    drop(stream);
+                }
+                Some(OnAccept::Hang) => {
+                    let mut released = stopping.clone();
+                    tokio::spawn(async move {
+                        let _held = stream;
+                        let _ = released.wait_for(|stopped| *stopped).await;
+                    });
+                }
+                None => serve(stream, router.clone(), stopping.clone()),
+            }
+        }
+    })
+}
+
+/// One connection, until the client closes it or the fake stops.
+fn serve(stream: TcpStream, router: Router, mut stopping: watch::Receiver<bool>) {
+    let _ = stream.set_nodelay(true);
+    let connection = Connection::default();
+    let io = TokioIo::new(Controlled {
+        stream,
+        connection: connection.clone(),
+    });
+    let app = TowerToHyperService::new(router);
+    let service = service_fn(move |mut req: Request<Incoming>| {
+        req.extensions_mut().insert(connection.clone());
+        app.call(req)
+    });
+    tokio::spawn(async move {
+        let served = http1::Builder::new().serve_connection(io, service);
+        let mut served = std::pin::pin!(served);
+        let stopped = async move {
+            let _ = stopping.wait_for(|stopped| *stopped).await;
+        };
+        tokio::select! {
+            _ = served.as_mut() => {}
+            () = stopped => {
+                served.as_mut().graceful_shutdown();
+                let _ = served.await;
+            }
+        }
+    });
+}
+
+/// A connection's socket that a handler can have reset.
+struct Controlled {
+    stream: TcpStream,
+    connection: Connection,
+}
+
+impl Controlled {
+    /// Once reset was asked for: arm the RST and fail, so hyper drops the connection now.
+    fn check_reset(&self) -> io::Result<()> {
+        if self.connection.is_reset() {
+            let _ = self.stream.set_zero_linger();
+            return Err(io::Error::new(
+                io::ErrorKind::ConnectionReset,
+                "simulated reset",
+            ));
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Controlled {
+    fn drop(&mut self) {
+        if self.connection.is_reset() {
+            let _ = self.stream.set_zero_linger();
+        }
+    }
+}
+
+impl AsyncRead for Controlled {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
+        this.check_reset()?;
+        Pin::new(&mut this.stream).poll_read(cx, buf)
+    }
+}
+
+impl AsyncWrite for Controlled {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        let this = self.get_mut();
+        this.check_reset()?;
+        Pin::new(&mut this.stream).poll_write(cx, buf)
+    }
+
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        let this = self.get_mut();
+        this.check_reset()?;
+        Pin::new(&mut this.stream).poll_write_vectored(cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.stream.is_write_vectored()
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.get_mut().stream).poll_flush(cx)
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.get_mut().stream).poll_shutdown(cx)
+    }
+}
