@@ -80,7 +80,7 @@ fn log_start(listener: &TcpListener, config: &Config) {
         .collect();
     tracing::info!(
         listen = %listen,
-        searxng = %crate::pipeline::status::redact_url(&config.searxng_url),
+        searxng = %crate::pipeline::status::redact_urls(config),
         providers = %providers.join(","),
         t1 = config.t1_premium_count,
         budget_s = config.request_budget.as_secs_f64(),
