@@ -843,8 +843,8 @@ async fn a_capacity_limit_serves_one_search_per_worker_at_a_time() {
     };
     assert!((capacity.searches_per_second() - 1.0).abs() < 1e-9);
     searxng.set_capacity(Some(capacity));
-    let first = tokio::spawn(search_json_owned(searxng.base_url(), "first"));
-    let second = tokio::spawn(search_json_owned(searxng.base_url(), "second"));
+    let first = tokio::spawn(search_json_owned(searxng.base_url(), "first".into()));
+    let second = tokio::spawn(search_json_owned(searxng.base_url(), "second".into()));
     wait_until(|| searxng.in_flight() == 2).await;
     let mut answered = futures::future::select_all([first, second]).await;
     assert!(answered.0.unwrap()["results"].is_array());
@@ -864,7 +864,7 @@ async fn a_capacity_limit_serves_one_search_per_worker_at_a_time() {
     };
     searxng.set_capacity(Some(hold));
     let held: Vec<_> = (0..3)
-        .map(|i| tokio::spawn(search_json_owned(searxng.base_url(), &format!("held {i}"))))
+        .map(|i| tokio::spawn(search_json_owned(searxng.base_url(), format!("held {i}"))))
         .collect();
     wait_until(|| searxng.in_flight() == 3).await;
     assert_eq!(
@@ -877,10 +877,10 @@ async fn a_capacity_limit_serves_one_search_per_worker_at_a_time() {
     }
 }
 
-async fn search_json_owned(base: String, query: &str) -> Value {
+async fn search_json_owned(base: String, query: String) -> Value {
     client()
         .get(format!("{base}/search"))
-        .query(&[("q", query), ("format", "json")])
+        .query(&[("q", query.as_str()), ("format", "json")])
         .send()
         .await
         .unwrap()
