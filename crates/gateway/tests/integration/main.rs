@@ -12,4 +12,5 @@ mod pipeline;
 mod provider_breakers;
 mod provider_contract;
 mod real_searxng;
+mod real_searxng_pool;
 mod searxng_env;
