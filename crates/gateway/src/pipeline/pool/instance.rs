@@ -17,6 +17,10 @@ use crate::searxng::SearxngClient;
 
 /// Weight of the newest sample in the latency estimate (an exponentially weighted mean).
 const LATENCY_WEIGHT: f64 = 0.25;
+/// Without new samples the estimate decays towards zero with this time constant, so an instance
+/// that had one slow spell (a cold start, a slow engine) competes again after a few seconds instead
+/// of waiting for the trickle to bring its mean down sample by sample.
+const LATENCY_DECAY: Duration = Duration::from_secs(5);
 /// A failed attempt counts as at least this slow: an instance refusing connections answers fast,
 /// and must not look like the best choice until its cooldown starts.
 const FAILURE_LATENCY: Duration = Duration::from_secs(1);
@@ -41,8 +45,32 @@ pub(crate) struct Instance {
 /// The recent latency and when the last attempt went out.
 #[derive(Debug, Default)]
 struct Load {
-    latency: Option<Duration>,
+    latency: LatencyEstimate,
     last_sent: Option<Instant>,
+}
+
+/// An exponentially weighted mean of attempt durations that decays towards zero while no sample
+/// arrives (as a peak-EWMA balancer's does).
+#[derive(Debug, Default, Clone, Copy)]
+struct LatencyEstimate {
+    /// The mean when the last sample arrived, and when.
+    mean: Option<(Duration, Instant)>,
+}
+
+impl LatencyEstimate {
+    fn record(&mut self, sample: Duration, now: Instant) {
+        let mean = match self.at(now) {
+            None => sample,
+            Some(mean) => mean.mul_f64(1.0 - LATENCY_WEIGHT) + sample.mul_f64(LATENCY_WEIGHT),
+        };
+        self.mean = Some((mean, now));
+    }
+
+    fn at(&self, now: Instant) -> Option<Duration> {
+        let (mean, since) = self.mean?;
+        let idle = now.saturating_duration_since(since).as_secs_f64();
+        Some(mean.mul_f64((-idle / LATENCY_DECAY.as_secs_f64()).exp()))
+    }
 }
 
 /// An attempt in flight on an instance; dropping it (answered, or cancelled) ends it.
@@ -88,16 +116,12 @@ impl Instance {
         } else {
             took.max(FAILURE_LATENCY)
         };
-        let mut load = self.lock();
-        load.latency = Some(match load.latency {
-            None => sample,
-            Some(mean) => mean.mul_f64(1.0 - LATENCY_WEIGHT) + sample.mul_f64(LATENCY_WEIGHT),
-        });
+        self.lock().latency.record(sample, Instant::now());
     }
 
     /// Its recent latency, once it has answered or failed.
     pub(crate) fn latency(&self) -> Option<Duration> {
-        self.lock().latency
+        self.lock().latency.at(Instant::now())
     }
 
     /// Attempts it is answering now.
@@ -132,7 +156,7 @@ impl Instance {
     pub(crate) fn candidate(&self, req: &SearchRequest, tried: bool, holding: bool) -> Candidate {
         let (latency, last_sent) = {
             let load = self.lock();
-            (load.latency, load.last_sent)
+            (load.latency.at(Instant::now()), load.last_sent)
         };
         Candidate {
             available: holding || self.cooldown.state() != BreakerState::Open,
@@ -147,5 +171,33 @@ impl Instance {
     fn lock(&self) -> MutexGuard<'_, Load> {
         // Two plain values: a poisoned lock still holds consistent ones.
         self.load.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ms(ms: u64) -> Duration {
+        Duration::from_millis(ms)
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_latency_estimate_is_a_weighted_mean_that_decays_while_idle() {
+        let mut estimate = LatencyEstimate::default();
+        assert_eq!(estimate.at(Instant::now()), None);
+        estimate.record(ms(100), Instant::now());
+        assert_eq!(estimate.at(Instant::now()), Some(ms(100)));
+        estimate.record(ms(20), Instant::now());
+        assert_eq!(estimate.at(Instant::now()), Some(ms(80)), "0.75 × 100 + 0.25 × 20");
+        tokio::time::advance(LATENCY_DECAY).await;
+        let decayed = estimate.at(Instant::now()).unwrap_or_default();
+        assert!(
+            decayed > ms(29) && decayed < ms(30),
+            "one time constant: 80 ms / e, {decayed:?}"
+        );
+        estimate.record(ms(20), Instant::now());
+        let mixed = estimate.at(Instant::now()).unwrap_or_default();
+        assert!(mixed > ms(26) && mixed < ms(28), "{mixed:?}");
     }
 }
