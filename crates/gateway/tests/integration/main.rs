@@ -14,3 +14,4 @@ mod provider_contract;
 mod real_searxng;
 mod real_searxng_pool;
 mod searxng_env;
+mod searxng_pool;
