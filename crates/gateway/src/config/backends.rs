@@ -1,7 +1,7 @@
 //! `SEARXNG_BACKEND_URL`: one SearXNG base URL, or a comma-separated list of them (a pool). Each
 //! entry is validated like any URL variable; a list with an empty entry or the same URL twice is
 //! refused naming the variable. Each instance gets a name from this list, the closed set the
-//! `instance` metric label and `/status` use:
+//! `searxng_instance` metric label and `/status` use:
 //!
 //! - `host:port` (the scheme's default port when the URL has none), when that is unique in the
 //!   list;
@@ -13,13 +13,13 @@ use url::Url;
 use super::parse::{self, Env};
 use super::ConfigError;
 
-/// At most this many instances: the `instance` label stays a small closed set.
+/// At most this many instances: the `searxng_instance` label stays a small closed set.
 pub(crate) const MAX_INSTANCES: usize = 32;
 
 /// One configured SearXNG instance.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct SearxngBackend {
-    /// Its name: the `instance` label value and its `/status` entry.
+    /// Its name: the `searxng_instance` label value and its `/status` entry.
     pub(crate) name: String,
     /// Its base URL, without a trailing slash in the path.
     pub(crate) url: Url,

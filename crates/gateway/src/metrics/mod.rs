@@ -66,10 +66,11 @@ macro_rules! label_value_as_str {
 }
 pub(crate) use label_value_as_str;
 
-/// The optional `instance` label: which SearXNG instance of a pool a series is about, by the name
-/// `config` gave it (a closed set: the configured list). Empty for a gateway with one instance,
-/// whose exposition then carries no `instance` label at all. Put it in a label set with
-/// `#[prometheus(flatten)]`, or use it alone as a family's label set.
+/// The optional `searxng_instance` label: which SearXNG instance of a pool a series is about, by the
+/// name `config` gave it (a closed set: the configured list). Empty for a gateway with one instance,
+/// whose exposition then carries no such label at all. Not called `instance`: Prometheus sets that
+/// label on every scraped series to the scrape target and would rename ours `exported_instance`.
+/// Put it in a label set with `#[prometheus(flatten)]`, or use it alone as a family's label set.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
 pub(crate) struct InstanceLabel(Option<Arc<str>>);
 
@@ -90,10 +91,13 @@ impl InstanceLabel {
     }
 }
 
+/// The label's name.
+const LABEL: &str = "searxng_instance";
+
 impl EncodeLabelSet for InstanceLabel {
     fn encode(&self, encoder: &mut LabelSetEncoder<'_>) -> std::fmt::Result {
         match &self.0 {
-            Some(name) => [("instance", name.as_ref())].encode(encoder),
+            Some(name) => [(LABEL, name.as_ref())].encode(encoder),
             None => Ok(()),
         }
     }
@@ -170,16 +174,24 @@ mod tests {
         r.register("calls", "Calls", counters.clone());
         r.register("call_duration_seconds", "Durations", histograms.clone());
         counters.get_or_create(&InstanceLabel::single()).inc();
-        histograms.get_or_create(&InstanceLabel::single()).observe(0.2);
+        histograms
+            .get_or_create(&InstanceLabel::single())
+            .observe(0.2);
         let single = r.render(false);
-        assert!(single.contains("\nsearxng_gateway_calls_total 1\n"), "{single}");
+        assert!(
+            single.contains("\nsearxng_gateway_calls_total 1\n"),
+            "{single}"
+        );
         assert!(
             single.contains("\nsearxng_gateway_call_duration_seconds_bucket{le=\"0.25\"} 1\n"),
             "{single}"
         );
         assert!(!single.contains("instance"), "{single}");
         counters.get_or_create(&InstanceLabel::pooled("a:1")).inc();
-        assert_eq!(r.sample("calls_total", &[("instance", "a:1")]), Some(1.0));
+        assert_eq!(
+            r.sample("calls_total", &[("searxng_instance", "a:1")]),
+            Some(1.0)
+        );
     }
 
     #[test]

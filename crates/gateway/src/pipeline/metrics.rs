@@ -40,7 +40,7 @@ pub(crate) struct RequestMetrics {
     pub(crate) cache_size: Gauge,
     /// `cache_coalesced_total`: requests that waited on an identical in-flight miss.
     pub(crate) cache_coalesced: Counter,
-    /// `searxng_cooldown_active[{instance}]`: 1 while the instance is skipped after repeated
+    /// `searxng_cooldown_active[{searxng_instance}]`: 1 while the instance is skipped after repeated
     /// failures.
     pub(crate) searxng_cooldown_active: Family<InstanceLabel, Gauge>,
     /// `searxng_skipped_total`: requests that did not call SearXNG because of the cooldown.

@@ -98,7 +98,7 @@ pub(crate) struct SearxngStatus {
 /// One SearXNG instance.
 #[derive(Debug, Serialize)]
 pub(crate) struct InstanceStatus {
-    /// Its name: the `instance` metric label of a pool member.
+    /// Its name: the `searxng_instance` metric label of a pool member.
     pub(crate) name: String,
     pub(crate) url: String,
     /// Its cooldown's state: `open` while it is skipped.

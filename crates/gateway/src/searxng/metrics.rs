@@ -1,5 +1,5 @@
 //! The SearXNG families: every attempt, calls by result, timeouts, durations, and per-engine
-//! results, status and unresponsive reasons. Every family carries the optional `instance` label
+//! results, status and unresponsive reasons. Every family carries the optional `searxng_instance` label
 //! ([`InstanceLabel`]): present for a pool member, absent when there is one instance.
 
 use prometheus_client::encoding::EncodeLabelSet;
@@ -8,7 +8,9 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 
 use super::EngineReason;
-use crate::metrics::{label_value_as_str, latency_family, HistogramFamily, InstanceLabel, Registry};
+use crate::metrics::{
+    label_value_as_str, latency_family, HistogramFamily, InstanceLabel, Registry,
+};
 use crate::upstream::ErrorClass;
 
 label_value_as_str!(

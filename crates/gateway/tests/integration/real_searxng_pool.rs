@@ -43,9 +43,12 @@ async fn pool(size: usize, vars: &[(&str, &str)]) -> Pool {
         let searxng = SearxngInstance::start(SearxngOptions::new(upstream.port())).await;
         // SearXNG's first search is slow (engines warm up); the gateway's first latency sample of
         // each instance should be a normal one.
-        let warm_up = reqwest::get(format!("{}/search?q=warm+up&format=json", searxng.base_url()))
-            .await
-            .expect("SearXNG answers directly");
+        let warm_up = reqwest::get(format!(
+            "{}/search?q=warm+up&format=json",
+            searxng.base_url()
+        ))
+        .await
+        .expect("SearXNG answers directly");
         assert!(warm_up.status().is_success());
         members.push(Member { upstream, searxng });
     }
@@ -125,7 +128,10 @@ async fn a_captcha_on_one_instances_engine_excludes_it_on_that_instance_only() {
         assert_eq!(reply.status, 200, "{}", reply.text);
     }
     assert_eq!(
-        (a.upstream.hits("alpha") - a_alpha, b.upstream.hits("alpha") - b_alpha),
+        (
+            a.upstream.hits("alpha") - a_alpha,
+            b.upstream.hits("alpha") - b_alpha
+        ),
         (1, 1),
         "each instance searched alpha once"
     );
@@ -163,11 +169,15 @@ async fn a_captcha_on_one_instances_engine_excludes_it_on_that_instance_only() {
             &[
                 ("engine", "alpha"),
                 ("kind", "engine"),
-                ("instance", &member.name()),
+                ("searxng_instance", &member.name()),
             ],
         )
     };
-    assert_eq!((breaker(a), breaker(b)), (2.0, 0.0), "open on A, closed on B");
+    assert_eq!(
+        (breaker(a), breaker(b)),
+        (2.0, 0.0),
+        "open on A, closed on B"
+    );
     assert_eq!(
         metric_value(
             &metrics,
@@ -175,7 +185,7 @@ async fn a_captcha_on_one_instances_engine_excludes_it_on_that_instance_only() {
             &[
                 ("engine", "alpha"),
                 ("reason", "captcha"),
-                ("instance", &a.name())
+                ("searxng_instance", &a.name())
             ]
         ),
         1.0
@@ -224,7 +234,7 @@ async fn an_instance_killed_mid_load_costs_no_failed_request() {
                             ("attempt", &attempt.to_string()),
                             ("outcome", "failure"),
                             ("error_class", class),
-                            ("instance", &killed),
+                            ("searxng_instance", &killed),
                         ],
                     )
                 })
@@ -341,7 +351,10 @@ async fn load_over_three_healthy_instances_is_spread_fairly() {
             metric_value(
                 &metrics,
                 "searxng_gateway_searxng_requests_total",
-                &[("result", "ok"), ("instance", &p.members[member].name())]
+                &[
+                    ("result", "ok"),
+                    ("searxng_instance", &p.members[member].name())
+                ]
             ) as usize,
             *count,
             "the instance label counts what each instance served"

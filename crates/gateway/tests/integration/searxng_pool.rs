@@ -24,10 +24,8 @@ async fn instances(count: usize) -> Vec<SimulatedSearxng> {
 async fn gateway(instances: &[SimulatedSearxng], vars: &[(&str, &str)]) -> TestGateway {
     let urls: Vec<String> = instances.iter().map(SimulatedSearxng::base_url).collect();
     let urls = urls.join(",");
-    let mut env: Vec<(&str, &str)> = vec![
-        ("SEARXNG_BACKEND_URL", urls.as_str()),
-        ("CACHE_SIZE", "0"),
-    ];
+    let mut env: Vec<(&str, &str)> =
+        vec![("SEARXNG_BACKEND_URL", urls.as_str()), ("CACHE_SIZE", "0")];
     env.extend_from_slice(vars);
     let gateway = TestGateway::start(&env).await;
     gateway.wait_for_catalog().await;
@@ -46,7 +44,7 @@ async fn one_instance_has_no_instance_label_and_one_status_entry() {
     assert_eq!(reply.outcome, "searxng_ok");
     let metrics = g.metrics_text().await;
     assert!(
-        !metrics.contains("instance="),
+        !metrics.contains("searxng_instance="),
         "a single instance's exposition is as it always was:\n{metrics}"
     );
     assert_eq!(
@@ -88,7 +86,10 @@ async fn an_instance_answering_5xx_fails_over_within_the_request_and_is_ejected(
         async move {
             let reply = g.search(&[("q", query.as_str())]).await;
             assert_eq!(reply.status, 200, "{}", reply.text);
-            assert_eq!(reply.outcome, "searxng_ok", "retried on the healthy instance");
+            assert_eq!(
+                reply.outcome, "searxng_ok",
+                "retried on the healthy instance"
+            );
             let status = g.status().await;
             status["searxng"]["instances"]
                 .as_array()
@@ -110,7 +111,7 @@ async fn an_instance_answering_5xx_fails_over_within_the_request_and_is_ejected(
         metric_value(
             &metrics,
             "searxng_gateway_searxng_cooldown_active",
-            &[("instance", &broken)]
+            &[("searxng_instance", &broken)]
         ),
         1.0
     );
@@ -118,7 +119,7 @@ async fn an_instance_answering_5xx_fails_over_within_the_request_and_is_ejected(
         metric_value(
             &metrics,
             "searxng_gateway_searxng_cooldown_active",
-            &[("instance", &name(&searxng[1]))]
+            &[("searxng_instance", &name(&searxng[1]))]
         ),
         0.0
     );
@@ -130,7 +131,7 @@ async fn an_instance_answering_5xx_fails_over_within_the_request_and_is_ejected(
                 ("attempt", "1"),
                 ("outcome", "failure"),
                 ("error_class", "server_error"),
-                ("instance", &broken)
+                ("searxng_instance", &broken)
             ]
         ) >= 2.0
     );
@@ -142,7 +143,7 @@ async fn an_instance_answering_5xx_fails_over_within_the_request_and_is_ejected(
                 ("engine", "searxng"),
                 ("kind", "searxng"),
                 ("reason", "transient"),
-                ("instance", &broken)
+                ("searxng_instance", &broken)
             ]
         ),
         1.0
@@ -171,11 +172,15 @@ async fn a_hanging_instance_times_out_and_the_request_is_answered_by_another() {
         hanging_before + 1,
         "the first attempt went to the hanging instance"
     );
-    assert_eq!(searxng[1].hits(), healthy_before + 1, "the retry went to the other");
+    assert_eq!(
+        searxng[1].hits(),
+        healthy_before + 1,
+        "the retry went to the other"
+    );
     assert_eq!(
         g.metric(
             "searxng_gateway_searxng_timeouts_total",
-            &[("instance", &name(&searxng[0]))]
+            &[("searxng_instance", &name(&searxng[0]))]
         )
         .await,
         1.0

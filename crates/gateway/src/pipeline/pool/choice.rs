@@ -186,8 +186,14 @@ mod tests {
         let fastest = healthy(1);
         let (a, b) = (healthy(30), healthy(20));
         // Draws 1 then 1 (of the two left after 1): instances 1 and 2; the fastest was not drawn.
-        assert_eq!(choose(&[fastest, a, b], Instant::now(), &mut |_| 1), Some(2));
-        assert_eq!(choose(&[fastest, a, b], Instant::now(), &mut |_| 0), Some(0));
+        assert_eq!(
+            choose(&[fastest, a, b], Instant::now(), &mut |_| 1),
+            Some(2)
+        );
+        assert_eq!(
+            choose(&[fastest, a, b], Instant::now(), &mut |_| 0),
+            Some(0)
+        );
     }
 
     #[tokio::test(start_paused = true)]
@@ -195,7 +201,10 @@ mod tests {
         let mut blocked = healthy(1);
         blocked.excluded = 1;
         let whole = healthy(100);
-        assert_eq!(choose(&[blocked, whole], Instant::now(), &mut |_| 0), Some(1));
+        assert_eq!(
+            choose(&[blocked, whole], Instant::now(), &mut |_| 0),
+            Some(1)
+        );
         let mut also_blocked = healthy(100);
         also_blocked.excluded = 2;
         assert_eq!(

@@ -27,7 +27,7 @@ const FAILURE_LATENCY: Duration = Duration::from_secs(1);
 
 /// One instance.
 pub(crate) struct Instance {
-    /// Its name in `/status` and the `instance` label (see `config::backends`).
+    /// Its name in `/status` and the `searxng_instance` label (see `config::backends`).
     pub(crate) name: String,
     /// Its base URL.
     pub(crate) url: Url,
@@ -147,7 +147,9 @@ impl Instance {
         catalog
             .targets(req)
             .iter()
-            .filter(|name| self.engines.get(BreakerKind::Engine, name).state() == BreakerState::Open)
+            .filter(|name| {
+                self.engines.get(BreakerKind::Engine, name).state() == BreakerState::Open
+            })
             .count()
     }
 
@@ -189,7 +191,11 @@ mod tests {
         estimate.record(ms(100), Instant::now());
         assert_eq!(estimate.at(Instant::now()), Some(ms(100)));
         estimate.record(ms(20), Instant::now());
-        assert_eq!(estimate.at(Instant::now()), Some(ms(80)), "0.75 × 100 + 0.25 × 20");
+        assert_eq!(
+            estimate.at(Instant::now()),
+            Some(ms(80)),
+            "0.75 × 100 + 0.25 × 20"
+        );
         tokio::time::advance(LATENCY_DECAY).await;
         let decayed = estimate.at(Instant::now()).unwrap_or_default();
         assert!(

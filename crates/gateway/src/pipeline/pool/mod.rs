@@ -1,7 +1,7 @@
 //! The SearXNG instances of `SEARXNG_BACKEND_URL`, as a pool: each [`Instance`] has its own client,
 //! catalog, cooldown, engine breakers, latency and in-flight count, and [`SearxngPool::choose`]
 //! picks the instance for each attempt by the rule in [`choice`]. One configured URL is a pool of
-//! one, with no `instance` label anywhere, behaving as the gateway always has.
+//! one, with no `searxng_instance` label anywhere, behaving as the gateway always has.
 //!
 //! Hand-written rather than a tower balancer: the choice depends on this request's engines and on
 //! breaker permits that must be held across a call's attempts, which tower's `p2c` (load only,
@@ -19,8 +19,8 @@ use super::cooldown::searxng_cooldown;
 use crate::breaker::{BreakerBoard, BreakerPolicy, BreakerState, Permit};
 use crate::config::Config;
 use crate::metrics::InstanceLabel;
-use crate::request::SearchRequest;
 use crate::pipeline::Metrics;
+use crate::request::SearchRequest;
 use crate::searxng::SearxngClient;
 
 /// Where an attempt goes.
@@ -62,7 +62,10 @@ impl SearxngPool {
                     metrics.searxng.clone(),
                     label.clone(),
                 );
-                let _ = metrics.requests.searxng_cooldown_active.get_or_create(&label);
+                let _ = metrics
+                    .requests
+                    .searxng_cooldown_active
+                    .get_or_create(&label);
                 Instance::new(
                     backend.name.clone(),
                     backend.url.clone(),
@@ -166,6 +169,8 @@ impl SearxngPool {
 impl std::fmt::Debug for SearxngPool {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let names: Vec<&str> = self.instances.iter().map(|i| i.name.as_str()).collect();
-        f.debug_struct("SearxngPool").field("instances", &names).finish()
+        f.debug_struct("SearxngPool")
+            .field("instances", &names)
+            .finish()
     }
 }
