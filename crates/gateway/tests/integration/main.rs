@@ -15,3 +15,4 @@ mod real_searxng;
 mod real_searxng_pool;
 mod searxng_env;
 mod searxng_pool;
+mod stack_script;
