@@ -14,6 +14,8 @@
 //! - **c. T1 pass** — `T1_PREMIUM_COUNT=3`, three providers scripted to take 100 ms: wall time.
 //! - **d. coalescing** — 100 identical cold queries at the same moment: upstream calls.
 //! - **e. memory under load** — `VmRSS` with 100 000 cached answers, and a soak at saturation.
+//! - **f. pool** — misses/s through a pool of 1, 2 and 3 simulated SearXNG instances, each limited to a
+//!   fixed capacity: the gateway's throughput should grow with the pool.
 //!
 //! `HARNESS_GATEWAY=/path/to/searxng-gateway` measures another build (before/after a change);
 //! `--serve-searxng ADDR` runs the simulated SearXNG alone, for profiling the gateway by hand.
@@ -59,6 +61,8 @@ struct Plan {
     fill_entries: u64,
     soak: Duration,
     soak_sample: Duration,
+    pool_warmup: Duration,
+    pool_run: Duration,
 }
 
 impl Plan {
@@ -76,6 +80,8 @@ impl Plan {
                 fill_entries: 2_000,
                 soak: Duration::from_secs(6),
                 soak_sample: Duration::from_secs(1),
+                pool_warmup: Duration::from_millis(500),
+                pool_run: Duration::from_secs(2),
             }
         } else {
             Self {
@@ -90,6 +96,8 @@ impl Plan {
                 fill_entries: 100_000,
                 soak: Duration::from_secs(600),
                 soak_sample: Duration::from_secs(10),
+                pool_warmup: Duration::from_secs(2),
+                pool_run: Duration::from_secs(10),
             }
         }
     }
@@ -232,6 +240,9 @@ async fn run(plan: Plan) -> usize {
             println!("== e. soak");
             let result = bench.soak(&searxng).await;
             bench.settle("e. soak", result);
+            println!("== f. pool");
+            let result = bench.pool_throughput().await;
+            bench.settle("f. pool", result);
         }
         Err(err) => bench
             .failures

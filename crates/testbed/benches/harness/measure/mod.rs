@@ -1,8 +1,10 @@
 //! The measurements, one file each, as methods of [`crate::Bench`] so they share its plan, rows, details
-//! and failures: [`cache_hits`] (a), [`miss_path`] (b), [`t1`] (c), [`coalescing`] (d) and [`memory`] (e).
+//! and failures: [`cache_hits`] (a), [`miss_path`] (b), [`t1`] (c), [`coalescing`] (d), [`memory`] (e) and
+//! [`pool`] (f).
 
 mod cache_hits;
 mod coalescing;
 mod memory;
 mod miss_path;
+mod pool;
 mod t1;
