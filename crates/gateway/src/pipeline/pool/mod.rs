@@ -98,6 +98,19 @@ impl SearxngPool {
         tried: &[usize],
         holding: Option<usize>,
     ) -> Option<Chosen> {
+        if let [only] = self.instances.as_slice() {
+            // One instance: nothing to choose, exactly the cooldown check the gateway always made.
+            return match holding {
+                Some(index) => Some(Chosen {
+                    index,
+                    permit: None,
+                }),
+                None => only.cooldown.admit().map(|permit| Chosen {
+                    index: 0,
+                    permit: Some(permit),
+                }),
+            };
+        }
         let now = tokio::time::Instant::now();
         let mut candidates: Vec<choice::Candidate> = self
             .instances

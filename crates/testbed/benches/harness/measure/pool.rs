@@ -61,7 +61,7 @@ impl Bench {
                 "   pool of {size}: {throughput:.0} misses/s, per instance {served:?}, {}",
                 crate::latency_summary(&report.latency)
             );
-            if served.iter().any(|count| *count == 0) {
+            if served.contains(&0) {
                 self.failures.push(format!(
                     "f. pool of {size}: an instance served nothing ({served:?})"
                 ));
