@@ -28,7 +28,6 @@ mod tests;
 
 use std::process::ExitCode;
 
-use logging::LogLevel;
 use options::{DemoOptions, OptionsError};
 
 fn main() -> ExitCode {
@@ -43,7 +42,7 @@ fn main() -> ExitCode {
         }
     };
     let log_level = std::env::var_os("LOG_LEVEL").map(|v| v.to_string_lossy().into_owned());
-    let level = match LogLevel::from_env_value(log_level.as_deref()) {
+    let level = match logging::level_from_env_value(log_level.as_deref()) {
         Ok(level) => level,
         Err(err) => {
             eprintln!("searxng-gateway-demo: {err}");
