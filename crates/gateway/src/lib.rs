@@ -4,10 +4,12 @@
 //! 1. [`server`] is every front door — SearXNG's API (`/search`, `/`), the MCP tool (`/mcp` and
 //!    stdio), the Tavily-compatible API — each reading its input into one validated
 //!    [`request::SearchRequest`] and rendering the answer in its own shape; it holds no decision.
-//! 2. [`pipeline`] answers from the [`cache`] (identical misses share one fan-out), checks the
-//!    SearXNG cooldown, plans which SearXNG engines to use from the engine [`breaker`]s and the
-//!    catalog [`searxng`]'s `/config` reported, then fans out: SearXNG and the T1 premium
-//!    [`providers`] together, the fallback one provider at a time, all inside a hard budget.
+//! 2. [`pipeline`] answers from the [`cache`] (identical misses share one fan-out), picks a SearXNG
+//!    instance of the pool (not cooling down, its needed engines not excluded, least loaded), plans
+//!    which of its engines to use from its engine [`breaker`]s and the catalog its `/config`
+//!    reported ([`searxng`]), then fans out: SearXNG and the T1 premium [`providers`] together, the
+//!    fallback one provider at a time, all inside a hard budget; a failed SearXNG attempt is retried
+//!    on another instance.
 //! 3. [`merge`] deduplicates by canonical URL with order-free attribution and one scoring rule.
 //! 4. [`pipeline`] labels the outcome, records [`metrics`] and caches the rendered answer.
 //!

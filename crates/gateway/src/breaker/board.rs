@@ -1,10 +1,12 @@
-//! Every breaker of the process, keyed by namespace ([`BreakerKind`]) and name, created closed on
-//! first use — so SearXNG's `brave` engine and the Brave API never share a breaker or a series.
+//! A set of breakers, keyed by namespace ([`BreakerKind`]) and name, created closed on first use:
+//! the providers' on one board, each SearXNG instance's engines on its own — so SearXNG's `brave`
+//! engine and the Brave API never share a breaker or a series, and neither do two instances'.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use super::{Breaker, BreakerMetrics, BreakerPolicy};
+use crate::metrics::InstanceLabel;
 
 /// Which namespace a breaker lives in: the `kind` metric label.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
@@ -38,6 +40,8 @@ pub(crate) struct BreakerBoard {
 #[derive(Debug)]
 struct Shared {
     policy: BreakerPolicy,
+    /// The SearXNG instance whose engines this board holds (none: providers, or one instance).
+    instance: InstanceLabel,
     metrics: BreakerMetrics,
     /// Providers, then engines; each map sorted by name.
     breakers: Mutex<[BTreeMap<String, Arc<Breaker>>; 2]>,
@@ -53,9 +57,19 @@ fn slot(kind: BreakerKind) -> usize {
 impl BreakerBoard {
     /// An empty board; breakers appear as [`BreakerBoard::get`] first names them.
     pub(crate) fn new(policy: BreakerPolicy, metrics: BreakerMetrics) -> Self {
+        Self::of_instance(policy, metrics, InstanceLabel::single())
+    }
+
+    /// An empty board for the engines of the SearXNG pool member `instance`.
+    pub(crate) fn of_instance(
+        policy: BreakerPolicy,
+        metrics: BreakerMetrics,
+        instance: InstanceLabel,
+    ) -> Self {
         Self {
             shared: Arc::new(Shared {
                 policy,
+                instance,
                 metrics,
                 breakers: Mutex::new([BTreeMap::new(), BTreeMap::new()]),
             }),
@@ -72,6 +86,7 @@ impl BreakerBoard {
         let breaker = Arc::new(Breaker::new(
             kind,
             name,
+            self.shared.instance.clone(),
             self.shared.policy,
             &self.shared.metrics,
         ));

@@ -1,7 +1,7 @@
 //! The breaker families: `circuit_breaker_state`, `_trips_total`, `_rejections_total` and
 //! `_recovery_total`, labelled by the breaker's name (the `engine` label, a name kept from the Go
 //! original) and its [`BreakerKind`], so SearXNG's `brave` engine and the Brave API never share a
-//! series.
+//! series; a pool member's engine breakers and cooldown also carry its `searxng_instance` label.
 
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
@@ -9,23 +9,27 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 
 use super::{BreakerKind, TripReason};
-use crate::metrics::{label_value_as_str, Registry};
+use crate::metrics::{label_value_as_str, InstanceLabel, Registry};
 
 label_value_as_str!(BreakerKind, TripReason);
 
-/// `{engine, kind}`.
+/// `{engine, kind[, searxng_instance]}`.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
 pub(crate) struct BreakerLabels {
     pub(crate) engine: String,
     pub(crate) kind: BreakerKind,
+    #[prometheus(flatten)]
+    pub(crate) instance: InstanceLabel,
 }
 
-/// `{engine, kind, reason}`.
+/// `{engine, kind, reason[, searxng_instance]}`.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
 pub(crate) struct TripLabels {
     pub(crate) engine: String,
     pub(crate) kind: BreakerKind,
     pub(crate) reason: TripReason,
+    #[prometheus(flatten)]
+    pub(crate) instance: InstanceLabel,
 }
 
 /// Every breaker family. Cheap to clone.

@@ -31,6 +31,7 @@ pub(crate) use metrics::BreakerMetrics;
 pub(crate) use policy::BreakerPolicy;
 pub(crate) use signal::{Signal, TripReason};
 
+use crate::metrics::InstanceLabel;
 use machine::{Admission, Machine, Transition};
 use metrics::{BreakerLabels, TripLabels};
 
@@ -39,6 +40,8 @@ use metrics::{BreakerLabels, TripLabels};
 pub(crate) struct Breaker {
     kind: BreakerKind,
     name: String,
+    /// The SearXNG instance it belongs to (engine breakers and cooldowns of a pool member).
+    instance: InstanceLabel,
     policy: BreakerPolicy,
     machine: Mutex<Machine>,
     series: Series,
@@ -54,16 +57,19 @@ struct Series {
 }
 
 impl Breaker {
-    /// A closed breaker named `name` in the `kind` namespace.
+    /// A closed breaker named `name` in the `kind` namespace, of the SearXNG instance `instance`
+    /// (none for providers and for a single instance).
     pub(crate) fn new(
         kind: BreakerKind,
         name: &str,
+        instance: InstanceLabel,
         policy: BreakerPolicy,
         metrics: &BreakerMetrics,
     ) -> Self {
         let labels = BreakerLabels {
             engine: name.to_owned(),
             kind,
+            instance: instance.clone(),
         };
         let series = Series {
             state: metrics.state.get_or_create(&labels).clone(),
@@ -75,6 +81,7 @@ impl Breaker {
         Self {
             kind,
             name: name.to_owned(),
+            instance,
             policy,
             machine: Mutex::new(Machine::new(Instant::now())),
             series,
@@ -89,6 +96,11 @@ impl Breaker {
     /// The provider or engine name.
     pub(crate) fn name(&self) -> &str {
         &self.name
+    }
+
+    /// The SearXNG instance it belongs to, if it is a pool member's.
+    pub(crate) fn instance(&self) -> Option<&str> {
+        self.instance.name()
     }
 
     /// The state now, without admitting anything.
@@ -157,12 +169,14 @@ impl Breaker {
                         engine: self.name.clone(),
                         kind: self.kind,
                         reason,
+                        instance: self.instance.clone(),
                     })
                     .inc();
                 let snapshot = machine.snapshot(now);
                 tracing::warn!(
                     kind = self.kind.as_str(),
                     name = %self.name,
+                    instance = self.instance.name().unwrap_or(""),
                     reason = reason.as_str(),
                     open_for_s = snapshot.open_for.map_or(0, |d| d.as_secs()),
                     trips = snapshot.trips,
@@ -171,7 +185,7 @@ impl Breaker {
             }
             Transition::Recovered => {
                 self.series.recoveries.inc();
-                tracing::info!(kind = self.kind.as_str(), name = %self.name, "circuit breaker closed");
+                tracing::info!(kind = self.kind.as_str(), name = %self.name, instance = self.instance.name().unwrap_or(""), "circuit breaker closed");
             }
         }
         self.publish(&machine, now);

@@ -4,6 +4,7 @@
 //! unknown provider is a [`ConfigError`] naming the variable — nothing falls back to a default
 //! silently. Provider settings are built here but belong to [`crate::providers`].
 
+mod backends;
 pub(crate) mod limits;
 pub(crate) mod otlp;
 mod parse;
@@ -12,9 +13,8 @@ pub mod variables;
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use url::Url;
-
 use crate::providers::{ApiKey, ProviderKind, ProviderSettings};
+pub(crate) use backends::SearxngBackend;
 use limits::{ServerLimits, Shedding};
 use otlp::OtlpExport;
 use parse::Env;
@@ -97,8 +97,9 @@ const RESERVED_PATHS: &[&str] = &["/search", "/healthz", "/readyz", "/status", "
 #[derive(Debug, Clone, PartialEq)]
 pub struct Config {
     pub(crate) listen_addr: SocketAddr,
-    /// `SEARXNG_BACKEND_URL`, without a trailing slash in its path.
-    pub(crate) searxng_url: Url,
+    /// `SEARXNG_BACKEND_URL`: one instance, or several (a pool), each URL without a trailing
+    /// slash in its path.
+    pub(crate) searxng: Vec<SearxngBackend>,
     /// `FALLBACK_PROVIDERS`, in preference order.
     pub(crate) fallback_providers: Vec<ProviderKind>,
     pub(crate) t1_premium_count: usize,
@@ -108,6 +109,8 @@ pub struct Config {
     pub(crate) searxng_timeout: Duration,
     pub(crate) searxng_fail_threshold: u32,
     pub(crate) searxng_fail_cooldown: Duration,
+    /// `SEARXNG_MAX_COOLDOWN_SECONDS`, never below `searxng_fail_cooldown`.
+    pub(crate) searxng_max_cooldown: Duration,
     pub(crate) searxng_slow: SlowThreshold,
     pub(crate) cache_size: usize,
     pub(crate) cache_ttl: Duration,
@@ -142,9 +145,7 @@ impl Config {
     fn read(env: &Env<'_>) -> Result<Self, ConfigError> {
         let listen_addr = env.listen_addr("LISTEN_ADDR")?;
 
-        let mut searxng_url = env.url("SEARXNG_BACKEND_URL")?;
-        let trimmed = searxng_url.path().trim_end_matches('/').to_owned();
-        searxng_url.set_path(&trimmed);
+        let searxng = backends::read(env, "SEARXNG_BACKEND_URL")?;
 
         let fallback_providers = fallback_providers(env)?;
         let sufficient_min_results = env.integer("SUFFICIENT_MIN_RESULTS", 0usize, 1000)?;
@@ -152,6 +153,9 @@ impl Config {
         let searxng_timeout = env.seconds("SEARXNG_TIMEOUT_SECONDS")?;
         let searxng_fail_threshold = env.integer("SEARXNG_FAIL_THRESHOLD", 1u32, 10_000)?;
         let searxng_fail_cooldown = env.seconds("SEARXNG_FAIL_COOLDOWN_SECONDS")?;
+        let searxng_max_cooldown = env
+            .seconds("SEARXNG_MAX_COOLDOWN_SECONDS")?
+            .max(searxng_fail_cooldown);
         let searxng_slow = match env.value("SEARXNG_SLOW_SECONDS") {
             Some(raw) if raw.text.eq_ignore_ascii_case("auto") => SlowThreshold::Auto,
             Some(raw) => SlowThreshold::Fixed(parse::seconds(&raw)?),
@@ -184,7 +188,7 @@ impl Config {
 
         let config = Self {
             listen_addr,
-            searxng_url,
+            searxng,
             fallback_providers,
             t1_premium_count: 0,
             sufficient_min_results,
@@ -192,6 +196,7 @@ impl Config {
             searxng_timeout,
             searxng_fail_threshold,
             searxng_fail_cooldown,
+            searxng_max_cooldown,
             searxng_slow,
             cache_size,
             cache_ttl,

@@ -67,7 +67,7 @@ impl<'a> Env<'a> {
     }
 
     /// A value that has a default in the table.
-    fn required(&self, name: &str) -> Result<Raw, ConfigError> {
+    pub(super) fn required(&self, name: &str) -> Result<Raw, ConfigError> {
         self.value(name)
             .ok_or_else(|| ConfigError::new(name, "", "is required"))
     }
@@ -94,14 +94,7 @@ impl<'a> Env<'a> {
 
     pub(super) fn url(&self, name: &str) -> Result<Url, ConfigError> {
         let raw = self.required(name)?;
-        let url = Url::parse(&raw.text).map_err(|e| raw.error(format!("not a URL ({e})")))?;
-        if !matches!(url.scheme(), "http" | "https") || url.host_str().is_none() {
-            return Err(raw.error("must be an http:// or https:// URL with a host"));
-        }
-        if url.query().is_some() || url.fragment().is_some() {
-            return Err(raw.error("must not carry a query or fragment"));
-        }
-        Ok(url)
+        http_url(&raw, &raw.text)
     }
 
     /// A URL that may be unset.
@@ -116,6 +109,19 @@ impl<'a> Env<'a> {
         let raw = self.required(name)?;
         listen_addr(&raw.text).ok_or_else(|| raw.error("expected :PORT, HOST:PORT or [IPv6]:PORT"))
     }
+}
+
+/// `text` (all of `raw`, or one entry of a list in it) as an http(s) URL with a host and without a
+/// query or fragment; an error names `raw`'s variable.
+pub(super) fn http_url(raw: &Raw, text: &str) -> Result<Url, ConfigError> {
+    let url = Url::parse(text).map_err(|e| raw.error(format!("{text:?} is not a URL ({e})")))?;
+    if !matches!(url.scheme(), "http" | "https") || url.host_str().is_none() {
+        return Err(raw.error("must be an http:// or https:// URL with a host"));
+    }
+    if url.query().is_some() || url.fragment().is_some() {
+        return Err(raw.error("must not carry a query or fragment"));
+    }
+    Ok(url)
 }
 
 /// A number of seconds: greater than 0, at most a year, fractions allowed.

@@ -28,7 +28,9 @@ fn timeout(c: &Config, kind: ProviderKind) -> Duration {
 fn defaults_match_the_contract() {
     let c = config(&[]).unwrap();
     assert_eq!(c.listen_addr, "0.0.0.0:8080".parse().unwrap());
-    assert_eq!(c.searxng_url.as_str(), "http://127.0.0.1:8888/");
+    assert_eq!(c.searxng.len(), 1);
+    assert_eq!(c.searxng[0].url.as_str(), "http://127.0.0.1:8888/");
+    assert_eq!(c.searxng_max_cooldown, Duration::from_secs(1800));
     assert_eq!(c.fallback_providers, [ProviderKind::Brave]);
     assert_eq!(c.t1_premium_count, 0);
     assert_eq!(c.sufficient_min_results, 1);
@@ -209,7 +211,7 @@ fn every_provider_timeout_follows_provider_timeout_seconds_unless_set() {
 #[test]
 fn searxng_url_tolerates_a_trailing_slash() {
     let c = config(&[("SEARXNG_BACKEND_URL", "http://h:1/searx/")]).unwrap();
-    assert_eq!(c.searxng_url.as_str(), "http://h:1/searx");
+    assert_eq!(c.searxng[0].url.as_str(), "http://h:1/searx");
 }
 
 #[test]

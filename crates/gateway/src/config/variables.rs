@@ -53,7 +53,7 @@ use Fallback::{Text, Unset, Variable as From};
 /// Every variable the gateway reads, in the order `--help` and the README show them.
 pub const VARIABLES: &[Variable] = &[
     var("LISTEN_ADDR", Text(":8080"), "Bind address; `:PORT` means all interfaces."),
-    var("SEARXNG_BACKEND_URL", Text("http://127.0.0.1:8888"), "SearXNG base URL (a trailing `/` is tolerated)."),
+    var("SEARXNG_BACKEND_URL", Text("http://127.0.0.1:8888"), "SearXNG base URL (a trailing `/` is tolerated), or a comma-separated list of them: a pool, balanced per call, with health, cooldown and engine breakers per instance."),
     var("FALLBACK_PROVIDERS", Text("brave"), "Comma list of premium providers (brave, exa, jina, tavily) in preference order."),
     var("T1_PREMIUM_COUNT", Text("0"), "Providers called concurrently with SearXNG on every cache miss (at most the number of active providers)."),
     var("SUFFICIENT_MIN_RESULTS", Text("1"), "Merged-result target that stops the fallback loop."),
@@ -61,6 +61,7 @@ pub const VARIABLES: &[Variable] = &[
     var("SEARXNG_TIMEOUT_SECONDS", Text("25"), "Timeout of one SearXNG attempt, never beyond what is left of the budget."),
     var("SEARXNG_FAIL_THRESHOLD", Text("6"), "Consecutive failed SearXNG calls that start the cooldown."),
     var("SEARXNG_FAIL_COOLDOWN_SECONDS", Text("180"), "How long SearXNG is skipped after the threshold; then exactly one request probes it."),
+    var("SEARXNG_MAX_COOLDOWN_SECONDS", Text("1800"), "Pool only: cap of an instance's cooldown, which doubles on each trip in a row (never below `SEARXNG_FAIL_COOLDOWN_SECONDS`); a single instance keeps the fixed cooldown."),
     var("SEARXNG_SLOW_SECONDS", Text("auto"), "How long the fallback waits for SearXNG before starting alongside it; `auto` = 2 × SearXNG's recent p95, at least 1 s, at most half the budget."),
     var("CACHE_SIZE", Text("1000"), "Answer cache capacity in entries (0 disables the cache)."),
     var("CACHE_TTL_SECONDS", Text("3600"), "Lifetime of a complete cached answer (degraded answers live at most 60 s)."),

@@ -13,6 +13,9 @@
 pub(crate) mod exposition;
 
 use std::sync::atomic::AtomicU64;
+use std::sync::Arc;
+
+use prometheus_client::encoding::{EncodeLabelSet, LabelSetEncoder};
 
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
@@ -62,6 +65,43 @@ macro_rules! label_value_as_str {
     )*};
 }
 pub(crate) use label_value_as_str;
+
+/// The optional `searxng_instance` label: which SearXNG instance of a pool a series is about, by the
+/// name `config` gave it (a closed set: the configured list). Empty for a gateway with one instance,
+/// whose exposition then carries no such label at all. Not called `instance`: Prometheus sets that
+/// label on every scraped series to the scrape target and would rename ours `exported_instance`.
+/// Put it in a label set with `#[prometheus(flatten)]`, or use it alone as a family's label set.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
+pub(crate) struct InstanceLabel(Option<Arc<str>>);
+
+impl InstanceLabel {
+    /// The label of a pool member named `name`.
+    pub(crate) fn pooled(name: &str) -> Self {
+        Self(Some(Arc::from(name)))
+    }
+
+    /// No label: the only instance.
+    pub(crate) fn single() -> Self {
+        Self(None)
+    }
+
+    /// The instance's name, when it has the label.
+    pub(crate) fn name(&self) -> Option<&str> {
+        self.0.as_deref()
+    }
+}
+
+/// The label's name.
+const LABEL: &str = "searxng_instance";
+
+impl EncodeLabelSet for InstanceLabel {
+    fn encode(&self, encoder: &mut LabelSetEncoder<'_>) -> std::fmt::Result {
+        match &self.0 {
+            Some(name) => [(LABEL, name.as_ref())].encode(encoder),
+            None => Ok(()),
+        }
+    }
+}
 
 /// The registry every family is registered on.
 #[derive(Debug)]
@@ -122,8 +162,37 @@ impl Registry {
 #[cfg(test)]
 mod tests {
     use prometheus_client::metrics::counter::Counter;
+    use prometheus_client::metrics::family::Family;
 
     use super::*;
+
+    #[test]
+    fn the_instance_label_appears_only_for_a_pool_member() {
+        let mut r = Registry::new();
+        let counters: Family<InstanceLabel, Counter> = Family::default();
+        let histograms: HistogramFamily<InstanceLabel> = latency_family();
+        r.register("calls", "Calls", counters.clone());
+        r.register("call_duration_seconds", "Durations", histograms.clone());
+        counters.get_or_create(&InstanceLabel::single()).inc();
+        histograms
+            .get_or_create(&InstanceLabel::single())
+            .observe(0.2);
+        let single = r.render(false);
+        assert!(
+            single.contains("\nsearxng_gateway_calls_total 1\n"),
+            "{single}"
+        );
+        assert!(
+            single.contains("\nsearxng_gateway_call_duration_seconds_bucket{le=\"0.25\"} 1\n"),
+            "{single}"
+        );
+        assert!(!single.contains("instance"), "{single}");
+        counters.get_or_create(&InstanceLabel::pooled("a:1")).inc();
+        assert_eq!(
+            r.sample("calls_total", &[("searxng_instance", "a:1")]),
+            Some(1.0)
+        );
+    }
 
     #[test]
     fn counters_are_exposed_with_total_in_prometheus_text_and_eof_only_in_openmetrics() {

@@ -1,8 +1,7 @@
-//! The two kinds of upstream call one fan-out makes, each bounded by the request's deadline and
-//! each reporting what it learned to its breakers: one SearXNG call (with its engine plan) and one
-//! premium provider call.
+//! The calls one fan-out makes and what they report to it ([`Event`]), each bounded by the
+//! request's deadline and each reporting what it learned to its breakers: one premium provider call
+//! here; one SearXNG call (its attempts across the pool) in [`super::searxng_call`].
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::time::Instant;
@@ -10,10 +9,8 @@ use tracing::field::Empty;
 use tracing::Instrument;
 
 use super::breaker_signals;
-use super::engine_plan::EnginePlan;
 use super::provider_rotation::Admitted;
-use super::{Gateway, Inner};
-use crate::breaker::{Permit, Signal, TripReason};
+use crate::breaker::{Signal, TripReason};
 use crate::providers::{Park, ProviderAnswer, ProviderKind};
 use crate::request::SearchRequest;
 use crate::searxng::SearxngAnswer;
@@ -54,79 +51,6 @@ pub(super) enum Event {
         pass: Pass,
         result: Result<ProviderAnswer, UpstreamError>,
     },
-}
-
-/// One SearXNG call: plan the engines, call, feed the answer to the cooldown and engine breakers.
-pub(super) async fn searxng(
-    inner: Arc<Inner>,
-    req: SearchRequest,
-    deadline: Instant,
-    permit: Permit,
-) -> Event {
-    let catalog = inner.catalog.get();
-    let plan = EnginePlan::new(
-        catalog.as_deref(),
-        &req,
-        &inner.breakers,
-        &inner.metrics.requests.engine_exclusion_overridden,
-    );
-    let call_deadline = deadline.checked_sub(DEADLINE_MARGIN).unwrap_or(deadline);
-    let span = tracing::info_span!(
-        target: TARGET,
-        "searxng",
-        otel.kind = "client",
-        excluded_engines = Empty,
-        result = Empty,
-        error_class = Empty,
-        otel.status_code = Empty,
-    );
-    if !plan.excluded.is_empty() {
-        span.record("excluded_engines", plan.excluded.join(",").as_str());
-    }
-    let started = Instant::now();
-    let mut to_send = req;
-    if plan.explicit.is_some() {
-        // engines= and categories= are a union at SearXNG: the explicit list must stand alone.
-        to_send.categories.clear();
-    }
-    let result = inner
-        .searxng
-        .search(&to_send, plan.explicit.as_deref(), call_deadline)
-        .instrument(span.clone())
-        .await;
-    match &result {
-        Ok(answer) if answer.is_degraded() => {
-            span.record("result", "degraded");
-            trace::record_error(&span, ErrorClass::Degraded.as_str());
-        }
-        Ok(_) => {
-            span.record("result", "ok");
-        }
-        Err(err) => trace::record_error(&span, err.class.as_str()),
-    }
-    inner.latency.record(started.elapsed());
-    match &result {
-        Ok(answer) => {
-            if answer.is_degraded() {
-                // Every engine failed: not a SearXNG success. Counted towards the cooldown, so an
-                // instance whose engines are all blocked is skipped instead of costing every
-                // request its latency before the fallback.
-                permit.record(Signal::Transient);
-            } else {
-                Gateway::mark_searxng_ok(&inner);
-                permit.record(Signal::Success);
-            }
-            if plan.settle(answer, &inner.breakers, catalog.as_deref()) {
-                inner.catalog.refresh.notify_one();
-            }
-        }
-        Err(err) => match err.class {
-            // Our request or the client's query (a `!!bang`): SearXNG itself is fine.
-            ErrorClass::BadRequest | ErrorClass::Redirect => permit.record(Signal::Neutral),
-            _ => permit.record(Signal::Transient),
-        },
-    }
-    Event::Searxng(result)
 }
 
 /// One premium call, cut at the request's deadline; its answer (or a park request on a

@@ -1,22 +1,41 @@
-//! The SearXNG cooldown: after `SEARXNG_FAIL_THRESHOLD` consecutive failed calls SearXNG is
-//! skipped for `SEARXNG_FAIL_COOLDOWN_SECONDS` (no growth, no jitter), then exactly one request
-//! probes it. A breaker of its own kind, so it shares the state machine and its tests. A client
-//! hanging up (a dropped permit) is not a SearXNG failure.
+//! The SearXNG cooldown, one per instance: after `SEARXNG_FAIL_THRESHOLD` consecutive failed calls
+//! an instance is skipped for `SEARXNG_FAIL_COOLDOWN_SECONDS`, then exactly one request probes it.
+//! A breaker of its own kind, so it shares the state machine and its tests. A client hanging up (a
+//! dropped permit) is not a SearXNG failure.
+//!
+//! A single instance keeps a fixed period (no growth, no jitter): with nowhere else to send
+//! searches, a longer cooldown would only mean longer without SearXNG. A pool member's period
+//! doubles on each trip in a row up to `SEARXNG_MAX_COOLDOWN_SECONDS` (the other instances carry
+//! the load meanwhile, and a flapping instance is probed less and less often), with a little
+//! jitter so instances ejected together are not probed together.
 
 use crate::breaker::{Breaker, BreakerKind, BreakerMetrics, BreakerPolicy};
 use crate::config::Config;
+use crate::metrics::InstanceLabel;
 
-/// The cooldown breaker for `config`.
-pub(super) fn searxng_cooldown(config: &Config, metrics: &BreakerMetrics) -> Breaker {
+/// The cooldown breaker of one instance: `instance` names a pool member, or is empty for the only
+/// instance.
+pub(super) fn searxng_cooldown(
+    config: &Config,
+    metrics: &BreakerMetrics,
+    instance: InstanceLabel,
+) -> Breaker {
+    let pooled = instance.name().is_some();
+    let (open_max, jitter) = if pooled {
+        (config.searxng_max_cooldown, 0.1)
+    } else {
+        (config.searxng_fail_cooldown, 0.0)
+    };
     Breaker::new(
         BreakerKind::Searxng,
         "searxng",
+        instance,
         BreakerPolicy {
             open_base: config.searxng_fail_cooldown,
-            open_max: config.searxng_fail_cooldown,
+            open_max,
             failure_threshold: config.searxng_fail_threshold,
-            jitter: 0.0,
-            healthy_after: config.searxng_fail_cooldown,
+            jitter,
+            healthy_after: open_max,
         },
         metrics,
     )
@@ -51,6 +70,7 @@ mod tests {
         let cooldown = Arc::new(searxng_cooldown(
             &c,
             &BreakerMetrics::new(&mut crate::metrics::Registry::new()),
+            InstanceLabel::single(),
         ));
         for _ in 0..2 {
             cooldown.admit().unwrap().record(Signal::Transient);
@@ -89,6 +109,7 @@ mod tests {
         let cooldown = Arc::new(searxng_cooldown(
             &c,
             &BreakerMetrics::new(&mut crate::metrics::Registry::new()),
+            InstanceLabel::single(),
         ));
         cooldown.admit().unwrap().record(Signal::Transient);
         cooldown.admit().unwrap().record(Signal::Success);
@@ -98,5 +119,37 @@ mod tests {
         tokio::time::advance(Duration::from_secs(11)).await;
         drop(cooldown.admit().unwrap()); // the client hung up during the probe
         assert!(cooldown.admit().is_some(), "the next request may probe");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_pool_members_cooldown_grows_on_each_trip_in_a_row_up_to_the_cap() {
+        let c = config(&[
+            ("SEARXNG_BACKEND_URL", "http://a:1,http://b:2"),
+            ("SEARXNG_FAIL_THRESHOLD", "1"),
+            ("SEARXNG_FAIL_COOLDOWN_SECONDS", "10"),
+            ("SEARXNG_MAX_COOLDOWN_SECONDS", "25"),
+        ]);
+        let cooldown = Arc::new(searxng_cooldown(
+            &c,
+            &BreakerMetrics::new(&mut crate::metrics::Registry::new()),
+            InstanceLabel::pooled("a:1"),
+        ));
+        cooldown.admit().unwrap().record(Signal::Transient);
+        let first = cooldown.snapshot().open_for.unwrap();
+        assert!(first >= Duration::from_secs(10) && first <= Duration::from_secs(11));
+        tokio::time::advance(first).await;
+        cooldown.admit().unwrap().record(Signal::Transient);
+        let second = cooldown.snapshot().open_for.unwrap();
+        assert!(
+            second >= Duration::from_secs(20) && second <= Duration::from_secs(22),
+            "doubled: {second:?}"
+        );
+        tokio::time::advance(second).await;
+        cooldown.admit().unwrap().record(Signal::Transient);
+        let third = cooldown.snapshot().open_for.unwrap();
+        assert!(
+            third >= Duration::from_secs(25) && third <= Duration::from_secs(28),
+            "capped: {third:?}"
+        );
     }
 }

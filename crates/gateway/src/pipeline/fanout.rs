@@ -24,6 +24,7 @@ use super::calls::{self, Event, Pass, DEADLINE_MARGIN};
 use super::failure::{Failures, Shortfall, Upstream, UpstreamFailure};
 use super::outcome::{Contribution, Outcome};
 use super::provider_rotation::ProviderWalk;
+use super::searxng_call;
 use super::{Inner, SHORT_TTL};
 use crate::cache::Computed;
 use crate::merge::{merge_owned, DistinctUrls, Source, SourceResults};
@@ -33,7 +34,7 @@ use crate::upstream::ErrorClass;
 /// Where SearXNG stands in this request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum SearxngProgress {
-    /// Not called: the cooldown is on.
+    /// Not called: every instance is cooling down.
     Skipped,
     /// Called, no answer yet.
     Pending,
@@ -94,7 +95,7 @@ impl FanOut {
         }
     }
 
-    /// SearXNG is cooling down and was not called.
+    /// Every SearXNG instance is cooling down: none was called.
     pub(super) fn searxng_skipped(&mut self) {
         self.searxng = SearxngProgress::Skipped;
         self.failures
@@ -266,13 +267,13 @@ pub(crate) async fn run(inner: Arc<Inner>, req: SearchRequest) -> Computed<Arc<A
     let mut fan = FanOut::new(inner.config.sufficient_min_results, slow_at, deadline);
     let mut calls: FuturesUnordered<BoxFuture<'static, Event>> = FuturesUnordered::new();
 
-    // SearXNG (unless cooling down) and the T1 pass start together.
-    match inner.cooldown.admit() {
-        Some(permit) => calls.push(Box::pin(calls::searxng(
+    // SearXNG (unless every instance is cooling down) and the T1 pass start together.
+    match inner.pool.choose(&req, &[], None) {
+        Some(chosen) => calls.push(Box::pin(searxng_call::searxng(
             Arc::clone(&inner),
             req.clone(),
             deadline,
-            permit,
+            chosen,
         ))),
         None => {
             inner.metrics.requests.searxng_skipped.inc();

@@ -11,7 +11,8 @@ use prometheus_client::metrics::histogram::Histogram;
 use super::Outcome;
 use crate::breaker::BreakerMetrics;
 use crate::metrics::{
-    count_histogram, label_value_as_str, latency_family, FloatGauge, HistogramFamily, Registry,
+    count_histogram, label_value_as_str, latency_family, FloatGauge, HistogramFamily,
+    InstanceLabel, Registry,
 };
 use crate::providers::ProviderMetrics;
 use crate::request::Surface;
@@ -48,8 +49,9 @@ pub(crate) struct RequestMetrics {
     pub(crate) cache_size: Gauge,
     /// `cache_coalesced_total`: requests that waited on an identical in-flight miss.
     pub(crate) cache_coalesced: Counter,
-    /// `searxng_cooldown_active`: 1 while SearXNG is skipped after repeated failures.
-    pub(crate) searxng_cooldown_active: Gauge,
+    /// `searxng_cooldown_active[{searxng_instance}]`: 1 while the instance is skipped after repeated
+    /// failures.
+    pub(crate) searxng_cooldown_active: Family<InstanceLabel, Gauge>,
     /// `searxng_skipped_total`: requests that did not call SearXNG because of the cooldown.
     pub(crate) searxng_skipped: Counter,
     /// `requests_shed_total`: searches answered 503 `overloaded` because their fan-out found no
@@ -71,7 +73,7 @@ impl RequestMetrics {
             engines_count: count_histogram(),
             cache_size: Gauge::default(),
             cache_coalesced: Counter::default(),
-            searxng_cooldown_active: Gauge::default(),
+            searxng_cooldown_active: Family::default(),
             searxng_skipped: Counter::default(),
             shed: Counter::default(),
             engine_exclusion_overridden: Counter::default(),
@@ -106,7 +108,7 @@ impl RequestMetrics {
         r.register("cache_coalesced", "Requests that shared an identical in-flight upstream fan-out instead of starting their own", m.cache_coalesced.clone());
         r.register(
             "searxng_cooldown_active",
-            "1 while SearXNG is skipped after consecutive failures, else 0",
+            "1 while a SearXNG instance is skipped after consecutive failures, else 0",
             m.searxng_cooldown_active.clone(),
         );
         r.register(

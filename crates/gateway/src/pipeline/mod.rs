@@ -4,11 +4,14 @@
 //!
 //! - [`admission`]: load shedding — how many fan-outs may run at once.
 //! - [`fanout`]: one request's fan-out, its rules as methods of a state type.
-//! - [`calls`]: one SearXNG call and one provider call, each reporting to its breakers.
+//! - [`calls`]: one provider call, and what a call reports to the fan-out.
+//! - [`searxng_call`]: one SearXNG call, its attempts across the pool, reporting to the breakers.
+//! - [`pool`]: the SearXNG instances, each with its catalog, cooldown and engine breakers, and the
+//!   rule that picks one per attempt.
 //! - [`engine_plan`]: which SearXNG engines a request may use, given the engine breakers.
 //! - [`provider_rotation`]: which providers a request calls, in which order.
 //! - [`slow_threshold`]: how long the fallback waits for a silent SearXNG.
-//! - [`cooldown`]: when SearXNG itself is skipped.
+//! - [`cooldown`]: when a SearXNG instance itself is skipped.
 //! - [`breaker_signals`]: what upstream facts mean for breakers.
 //! - [`answer`], [`outcome`], [`failure`]: what a fan-out produces and how it is labelled.
 //! - [`status`]: the `/status` document; [`background`]: the catalog refresh and cache sweep.
@@ -24,7 +27,9 @@ pub(crate) mod failure;
 mod fanout;
 mod metrics;
 mod outcome;
+mod pool;
 mod provider_rotation;
+mod searxng_call;
 mod slow_threshold;
 pub(crate) mod status;
 
@@ -39,20 +44,19 @@ pub(crate) use answer::Answer;
 pub(crate) use metrics::Metrics;
 pub(crate) use outcome::Outcome;
 
-use crate::breaker::{Breaker, BreakerBoard, BreakerKind, BreakerPolicy, BreakerState};
+use crate::breaker::{BreakerBoard, BreakerKind, BreakerPolicy, BreakerState};
 use crate::cache::{AnswerCache, CacheStatus, ComputationLost};
 use crate::config::Config;
 use crate::providers::quota::QuotaBoard;
 use crate::providers::ProviderClient;
 use crate::request::{SearchRequest, Surface};
-use crate::searxng::SearxngClient;
 use crate::trace::TARGET;
 use crate::upstream::http_client;
-use engine_plan::CatalogHandle;
 use metrics::{OutcomeLabels, SurfaceLabels};
+use pool::SearxngPool;
 use provider_rotation::Rotation;
 use slow_threshold::LatencyWindow;
-use status::{BreakerStatus, CooldownStatus, ProviderStatus, SearxngStatus, Status};
+use status::{BreakerStatus, ProviderStatus, Status};
 
 /// Degraded or below-target answers are kept at most this long.
 const SHORT_TTL: Duration = Duration::from_secs(60);
@@ -94,14 +98,13 @@ pub(crate) struct Gateway {
 /// Everything the pipeline owns, shared by every request.
 struct Inner {
     config: Config,
-    searxng: SearxngClient,
-    /// The SearXNG cooldown: a breaker with its own threshold and fixed open period.
-    cooldown: Arc<Breaker>,
+    /// The SearXNG instances, each with its catalog, cooldown and engine breakers.
+    pool: SearxngPool,
     /// Active providers in `FALLBACK_PROVIDERS` order.
     providers: Vec<Arc<ProviderClient>>,
     rotation: Rotation,
+    /// The providers' breakers (each instance's engine breakers are its own).
     breakers: BreakerBoard,
-    catalog: CatalogHandle,
     cache: AnswerCache<FanOutResult>,
     /// Fan-out slots (load shedding).
     admission: Admission,
@@ -124,12 +127,6 @@ impl Gateway {
     /// (logged once here) and never called.
     pub(crate) fn new(config: Config, metrics: Metrics) -> Self {
         let http = http_client();
-        let searxng = SearxngClient::new(
-            http.clone(),
-            config.searxng_url.clone(),
-            config.searxng_timeout,
-            metrics.searxng.clone(),
-        );
         let quota = QuotaBoard::default();
         let mut providers = Vec::new();
         for kind in &config.fallback_providers {
@@ -157,7 +154,7 @@ impl Gateway {
             jitter: 0.1,
             healthy_after: config.breaker_max_open,
         };
-        let cooldown = Arc::new(cooldown::searxng_cooldown(&config, &metrics.breakers));
+        let pool = SearxngPool::new(&config, &http, &metrics, policy);
         let breakers = BreakerBoard::new(policy, metrics.breakers.clone());
         for provider in &providers {
             // Provider breakers exist up front so their series are there from the first scrape.
@@ -175,12 +172,10 @@ impl Gateway {
         Self {
             inner: Arc::new(Inner {
                 config,
-                searxng,
-                cooldown,
+                pool,
                 providers,
                 rotation: Rotation::default(),
                 breakers,
-                catalog: CatalogHandle::default(),
                 cache,
                 admission,
                 quota,
@@ -295,27 +290,26 @@ impl Gateway {
     pub(crate) fn render_metrics(&self, openmetrics: bool) -> String {
         let inner = &self.inner;
         inner.breakers.refresh_metrics();
-        inner.cooldown.refresh_metrics();
-        let cooling = inner.cooldown.state() == BreakerState::Open;
         inner
-            .metrics
-            .requests
-            .searxng_cooldown_active
-            .set(i64::from(cooling));
+            .pool
+            .refresh_metrics(&inner.metrics.requests.searxng_cooldown_active);
         inner.metrics.render(openmetrics)
     }
 
     /// The `/status` document.
     pub(crate) fn status(&self) -> Status {
         let inner = &self.inner;
-        let cooldown = inner.cooldown.snapshot();
+        let mut breakers: Vec<BreakerStatus> = inner
+            .breakers
+            .all()
+            .iter()
+            .map(|b| BreakerStatus::of(b))
+            .collect();
+        for instance in inner.pool.instances() {
+            breakers.extend(instance.engines.all().iter().map(|b| BreakerStatus::of(b)));
+        }
         Status {
-            breakers: inner
-                .breakers
-                .all()
-                .iter()
-                .map(|b| BreakerStatus::of(b))
-                .collect(),
+            breakers,
             providers: inner
                 .config
                 .fallback_providers
@@ -331,16 +325,7 @@ impl Gateway {
                         .collect(),
                 })
                 .collect(),
-            searxng: SearxngStatus {
-                url: status::redact_url(&inner.config.searxng_url),
-                cooldown: CooldownStatus {
-                    state: cooldown.state,
-                    open_for_seconds: cooldown.open_for,
-                    consecutive_failures: cooldown.consecutive_failures,
-                    trips: cooldown.trips,
-                },
-                engines_known: inner.catalog.get().map_or(0, |c| c.len()),
-            },
+            searxng: status::SearxngStatus::of(&inner.pool),
             cache: status::CacheStatus {
                 size: inner.cache.len(),
                 capacity: inner.config.cache_size,

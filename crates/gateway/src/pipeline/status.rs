@@ -1,12 +1,13 @@
 //! The `/status` document as types, built from the pipeline's own state (breakers, the quota
-//! windows providers reported, the cooldown, the cache) and serialized by the HTTP layer. Durations
+//! windows providers reported, every SearXNG instance and its cooldown, the cache) and serialized by the HTTP layer. Durations
 //! are seconds rounded to the millisecond. Nothing secret: the SearXNG URL loses its credentials.
 
 use std::time::Duration;
 
 use serde::{Serialize, Serializer};
 
-use crate::breaker::{Breaker, BreakerKind, BreakerState, TripReason};
+use super::pool::SearxngPool;
+use crate::breaker::{Breaker, BreakerKind, BreakerState, Snapshot, TripReason};
 use crate::providers::quota::RateWindow;
 use crate::providers::ProviderKind;
 
@@ -24,6 +25,9 @@ pub(crate) struct Status {
 pub(crate) struct BreakerStatus {
     pub(crate) namespace: BreakerKind,
     pub(crate) name: String,
+    /// The SearXNG instance of a pool member's engine breaker.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) instance: Option<String>,
     pub(crate) state: BreakerState,
     pub(crate) reason: Option<TripReason>,
     #[serde(serialize_with = "seconds")]
@@ -38,6 +42,7 @@ impl BreakerStatus {
         Self {
             namespace: breaker.kind(),
             name: breaker.name().to_owned(),
+            instance: breaker.instance().map(str::to_owned),
             state: snapshot.state,
             reason: snapshot.reason,
             open_for_seconds: snapshot.open_for,
@@ -77,15 +82,91 @@ impl From<RateWindow> for QuotaWindow {
     }
 }
 
-/// The SearXNG instance.
+/// SearXNG: every instance, and the pool as a whole (with one instance, that instance).
 #[derive(Debug, Serialize)]
 pub(crate) struct SearxngStatus {
+    /// Every configured URL, without credentials, comma-separated.
     pub(crate) url: String,
+    /// The pool's cooldown: open only while every instance is cooling down (the shortest wait
+    /// left), with the fewest consecutive failures and every instance's trips.
     pub(crate) cooldown: CooldownStatus,
+    /// The fewest engines any instance's `/config` reported (0 until every one has answered).
     pub(crate) engines_known: usize,
+    pub(crate) instances: Vec<InstanceStatus>,
 }
 
-/// The SearXNG cooldown.
+/// One SearXNG instance.
+#[derive(Debug, Serialize)]
+pub(crate) struct InstanceStatus {
+    /// Its name: the `searxng_instance` metric label of a pool member.
+    pub(crate) name: String,
+    pub(crate) url: String,
+    /// Its cooldown's state: `open` while it is skipped.
+    pub(crate) state: BreakerState,
+    /// Attempts it is answering now.
+    pub(crate) in_flight: usize,
+    /// Its recent latency (an exponentially weighted mean of its attempts).
+    #[serde(serialize_with = "seconds")]
+    pub(crate) latency_seconds: Option<Duration>,
+    pub(crate) cooldown: CooldownStatus,
+    pub(crate) engines_known: usize,
+    /// Engines whose breaker is open on this instance.
+    pub(crate) excluded_engines: Vec<String>,
+}
+
+impl SearxngStatus {
+    pub(crate) fn of(pool: &SearxngPool) -> Self {
+        let instances: Vec<InstanceStatus> = pool
+            .instances()
+            .iter()
+            .map(|instance| {
+                let cooldown = CooldownStatus::of(&instance.cooldown.snapshot());
+                InstanceStatus {
+                    name: instance.name.clone(),
+                    url: redact_url(&instance.url),
+                    state: cooldown.state,
+                    in_flight: instance.in_flight(),
+                    latency_seconds: instance.latency(),
+                    cooldown,
+                    engines_known: instance.catalog.get().map_or(0, |c| c.len()),
+                    excluded_engines: instance.excluded_engines(),
+                }
+            })
+            .collect();
+        let cooldowns: Vec<&CooldownStatus> = instances.iter().map(|i| &i.cooldown).collect();
+        let state = cooldowns
+            .iter()
+            .map(|c| c.state)
+            .min_by_key(|s| s.as_gauge())
+            .unwrap_or(BreakerState::Closed);
+        let cooldown = CooldownStatus {
+            state,
+            open_for_seconds: if state == BreakerState::Open {
+                cooldowns.iter().filter_map(|c| c.open_for_seconds).min()
+            } else {
+                None
+            },
+            consecutive_failures: cooldowns
+                .iter()
+                .map(|c| c.consecutive_failures)
+                .min()
+                .unwrap_or(0),
+            trips: cooldowns.iter().map(|c| c.trips).sum(),
+        };
+        Self {
+            url: instances
+                .iter()
+                .map(|i| i.url.as_str())
+                .collect::<Vec<_>>()
+                .join(","),
+            cooldown,
+            engines_known: pool.engines_known(),
+            instances,
+        }
+    }
+}
+
+/// A SearXNG cooldown.
 #[derive(Debug, Serialize)]
 pub(crate) struct CooldownStatus {
     pub(crate) state: BreakerState,
@@ -93,6 +174,17 @@ pub(crate) struct CooldownStatus {
     pub(crate) open_for_seconds: Option<Duration>,
     pub(crate) consecutive_failures: u32,
     pub(crate) trips: u64,
+}
+
+impl CooldownStatus {
+    fn of(snapshot: &Snapshot) -> Self {
+        Self {
+            state: snapshot.state,
+            open_for_seconds: snapshot.open_for,
+            consecutive_failures: snapshot.consecutive_failures,
+            trips: snapshot.trips,
+        }
+    }
 }
 
 /// The answer cache.
@@ -107,6 +199,16 @@ fn seconds<S: Serializer>(duration: &Option<Duration>, serializer: S) -> Result<
     duration
         .map(|d| (d.as_secs_f64() * 1000.0).round() / 1000.0)
         .serialize(serializer)
+}
+
+/// Every configured SearXNG URL without credentials, comma-separated, for the start-up log.
+pub(crate) fn redact_urls(config: &crate::config::Config) -> String {
+    config
+        .searxng
+        .iter()
+        .map(|backend| redact_url(&backend.url))
+        .collect::<Vec<_>>()
+        .join(",")
 }
 
 /// The URL without credentials, for `/status` and logs.

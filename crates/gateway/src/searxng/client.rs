@@ -1,14 +1,15 @@
-//! The SearXNG client: `GET /search` with every forwarded parameter and `locale=en`, up to three
-//! attempts with exponential backoff and jitter (transient errors only, each attempt bounded by
-//! what is left of the request budget), an 8 MiB body cap, redirects reported and never followed,
-//! and per-engine accounting into the engine metrics. Decoding the answer is [`super::answer`]'s job.
+//! The client of one SearXNG instance: one `GET /search` attempt with every forwarded parameter
+//! and `locale=en`, bounded by the attempt timeout and what is left of the request budget, an
+//! 8 MiB body cap, redirects reported and never followed; and the accounting of attempts, calls
+//! and engines into the SearXNG metrics under the instance's label. Which instance an attempt goes
+//! to, and whether a failed attempt is retried (up to [`MAX_ATTEMPTS`], with [`backoff_delay`]), is
+//! the pipeline's decision (`pipeline::searxng_call`). Decoding the answer is [`super::answer`]'s
+//! job.
 
 use std::time::Duration;
 
 use serde_json::Value;
 use tokio::time::Instant;
-use tracing::field::Empty;
-use tracing::Instrument;
 use url::Url;
 
 use super::answer::{parse_answer, result_engines, SearxngAnswer};
@@ -16,8 +17,8 @@ use super::metrics::{
     AttemptError, AttemptLabels, AttemptResult, EngineLabels, EngineReasonLabels, ErrorClassLabels,
     ResultLabels, SearxngMetrics, SearxngResult,
 };
+use crate::metrics::InstanceLabel;
 use crate::request::{SafeSearch, SearchRequest, TimeRange};
-use crate::trace::{self, TARGET};
 use crate::upstream::{classify_transport, read_body_capped, ErrorClass, UpstreamError, BODY_CAP};
 
 /// Attempts per SearXNG call, the first included.
@@ -32,29 +33,42 @@ pub(crate) fn backoff_delay(attempt: u32, jitter: f64) -> Duration {
     full.mul_f64(0.5 + 0.5 * jitter.clamp(0.0, 1.0))
 }
 
-/// The SearXNG client. Cheap to clone.
+/// The client of one SearXNG instance. Cheap to clone.
 #[derive(Debug, Clone)]
 pub(crate) struct SearxngClient {
     http: reqwest::Client,
     base: Url,
     attempt_timeout: Duration,
     metrics: SearxngMetrics,
+    instance: InstanceLabel,
 }
 
 impl SearxngClient {
-    /// A client for the instance at `base` (no trailing slash). `http` must not follow redirects.
+    /// A client for the instance at `base` (no trailing slash), counted under `instance`. `http`
+    /// must not follow redirects.
     pub(crate) fn new(
         http: reqwest::Client,
         base: Url,
         attempt_timeout: Duration,
         metrics: SearxngMetrics,
+        instance: InstanceLabel,
     ) -> Self {
+        // The unlabelled families of a single instance are there from the first scrape, as plain
+        // metrics would be; a pool member's series likewise.
+        let _ = metrics.timeouts.get_or_create(&instance);
+        let _ = metrics.duration.get_or_create(&instance);
         Self {
             http,
             base,
             attempt_timeout,
             metrics,
+            instance,
         }
+    }
+
+    /// The instance's label.
+    pub(crate) fn instance(&self) -> &InstanceLabel {
+        &self.instance
     }
 
     fn endpoint(&self, path: &str) -> Url {
@@ -64,20 +78,59 @@ impl SearxngClient {
         url
     }
 
-    /// Searches, retrying transient failures, never past `deadline`. `engines` overrides the
-    /// client's engine selection (the breakers' explicit list).
-    pub(crate) async fn search(
+    /// One search attempt, cut at the attempt timeout or `deadline`, whichever comes first.
+    /// `engines` overrides the request's engine selection (the breakers' explicit list).
+    pub(crate) async fn attempt(
         &self,
         req: &SearchRequest,
         engines: Option<&[String]>,
         deadline: Instant,
     ) -> Result<SearxngAnswer, UpstreamError> {
-        let started = Instant::now();
-        let result = self.search_with_retries(req, engines, deadline).await;
+        let left = deadline.saturating_duration_since(Instant::now());
+        let timeout = self.attempt_timeout.min(left);
+        let outcome = match tokio::time::timeout(timeout, self.send(req, engines)).await {
+            Ok(outcome) => outcome,
+            Err(_) => Err(UpstreamError::new(ErrorClass::Timeout)),
+        };
+        if let Err(err) = &outcome {
+            if err.class == ErrorClass::Timeout {
+                self.metrics.timeouts.get_or_create(&self.instance).inc();
+            }
+        }
+        outcome
+    }
+
+    /// Counts attempt number `attempt` of a call (`retry_attempts_total`).
+    pub(crate) fn count_attempt(&self, attempt: u32, outcome: Result<(), ErrorClass>) {
+        let (outcome, error_class) = match outcome {
+            Ok(()) => (AttemptResult::Success, AttemptError::None),
+            Err(class) => (AttemptResult::Failure, AttemptError::Class(class)),
+        };
+        self.metrics
+            .attempts
+            .get_or_create(&AttemptLabels {
+                attempt,
+                outcome,
+                error_class,
+                instance: self.instance.clone(),
+            })
+            .inc();
+    }
+
+    /// Counts a whole call whose last attempt went to this instance: its duration (`started` is
+    /// when the first attempt began), its result and, on an answer, every engine's share. `exhausted`:
+    /// the call failed on its last allowed attempt.
+    pub(crate) fn count_call(
+        &self,
+        started: Instant,
+        result: &Result<SearxngAnswer, UpstreamError>,
+        exhausted: bool,
+    ) {
         self.metrics
             .duration
+            .get_or_create(&self.instance)
             .observe(started.elapsed().as_secs_f64());
-        let result_label = match &result {
+        let result_label = match result {
             Ok(answer) if answer.is_degraded() => SearxngResult::Degraded,
             Ok(_) => SearxngResult::Ok,
             Err(err) => SearxngResult::Failed(err.class),
@@ -86,97 +139,22 @@ impl SearxngClient {
             .requests
             .get_or_create(&ResultLabels {
                 result: result_label,
+                instance: self.instance.clone(),
             })
             .inc();
-        if let Ok(answer) = &result {
-            self.account_engines(answer);
-        }
-        result
-    }
-
-    async fn search_with_retries(
-        &self,
-        req: &SearchRequest,
-        engines: Option<&[String]>,
-        deadline: Instant,
-    ) -> Result<SearxngAnswer, UpstreamError> {
-        let mut attempt = 1;
-        loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            let timeout = self.attempt_timeout.min(left);
-            let span = tracing::info_span!(
-                target: TARGET,
-                "searxng_attempt",
-                otel.kind = "client",
-                attempt,
-                error_class = Empty,
-                otel.status_code = Empty,
-            );
-            let call = tokio::time::timeout(timeout, self.attempt(req, engines));
-            let outcome = match call.instrument(span.clone()).await {
-                Ok(outcome) => outcome,
-                Err(_) => Err(UpstreamError::new(ErrorClass::Timeout)),
-            };
-            if let Err(err) = &outcome {
-                trace::record_error(&span, err.class.as_str());
+        match result {
+            Ok(answer) => self.account_engines(answer),
+            Err(err) if exhausted => {
+                self.metrics
+                    .exhausted
+                    .get_or_create(&ErrorClassLabels {
+                        error_class: err.class,
+                        instance: self.instance.clone(),
+                    })
+                    .inc();
             }
-            match outcome {
-                Ok(answer) => {
-                    self.count_attempt(attempt, AttemptResult::Success, AttemptError::None);
-                    return Ok(answer);
-                }
-                Err(err) => {
-                    self.count_attempt(
-                        attempt,
-                        AttemptResult::Failure,
-                        AttemptError::Class(err.class),
-                    );
-                    if err.class == ErrorClass::Timeout {
-                        self.metrics.timeouts.inc();
-                    }
-                    if !err.class.is_transient() {
-                        return Err(err);
-                    }
-                    let delay = backoff_delay(attempt, rand::random::<f64>());
-                    let next_start = Instant::now() + delay;
-                    // Another attempt only if it would have a meaningful slice of the budget.
-                    if attempt >= MAX_ATTEMPTS || next_start + Duration::from_millis(50) >= deadline
-                    {
-                        self.metrics
-                            .exhausted
-                            .get_or_create(&ErrorClassLabels {
-                                error_class: err.class,
-                            })
-                            .inc();
-                        tracing::debug!(
-                            attempts = attempt,
-                            error_class = err.class.as_str(),
-                            "SearXNG retries exhausted"
-                        );
-                        return Err(err);
-                    }
-                    tracing::debug!(
-                        attempt,
-                        error_class = err.class.as_str(),
-                        delay_ms = delay.as_millis() as u64,
-                        "SearXNG attempt failed, retrying"
-                    );
-                    tokio::time::sleep_until(next_start).await;
-                    attempt += 1;
-                }
-            }
+            Err(_) => {}
         }
-    }
-
-    fn count_attempt(&self, attempt: u32, outcome: AttemptResult, error_class: AttemptError) {
-        self.metrics
-            .attempts
-            .get_or_create(&AttemptLabels {
-                attempt,
-                outcome,
-                error_class,
-            })
-            .inc();
     }
 
     fn query_pairs<'a>(
@@ -212,7 +190,7 @@ impl SearxngClient {
         pairs
     }
 
-    async fn attempt(
+    async fn send(
         &self,
         req: &SearchRequest,
         engines: Option<&[String]>,
@@ -252,6 +230,7 @@ impl SearxngClient {
     fn account_engines(&self, answer: &SearxngAnswer) {
         let labels = |engine: &str| EngineLabels {
             engine: engine.to_owned(),
+            instance: self.instance.clone(),
         };
         for result in &answer.results {
             for engine in result_engines(result) {
@@ -273,6 +252,7 @@ impl SearxngClient {
                 .get_or_create(&EngineReasonLabels {
                     engine: u.engine.clone(),
                     reason: u.reason,
+                    instance: self.instance.clone(),
                 })
                 .inc();
             self.metrics

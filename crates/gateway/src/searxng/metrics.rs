@@ -1,14 +1,16 @@
 //! The SearXNG families: every attempt, calls by result, timeouts, durations, and per-engine
-//! results, status and unresponsive reasons.
+//! results, status and unresponsive reasons. Every family carries the optional `searxng_instance` label
+//! ([`InstanceLabel`]): present for a pool member, absent when there is one instance.
 
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
-use prometheus_client::metrics::histogram::Histogram;
 
 use super::EngineReason;
-use crate::metrics::{label_value_as_str, latency_histogram, Registry};
+use crate::metrics::{
+    label_value_as_str, latency_family, HistogramFamily, InstanceLabel, Registry,
+};
 use crate::upstream::ErrorClass;
 
 label_value_as_str!(
@@ -58,12 +60,16 @@ pub(crate) struct AttemptLabels {
     pub(crate) attempt: u32,
     pub(crate) outcome: AttemptResult,
     pub(crate) error_class: AttemptError,
+    #[prometheus(flatten)]
+    pub(crate) instance: InstanceLabel,
 }
 
 /// `{error_class}`.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
 pub(crate) struct ErrorClassLabels {
     pub(crate) error_class: ErrorClass,
+    #[prometheus(flatten)]
+    pub(crate) instance: InstanceLabel,
 }
 
 /// What one SearXNG call came to: `ok`, `degraded`, or an error class.
@@ -88,12 +94,16 @@ impl SearxngResult {
 #[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
 pub(crate) struct ResultLabels {
     pub(crate) result: SearxngResult,
+    #[prometheus(flatten)]
+    pub(crate) instance: InstanceLabel,
 }
 
 /// `{engine}`: a name SearXNG reported.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
 pub(crate) struct EngineLabels {
     pub(crate) engine: String,
+    #[prometheus(flatten)]
+    pub(crate) instance: InstanceLabel,
 }
 
 /// `{engine, reason}`.
@@ -101,6 +111,8 @@ pub(crate) struct EngineLabels {
 pub(crate) struct EngineReasonLabels {
     pub(crate) engine: String,
     pub(crate) reason: EngineReason,
+    #[prometheus(flatten)]
+    pub(crate) instance: InstanceLabel,
 }
 
 /// Every SearXNG family. Cheap to clone.
@@ -111,11 +123,11 @@ pub(crate) struct SearxngMetrics {
     /// `retry_exhausted_total{error_class}`: calls that failed on their last attempt.
     pub(crate) exhausted: Family<ErrorClassLabels, Counter>,
     /// `searxng_timeouts_total`: attempts that timed out.
-    pub(crate) timeouts: Counter,
+    pub(crate) timeouts: Family<InstanceLabel, Counter>,
     /// `searxng_requests_total{result}`: calls by final result.
     pub(crate) requests: Family<ResultLabels, Counter>,
     /// `searxng_duration_seconds`: one call, all attempts included.
-    pub(crate) duration: Histogram,
+    pub(crate) duration: HistogramFamily<InstanceLabel>,
     /// `engine_results_total{engine}`: results per engine (once per engine per result).
     pub(crate) engine_results: Family<EngineLabels, Counter>,
     /// `engine_unresponsive_total{engine,reason}`.
@@ -130,9 +142,9 @@ impl SearxngMetrics {
         let m = Self {
             attempts: Family::default(),
             exhausted: Family::default(),
-            timeouts: Counter::default(),
+            timeouts: Family::default(),
             requests: Family::default(),
-            duration: latency_histogram(),
+            duration: latency_family(),
             engine_results: Family::default(),
             engine_unresponsive: Family::default(),
             engine_status: Family::default(),

@@ -1,4 +1,4 @@
-//! Everything about the SearXNG upstream: the client (retries, body cap, engine accounting), the
+//! Everything about one SearXNG upstream: the client (one attempt, body cap, accounting), the
 //! answer it decodes, the `unresponsive_engines` reasons, and the engine catalog learned from
 //! `/config`.
 
@@ -10,7 +10,7 @@ mod unresponsive;
 
 pub(crate) use answer::SearxngAnswer;
 pub(crate) use catalog::EngineCatalog;
-pub(crate) use client::SearxngClient;
+pub(crate) use client::{backoff_delay, SearxngClient, MAX_ATTEMPTS};
 pub(crate) use metrics::SearxngMetrics;
 pub(crate) use unresponsive::EngineReason;
 #[cfg(test)]

@@ -201,7 +201,7 @@ pub async fn serve(
 pub async fn serve_mcp_stdio(config: Config) -> std::io::Result<()> {
     let running = Running::start(config);
     tracing::info!(
-        searxng = %crate::pipeline::status::redact_url(&running.gateway.config().searxng_url),
+        searxng = %crate::pipeline::status::redact_urls(running.gateway.config()),
         providers = %provider_names(running.gateway.config()),
         "searxng-gateway MCP server on stdio"
     );
@@ -226,7 +226,7 @@ fn log_start(listener: &TcpListener, config: &Config) {
         .map_or_else(|_| config.listen_addr().to_string(), |a| a.to_string());
     tracing::info!(
         listen = %listen,
-        searxng = %crate::pipeline::status::redact_url(&config.searxng_url),
+        searxng = %crate::pipeline::status::redact_urls(config),
         providers = %provider_names(config),
         t1 = config.t1_premium_count,
         budget_s = config.request_budget.as_secs_f64(),

@@ -3,6 +3,9 @@
 //! every query of every panel is evaluated through Prometheus' HTTP API. A query that errors, or returns
 //! no series, names its panel in the failure.
 //!
+//! The row of per-SearXNG-instance panels only has data for a pool (`SEARXNG_BACKEND_URL` with several URLs):
+//! the first test checks every other panel with one instance, the second that row with a pool of two.
+//!
 //! The same Prometheus loads `examples/prometheus/alerts.yml`, so a rule file Prometheus cannot load
 //! fails start-up, and a rule that errors when evaluated against the gateway's real series fails the test.
 //!
@@ -26,6 +29,7 @@ use tempfile::TempDir;
 
 use crate::support::gateway::{metric_value, Reply, TestGateway};
 use crate::support::ports::unused_loopback_port;
+use crate::support::wait;
 
 /// Panels that legitimately show nothing after the scripted traffic: (title, why). Keep it empty if you can.
 const PANELS_WITHOUT_DATA: &[(&str, &str)] = &[];
@@ -87,7 +91,11 @@ async fn every_dashboard_panel_shows_data_from_a_real_prometheus_scrape() {
 
     drive_every_panel(&gateway, &searxng, &brave, &exa).await;
 
-    let failures = prometheus.wait_for_every_panel(&load_dashboard()).await;
+    let queries: Vec<PanelQuery> = load_dashboard()
+        .into_iter()
+        .filter(|q| !q.pool_row)
+        .collect();
+    let failures = prometheus.wait_for_every_panel(&queries).await;
     assert!(
         failures.is_empty(),
         "{} dashboard quer{} without data after {DATA_DEADLINE:?}:\n  {}\n{}\nPrometheus log:\n{}",
@@ -101,6 +109,73 @@ async fn every_dashboard_panel_shows_data_from_a_real_prometheus_scrape() {
     eprintln!(
         "dashboard: every panel has data ({:.1}s)",
         started.elapsed().as_secs_f64()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn every_per_instance_panel_shows_data_for_a_pool() {
+    let searxng = [
+        SimulatedSearxng::start(&["alpha", "beta"])
+            .await
+            .expect("start the first simulated SearXNG"),
+        SimulatedSearxng::start(&["alpha", "beta"])
+            .await
+            .expect("start the second simulated SearXNG"),
+    ];
+    let urls = format!("{},{}", searxng[0].base_url(), searxng[1].base_url());
+    let gateway = TestGateway::start(&[
+        ("SEARXNG_BACKEND_URL", &urls),
+        ("SEARXNG_FAIL_THRESHOLD", "1"),
+        ("SEARXNG_FAIL_COOLDOWN_SECONDS", "600"),
+        ("CACHE_SIZE", "0"),
+        ("METRICS_PATH", METRICS_PATH),
+    ])
+    .await;
+    gateway.wait_for_catalog().await;
+    let target = gateway.url.trim_start_matches("http://").to_owned();
+    let prometheus = Prometheus::start(&target, METRICS_PATH, &repo_path(ALERTS)).await;
+    prometheus.wait_for_first_scrape().await;
+
+    // Both instances serve ("Calls per SearXNG instance", "Latency p95 per SearXNG instance"; the breaker and
+    // cooldown series exist from the first search); then the first fails with 500s: its failed attempts are
+    // retried on the second ("Failed attempts per SearXNG instance") and it is ejected ("Cooldown per SearXNG
+    // instance").
+    for i in 0..6 {
+        let reply = search(&gateway, &format!("pool healthy {i}")).await;
+        assert_eq!(reply.status, 200, "{}", reply.text);
+    }
+    searxng[0].set_mode(SearxngMode::Status(500));
+    let failing = searxng[0].address().to_string();
+    let mut i = 0;
+    wait::until("the failing instance to be ejected", || {
+        i += 1;
+        let query = format!("pool failover {i}");
+        let (gateway, failing) = (&gateway, &failing);
+        async move {
+            let reply = search(gateway, &query).await;
+            assert_eq!(reply.outcome, "searxng_ok", "{}", reply.text);
+            gateway
+                .metric(
+                    "searxng_gateway_searxng_cooldown_active",
+                    &[("searxng_instance", failing)],
+                )
+                .await
+                == 1.0
+        }
+    })
+    .await;
+
+    let queries: Vec<PanelQuery> = load_dashboard()
+        .into_iter()
+        .filter(|q| q.pool_row)
+        .collect();
+    assert!(!queries.is_empty(), "the dashboard has a per-instance row");
+    let failures = prometheus.wait_for_every_panel(&queries).await;
+    assert!(
+        failures.is_empty(),
+        "per-instance panels without data after {DATA_DEADLINE:?}:\n  {}\n{}",
+        failures.join("\n  "),
+        prometheus.scrape_health().await,
     );
 }
 
@@ -263,7 +338,12 @@ struct PanelQuery {
     expr: String,
     /// Labels the legend shows (`{{engine}}`): each must be on the series the query returns.
     legend_labels: Vec<String>,
+    /// In the row of per-SearXNG-instance panels, which has data only for a pool.
+    pool_row: bool,
 }
+
+/// The title of the row whose panels show one series per SearXNG instance of a pool.
+const POOL_ROW: &str = "SearXNG instances (pool)";
 
 /// Every target of every non-row panel (rows' own nested panels included), with Grafana's
 /// `$__rate_interval` replaced by the 5m the check script also uses.
@@ -274,7 +354,7 @@ fn load_dashboard() -> Vec<PanelQuery> {
     let dashboard: Value = serde_json::from_str(&text)
         .unwrap_or_else(|err| panic!("{} is not JSON: {err}", path.display()));
     let mut queries = Vec::new();
-    collect_queries(&dashboard["panels"], &mut queries);
+    collect_queries(&dashboard["panels"], false, &mut queries);
     assert!(!queries.is_empty(), "{DASHBOARD} has no panel queries");
     for (title, _) in PANELS_WITHOUT_DATA {
         assert!(
@@ -285,9 +365,13 @@ fn load_dashboard() -> Vec<PanelQuery> {
     queries
 }
 
-fn collect_queries(panels: &Value, queries: &mut Vec<PanelQuery>) {
+fn collect_queries(panels: &Value, pool_row: bool, queries: &mut Vec<PanelQuery>) {
     for panel in panels.as_array().into_iter().flatten() {
-        collect_queries(&panel["panels"], queries);
+        collect_queries(
+            &panel["panels"],
+            pool_row || panel["title"] == POOL_ROW,
+            queries,
+        );
         if panel["type"] == "row" {
             continue;
         }
@@ -303,6 +387,7 @@ fn collect_queries(panels: &Value, queries: &mut Vec<PanelQuery>) {
                 ref_id: target["refId"].as_str().unwrap_or("?").to_owned(),
                 expr: expr.replace("$__rate_interval", "5m"),
                 legend_labels: legend_labels(target["legendFormat"].as_str().unwrap_or("")),
+                pool_row,
             });
         }
     }

@@ -13,6 +13,7 @@ use serde_json::{json, Value};
 use tokio::sync::watch;
 
 use super::behaviour::{EngineBehaviour, EngineFailure, SearxngMode};
+use super::capacity::Limit;
 use super::params::{Params, UiLanguage};
 use super::query::{external_bang_url, QueryText, SearchRequest};
 use super::reply::{escape_html, html_page, Reply, FORBIDDEN_PAGE};
@@ -69,6 +70,8 @@ pub(super) struct Instance {
     pub(super) requests: VecDeque<Vec<(String, String)>>,
     /// Results in the JSON answer to the most recent search; `None` when it got no results JSON.
     pub(super) last_result_count: Option<usize>,
+    /// The capacity limit, if one was set.
+    pub(super) capacity: Option<Limit>,
 }
 
 /// How the handler answers once the lock is released.
@@ -134,6 +137,7 @@ impl Instance {
             config_hits: 0,
             requests: VecDeque::new(),
             last_result_count: None,
+            capacity: None,
         }
     }
 

@@ -23,6 +23,8 @@
 //! - this file: the public handle [`SimulatedSearxng`] — start, script, inspect, stop;
 //! - `behaviour.rs`: what tests script — [`EngineBehaviour`], [`EngineFailure`],
 //!   [`SearxngMode`];
+//! - `capacity.rs`: an optional [`Capacity`] limit (workers × service time), so one instance
+//!   saturates like a real one;
 //! - `server.rs`: the HTTP routes and how a planned answer is served (now, later, never);
 //! - `params.rs`: a request's parameters as SearXNG merges them, and its UI language;
 //! - `query.rs`: the `q` syntax (`!engine`, `:lang`, `!!bang`) and SearXNG's parameter checks;
@@ -31,6 +33,7 @@
 //! - `reply.rs`: a planned answer rendered as the HTTP response SearXNG (or its proxy) would send.
 
 mod behaviour;
+mod capacity;
 mod instance;
 mod params;
 mod query;
@@ -53,6 +56,7 @@ use crate::in_flight::InFlight;
 use crate::script::Script;
 
 pub use behaviour::{EngineBehaviour, EngineFailure, SearxngMode};
+pub use capacity::Capacity;
 use instance::{lock, Instance};
 
 /// How many results a healthy engine returns per page until a test says otherwise.
@@ -172,6 +176,12 @@ impl SimulatedSearxng {
     #[track_caller]
     pub fn set_engine_time_range_support(&self, engine: &str, supported: bool) {
         self.lock().engine_mut(engine).time_range_support = supported;
+    }
+
+    /// Limits how many searches the instance serves at once and how long each takes (see
+    /// [`Capacity`]); `None` removes the limit. Applies to searches arriving from now on.
+    pub fn set_capacity(&self, capacity: Option<Capacity>) {
+        self.lock().capacity = capacity.map(capacity::Limit::new);
     }
 
     /// Switches what the whole instance does with searches, from the next request on.

@@ -1,5 +1,6 @@
 //! The simulated instance's HTTP surface: `/healthz`, `/config`, `/search` (GET, and POST with a form body)
-//! and SearXNG's 404 page for everything else, served by axum on the caller's listener. A search is planned
+//! and SearXNG's 404 page for everything else, served by axum on the caller's listener. A search first waits for
+//! a worker when a capacity limit is set, then is planned
 //! under the instance's lock ([`Instance::plan_search`]) and served after the lock is released: at once, after
 //! the scripted delay, or never (until the simulator stops, when the connection is cut).
 
@@ -88,6 +89,10 @@ async fn search(
     body: Bytes,
 ) -> Response {
     let _in_flight = app.in_flight.enter();
+    let capacity = lock(&app.state).capacity.clone();
+    if let Some(limit) = capacity {
+        limit.serve().await;
+    }
     let params = Params::from_request(query_string.as_deref(), &body);
     let language = UiLanguage::of(&params, &headers);
     let plan = lock(&app.state).plan_search(params, language);

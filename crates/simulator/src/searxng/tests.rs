@@ -834,3 +834,66 @@ fn refuses_to_script_an_engine_it_does_not_have() {
     let instance = Mutex::new(Instance::new(&["alpha"]));
     lock(&instance).engine_mut("nope");
 }
+
+#[tokio::test]
+async fn a_capacity_limit_serves_one_search_per_worker_at_a_time() {
+    let searxng = SimulatedSearxng::start(&["alpha"]).await.unwrap();
+    let capacity = Capacity {
+        workers: 1,
+        service_time: Duration::from_secs(1),
+    };
+    assert!((capacity.searches_per_second() - 1.0).abs() < 1e-9);
+    searxng.set_capacity(Some(capacity));
+    let first = tokio::spawn(search_json_owned(searxng.base_url(), "first".into()));
+    let second = tokio::spawn(search_json_owned(searxng.base_url(), "second".into()));
+    wait_until(|| searxng.in_flight() == 2).await;
+    let mut answered = futures::future::select_all([first, second]).await;
+    assert!(answered.0.unwrap()["results"].is_array());
+    assert_eq!(
+        searxng.in_flight(),
+        1,
+        "the other search still waits for the one worker"
+    );
+    let rest = answered.2.pop().unwrap().await.unwrap();
+    assert!(rest["results"].is_array());
+    assert_eq!(searxng.hits(), 2);
+
+    searxng.set_capacity(None);
+    let hold = Capacity {
+        workers: 2,
+        service_time: Duration::from_secs(600),
+    };
+    searxng.set_capacity(Some(hold));
+    let held: Vec<_> = (0..3)
+        .map(|i| tokio::spawn(search_json_owned(searxng.base_url(), format!("held {i}"))))
+        .collect();
+    wait_until(|| searxng.in_flight() == 3).await;
+    assert_eq!(
+        searxng.hits(),
+        2,
+        "two searches occupy both workers; the third is not planned yet"
+    );
+    for task in held {
+        task.abort();
+    }
+}
+
+async fn search_json_owned(base: String, query: String) -> Value {
+    client()
+        .get(format!("{base}/search"))
+        .query(&[("q", query.as_str()), ("format", "json")])
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap()
+}
+
+async fn wait_until(condition: impl Fn() -> bool) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while !condition() {
+        assert!(std::time::Instant::now() < deadline, "condition never held");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}

@@ -14,7 +14,9 @@
 //! - **c. T1 pass** — `T1_PREMIUM_COUNT=3`, three providers scripted to take 100 ms: wall time.
 //! - **d. coalescing** — 100 identical cold queries at the same moment: upstream calls.
 //! - **e. memory under load** — `VmRSS` with 100 000 cached answers, and a soak at saturation.
-//! - **f. soak with faults** — saturation while SearXNG, Brave and Exa take turns through the fault
+//! - **f. pool** — misses/s through a pool of 1, 2 and 3 simulated SearXNG instances, each limited to a
+//!   fixed capacity: the gateway's throughput should grow with the pool.
+//! - **g. soak with faults** — saturation while SearXNG, Brave and Exa take turns through the fault
 //!   matrix: no unexpected answer, `VmRSS` and open descriptors flat.
 //!
 //! `HARNESS_GATEWAY=/path/to/searxng-gateway` measures another build (before/after a change), and
@@ -62,6 +64,8 @@ struct Plan {
     fill_entries: u64,
     soak: Duration,
     soak_sample: Duration,
+    pool_warmup: Duration,
+    pool_run: Duration,
 }
 
 impl Plan {
@@ -79,6 +83,8 @@ impl Plan {
                 fill_entries: 2_000,
                 soak: Duration::from_secs(6),
                 soak_sample: Duration::from_secs(1),
+                pool_warmup: Duration::from_millis(500),
+                pool_run: Duration::from_secs(2),
             }
         } else {
             Self {
@@ -93,6 +99,8 @@ impl Plan {
                 fill_entries: 100_000,
                 soak: Duration::from_secs(600),
                 soak_sample: Duration::from_secs(10),
+                pool_warmup: Duration::from_secs(2),
+                pool_run: Duration::from_secs(10),
             }
         }
     }
@@ -259,9 +267,14 @@ async fn run(plan: Plan) -> usize {
                 bench.settle("e. soak", result);
             }
             if wants("f") {
-                println!("== f. soak with faults");
+                println!("== f. pool");
+                let result = bench.pool_throughput().await;
+                bench.settle("f. pool", result);
+            }
+            if wants("g") {
+                println!("== g. soak with faults");
                 let result = bench.fault_soak().await;
-                bench.settle("f. soak with faults", result);
+                bench.settle("g. soak with faults", result);
             }
         }
         Err(err) => bench

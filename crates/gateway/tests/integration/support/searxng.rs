@@ -93,6 +93,9 @@ impl SearxngOptions {
 #[derive(Debug)]
 pub struct SearxngInstance {
     child: Child,
+    /// False between [`SearxngInstance::kill`] and [`SearxngInstance::restart`]: the child is reaped, and its
+    /// process group id must not be signalled again (it may belong to someone else by now).
+    running: bool,
     port: u16,
     /// Holds settings, log and `TMPDIR`; deleted only after `Drop` has killed the process.
     dir: TempDir,
@@ -128,7 +131,12 @@ impl SearxngInstance {
             let mut child = spawn_granian(&granian, dir.path(), &tmp, port);
             let startup = wait_until_healthy(&child, port).await;
             if startup == Startup::Ready {
-                return SearxngInstance { child, port, dir };
+                return SearxngInstance {
+                    child,
+                    running: true,
+                    port,
+                    dir,
+                };
             }
             let status = stop(&mut child);
             // An early exit is most likely another process taking the port between our probe and granian's bind.
@@ -153,6 +161,31 @@ impl SearxngInstance {
         format!("http://127.0.0.1:{}", self.port)
     }
 
+    /// Kills the process (granian and its worker) as a crash would: connections in flight break, new ones are
+    /// refused. [`SearxngInstance::restart`] brings it back on the same port.
+    pub fn kill(&mut self) {
+        if std::mem::replace(&mut self.running, false) {
+            stop(&mut self.child);
+        }
+    }
+
+    /// Starts SearXNG again on the same port with the same settings (after [`SearxngInstance::kill`]) and waits
+    /// until `/healthz` answers; panics with the log when it does not come up.
+    pub async fn restart(&mut self) {
+        let granian = venv_dir().join("bin").join("granian");
+        let tmp = self.dir.path().join("tmp");
+        assert!(!self.running, "restart() follows kill()");
+        self.child = spawn_granian(&granian, self.dir.path(), &tmp, self.port);
+        self.running = true;
+        let startup = wait_until_healthy(&self.child, self.port).await;
+        assert!(
+            startup == Startup::Ready,
+            "SearXNG did not come back on port {} ({startup:?}); its log:\n{}",
+            self.port,
+            self.log()
+        );
+    }
+
     /// Everything granian and SearXNG printed so far (engine errors are logged as warnings), for failure messages.
     pub fn log(&self) -> String {
         read_log(self.dir.path())
@@ -161,7 +194,7 @@ impl SearxngInstance {
 
 impl Drop for SearxngInstance {
     fn drop(&mut self) {
-        stop(&mut self.child);
+        self.kill();
     }
 }
 

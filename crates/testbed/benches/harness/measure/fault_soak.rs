@@ -1,4 +1,4 @@
-//! f. The soak with faults: the gateway at saturation while its upstreams — the simulated SearXNG,
+//! g. The soak with faults: the gateway at saturation while its upstreams — the simulated SearXNG,
 //! Brave and Exa — take turns misbehaving through every fault of the matrix
 //! (`simulator::fault::Fault::MATRIX`), one upstream and one fault per phase. Every answer must be
 //! one the gateway documents — a 200, the 502 `all_upstreams_failed` or the 503 `overloaded`, each
@@ -76,7 +76,7 @@ fn healthy() -> ProviderBehaviour {
 }
 
 impl Bench {
-    /// f. A soak at saturation while the upstreams cycle through the fault matrix.
+    /// g. A soak at saturation while the upstreams cycle through the fault matrix.
     pub(crate) async fn fault_soak(&mut self) -> Result<(), BoxError> {
         let searxng = SimulatedSearxng::start(&ENGINES).await?;
         let brave = SimulatedProvider::start(Provider::Brave).await?;
@@ -162,8 +162,8 @@ impl Bench {
             }
         };
         let cpu = meter.finish(&[&gateway]);
-        self.note_cpu("f. soak with faults", cpu.foreign);
-        self.fail_on_errors("f. soak with faults", &report);
+        self.note_cpu("g. soak with faults", cpu.foreign);
+        self.fail_on_errors("g. soak with faults", &report);
         // The first pass through the matrix is warm-up; the same window decides both checks.
         let warm_up = phase_length * CYCLE as u32;
         let steady: Vec<(Duration, u64, u64)> =
@@ -203,7 +203,7 @@ impl Bench {
         );
         self.rows.push(Row {
             name: format!(
-                "f. soak with faults, {:.0} s, {} phases",
+                "g. soak with faults, {:.0} s, {} phases",
                 self.plan.soak.as_secs_f64(),
                 phases.len()
             ),
@@ -233,7 +233,7 @@ impl Bench {
             })
             .collect();
         self.details.push(format!(
-            "f. soak with faults: {CONNECTIONS} connections, {KEYS} distinct queries over the default cache; SearXNG, \
+            "g. soak with faults: {CONNECTIONS} connections, {KEYS} distinct queries over the default cache; SearXNG, \
              Brave (T1) and Exa (fallback) take turns through the fault matrix, {:.0} s per phase: {}; {}; other \
              processes {:.0} % of the CPU. Samples (RSS MB / open fds): {}",
             phase_length.as_secs_f64(),

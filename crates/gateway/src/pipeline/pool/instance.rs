@@ -1,0 +1,209 @@
+//! One SearXNG instance of the pool and everything the gateway knows about it alone: its client,
+//! its engine catalog (`/config`), its cooldown, its engine breakers, its recent latency and the
+//! calls it is answering now — so one instance's blocked engine or outage never touches another.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use tokio::time::Instant;
+use url::Url;
+
+use super::choice::Candidate;
+use crate::breaker::{Breaker, BreakerBoard, BreakerKind, BreakerState};
+use crate::pipeline::engine_plan::CatalogHandle;
+use crate::request::SearchRequest;
+use crate::searxng::SearxngClient;
+
+/// Weight of the newest sample in the latency estimate (an exponentially weighted mean).
+const LATENCY_WEIGHT: f64 = 0.25;
+/// Without new samples the estimate decays towards zero with this time constant, so an instance
+/// that had one slow spell (a cold start, a slow engine) competes again after a few seconds instead
+/// of waiting for the trickle to bring its mean down sample by sample.
+const LATENCY_DECAY: Duration = Duration::from_secs(5);
+/// A failed attempt counts as at least this slow: an instance refusing connections answers fast,
+/// and must not look like the best choice until its cooldown starts.
+const FAILURE_LATENCY: Duration = Duration::from_secs(1);
+
+/// One instance.
+pub(crate) struct Instance {
+    /// Its name in `/status` and the `searxng_instance` label (see `config::backends`).
+    pub(crate) name: String,
+    /// Its base URL.
+    pub(crate) url: Url,
+    pub(crate) client: SearxngClient,
+    /// What its `/config` reported.
+    pub(crate) catalog: CatalogHandle,
+    /// Skips it after repeated failures, then lets one request probe it.
+    pub(crate) cooldown: Arc<Breaker>,
+    /// Its engines' breakers.
+    pub(crate) engines: BreakerBoard,
+    load: Mutex<Load>,
+    in_flight: Arc<AtomicUsize>,
+}
+
+/// The recent latency and when the last attempt went out.
+#[derive(Debug, Default)]
+struct Load {
+    latency: LatencyEstimate,
+    last_sent: Option<Instant>,
+}
+
+/// An exponentially weighted mean of attempt durations that decays towards zero while no sample
+/// arrives (as a peak-EWMA balancer's does).
+#[derive(Debug, Default, Clone, Copy)]
+struct LatencyEstimate {
+    /// The mean when the last sample arrived, and when.
+    mean: Option<(Duration, Instant)>,
+}
+
+impl LatencyEstimate {
+    fn record(&mut self, sample: Duration, now: Instant) {
+        let mean = match self.at(now) {
+            None => sample,
+            Some(mean) => mean.mul_f64(1.0 - LATENCY_WEIGHT) + sample.mul_f64(LATENCY_WEIGHT),
+        };
+        self.mean = Some((mean, now));
+    }
+
+    fn at(&self, now: Instant) -> Option<Duration> {
+        let (mean, since) = self.mean?;
+        let idle = now.saturating_duration_since(since).as_secs_f64();
+        Some(mean.mul_f64((-idle / LATENCY_DECAY.as_secs_f64()).exp()))
+    }
+}
+
+/// An attempt in flight on an instance; dropping it (answered, or cancelled) ends it.
+pub(crate) struct Busy(Arc<AtomicUsize>);
+
+impl Drop for Busy {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+impl Instance {
+    pub(crate) fn new(
+        name: String,
+        url: Url,
+        client: SearxngClient,
+        cooldown: Breaker,
+        engines: BreakerBoard,
+    ) -> Self {
+        Self {
+            name,
+            url,
+            client,
+            catalog: CatalogHandle::default(),
+            cooldown: Arc::new(cooldown),
+            engines,
+            load: Mutex::new(Load::default()),
+            in_flight: Arc::default(),
+        }
+    }
+
+    /// An attempt starts now: counted in flight until the returned guard drops.
+    pub(crate) fn begin(&self) -> Busy {
+        self.lock().last_sent = Some(Instant::now());
+        self.in_flight.fetch_add(1, Ordering::SeqCst);
+        Busy(Arc::clone(&self.in_flight))
+    }
+
+    /// An attempt took `took`; a failed one counts as at least [`FAILURE_LATENCY`].
+    pub(crate) fn record_latency(&self, took: Duration, succeeded: bool) {
+        let sample = if succeeded {
+            took
+        } else {
+            took.max(FAILURE_LATENCY)
+        };
+        self.lock().latency.record(sample, Instant::now());
+    }
+
+    /// Its recent latency, once it has answered or failed.
+    pub(crate) fn latency(&self) -> Option<Duration> {
+        self.lock().latency.at(Instant::now())
+    }
+
+    /// Attempts it is answering now.
+    pub(crate) fn in_flight(&self) -> usize {
+        self.in_flight.load(Ordering::SeqCst)
+    }
+
+    /// Engines whose breaker is open on this instance now, sorted.
+    pub(crate) fn excluded_engines(&self) -> Vec<String> {
+        self.engines
+            .all()
+            .iter()
+            .filter(|b| b.kind() == BreakerKind::Engine && b.state() == BreakerState::Open)
+            .map(|b| b.name().to_owned())
+            .collect()
+    }
+
+    /// How many engines `req` would search here are open (0 before `/config` answered).
+    fn excluded_for(&self, req: &SearchRequest) -> usize {
+        let Some(catalog) = self.catalog.get() else {
+            return 0;
+        };
+        catalog
+            .targets(req)
+            .iter()
+            .filter(|name| {
+                self.engines.get(BreakerKind::Engine, name).state() == BreakerState::Open
+            })
+            .count()
+    }
+
+    /// What the choice rule sees of this instance for `req`. `holding`: the call holds this
+    /// instance's cooldown permit already (a retry on it needs no new one).
+    pub(crate) fn candidate(&self, req: &SearchRequest, tried: bool, holding: bool) -> Candidate {
+        let (latency, last_sent) = {
+            let load = self.lock();
+            (load.latency.at(Instant::now()), load.last_sent)
+        };
+        Candidate {
+            available: holding || self.cooldown.state() != BreakerState::Open,
+            tried,
+            excluded: self.excluded_for(req),
+            in_flight: self.in_flight(),
+            latency,
+            last_sent,
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Load> {
+        // Two plain values: a poisoned lock still holds consistent ones.
+        self.load.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ms(ms: u64) -> Duration {
+        Duration::from_millis(ms)
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_latency_estimate_is_a_weighted_mean_that_decays_while_idle() {
+        let mut estimate = LatencyEstimate::default();
+        assert_eq!(estimate.at(Instant::now()), None);
+        estimate.record(ms(100), Instant::now());
+        assert_eq!(estimate.at(Instant::now()), Some(ms(100)));
+        estimate.record(ms(20), Instant::now());
+        assert_eq!(
+            estimate.at(Instant::now()),
+            Some(ms(80)),
+            "0.75 × 100 + 0.25 × 20"
+        );
+        tokio::time::advance(LATENCY_DECAY).await;
+        let decayed = estimate.at(Instant::now()).unwrap_or_default();
+        assert!(
+            decayed > ms(29) && decayed < ms(30),
+            "one time constant: 80 ms / e, {decayed:?}"
+        );
+        estimate.record(ms(20), Instant::now());
+        let mixed = estimate.at(Instant::now()).unwrap_or_default();
+        assert!(mixed > ms(26) && mixed < ms(28), "{mixed:?}");
+    }
+}

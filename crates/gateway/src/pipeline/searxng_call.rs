@@ -1,0 +1,256 @@
+//! One SearXNG call of a fan-out, across the pool: up to [`MAX_ATTEMPTS`] attempts, each planned
+//! with the engines of the instance it goes to, bounded by what is left of the budget; only
+//! transient failures are retried. A retry goes to another instance when one may take it — at
+//! once, since that instance owes nothing to the failure — and to the same instance after the
+//! exponential backoff otherwise (one instance: exactly the retries the gateway always made).
+//!
+//! What each instance learns: its cooldown gets one signal per call that used it (the outcome of
+//! its last attempt in the call), its engine breakers the answer's engine facts, its latency every
+//! attempt. An answer, degraded or not, ends the call.
+//!
+//! Traced as one `searxng` span (the engines excluded on the first instance, the result) with one
+//! `searxng_attempt` child per attempt (the instance, the error class).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::time::Instant;
+use tracing::field::Empty;
+use tracing::{Instrument, Span};
+
+use super::calls::{Event, DEADLINE_MARGIN};
+use super::engine_plan::EnginePlan;
+use super::pool::{Chosen, Instance};
+use super::{Gateway, Inner};
+use crate::breaker::{Permit, Signal};
+use crate::request::SearchRequest;
+use crate::searxng::{backoff_delay, EngineCatalog, SearxngAnswer, MAX_ATTEMPTS};
+use crate::trace::{self, TARGET};
+use crate::upstream::{ErrorClass, UpstreamError};
+
+/// A retry must have at least this much of the budget left to be worth making.
+const MIN_ATTEMPT: Duration = Duration::from_millis(50);
+
+/// The attempt planned on one instance, kept while the call's attempts stay there.
+struct Planned {
+    index: usize,
+    /// The instance's cooldown permit.
+    permit: Option<Permit>,
+    catalog: Option<Arc<EngineCatalog>>,
+    plan: EnginePlan,
+    to_send: SearchRequest,
+}
+
+impl Planned {
+    fn new(inner: &Inner, req: &SearchRequest, chosen: Chosen) -> Self {
+        let instance = inner.pool.get(chosen.index);
+        let catalog = instance.catalog.get();
+        let plan = EnginePlan::new(
+            catalog.as_deref(),
+            req,
+            &instance.engines,
+            &inner.metrics.requests.engine_exclusion_overridden,
+        );
+        let mut to_send = req.clone();
+        if plan.explicit.is_some() {
+            // engines= and categories= are a union at SearXNG: the explicit list must stand alone.
+            to_send.categories.clear();
+        }
+        Self {
+            index: chosen.index,
+            permit: chosen.permit,
+            catalog,
+            plan,
+            to_send,
+        }
+    }
+
+    /// The call is over for this instance: its cooldown learns how.
+    fn record(self, signal: Signal) {
+        if let Some(permit) = self.permit {
+            permit.record(signal);
+        }
+    }
+}
+
+/// One SearXNG call for `req`, starting on the instance `first` chose, inside its `searxng` span.
+pub(super) async fn searxng(
+    inner: Arc<Inner>,
+    req: SearchRequest,
+    deadline: Instant,
+    first: Chosen,
+) -> Event {
+    let span = tracing::info_span!(
+        target: TARGET,
+        "searxng",
+        otel.kind = "client",
+        excluded_engines = Empty,
+        result = Empty,
+        error_class = Empty,
+        otel.status_code = Empty,
+    );
+    let event = call(inner, req, deadline, first, span.clone())
+        .instrument(span.clone())
+        .await;
+    if let Event::Searxng(result) = &event {
+        match result {
+            Ok(answer) if answer.is_degraded() => {
+                span.record("result", "degraded");
+                trace::record_error(&span, ErrorClass::Degraded.as_str());
+            }
+            Ok(_) => {
+                span.record("result", "ok");
+            }
+            Err(err) => trace::record_error(&span, err.class.as_str()),
+        }
+    }
+    event
+}
+
+async fn call(
+    inner: Arc<Inner>,
+    req: SearchRequest,
+    deadline: Instant,
+    first: Chosen,
+    span: Span,
+) -> Event {
+    let call_deadline = deadline.checked_sub(DEADLINE_MARGIN).unwrap_or(deadline);
+    let started = Instant::now();
+    let mut tried: Vec<usize> = Vec::new();
+    let mut planned = Planned::new(&inner, &req, first);
+    if !planned.plan.excluded.is_empty() {
+        span.record("excluded_engines", planned.plan.excluded.join(",").as_str());
+    }
+    let mut attempt = 1;
+    loop {
+        let instance = inner.pool.get(planned.index);
+        if !tried.contains(&planned.index) {
+            tried.push(planned.index);
+        }
+        let attempt_started = Instant::now();
+        let attempt_span = tracing::info_span!(
+            target: TARGET,
+            "searxng_attempt",
+            otel.kind = "client",
+            attempt,
+            instance = %instance.name,
+            error_class = Empty,
+            otel.status_code = Empty,
+        );
+        let result = {
+            let _busy = instance.begin();
+            instance
+                .client
+                .attempt(
+                    &planned.to_send,
+                    planned.plan.explicit.as_deref(),
+                    call_deadline,
+                )
+                .instrument(attempt_span.clone())
+                .await
+        };
+        if let Err(err) = &result {
+            trace::record_error(&attempt_span, err.class.as_str());
+        }
+        instance.record_latency(attempt_started.elapsed(), result.is_ok());
+        instance
+            .client
+            .count_attempt(attempt, result.as_ref().map(|_| ()).map_err(|e| e.class));
+        let err = match result {
+            Ok(answer) => return answered(&inner, instance, planned, started, answer),
+            Err(err) => err,
+        };
+        if !err.class.is_transient() {
+            // Our request or the client's query (a `!!bang`): the instance itself is fine.
+            let signal = match err.class {
+                ErrorClass::BadRequest | ErrorClass::Redirect => Signal::Neutral,
+                _ => Signal::Transient,
+            };
+            planned.record(signal);
+            return failed(&inner, instance, started, err, false);
+        }
+        let next = (attempt < MAX_ATTEMPTS)
+            .then(|| inner.pool.choose(&req, &tried, Some(planned.index)))
+            .flatten();
+        let same_instance = next.as_ref().is_some_and(|c| c.index == planned.index);
+        let delay = if same_instance {
+            backoff_delay(attempt, rand::random::<f64>())
+        } else {
+            Duration::ZERO
+        };
+        let next_start = Instant::now() + delay;
+        let next = next.filter(|_| next_start + MIN_ATTEMPT < call_deadline);
+        let Some(next) = next else {
+            tracing::debug!(
+                attempts = attempt,
+                error_class = err.class.as_str(),
+                instance = %instance.name,
+                "SearXNG retries exhausted"
+            );
+            planned.record(Signal::Transient);
+            return failed(&inner, instance, started, err, true);
+        };
+        tracing::debug!(
+            attempt,
+            error_class = err.class.as_str(),
+            instance = %instance.name,
+            delay_ms = delay.as_millis() as u64,
+            "SearXNG attempt failed, retrying"
+        );
+        if same_instance {
+            tokio::time::sleep_until(next_start).await;
+        } else {
+            planned.record(Signal::Transient);
+            planned = Planned::new(&inner, &req, next);
+        }
+        attempt += 1;
+    }
+}
+
+/// The instance answered: its cooldown and engine breakers learn from the answer.
+fn answered(
+    inner: &Inner,
+    instance: &Instance,
+    planned: Planned,
+    started: Instant,
+    answer: SearxngAnswer,
+) -> Event {
+    let Planned {
+        permit,
+        catalog,
+        plan,
+        ..
+    } = planned;
+    let signal = if answer.is_degraded() {
+        // Every engine failed: not a SearXNG success. Counted towards the cooldown, so an instance
+        // whose engines are all blocked is skipped instead of costing every request its latency
+        // before the fallback.
+        Signal::Transient
+    } else {
+        Gateway::mark_searxng_ok(inner);
+        Signal::Success
+    };
+    if let Some(permit) = permit {
+        permit.record(signal);
+    }
+    if plan.settle(&answer, &instance.engines, catalog.as_deref()) {
+        instance.catalog.refresh.notify_one();
+    }
+    let result = Ok(answer);
+    instance.client.count_call(started, &result, false);
+    inner.latency.record(started.elapsed());
+    Event::Searxng(result)
+}
+
+fn failed(
+    inner: &Inner,
+    instance: &Instance,
+    started: Instant,
+    err: UpstreamError,
+    exhausted: bool,
+) -> Event {
+    let result = Err(err);
+    instance.client.count_call(started, &result, exhausted);
+    inner.latency.record(started.elapsed());
+    Event::Searxng(result)
+}
