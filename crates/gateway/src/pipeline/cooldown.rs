@@ -16,7 +16,7 @@ pub(super) fn searxng_cooldown(config: &Config, metrics: &BreakerMetrics) -> Bre
             open_max: config.searxng_fail_cooldown,
             failure_threshold: config.searxng_fail_threshold,
             jitter: 0.0,
-            healthy_after: config.searxng_fail_cooldown,
+            healthy_interval: config.searxng_fail_cooldown,
         },
         metrics,
     )

@@ -169,7 +169,7 @@ mod tests {
                 open_max: Duration::from_secs(100),
                 failure_threshold: 3,
                 jitter: 0.0,
-                healthy_after: Duration::from_secs(100),
+                healthy_interval: Duration::from_secs(100),
             },
             BreakerMetrics::new(&mut Registry::new()),
         )

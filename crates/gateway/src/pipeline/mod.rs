@@ -133,7 +133,8 @@ impl Gateway {
             open_max: config.breaker_max_open,
             failure_threshold: config.breaker_failure_threshold,
             jitter: 0.1,
-            healthy_after: config.breaker_max_open,
+            // Envoy-style decay: each open_base spent healthy halves the multiplier again.
+            healthy_interval: config.breaker_open,
         };
         let cooldown = Arc::new(cooldown::searxng_cooldown(&config, &metrics.breakers));
         let breakers = BreakerBoard::new(policy, metrics.breakers.clone());

@@ -528,6 +528,20 @@ async fn every_provider_reports_garbled_or_wrong_shape_json_as_malformed() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn an_html_challenge_instead_of_json_is_a_block_that_opens_the_breaker_at_once() {
+    for_every_provider(|kind| async move {
+        let rig = Rig::start(kind).await;
+        rig.failure(ProviderBehaviour::Challenge, "blocked").await;
+        rig.assert_tripped_for("access_denied").await;
+        let calls = rig.sim().calls();
+        let reply = rig.search(&[("q", "again")]).await;
+        assert_eq!(reply.status, 502, "{kind:?}: {}", reply.text);
+        assert_eq!(rig.sim().calls(), calls, "{kind:?}: not called again while open");
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn a_body_over_the_8_mib_cap_is_too_large_for_every_provider() {
     for_every_provider(|kind| async move {
         let rig = Rig::start(kind).await;

@@ -158,6 +158,7 @@ async fn settle(
             ProviderBehaviour::Error(err) => return Some(Answer::Error(err)),
             ProviderBehaviour::Garbled => return Some(Answer::Garbled),
             ProviderBehaviour::WrongShape => return Some(Answer::WrongShape),
+            ProviderBehaviour::Challenge => return Some(Answer::Challenge),
         }
     }
 }
