@@ -443,8 +443,13 @@ mod tests {
 
     #[test]
     fn garbled_or_wrong_shape_bodies_are_malformed() {
+        assert_eq!(
+            class(200, "<html>oops</html>"),
+            ErrorClass::Blocked,
+            "an HTML page is a block, not drift"
+        );
         for body in [
-            "<html>oops</html>",
+            "oops",
             r#"{"type":"search","web":{"results":[{"title":"#,
             r#"{"status":"ok","items":[]}"#,
             r#"{"type":"search","web":{"type":"search"}}"#,
