@@ -240,3 +240,17 @@ fn help_shows_each_variable_with_the_default_the_parser_uses() {
         defaults.provider(ProviderKind::Exa).unwrap().timeout
     );
 }
+
+#[test]
+fn provider_policy_and_stale_window_are_read_and_checked() {
+    let c = config(&[]).unwrap();
+    assert_eq!(c.provider_policy, ProviderPolicy::Rotate);
+    assert_eq!(c.cache_stale, Duration::from_secs(86_400));
+    let c = config(&[("PROVIDER_POLICY", "Ordered"), ("CACHE_STALE_SECONDS", "0")]).unwrap();
+    assert_eq!(c.provider_policy, ProviderPolicy::Ordered);
+    assert_eq!(c.cache_stale, Duration::ZERO);
+    let err = config(&[("PROVIDER_POLICY", "cheapest")]).unwrap_err();
+    assert_eq!(err.variable, "PROVIDER_POLICY");
+    let err = config(&[("CACHE_STALE_SECONDS", "-1")]).unwrap_err();
+    assert_eq!(err.variable, "CACHE_STALE_SECONDS");
+}

@@ -54,7 +54,8 @@ use Fallback::{Text, Unset, Variable as From};
 pub const VARIABLES: &[Variable] = &[
     var("LISTEN_ADDR", Text(":8080"), "Bind address; `:PORT` means all interfaces."),
     var("SEARXNG_BACKEND_URL", Text("http://127.0.0.1:8888"), "SearXNG base URL (a trailing `/` is tolerated)."),
-    var("FALLBACK_PROVIDERS", Text("brave"), "Comma list of premium providers (brave, exa, jina, tavily) in preference order."),
+    var("FALLBACK_PROVIDERS", Text("brave"), "Comma list of premium providers (brave, exa, jina, tavily): the preference order for `PROVIDER_POLICY=ordered`, the rotation's order for `rotate`."),
+    var("PROVIDER_POLICY", Text("rotate"), "`rotate`: each request starts at the next provider of `FALLBACK_PROVIDERS` (spreads calls, so several free tiers last longer; a provider whose reported quota is nearly spent goes last). `ordered`: always the first usable provider first (cheapest first; it spends that provider's quota before the next is touched)."),
     var("T1_PREMIUM_COUNT", Text("0"), "Providers called concurrently with SearXNG on every cache miss (at most the number of active providers)."),
     var("SUFFICIENT_MIN_RESULTS", Text("1"), "Merged-result target that stops the fallback loop."),
     var("FALLBACK_TIMEOUT_SECONDS", Text("30"), "Hard budget of one request: calls still in flight at the end are cancelled."),
@@ -64,6 +65,7 @@ pub const VARIABLES: &[Variable] = &[
     var("SEARXNG_SLOW_SECONDS", Text("auto"), "How long the fallback waits for SearXNG before starting alongside it; `auto` = 2 × SearXNG's recent p95, at least 1 s, at most half the budget."),
     var("CACHE_SIZE", Text("1000"), "Answer cache capacity in entries (0 disables the cache)."),
     var("CACHE_TTL_SECONDS", Text("3600"), "Lifetime of a complete cached answer (degraded answers live at most 60 s)."),
+    var("CACHE_STALE_SECONDS", Text("86400"), "How long past its lifetime a complete answer is kept to serve when every upstream fails (`X-Cache: stale`); 0 disables. Popular entries are refreshed in the background shortly before they expire."),
     var("LOG_LEVEL", Text("info"), "error, warn, info, debug or trace."),
     var("METRICS_PATH", Text("/metrics"), "Path of the Prometheus exposition; must not collide with another route."),
     var("MAX_QUERY_BYTES", Text("2048"), "Longest accepted `q`, in bytes."),

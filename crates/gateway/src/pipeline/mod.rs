@@ -36,7 +36,7 @@ pub(crate) use metrics::Metrics;
 pub(crate) use outcome::Outcome;
 
 use crate::breaker::{Breaker, BreakerBoard, BreakerKind, BreakerPolicy, BreakerState};
-use crate::cache::{AnswerCache, CacheStatus, ComputationLost};
+use crate::cache::{AnswerCache, CacheCounters, CacheStatus, ComputationLost};
 use crate::config::Config;
 use crate::providers::quota::QuotaBoard;
 use crate::providers::ProviderClient;
@@ -59,7 +59,8 @@ const READY_WINDOW: Duration = Duration::from_secs(120);
 pub(crate) struct Served {
     /// The answer (possibly shared with other requests, possibly from the cache).
     pub(crate) answer: Arc<Answer>,
-    /// Hit or miss.
+    /// Hit, miss, or stale (every upstream failed; the last complete answer, and how long ago it
+    /// expired — what `explain` will show).
     pub(crate) cache: CacheStatus,
     /// This request's outcome label (`cache_hit` on a hit).
     pub(crate) outcome: Outcome,
@@ -136,6 +137,7 @@ impl Gateway {
             // Envoy-style decay: each open_base spent healthy halves the multiplier again.
             healthy_interval: config.breaker_open,
         };
+        let rotation = Rotation::new(config.provider_policy);
         let cooldown = Arc::new(cooldown::searxng_cooldown(&config, &metrics.breakers));
         let breakers = BreakerBoard::new(policy, metrics.breakers.clone());
         for provider in &providers {
@@ -144,8 +146,12 @@ impl Gateway {
         }
         let cache = AnswerCache::new(
             config.cache_size,
-            metrics.requests.cache_size.clone(),
-            metrics.requests.cache_coalesced.clone(),
+            config.cache_stale,
+            CacheCounters {
+                size: metrics.requests.cache_size.clone(),
+                coalesced: metrics.requests.cache_coalesced.clone(),
+                refreshes: metrics.requests.cache_refreshes.clone(),
+            },
         );
         Self {
             inner: Arc::new(Inner {
@@ -153,7 +159,7 @@ impl Gateway {
                 searxng,
                 cooldown,
                 providers,
-                rotation: Rotation::default(),
+                rotation,
                 breakers,
                 catalog: CatalogHandle::default(),
                 cache,
@@ -180,11 +186,21 @@ impl Gateway {
             .cache
             .get_or_compute(&key, move || fanout::run(inner, req))
             .await?;
+        let m = &self.inner.metrics.requests;
         let outcome = match cache {
+            // A stale answer comes from the cache too: one outcome per request, `cache_hit`, and
+            // its own counter says why.
             CacheStatus::Hit => Outcome::CacheHit,
+            CacheStatus::Stale { expired_for } => {
+                m.cache_stale_served.inc();
+                tracing::warn!(
+                    expired_for_s = expired_for.as_secs(),
+                    "every upstream failed: serving the last complete answer, stale"
+                );
+                Outcome::CacheHit
+            }
             CacheStatus::Miss => answer.outcome,
         };
-        let m = &self.inner.metrics.requests;
         let labels = OutcomeLabels { outcome };
         m.requests.get_or_create(&labels).inc();
         m.duration

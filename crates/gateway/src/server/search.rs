@@ -90,6 +90,7 @@ async fn answer(gateway: Gateway, raw: RawParams) -> Response {
     let cache = match served.cache {
         CacheStatus::Hit => "hit",
         CacheStatus::Miss => "miss",
+        CacheStatus::Stale { .. } => "stale",
     };
     tracing::info!(
         status = status.as_u16(),
