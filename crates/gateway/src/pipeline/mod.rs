@@ -273,6 +273,16 @@ impl Gateway {
                 .map(|kind| ProviderStatus {
                     name: *kind,
                     active: inner.providers.iter().any(|p| p.kind() == *kind),
+                    quota_parked_for_seconds: inner
+                        .providers
+                        .iter()
+                        .any(|p| p.kind() == *kind)
+                        .then(|| {
+                            ProviderStatus::quota_parked_for(
+                                &inner.breakers.get(BreakerKind::Provider, kind.as_str()),
+                            )
+                        })
+                        .flatten(),
                     quota_windows: inner
                         .quota
                         .windows(*kind)

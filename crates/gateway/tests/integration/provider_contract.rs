@@ -416,7 +416,23 @@ async fn every_provider_reports_exhausted_credits_as_quota() {
                 open_for > month_reset - 60.0 && open_for <= month_reset,
                 "Brave is parked until its monthly window resets in {month_reset} s, not {open_for} s"
             );
+        } else {
+            assert!(
+                open_for > 3_500.0,
+                "{kind:?}: without a reset it is parked for BREAKER_MAX_OPEN_SECONDS, not {open_for} s"
+            );
         }
+        let status = rig.stack.gateway.status().await;
+        let provider = status["providers"]
+            .as_array()
+            .and_then(|all| all.iter().find(|p| p["name"] == rig.name()))
+            .cloned()
+            .unwrap_or_default();
+        let parked = provider["quota_parked_for_seconds"].as_f64().unwrap_or(0.0);
+        assert!(parked > 3_500.0, "{kind:?}: /status shows it parked: {provider}");
+        let calls = rig.sim().calls();
+        rig.search(&[("q", "after the refusal")]).await;
+        assert_eq!(rig.sim().calls(), calls, "{kind:?}: no call into a parked provider");
     })
     .await;
 }
