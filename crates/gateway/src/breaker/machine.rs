@@ -101,6 +101,8 @@ pub(crate) struct Machine {
     /// Open because the upstream reported a spent window on a successful call, not because it
     /// failed: its end is not a recovery.
     paused: bool,
+    /// When a call last told this breaker something (a success or a failure).
+    heard: Option<Instant>,
 }
 
 impl Machine {
@@ -113,6 +115,16 @@ impl Machine {
             consecutive_trips: 0,
             trips: 0,
             paused: false,
+            heard: None,
+        }
+    }
+
+    /// Whether a call told this breaker anything after `since` (ever, when `None`).
+    pub(crate) fn heard_since(&self, since: Option<Instant>) -> bool {
+        match (self.heard, since) {
+            (None, _) => false,
+            (Some(_), None) => true,
+            (Some(heard), Some(since)) => heard > since,
         }
     }
 
@@ -148,6 +160,9 @@ impl Machine {
         from_probe: bool,
         policy: &BreakerPolicy,
     ) -> Transition {
+        if signal != Signal::Neutral {
+            self.heard = Some(now);
+        }
         let probe_out = matches!(
             self.phase,
             Phase::Open {

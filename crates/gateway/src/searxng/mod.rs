@@ -1,10 +1,11 @@
 //! Everything about the SearXNG upstream: the client (retries, body cap, engine accounting), the
-//! answer it decodes, the `unresponsive_engines` reasons, and the engine catalog learned from
-//! `/config`.
+//! answer it decodes, the `unresponsive_engines` reasons, the engine catalog learned from
+//! `/config`, and the engines SearXNG's own `/stats/errors` reports blocked.
 
 mod answer;
 pub(crate) mod catalog;
 mod client;
+pub(crate) mod engine_errors;
 mod metrics;
 mod unresponsive;
 

@@ -347,3 +347,17 @@ fn a_pause_parks_for_exactly_its_period_without_a_trip_or_recovery() {
     assert_eq!(rig.state(), BreakerState::Closed);
     assert_eq!(rig.snapshot().trips, 0);
 }
+
+#[test]
+fn the_machine_remembers_when_a_call_last_told_it_something() {
+    let mut rig = Rig::new();
+    let start = rig.now;
+    assert!(!rig.machine.heard_since(None));
+    rig.advance(secs(1));
+    rig.call(Signal::Neutral);
+    assert!(!rig.machine.heard_since(None), "neutral says nothing");
+    rig.call(Signal::Success);
+    assert!(rig.machine.heard_since(None));
+    assert!(rig.machine.heard_since(Some(start)));
+    assert!(!rig.machine.heard_since(Some(rig.now)));
+}
