@@ -243,9 +243,9 @@ impl Machine {
         self.paused = false;
         self.reason = Some(reason);
         // A spent quota does not come back by itself within minutes: without the provider's own
-        // reset it parks for the longest period, so a few probes a day find out when it returns.
+        // reset it parks for `quota_park`, then one probe finds out whether it returned.
         let hint = match (reason, hint) {
-            (TripReason::Quota, None) => Some(policy.open_max),
+            (TripReason::Quota, None) => Some(policy.quota_park),
             (_, hint) => hint,
         };
         let period = policy.open_period(self.consecutive_trips, hint);

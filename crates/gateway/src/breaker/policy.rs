@@ -20,6 +20,9 @@ pub(crate) struct BreakerPolicy {
     /// successful probe already halved it once), so an upstream that recovered is not kept out for
     /// long after its next short trip.
     pub(crate) healthy_interval: Duration,
+    /// How long a spent quota parks the upstream when it gave no reset time of its own
+    /// (`QUOTA_PARK_SECONDS`): a quota does not come back within minutes.
+    pub(crate) quota_park: Duration,
 }
 
 impl BreakerPolicy {
@@ -69,6 +72,7 @@ mod tests {
             failure_threshold: 3,
             jitter,
             healthy_interval: Duration::from_secs(600),
+            quota_park: Duration::from_secs(86_400),
         }
     }
 

@@ -14,6 +14,7 @@ fn policy() -> BreakerPolicy {
         failure_threshold: 3,
         jitter: 0.0,
         healthy_interval: Duration::from_secs(600),
+        quota_park: Duration::from_secs(86_400),
     }
 }
 

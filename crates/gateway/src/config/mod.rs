@@ -138,6 +138,8 @@ pub struct Config {
     pub(crate) breaker_open: Duration,
     pub(crate) breaker_max_open: Duration,
     pub(crate) breaker_failure_threshold: u32,
+    /// `QUOTA_PARK_SECONDS`: how long a spent quota without a reset hint parks its provider.
+    pub(crate) quota_park: Duration,
 }
 
 impl Config {
@@ -201,6 +203,7 @@ impl Config {
             ));
         }
         let breaker_failure_threshold = env.integer("BREAKER_FAILURE_THRESHOLD", 1u32, 10_000)?;
+        let quota_park = env.seconds("QUOTA_PARK_SECONDS")?;
 
         let config = Self {
             listen_addr,
@@ -224,6 +227,7 @@ impl Config {
             breaker_open,
             breaker_max_open,
             breaker_failure_threshold,
+            quota_park,
         };
         let t1_premium_count = t1_premium_count(env, &config.active_providers())?;
         Ok(Self {

@@ -84,6 +84,7 @@ pub const VARIABLES: &[Variable] = &[
     var("TAVILY_BASE_URL", Text("https://api.tavily.com"), "Origin replacing Tavily's."),
     var("BREAKER_OPEN_SECONDS", Text("300"), "First open period of a tripped circuit breaker."),
     var("BREAKER_MAX_OPEN_SECONDS", Text("3600"), "Cap of the doubling open period (a server's own reset hint may exceed it)."),
+    var("QUOTA_PARK_SECONDS", Text("86400"), "How long a provider whose monthly or plan quota is spent is parked when it gives no reset time of its own (Brave's headers do); then one call checks whether it returned."),
     var("BREAKER_FAILURE_THRESHOLD", Text("5"), "Consecutive transient failures (5xx, timeout, connect) that trip a breaker."),
 ];
 

@@ -17,6 +17,7 @@ pub(super) fn searxng_cooldown(config: &Config, metrics: &BreakerMetrics) -> Bre
             failure_threshold: config.searxng_fail_threshold,
             jitter: 0.0,
             healthy_interval: config.searxng_fail_cooldown,
+            quota_park: config.searxng_fail_cooldown,
         },
         metrics,
     )

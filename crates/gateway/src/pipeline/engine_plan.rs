@@ -170,6 +170,7 @@ mod tests {
                 failure_threshold: 3,
                 jitter: 0.0,
                 healthy_interval: Duration::from_secs(100),
+                quota_park: Duration::from_secs(86_400),
             },
             BreakerMetrics::new(&mut Registry::new()),
         )

@@ -136,6 +136,7 @@ impl Gateway {
             jitter: 0.1,
             // Envoy-style decay: each open_base spent healthy halves the multiplier again.
             healthy_interval: config.breaker_open,
+            quota_park: config.quota_park,
         };
         let rotation = Rotation::new(config.provider_policy);
         let cooldown = Arc::new(cooldown::searxng_cooldown(&config, &metrics.breakers));

@@ -54,7 +54,7 @@ pub(crate) struct ProviderStatus {
     /// It has a key.
     pub(crate) active: bool,
     /// Set while its quota is spent: parked until the provider's own reset (or, without one, for
-    /// `BREAKER_MAX_OPEN_SECONDS` between probes). Not called meanwhile.
+    /// `QUOTA_PARK_SECONDS` between probes). Not called meanwhile.
     #[serde(serialize_with = "seconds")]
     pub(crate) quota_parked_for_seconds: Option<Duration>,
     /// The rate-limit windows it last reported (Brave), as reported.

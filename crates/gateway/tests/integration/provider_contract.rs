@@ -419,7 +419,7 @@ async fn every_provider_reports_exhausted_credits_as_quota() {
         } else {
             assert!(
                 open_for > 3_500.0,
-                "{kind:?}: without a reset it is parked for BREAKER_MAX_OPEN_SECONDS, not {open_for} s"
+                "{kind:?}: without a reset it is parked for QUOTA_PARK_SECONDS, not {open_for} s"
             );
         }
         let status = rig.stack.gateway.status().await;

@@ -6,6 +6,7 @@ const BASE: Duration = Duration::from_secs(10);
 const MAX: Duration = Duration::from_secs(80);
 const HEALTHY: Duration = Duration::from_secs(600);
 const THRESHOLD: u32 = 3;
+const QUOTA_PARK: Duration = Duration::from_secs(86_400);
 
 fn policy() -> BreakerPolicy {
     BreakerPolicy {
@@ -14,6 +15,7 @@ fn policy() -> BreakerPolicy {
         failure_threshold: THRESHOLD,
         jitter: 0.0,
         healthy_interval: HEALTHY,
+        quota_park: QUOTA_PARK,
     }
 }
 
@@ -321,16 +323,16 @@ fn every_healthy_interval_spent_closed_halves_the_multiplier_again() {
 }
 
 #[test]
-fn a_spent_quota_without_a_reset_parks_for_the_longest_period() {
+fn a_spent_quota_without_a_reset_parks_for_the_quota_park_period() {
     let mut rig = Rig::new();
     rig.call(Signal::stop(TripReason::Quota));
-    assert_eq!(rig.snapshot().open_for, Some(MAX));
+    assert_eq!(rig.snapshot().open_for, Some(QUOTA_PARK));
     let mut rig = Rig::new();
     rig.call(Signal::Stop {
         reason: TripReason::Quota,
-        retry_after: Some(secs(86_400)),
+        retry_after: Some(secs(200_000)),
     });
-    assert_eq!(rig.snapshot().open_for, Some(secs(86_400)), "the reset wins");
+    assert_eq!(rig.snapshot().open_for, Some(secs(200_000)), "the reset wins");
 }
 
 #[test]
