@@ -14,7 +14,11 @@
 //! - **c. T1 pass** — `T1_PREMIUM_COUNT=3`, three providers scripted to take 100 ms: wall time.
 //! - **d. coalescing** — 100 identical cold queries at the same moment: upstream calls.
 //! - **e. memory under load** — `VmRSS` with 100 000 cached answers, and a soak at saturation.
+//! - **f. decision quality** — a scripted day of upstream trouble replayed by four clients: answers
+//!   with the target, latency, premium calls, calls into blocked engines, healthy engines left out.
 //!
+//! `--day` runs only f. and writes `target/harness/BENCHMARKS.day.md` (before/after comparisons of a
+//! decision change without the 12-minute run).
 //! `HARNESS_GATEWAY=/path/to/searxng-gateway` measures another build (before/after a change);
 //! `--serve-searxng ADDR` runs the simulated SearXNG alone, for profiling the gateway by hand.
 //! `cargo test --all-targets` runs this binary without `--bench`; it then does nothing.
@@ -59,6 +63,11 @@ struct Plan {
     fill_entries: u64,
     soak: Duration,
     soak_sample: Duration,
+    /// How long the replayed day lasts, and how many searches it holds.
+    day_length: Duration,
+    day_searches: u64,
+    /// `--day`: only the day.
+    only_day: bool,
 }
 
 impl Plan {
@@ -76,6 +85,9 @@ impl Plan {
                 fill_entries: 2_000,
                 soak: Duration::from_secs(6),
                 soak_sample: Duration::from_secs(1),
+                day_length: Duration::from_secs(24),
+                day_searches: 200,
+                only_day: false,
             }
         } else {
             Self {
@@ -90,15 +102,19 @@ impl Plan {
                 fill_entries: 100_000,
                 soak: Duration::from_secs(600),
                 soak_sample: Duration::from_secs(10),
+                day_length: Duration::from_secs(240),
+                day_searches: 2_000,
+                only_day: false,
             }
         }
     }
 
     fn command(&self) -> &'static str {
-        if self.smoke {
-            "cargo bench --bench harness -- --smoke"
-        } else {
-            "cargo bench --bench harness"
+        match (self.smoke, self.only_day) {
+            (true, true) => "cargo bench --bench harness -- --smoke --day",
+            (true, false) => "cargo bench --bench harness -- --smoke",
+            (false, true) => "cargo bench --bench harness -- --day",
+            (false, false) => "cargo bench --bench harness",
         }
     }
 }
@@ -129,12 +145,13 @@ fn main() -> ExitCode {
         return ExitCode::SUCCESS;
     }
     for arg in &args {
-        if !matches!(arg.as_str(), "--bench" | "--smoke") {
-            eprintln!("benchmark harness: unknown argument {arg:?} (takes --smoke)");
+        if !matches!(arg.as_str(), "--bench" | "--smoke" | "--day") {
+            eprintln!("benchmark harness: unknown argument {arg:?} (takes --smoke, --day)");
             return ExitCode::from(2);
         }
     }
-    let plan = Plan::new(args.iter().any(|arg| arg == "--smoke"));
+    let mut plan = Plan::new(args.iter().any(|arg| arg == "--smoke"));
+    plan.only_day = args.iter().any(|arg| arg == "--day");
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -210,6 +227,11 @@ async fn run(plan: Plan) -> usize {
         bench.binary.display()
     );
     match SimulatedSearxng::start(&ENGINES).await {
+        Ok(_) if bench.plan.only_day => {
+            println!("== f. decision quality over a day");
+            let result = bench.decision_day().await;
+            bench.settle("f. day", result);
+        }
         Ok(searxng) => {
             println!("== e. idle memory");
             let result = bench.idle_memory(&searxng).await;
@@ -232,6 +254,9 @@ async fn run(plan: Plan) -> usize {
             println!("== e. soak");
             let result = bench.soak(&searxng).await;
             bench.settle("e. soak", result);
+            println!("== f. decision quality over a day");
+            let result = bench.decision_day().await;
+            bench.settle("f. day", result);
         }
         Err(err) => bench
             .failures
@@ -342,7 +367,9 @@ impl Bench {
             &self.details,
             &self.failures,
         );
-        let path = if self.plan.smoke {
+        let path = if self.plan.only_day {
+            self.log_dir.join("BENCHMARKS.day.md")
+        } else if self.plan.smoke {
             self.log_dir.join("BENCHMARKS.smoke.md")
         } else {
             repo.join("BENCHMARKS.md")

@@ -1,8 +1,10 @@
-//! The measurements, one file each, as methods of [`crate::Bench`] so they share its plan, rows, details
-//! and failures: [`cache_hits`] (a), [`miss_path`] (b), [`t1`] (c), [`coalescing`] (d) and [`memory`] (e).
+//! The measurements, one file each (or a folder), as methods of [`crate::Bench`] so they share its plan,
+//! rows, details and failures: [`cache_hits`] (a), [`miss_path`] (b), [`t1`] (c), [`coalescing`] (d),
+//! [`memory`] (e) and [`day`] (f, decision quality over a day of upstream trouble).
 
 mod cache_hits;
 mod coalescing;
+mod day;
 mod memory;
 mod miss_path;
 mod t1;
