@@ -7,7 +7,8 @@
 //!    SearXNG cooldown, plans which SearXNG engines to use from the engine [`breaker`]s and the
 //!    catalog [`searxng`]'s `/config` reported, then fans out: SearXNG and the T1 premium
 //!    [`providers`] together, the fallback one provider at a time, all inside a hard budget.
-//! 3. [`merge`] deduplicates by canonical URL with order-free attribution and one scoring rule.
+//! 3. [`merge`] deduplicates by canonical URL with order-free attribution; one source keeps its
+//!    order, several are fused by rank.
 //! 4. [`pipeline`] labels the outcome, records [`metrics`] and caches the rendered answer.
 //!
 //! Beside the path: [`config`] reads the environment once at start-up; [`upstream`] holds what

@@ -1,6 +1,7 @@
 //! f. Decision quality over a day of upstream trouble: a scripted, seeded day ([`schedule`]) —
 //! engine CAPTCHA and 429 spells, a slow-blocked engine, an engine that recovers while still
-//! excluded, SearXNG slow and failing, a Brave 429 burst, a Tavily plan limit that runs out —
+//! excluded, SearXNG slow and failing, a Brave 429 burst, Exa behind a CDN's HTML bot challenge, a
+//! Tavily plan limit that runs out —
 //! replayed against the release gateway by four clients with a Zipf query mix ([`replay`]).
 //! Per phase and overall: answered with at least the target, partial, failed, p50/p95, premium
 //! calls per 100 searches, calls into blocked engines and SearXNG requests that left out a

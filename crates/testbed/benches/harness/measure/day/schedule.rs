@@ -18,6 +18,9 @@ use simulator::Provider;
 pub(super) const ENGINES: [&str; 5] = ["bing", "brave", "duckduckgo", "google", "wikipedia"];
 /// The providers, in `FALLBACK_PROVIDERS` order.
 pub(super) const PROVIDERS: [Provider; 3] = [Provider::Brave, Provider::Exa, Provider::Tavily];
+/// Results each engine finds: five engines find about twelve distinct URLs together, so every
+/// engine left out (blocked, or healthy but excluded) brings an answer close to the target.
+const RESULTS_PER_ENGINE: usize = 3;
 /// Results a search should have: `SUFFICIENT_MIN_RESULTS`.
 pub(super) const TARGET: usize = 8;
 /// Tavily's plan allows this many calls before its plan limit (432) runs out.
@@ -49,7 +52,7 @@ pub(super) const PHASES: [Phase; 5] = [
         until: 0.60,
     },
     Phase {
-        name: "afternoon: Brave 429 burst, Tavily plan limit, wikipedia blocked",
+        name: "afternoon: Brave 429 burst, Exa behind a bot challenge, wikipedia and duckduckgo blocked",
         until: 0.80,
     },
     Phase {
@@ -170,6 +173,12 @@ impl Day {
                     .spell(self.spell(fails(EngineFailure::AccessDenied), 0.62, 0.74)),
                 _ => script,
             };
+            searxng.set_engine(
+                engine,
+                EngineBehaviour::Ok {
+                    results: RESULTS_PER_ENGINE,
+                },
+            );
             searxng.set_engine_script(engine, script);
         }
         searxng.set_script(
@@ -198,6 +207,10 @@ impl Day {
                 .seed(seed.wrapping_add(100 + i as u64));
             if kind == Provider::Brave {
                 script = script.spell(self.spell(ProviderBehaviour::rate_limited(2), 0.60, 0.66));
+            }
+            if kind == Provider::Exa {
+                // A CDN in front of the API takes the gateway for a bot: HTML, not JSON.
+                script = script.spell(self.spell(ProviderBehaviour::Challenge, 0.70, 0.78));
             }
             if kind == Provider::Tavily {
                 script = script.quota(TAVILY_PLAN_CALLS, ProviderBehaviour::Error(SimError::Quota));
