@@ -135,7 +135,10 @@ pub(crate) struct ComputationLost;
 /// What a lookup under the lock found.
 enum Found<V> {
     /// A live value; `refresh` when this hit should start a background refresh.
-    Live { value: V, refresh: bool },
+    Live {
+        value: V,
+        refresh: bool,
+    },
     Nothing,
 }
 
@@ -257,8 +260,7 @@ impl<V: Clone + Send + Sync + 'static> AnswerCache<V> {
         for _ in 0..3 {
             let step = {
                 let mut inner = self.lock();
-                if let Found::Live { value, refresh } = self.find(&mut inner, key, Instant::now())
-                {
+                if let Found::Live { value, refresh } = self.find(&mut inner, key, Instant::now()) {
                     if refresh {
                         if let Some(compute) = compute.take() {
                             self.refresh_in_background(&mut inner, key, compute());
@@ -396,7 +398,10 @@ impl<V: Clone + Send + Sync + 'static> AnswerCache<V> {
                 }
             }
             Keep::Partial(ttl) => {
-                if previous.as_ref().is_some_and(|p| p.complete && p.is_live(now)) {
+                if previous
+                    .as_ref()
+                    .is_some_and(|p| p.complete && p.is_live(now))
+                {
                     let Some(live) = previous else { return };
                     // A refresh that came back partial: the complete answer stays while it lives
                     // (and is not refreshed again: one attempt per entry).
@@ -408,9 +413,7 @@ impl<V: Clone + Send + Sync + 'static> AnswerCache<V> {
                     expires: now + ttl,
                     refresh_at: None,
                     complete: false,
-                    fallback: previous
-                        .and_then(|p| p.fallback)
-                        .filter(|f| f.until > now),
+                    fallback: previous.and_then(|p| p.fallback).filter(|f| f.until > now),
                     hits: 0,
                     refreshing: false,
                 }
@@ -498,7 +501,11 @@ mod tests {
         c.insert("stale", 3, Keep::Complete(Duration::from_secs(1)));
         tokio::time::advance(Duration::from_secs(6)).await;
         c.purge_expired();
-        assert_eq!(c.len(), 2, "an expired complete answer stays as the stale fallback");
+        assert_eq!(
+            c.len(),
+            2,
+            "an expired complete answer stays as the stale fallback"
+        );
         tokio::time::advance(STALE).await;
         c.purge_expired();
         assert_eq!(c.len(), 1);
@@ -529,7 +536,9 @@ mod tests {
         assert_eq!(calls.load(Ordering::SeqCst), 1);
         assert_eq!(c.counters.coalesced.get(), 19);
         assert_eq!(
-            c.get_or_compute("k", || async { (0, Keep::Never) }).await.unwrap(),
+            c.get_or_compute("k", || async { (0, Keep::Never) })
+                .await
+                .unwrap(),
             (7, CacheStatus::Hit)
         );
     }
@@ -537,7 +546,10 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn uncacheable_results_are_shared_but_not_stored() {
         let c = cache(10);
-        let (v, status) = c.get_or_compute("k", || async { (5, Keep::Never) }).await.unwrap();
+        let (v, status) = c
+            .get_or_compute("k", || async { (5, Keep::Never) })
+            .await
+            .unwrap();
         assert_eq!((v, status), (5, CacheStatus::Miss));
         assert_eq!(c.get("k"), None);
         assert_eq!(c.counters.size.get(), 0);
@@ -663,7 +675,11 @@ mod tests {
         let c = cache(10);
         c.insert("k", 1, Keep::Complete(MINUTE));
         c.insert("k", 2, Keep::Partial(Duration::from_secs(30)));
-        assert_eq!(c.get("k"), Some(1), "the complete answer stays while it lives");
+        assert_eq!(
+            c.get("k"),
+            Some(1),
+            "the complete answer stays while it lives"
+        );
         tokio::time::advance(MINUTE).await;
         c.insert("k", 2, Keep::Partial(Duration::from_secs(30)));
         assert_eq!(c.get("k"), Some(2));

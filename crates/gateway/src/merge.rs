@@ -434,10 +434,14 @@ mod tests {
             ("https://b.example/", 3.0, &["alpha", "beta"]),
             ("https://c.example/", 1.0, &["beta"]),
         ]);
-        let merged = merge(&[answer.clone()]);
+        let merged = merge(std::slice::from_ref(&answer));
         assert_eq!(
             urls(&merged),
-            ["https://a.example/", "https://b.example/", "https://c.example/"]
+            [
+                "https://a.example/",
+                "https://b.example/",
+                "https://c.example/"
+            ]
         );
         assert_eq!(merged.results, answer.results, "forwarded untouched");
         assert!(merged.searxng_contributed() && !merged.premium_contributed());
@@ -471,7 +475,11 @@ mod tests {
         ]);
         assert_eq!(
             urls(&merged),
-            ["https://b.example/", "https://a.example/", "https://c.example/"]
+            [
+                "https://b.example/",
+                "https://a.example/",
+                "https://c.example/"
+            ]
         );
     }
 

@@ -136,7 +136,9 @@ mod tests {
     const KINDS: [ProviderKind; 3] = [ProviderKind::Brave, ProviderKind::Exa, ProviderKind::Tavily];
 
     fn orders(rotation: &Rotation, quota: &QuotaBoard, requests: usize) -> Vec<Vec<usize>> {
-        (0..requests).map(|_| rotation.order(&KINDS, quota)).collect()
+        (0..requests)
+            .map(|_| rotation.order(&KINDS, quota))
+            .collect()
     }
 
     #[test]
@@ -174,6 +176,10 @@ mod tests {
             [vec![1, 2, 0], vec![1, 2, 0], vec![2, 1, 0]]
         );
         let ordered = Rotation::new(ProviderPolicy::Ordered);
-        assert_eq!(ordered.order(&KINDS, &quota), [0, 1, 2], "ordered: cheapest first");
+        assert_eq!(
+            ordered.order(&KINDS, &quota),
+            [0, 1, 2],
+            "ordered: cheapest first"
+        );
     }
 }

@@ -100,8 +100,14 @@ mod tests {
     fn only_a_long_window_with_little_left_is_a_nearly_spent_quota() {
         assert!(window(2_592_000, 15_000.0, 300.0).is_nearly_spent_quota());
         assert!(!window(2_592_000, 15_000.0, 301.0).is_nearly_spent_quota());
-        assert!(window(86_400, 10.0, 1.0).is_nearly_spent_quota(), "at least one call");
-        assert!(!window(1, 1.0, 0.0).is_nearly_spent_quota(), "a per-second throttle");
+        assert!(
+            window(86_400, 10.0, 1.0).is_nearly_spent_quota(),
+            "at least one call"
+        );
+        assert!(
+            !window(1, 1.0, 0.0).is_nearly_spent_quota(),
+            "a per-second throttle"
+        );
         let unknown = RateWindow {
             remaining: None,
             ..window(2_592_000, 15_000.0, 0.0)

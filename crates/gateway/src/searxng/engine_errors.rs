@@ -110,7 +110,12 @@ mod tests {
 
     #[test]
     fn any_other_shape_yields_nothing() {
-        for body in [json!([]), json!("disabled"), json!({"alpha": {"x": 1}}), json!({})] {
+        for body in [
+            json!([]),
+            json!("disabled"),
+            json!({"alpha": {"x": 1}}),
+            json!({}),
+        ] {
             assert!(blocked_engines(&body).is_empty(), "{body}");
         }
     }

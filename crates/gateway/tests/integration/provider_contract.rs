@@ -552,7 +552,11 @@ async fn an_html_challenge_instead_of_json_is_a_block_that_opens_the_breaker_at_
         let calls = rig.sim().calls();
         let reply = rig.search(&[("q", "again")]).await;
         assert_eq!(reply.status, 502, "{kind:?}: {}", reply.text);
-        assert_eq!(rig.sim().calls(), calls, "{kind:?}: not called again while open");
+        assert_eq!(
+            rig.sim().calls(),
+            calls,
+            "{kind:?}: not called again while open"
+        );
     })
     .await;
 }

@@ -369,13 +369,16 @@ async fn an_engine_searxng_already_saw_blocked_starts_with_its_breaker_open() {
     let base = searxng.base_url();
     let gateway = TestGateway::start(&[("SEARXNG_BACKEND_URL", base.as_str())]).await;
 
-    wait::until("beta's breaker to open from SearXNG's /stats/errors", || {
-        let gateway = &gateway;
-        async move {
-            engine_breaker(&gateway.status().await, "beta")
-                .is_some_and(|b| b["state"] == "open" && b["reason"] == "rate_limited")
-        }
-    })
+    wait::until(
+        "beta's breaker to open from SearXNG's /stats/errors",
+        || {
+            let gateway = &gateway;
+            async move {
+                engine_breaker(&gateway.status().await, "beta")
+                    .is_some_and(|b| b["state"] == "open" && b["reason"] == "rate_limited")
+            }
+        },
+    )
     .await;
     let status = gateway.status().await;
     assert_eq!(

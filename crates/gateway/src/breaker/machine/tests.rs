@@ -332,7 +332,11 @@ fn a_spent_quota_without_a_reset_parks_for_the_quota_park_period() {
         reason: TripReason::Quota,
         retry_after: Some(secs(200_000)),
     });
-    assert_eq!(rig.snapshot().open_for, Some(secs(200_000)), "the reset wins");
+    assert_eq!(
+        rig.snapshot().open_for,
+        Some(secs(200_000)),
+        "the reset wins"
+    );
 }
 
 #[test]

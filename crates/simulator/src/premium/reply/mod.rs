@@ -34,7 +34,8 @@ pub(super) enum Answer {
 }
 
 /// The HTML a CDN answers instead of the API when it challenges the caller.
-const CHALLENGE_PAGE: &str = "<!DOCTYPE html><html lang=\"en-US\"><head><title>Just a moment...</title></head>\
+const CHALLENGE_PAGE: &str =
+    "<!DOCTYPE html><html lang=\"en-US\"><head><title>Just a moment...</title></head>\
 <body><noscript>Enable JavaScript and cookies to continue</noscript>\
 <div id=\"challenge-form\">Verify you are human</div></body></html>";
 
@@ -77,7 +78,10 @@ pub(super) fn answer(
         ),
         Answer::Challenge => (
             StatusCode::OK,
-            [(CONTENT_TYPE, HeaderValue::from_static("text/html; charset=UTF-8"))],
+            [(
+                CONTENT_TYPE,
+                HeaderValue::from_static("text/html; charset=UTF-8"),
+            )],
             CHALLENGE_PAGE,
         )
             .into_response(),

@@ -130,7 +130,9 @@ impl Bench {
                 all.premium_calls,
                 by_provider(all)
             ),
-            target: target(format!("≤ {PREMIUM_PER_100_TARGET:.0}, 0 into a parked provider")),
+            target: target(format!(
+                "≤ {PREMIUM_PER_100_TARGET:.0}, 0 into a parked provider"
+            )),
             met: met(all.premium_per_100() <= PREMIUM_PER_100_TARGET && into_parked == 0),
         });
         self.rows.push(Row {
@@ -170,11 +172,8 @@ impl Bench {
             ));
         }
         for (phase, tally) in PHASES.iter().zip(&result.phases) {
-            self.details.push(format!(
-                "f. T1={t1}, {}: {}",
-                phase.name,
-                summary(tally)
-            ));
+            self.details
+                .push(format!("f. T1={t1}, {}: {}", phase.name, summary(tally)));
         }
     }
 }

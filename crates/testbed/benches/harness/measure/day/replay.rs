@@ -164,8 +164,9 @@ pub(super) async fn replay(
     providers: &[SimulatedProvider],
     seed: u64,
 ) -> DayResult {
-    let phases: Arc<Mutex<Vec<Tally>>> =
-        Arc::new(Mutex::new(PHASES.iter().map(|_| Tally::default()).collect()));
+    let phases: Arc<Mutex<Vec<Tally>>> = Arc::new(Mutex::new(
+        PHASES.iter().map(|_| Tally::default()).collect(),
+    ));
     let start = Instant::now();
     let per_client = searches / CLIENTS as u64;
     let pace = day.length.div_f64(per_client.max(1) as f64);

@@ -116,17 +116,26 @@ impl Day {
             ("SEARXNG_BACKEND_URL".to_owned(), searxng.base_url()),
             ("SUFFICIENT_MIN_RESULTS".to_owned(), TARGET.to_string()),
             ("T1_PREMIUM_COUNT".to_owned(), t1.to_string()),
-            ("FALLBACK_PROVIDERS".to_owned(), "brave,exa,tavily".to_owned()),
+            (
+                "FALLBACK_PROVIDERS".to_owned(),
+                "brave,exa,tavily".to_owned(),
+            ),
             ("BREAKER_OPEN_SECONDS".to_owned(), self.scaled(300.0)),
             ("BREAKER_MAX_OPEN_SECONDS".to_owned(), self.scaled(3_600.0)),
-            ("SEARXNG_FAIL_COOLDOWN_SECONDS".to_owned(), self.scaled(180.0)),
+            (
+                "SEARXNG_FAIL_COOLDOWN_SECONDS".to_owned(),
+                self.scaled(180.0),
+            ),
             ("CACHE_TTL_SECONDS".to_owned(), self.scaled(3_600.0)),
             ("CACHE_STALE_SECONDS".to_owned(), self.scaled(86_400.0)),
             ("QUOTA_PARK_SECONDS".to_owned(), self.scaled(86_400.0)),
         ];
         for provider in providers {
             let prefix = provider.kind().env_prefix();
-            env.push((format!("{prefix}_API_KEY"), simulator::premium::SIM_KEY.to_owned()));
+            env.push((
+                format!("{prefix}_API_KEY"),
+                simulator::premium::SIM_KEY.to_owned(),
+            ));
             env.push((format!("{prefix}_BASE_URL"), provider.base_url()));
         }
         env
@@ -169,8 +178,9 @@ impl Day {
                     Spell::slow(Latency::Fixed(Duration::from_millis(3_500)))
                         .during(self.at(0.30), self.at(0.36)),
                 ),
-                "wikipedia" => script
-                    .spell(self.spell(fails(EngineFailure::AccessDenied), 0.62, 0.74)),
+                "wikipedia" => {
+                    script.spell(self.spell(fails(EngineFailure::AccessDenied), 0.62, 0.74))
+                }
                 _ => script,
             };
             searxng.set_engine(
