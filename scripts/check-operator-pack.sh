@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Checks the operator pack: Prometheus rules, their unit tests and the scrape config (promtool), every YAML
 # and JSON file of the pack, the bind mounts of docker-compose.yml, and the Grafana dashboard (every panel on
-# the `datasource` variable, every query valid PromQL and naming only metrics crates/gateway/src/metrics.rs registers), and
+# the `datasource` variable, every query valid PromQL and naming only metrics the gateway's metrics.rs files register), and
 # the Dockerfile's builder stage run without Docker (scripts/dockerfile-as-script.sh).
 #
 # Usage: scripts/check-operator-pack.sh        (from anywhere; PROMTOOL=/path/to/promtool to override)
@@ -161,12 +161,20 @@ for name, svc in services.items():
         else:
             fail(f"docker-compose.yml: service {name}: bind-mounted host path {host} does not exist")
 
-# --- metric names registered in crates/gateway/src/metrics/ (prometheus-client adds `_total` to counters) --------------
-with open("crates/gateway/src/metrics/mod.rs", encoding="utf-8") as f:
-    metrics_src = f.read()
-registered = set(re.findall(r'\.register\(\s*"([a-z][a-z0-9_]*)"', metrics_src))
+# --- metric names registered by the gateway: each module owns its families in its metrics.rs (prometheus-client
+# adds `_total` to counters) --------------------------------------------------------------------------------------
+import glob
+
+metrics_files = sorted(
+    set(glob.glob("crates/gateway/src/**/metrics.rs", recursive=True))
+    | set(glob.glob("crates/gateway/src/metrics/*.rs"))
+)
+registered = set()
+for path in metrics_files:
+    with open(path, encoding="utf-8") as f:
+        registered |= set(re.findall(r'\.register\(\s*"([a-z][a-z0-9_]*)"', f.read()))
 if len(registered) < 20:
-    fail(f"crates/gateway/src/metrics/mod.rs: found only {len(registered)} registered metric names")
+    fail(f"crates/gateway/src/**/metrics.rs: found only {len(registered)} registered metric names")
 PREFIX = "searxng_gateway_"
 
 
@@ -243,7 +251,7 @@ else:
                 fail(f"dashboard: panel {title!r} target {ref}: Grafana variables {sorted(macros)} in expr")
             bad = unknown_metrics(expr)
             if bad:
-                fail(f"dashboard: panel {title!r} target {ref}: metrics not registered in crates/gateway/src/metrics/mod.rs: {bad}")
+                fail(f"dashboard: panel {title!r} target {ref}: metrics not registered in crates/gateway/src/**/metrics.rs: {bad}")
             record_rules.append({"record": f"dashboard:panel_{pid}:{ref}",
                                  "expr": expr.replace("$__rate_interval", "5m")})
     ok(f"dashboard: {data_panels} data panels, each on the datasource variable with refId'd targets")
@@ -268,7 +276,7 @@ for group in alerts.get("groups") or []:
             fail(f"{ALERTS}: {name} lacks a summary or description annotation")
         bad = unknown_metrics(rule.get("expr", ""))
         if bad:
-            fail(f"{ALERTS}: {name}: metrics not registered in crates/gateway/src/metrics/mod.rs: {bad}")
+            fail(f"{ALERTS}: {name}: metrics not registered in crates/gateway/src/**/metrics.rs: {bad}")
 if not alert_names:
     fail(f"{ALERTS}: no alerts")
 
