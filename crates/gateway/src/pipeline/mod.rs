@@ -271,19 +271,18 @@ impl Gateway {
                 .config
                 .fallback_providers
                 .iter()
-                .map(|kind| ProviderStatus {
+                .map(|kind| {
+                    let active = inner.providers.iter().any(|p| p.kind() == *kind);
+                    // Inactive providers have no breaker: asking the board would create one.
+                    let parked = active
+                        .then(|| inner.breakers.get(BreakerKind::Provider, kind.as_str()))
+                        .and_then(|breaker| ProviderStatus::quota_parked_for(&breaker));
+                    (kind, active, parked)
+                })
+                .map(|(kind, active, quota_parked_for_seconds)| ProviderStatus {
                     name: *kind,
-                    active: inner.providers.iter().any(|p| p.kind() == *kind),
-                    quota_parked_for_seconds: inner
-                        .providers
-                        .iter()
-                        .any(|p| p.kind() == *kind)
-                        .then(|| {
-                            ProviderStatus::quota_parked_for(
-                                &inner.breakers.get(BreakerKind::Provider, kind.as_str()),
-                            )
-                        })
-                        .flatten(),
+                    active,
+                    quota_parked_for_seconds,
                     quota_windows: inner
                         .quota
                         .windows(*kind)
