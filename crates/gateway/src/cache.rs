@@ -3,6 +3,15 @@
 //! it in its own task; the others wait for its value. If the leader's client hangs up, the
 //! computation is cancelled (a cancelled upstream call is not an upstream failure) and a waiting
 //! follower starts it again.
+//!
+//! Two rules keep answers flowing when upstreams do not:
+//! - **Stale-if-error.** A complete answer is kept for `stale` past its expiry. When a computation
+//!   for its key fails outright ([`Keep::Never`]: every upstream failed), the last complete answer is
+//!   served instead, marked [`CacheStatus::Stale`] with how long ago it expired. A partial answer
+//!   never replaces a live complete one, and keeps the previous complete answer as its fallback.
+//! - **Refresh-ahead.** A complete entry hit at least [`REFRESH_MIN_HITS`] times is recomputed in
+//!   the background once less than [`refresh_window`] of its life is left; the hit that notices it
+//!   is answered from the cache at once. Popular queries never fall off the cache under load.
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -24,36 +33,107 @@ pub(crate) enum CacheStatus {
     Hit,
     /// Computed for this request (or shared with an identical request in flight).
     Miss,
+    /// The computation failed outright; this is the last complete answer, expired this long ago.
+    Stale {
+        /// How long ago it stopped being fresh.
+        expired_for: Duration,
+    },
 }
 
-/// What a computation returns: the value and how long to keep it (`None`: do not cache).
-pub(crate) type Computed<V> = (V, Option<Duration>);
+impl CacheStatus {
+    /// The `X-Cache` header value and log field: `hit`, `miss` or `stale`.
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            Self::Hit => "hit",
+            Self::Miss => "miss",
+            Self::Stale { .. } => "stale",
+        }
+    }
+}
+
+/// How long to keep a computed value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Keep {
+    /// A failure: never stored; the last complete answer is served stale instead, if there is one.
+    Never,
+    /// A partial answer: kept this long, never served stale, never replacing a live complete one.
+    Partial(Duration),
+    /// A complete answer: kept this long, then as the stale fallback for the stale window.
+    Complete(Duration),
+}
+
+/// What a computation returns: the value and how long to keep it.
+pub(crate) type Computed<V> = (V, Keep);
+
+/// Hits an entry needs before it is refreshed ahead of its expiry.
+pub(crate) const REFRESH_MIN_HITS: u32 = 3;
+
+/// How long before expiry a popular entry is refreshed: a tenth of its lifetime, at most a minute.
+pub(crate) fn refresh_window(ttl: Duration) -> Duration {
+    (ttl / 10).min(Duration::from_secs(60))
+}
+
+/// The last complete answer under a key, servable until `until`.
+#[derive(Clone)]
+struct Fallback<V> {
+    value: V,
+    expired_at: Instant,
+    until: Instant,
+}
 
 struct Entry<V> {
     value: V,
     expires: Instant,
+    /// From then on a hit starts a background refresh (popular complete entries only).
+    refresh_at: Option<Instant>,
+    complete: bool,
+    fallback: Option<Fallback<V>>,
+    hits: u32,
+    refreshing: bool,
 }
 
-type Flight<V> = Arc<watch::Sender<Option<V>>>;
+impl<V> Entry<V> {
+    fn is_live(&self, now: Instant) -> bool {
+        self.expires > now
+    }
+
+    fn is_dead(&self, now: Instant) -> bool {
+        !self.is_live(now) && self.fallback.as_ref().is_none_or(|f| f.until <= now)
+    }
+}
+
+type Shared<V> = Option<(V, CacheStatus)>;
+type Flight<V> = Arc<watch::Sender<Shared<V>>>;
 
 struct Inner<V> {
     entries: Option<LruCache<String, Entry<V>>>,
     in_flight: HashMap<String, Flight<V>>,
 }
 
+/// The counters the cache keeps up to date.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct CacheCounters {
+    /// `cache_size`: entries now (stale fallbacks included).
+    pub(crate) size: Gauge,
+    /// `cache_coalesced_total`: requests that waited on an identical computation.
+    pub(crate) coalesced: Counter,
+    /// `cache_refreshes_total`: background refreshes started ahead of expiry.
+    pub(crate) refreshes: Counter,
+}
+
 /// The cache. Cheap to clone.
 pub(crate) struct AnswerCache<V> {
     inner: Arc<Mutex<Inner<V>>>,
-    size_gauge: Gauge,
-    coalesced: Counter,
+    stale: Duration,
+    counters: CacheCounters,
 }
 
 impl<V> Clone for AnswerCache<V> {
     fn clone(&self) -> Self {
         Self {
             inner: Arc::clone(&self.inner),
-            size_gauge: self.size_gauge.clone(),
-            coalesced: self.coalesced.clone(),
+            stale: self.stale,
+            counters: self.counters.clone(),
         }
     }
 }
@@ -63,18 +143,29 @@ impl<V> Clone for AnswerCache<V> {
 #[error("the shared computation ended without an answer")]
 pub(crate) struct ComputationLost;
 
+/// What a lookup under the lock found.
+enum Found<V> {
+    /// A live value; `refresh` when this hit should start a background refresh.
+    Live {
+        value: V,
+        refresh: bool,
+    },
+    Nothing,
+}
+
 impl<V: Clone + Send + Sync + 'static> AnswerCache<V> {
-    /// A cache of `capacity` entries (0 disables storage; coalescing still works). `size_gauge`
-    /// always shows the current number of entries.
-    pub(crate) fn new(capacity: usize, size_gauge: Gauge, coalesced: Counter) -> Self {
-        size_gauge.set(0);
+    /// A cache of `capacity` entries (0 disables storage; coalescing still works) that keeps
+    /// complete answers `stale` past their expiry. `counters.size` always shows the current number
+    /// of entries.
+    pub(crate) fn new(capacity: usize, stale: Duration, counters: CacheCounters) -> Self {
+        counters.size.set(0);
         Self {
             inner: Arc::new(Mutex::new(Inner {
                 entries: NonZeroUsize::new(capacity).map(LruCache::new),
                 in_flight: HashMap::new(),
             })),
-            size_gauge,
-            coalesced,
+            stale,
+            counters,
         }
     }
 
@@ -87,51 +178,73 @@ impl<V: Clone + Send + Sync + 'static> AnswerCache<V> {
 
     fn publish_size(&self, inner: &Inner<V>) {
         let len = inner.entries.as_ref().map_or(0, LruCache::len);
-        self.size_gauge.set(i64::try_from(len).unwrap_or(i64::MAX));
+        self.counters
+            .size
+            .set(i64::try_from(len).unwrap_or(i64::MAX));
     }
 
-    /// The live value under `key`, if any (an expired entry is removed on the way).
+    /// Looks `key` up at `now`, counting the hit; a dead entry is removed on the way.
+    fn find(&self, inner: &mut Inner<V>, key: &str, now: Instant) -> Found<V> {
+        let refresh_possible = !inner.in_flight.contains_key(key);
+        let Some(entries) = inner.entries.as_mut() else {
+            return Found::Nothing;
+        };
+        let Some(entry) = entries.get_mut(key) else {
+            return Found::Nothing;
+        };
+        if entry.is_live(now) {
+            entry.hits = entry.hits.saturating_add(1);
+            let refresh = refresh_possible
+                && !entry.refreshing
+                && entry.hits >= REFRESH_MIN_HITS
+                && entry.refresh_at.is_some_and(|at| now >= at);
+            if refresh {
+                entry.refreshing = true;
+            }
+            return Found::Live {
+                value: entry.value.clone(),
+                refresh,
+            };
+        }
+        if entry.is_dead(now) {
+            entries.pop(key);
+            self.publish_size(inner);
+        }
+        Found::Nothing
+    }
+
+    /// The live value under `key`, if any (a dead entry is removed on the way).
+    #[cfg(test)]
     pub(crate) fn get(&self, key: &str) -> Option<V> {
         let mut inner = self.lock();
-        let entries = inner.entries.as_mut()?;
-        let entry = entries.get(key)?;
-        if entry.expires > Instant::now() {
-            return Some(entry.value.clone());
+        match self.find(&mut inner, key, Instant::now()) {
+            Found::Live { value, .. } => Some(value),
+            Found::Nothing => None,
         }
-        entries.pop(key);
-        self.publish_size(&inner);
-        None
     }
 
-    /// Stores `value` under `key` for `ttl`.
+    /// Stores `value` under `key` as `keep` says.
     #[cfg(test)]
-    pub(crate) fn insert(&self, key: String, value: V, ttl: Duration) {
+    pub(crate) fn insert(&self, key: &str, value: V, keep: Keep) {
         let mut inner = self.lock();
-        if let Some(entries) = inner.entries.as_mut() {
-            entries.put(
-                key,
-                Entry {
-                    value,
-                    expires: Instant::now() + ttl,
-                },
-            );
-        }
+        self.store(&mut inner, key, value, keep, Instant::now());
         self.publish_size(&inner);
     }
 
-    /// Number of entries now.
+    /// Number of entries now (stale fallbacks included).
     pub(crate) fn len(&self) -> usize {
         self.lock().entries.as_ref().map_or(0, LruCache::len)
     }
 
-    /// Drops every expired entry (run periodically so `cache_size` does not count dead entries).
+    /// Drops every dead entry — expired, and past its stale window — (run periodically so
+    /// `cache_size` does not count them).
     pub(crate) fn purge_expired(&self) {
         let now = Instant::now();
         let mut inner = self.lock();
         if let Some(entries) = inner.entries.as_mut() {
             let dead: Vec<String> = entries
                 .iter()
-                .filter(|(_, e)| e.expires <= now)
+                .filter(|(_, e)| e.is_dead(now))
                 .map(|(k, _)| k.clone())
                 .collect();
             for key in dead {
@@ -142,35 +255,40 @@ impl<V: Clone + Send + Sync + 'static> AnswerCache<V> {
     }
 
     /// The cached value, or the result of `compute` — shared with every identical request that
-    /// arrives while it runs. `compute` is called at most once per flight.
+    /// arrives while it runs. `compute` is called at most once per flight: for this request's
+    /// miss, or in the background for a refresh ahead of expiry (the hit is answered at once).
+    /// The first lookup runs inside `lookup` (the request's `cache_lookup` span), which records
+    /// whether it hit.
     pub(crate) async fn get_or_compute<F, Fut>(
         &self,
         key: &str,
+        lookup: &tracing::Span,
         compute: F,
     ) -> Result<(V, CacheStatus), ComputationLost>
     where
         F: FnOnce() -> Fut,
-        Fut: Future<Output = Computed<V>>,
+        Fut: Future<Output = Computed<V>> + Send + 'static,
     {
-        if let Some(value) = self.get(key) {
-            return Ok((value, CacheStatus::Hit));
-        }
         let mut compute = Some(compute);
         // A follower whose leader went away (its client hung up) tries again and may lead itself.
-        for _ in 0..3 {
+        for round in 0..3 {
             let step = {
+                let _lookup = (round == 0).then(|| lookup.enter());
                 let mut inner = self.lock();
-                if let Some(value) = inner
-                    .entries
-                    .as_mut()
-                    .and_then(|e| e.get(key))
-                    .filter(|e| e.expires > Instant::now())
-                    .map(|e| e.value.clone())
-                {
+                let found = self.find(&mut inner, key, Instant::now());
+                if round == 0 {
+                    lookup.record("hit", matches!(found, Found::Live { .. }));
+                }
+                if let Found::Live { value, refresh } = found {
+                    if refresh {
+                        if let Some(compute) = compute.take() {
+                            self.refresh_in_background(&mut inner, key, compute());
+                        }
+                    }
                     return Ok((value, CacheStatus::Hit));
                 }
                 if let Some(flight) = inner.in_flight.get(key) {
-                    self.coalesced.inc();
+                    self.counters.coalesced.inc();
                     Step::Follow(flight.subscribe())
                 } else {
                     let Some(compute) = compute.take() else {
@@ -182,17 +300,14 @@ impl<V: Clone + Send + Sync + 'static> AnswerCache<V> {
                 }
             };
             match step {
-                Step::Lead(sender, compute) => {
-                    let value = self.lead(key, sender, compute()).await?;
-                    return Ok((value, CacheStatus::Miss));
-                }
+                Step::Lead(sender, compute) => return self.lead(key, sender, compute()).await,
                 Step::Follow(mut receiver) => {
                     let shared = match receiver.wait_for(Option::is_some).await {
                         Ok(value) => value.clone(),
                         Err(_) => None,
                     };
-                    if let Some(value) = shared {
-                        return Ok((value, CacheStatus::Miss));
+                    if let Some(served) = shared {
+                        return Ok(served);
                     }
                 }
             }
@@ -200,9 +315,31 @@ impl<V: Clone + Send + Sync + 'static> AnswerCache<V> {
         Err(ComputationLost)
     }
 
-    /// Runs the computation in the leader's own task (no hand-off to another task: a miss is
-    /// latency-bound) and shares its value with the followers.
-    async fn lead<Fut>(&self, key: &str, sender: Flight<V>, work: Fut) -> Result<V, ComputationLost>
+    /// Starts `work` as the key's flight in a task of its own (nobody waits for it; identical
+    /// misses arriving meanwhile follow it as usual).
+    fn refresh_in_background<Fut>(&self, inner: &mut Inner<V>, key: &str, work: Fut)
+    where
+        Fut: Future<Output = Computed<V>> + Send + 'static,
+    {
+        let sender = Arc::new(watch::channel(None).0);
+        inner.in_flight.insert(key.to_owned(), Arc::clone(&sender));
+        self.counters.refreshes.inc();
+        let cache = self.clone();
+        let key = key.to_owned();
+        tokio::spawn(async move {
+            let _ = cache.lead(&key, sender, work).await;
+        });
+    }
+
+    /// Runs the computation (in the caller's own task: a miss is latency-bound), stores it as its
+    /// [`Keep`] says, and shares what is served with the followers — the computed value, or the
+    /// last complete answer when the computation failed outright.
+    async fn lead<Fut>(
+        &self,
+        key: &str,
+        sender: Flight<V>,
+        work: Fut,
+    ) -> Result<(V, CacheStatus), ComputationLost>
     where
         Fut: Future<Output = Computed<V>>,
     {
@@ -214,32 +351,100 @@ impl<V: Clone + Send + Sync + 'static> AnswerCache<V> {
             key: key.to_owned(),
             sender: Arc::clone(&sender),
         };
-        let (value, ttl) = std::panic::AssertUnwindSafe(work)
+        let (value, keep) = std::panic::AssertUnwindSafe(work)
             .catch_unwind()
             .await
             .map_err(|_| ComputationLost)?;
-        {
+        let served = {
             let mut inner = self.lock();
-            if let (Some(ttl), Some(entries)) = (ttl, inner.entries.as_mut()) {
-                entries.put(
-                    key.to_owned(),
-                    Entry {
-                        value: value.clone(),
-                        expires: Instant::now() + ttl,
-                    },
-                );
-            }
+            let now = Instant::now();
+            let served = match keep {
+                Keep::Never => self
+                    .stale_answer(&mut inner, key, now)
+                    .unwrap_or((value, CacheStatus::Miss)),
+                Keep::Partial(_) | Keep::Complete(_) => {
+                    self.store(&mut inner, key, value.clone(), keep, now);
+                    (value, CacheStatus::Miss)
+                }
+            };
             leave_flight(&mut inner, key, &sender);
             self.publish_size(&inner);
-        }
-        sender.send_replace(Some(value.clone()));
-        Ok(value)
+            served
+        };
+        sender.send_replace(Some(served.clone()));
+        Ok(served)
+    }
+
+    /// The last complete answer under `key` while its stale window lasts.
+    fn stale_answer(
+        &self,
+        inner: &mut Inner<V>,
+        key: &str,
+        now: Instant,
+    ) -> Option<(V, CacheStatus)> {
+        let entry = inner.entries.as_mut()?.peek(key)?;
+        let fallback = entry.fallback.as_ref().filter(|f| f.until > now)?;
+        Some((
+            fallback.value.clone(),
+            CacheStatus::Stale {
+                expired_for: now.saturating_duration_since(fallback.expired_at),
+            },
+        ))
+    }
+
+    fn store(&self, inner: &mut Inner<V>, key: &str, value: V, keep: Keep, now: Instant) {
+        let Some(entries) = inner.entries.as_mut() else {
+            return;
+        };
+        let previous = entries.pop(key);
+        let entry = match keep {
+            Keep::Never => return,
+            Keep::Complete(ttl) => {
+                let expires = now + ttl;
+                let fallback = (!self.stale.is_zero()).then(|| Fallback {
+                    value: value.clone(),
+                    expired_at: expires,
+                    until: expires + self.stale,
+                });
+                Entry {
+                    value,
+                    expires,
+                    refresh_at: Some(expires - refresh_window(ttl)),
+                    complete: true,
+                    fallback,
+                    hits: 0,
+                    refreshing: false,
+                }
+            }
+            Keep::Partial(ttl) => {
+                if previous
+                    .as_ref()
+                    .is_some_and(|p| p.complete && p.is_live(now))
+                {
+                    let Some(live) = previous else { return };
+                    // A refresh that came back partial: the complete answer stays while it lives
+                    // (and is not refreshed again: one attempt per entry).
+                    entries.put(key.to_owned(), live);
+                    return;
+                }
+                Entry {
+                    value,
+                    expires: now + ttl,
+                    refresh_at: None,
+                    complete: false,
+                    fallback: previous.and_then(|p| p.fallback).filter(|f| f.until > now),
+                    hits: 0,
+                    refreshing: false,
+                }
+            }
+        };
+        entries.put(key.to_owned(), entry);
     }
 }
 
 enum Step<V, F> {
     Lead(Flight<V>, F),
-    Follow(watch::Receiver<Option<V>>),
+    Follow(watch::Receiver<Shared<V>>),
 }
 
 /// Removes `key`'s flight from the map if it is still this one.
@@ -271,44 +476,60 @@ impl<V: Clone + Send + Sync + 'static> Drop for LeaveFlight<V> {
 mod tests {
     use super::*;
     use std::sync::atomic::{AtomicUsize, Ordering};
+    use tracing::Span;
+
+    const MINUTE: Duration = Duration::from_secs(60);
+    const STALE: Duration = Duration::from_secs(600);
 
     fn cache(capacity: usize) -> AnswerCache<u32> {
-        AnswerCache::new(capacity, Gauge::default(), Counter::default())
+        AnswerCache::new(capacity, STALE, CacheCounters::default())
     }
 
     #[tokio::test(start_paused = true)]
     async fn entries_expire_after_their_ttl() {
         let c = cache(10);
-        c.insert("k".into(), 1, Duration::from_secs(60));
+        c.insert("k", 1, Keep::Complete(Duration::from_secs(60)));
+        c.insert("p", 2, Keep::Partial(Duration::from_secs(60)));
         assert_eq!(c.get("k"), Some(1));
         tokio::time::advance(Duration::from_secs(61)).await;
+        assert_eq!((c.get("k"), c.get("p")), (None, None));
+        assert_eq!(c.counters.size.get(), 1, "the gauge follows the expiry");
+        tokio::time::advance(STALE).await;
         assert_eq!(c.get("k"), None);
-        assert_eq!(c.size_gauge.get(), 0, "the gauge follows the expiry");
+        assert_eq!(c.counters.size.get(), 0, "and the end of the stale window");
     }
 
     #[tokio::test(start_paused = true)]
     async fn capacity_evicts_the_least_recently_used() {
         let c = cache(2);
-        c.insert("a".into(), 1, Duration::from_secs(60));
-        c.insert("b".into(), 2, Duration::from_secs(60));
+        c.insert("a", 1, Keep::Complete(Duration::from_secs(60)));
+        c.insert("b", 2, Keep::Complete(Duration::from_secs(60)));
         c.get("a");
-        c.insert("c".into(), 3, Duration::from_secs(60));
+        c.insert("c", 3, Keep::Complete(Duration::from_secs(60)));
         assert_eq!(
             (c.get("a"), c.get("b"), c.get("c")),
             (Some(1), None, Some(3))
         );
-        assert_eq!(c.size_gauge.get(), 2);
+        assert_eq!(c.counters.size.get(), 2);
     }
 
     #[tokio::test(start_paused = true)]
     async fn purge_drops_expired_entries_and_updates_the_gauge() {
         let c = cache(10);
-        c.insert("short".into(), 1, Duration::from_secs(5));
-        c.insert("long".into(), 2, Duration::from_secs(500));
+        c.insert("short", 1, Keep::Partial(Duration::from_secs(5)));
+        c.insert("long", 2, Keep::Complete(Duration::from_secs(500)));
+        c.insert("stale", 3, Keep::Complete(Duration::from_secs(1)));
         tokio::time::advance(Duration::from_secs(6)).await;
         c.purge_expired();
+        assert_eq!(
+            c.len(),
+            2,
+            "an expired complete answer stays as the stale fallback"
+        );
+        tokio::time::advance(STALE).await;
+        c.purge_expired();
         assert_eq!(c.len(), 1);
-        assert_eq!(c.size_gauge.get(), 1);
+        assert_eq!(c.counters.size.get(), 1);
     }
 
     #[tokio::test(start_paused = true)]
@@ -320,10 +541,10 @@ mod tests {
             let c = c.clone();
             let calls = Arc::clone(&calls);
             tasks.push(tokio::spawn(async move {
-                c.get_or_compute("k", move || async move {
+                c.get_or_compute("k", &Span::none(), move || async move {
                     calls.fetch_add(1, Ordering::SeqCst);
                     tokio::time::sleep(Duration::from_millis(100)).await;
-                    (7, Some(Duration::from_secs(60)))
+                    (7, Keep::Complete(MINUTE))
                 })
                 .await
                 .unwrap()
@@ -333,9 +554,11 @@ mod tests {
             assert_eq!(t.await.unwrap().0, 7);
         }
         assert_eq!(calls.load(Ordering::SeqCst), 1);
-        assert_eq!(c.coalesced.get(), 19);
+        assert_eq!(c.counters.coalesced.get(), 19);
         assert_eq!(
-            c.get_or_compute("k", || async { (0, None) }).await.unwrap(),
+            c.get_or_compute("k", &Span::none(), || async { (0, Keep::Never) })
+                .await
+                .unwrap(),
             (7, CacheStatus::Hit)
         );
     }
@@ -343,10 +566,13 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn uncacheable_results_are_shared_but_not_stored() {
         let c = cache(10);
-        let (v, status) = c.get_or_compute("k", || async { (5, None) }).await.unwrap();
+        let (v, status) = c
+            .get_or_compute("k", &Span::none(), || async { (5, Keep::Never) })
+            .await
+            .unwrap();
         assert_eq!((v, status), (5, CacheStatus::Miss));
         assert_eq!(c.get("k"), None);
-        assert_eq!(c.size_gauge.get(), 0);
+        assert_eq!(c.counters.size.get(), 0);
     }
 
     #[tokio::test(start_paused = true)]
@@ -357,10 +583,10 @@ mod tests {
         let waiter = tokio::spawn({
             let c = c.clone();
             async move {
-                c.get_or_compute("k", move || async move {
+                c.get_or_compute("k", &Span::none(), move || async move {
                     tokio::time::sleep(Duration::from_secs(10)).await;
                     f.fetch_add(1, Ordering::SeqCst);
-                    (1, Some(Duration::from_secs(60)))
+                    (1, Keep::Complete(MINUTE))
                 })
                 .await
             }
@@ -378,9 +604,9 @@ mod tests {
         let leader = tokio::spawn({
             let c = c.clone();
             async move {
-                c.get_or_compute("k", || async {
+                c.get_or_compute("k", &Span::none(), || async {
                     tokio::time::sleep(Duration::from_secs(10)).await;
-                    (1, Some(Duration::from_secs(60)))
+                    (1, Keep::Complete(MINUTE))
                 })
                 .await
             }
@@ -389,9 +615,9 @@ mod tests {
         let follower = tokio::spawn({
             let c = c.clone();
             async move {
-                c.get_or_compute("k", || async {
+                c.get_or_compute("k", &Span::none(), || async {
                     tokio::time::sleep(Duration::from_secs(1)).await;
-                    (2, Some(Duration::from_secs(60)))
+                    (2, Keep::Complete(MINUTE))
                 })
                 .await
             }
@@ -406,11 +632,11 @@ mod tests {
     async fn a_panicking_computation_does_not_wedge_its_key() {
         let c = cache(10);
         let lost = c
-            .get_or_compute("k", || async { panic!("computation bug") })
+            .get_or_compute("k", &Span::none(), || async { panic!("computation bug") })
             .await;
         assert_eq!(lost, Err(ComputationLost));
         let (v, status) = c
-            .get_or_compute("k", || async { (3, Some(Duration::from_secs(60))) })
+            .get_or_compute("k", &Span::none(), || async { (3, Keep::Complete(MINUTE)) })
             .await
             .unwrap();
         assert_eq!(
@@ -423,8 +649,149 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn zero_capacity_disables_storage() {
         let c = cache(0);
-        c.insert("k".into(), 1, Duration::from_secs(60));
+        c.insert("k", 1, Keep::Complete(Duration::from_secs(60)));
         assert_eq!(c.get("k"), None);
         assert_eq!(c.len(), 0);
+    }
+
+    async fn failing(c: &AnswerCache<u32>) -> (u32, CacheStatus) {
+        c.get_or_compute("k", &Span::none(), || async { (0, Keep::Never) })
+            .await
+            .unwrap()
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn when_every_upstream_fails_the_last_complete_answer_is_served_stale() {
+        let c = cache(10);
+        c.insert("k", 1, Keep::Complete(MINUTE));
+        tokio::time::advance(MINUTE + Duration::from_secs(5)).await;
+        assert_eq!(
+            failing(&c).await,
+            (
+                1,
+                CacheStatus::Stale {
+                    expired_for: Duration::from_secs(5)
+                }
+            )
+        );
+        tokio::time::advance(STALE).await;
+        assert_eq!(
+            failing(&c).await,
+            (0, CacheStatus::Miss),
+            "past the stale window the failure is what the client gets"
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_zero_stale_window_never_serves_stale() {
+        let c = AnswerCache::new(10, Duration::ZERO, CacheCounters::default());
+        c.insert("k", 1, Keep::Complete(MINUTE));
+        tokio::time::advance(MINUTE).await;
+        assert_eq!(failing(&c).await, (0, CacheStatus::Miss));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_partial_answer_never_replaces_a_live_complete_one_and_keeps_it_as_fallback() {
+        let c = cache(10);
+        c.insert("k", 1, Keep::Complete(MINUTE));
+        c.insert("k", 2, Keep::Partial(Duration::from_secs(30)));
+        assert_eq!(
+            c.get("k"),
+            Some(1),
+            "the complete answer stays while it lives"
+        );
+        tokio::time::advance(MINUTE).await;
+        c.insert("k", 2, Keep::Partial(Duration::from_secs(30)));
+        assert_eq!(c.get("k"), Some(2));
+        tokio::time::advance(Duration::from_secs(30)).await;
+        assert_eq!(
+            failing(&c).await,
+            (
+                1,
+                CacheStatus::Stale {
+                    expired_for: Duration::from_secs(30)
+                }
+            ),
+            "a partial answer is never served stale; the complete one is"
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn followers_of_a_failed_computation_get_the_stale_answer_too() {
+        let c = cache(10);
+        c.insert("k", 1, Keep::Complete(MINUTE));
+        tokio::time::advance(MINUTE).await;
+        let mut tasks = Vec::new();
+        for _ in 0..3 {
+            let c = c.clone();
+            tasks.push(tokio::spawn(async move {
+                c.get_or_compute("k", &Span::none(), || async {
+                    tokio::time::sleep(Duration::from_secs(1)).await;
+                    (0, Keep::Never)
+                })
+                .await
+                .unwrap()
+            }));
+        }
+        for t in tasks {
+            let (value, status) = t.await.unwrap();
+            assert_eq!(value, 1);
+            assert!(matches!(status, CacheStatus::Stale { .. }), "{status:?}");
+        }
+    }
+
+    fn counting(calls: &Arc<AtomicUsize>, value: u32) -> impl Future<Output = Computed<u32>> {
+        let calls = Arc::clone(calls);
+        async move {
+            calls.fetch_add(1, Ordering::SeqCst);
+            tokio::time::sleep(Duration::from_secs(2)).await;
+            (value, Keep::Complete(Duration::from_secs(100)))
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_popular_entry_is_refreshed_in_the_background_shortly_before_it_expires() {
+        let c = cache(10);
+        let calls = Arc::new(AtomicUsize::new(0));
+        c.insert("k", 1, Keep::Complete(Duration::from_secs(100)));
+        for _ in 0..REFRESH_MIN_HITS {
+            let hit = c
+                .get_or_compute("k", &Span::none(), || counting(&calls, 2))
+                .await
+                .unwrap();
+            assert_eq!(hit, (1, CacheStatus::Hit));
+        }
+        assert_eq!(calls.load(Ordering::SeqCst), 0, "not yet near its expiry");
+        // The last tenth of its life: the next hits are answered at once, one refresh starts.
+        tokio::time::advance(Duration::from_secs(91)).await;
+        for _ in 0..5 {
+            let hit = c
+                .get_or_compute("k", &Span::none(), || counting(&calls, 2))
+                .await
+                .unwrap();
+            assert_eq!(hit, (1, CacheStatus::Hit));
+        }
+        assert_eq!(c.counters.refreshes.get(), 1);
+        tokio::time::sleep(Duration::from_secs(3)).await;
+        assert_eq!(calls.load(Ordering::SeqCst), 1);
+        // Past the old expiry the refreshed answer is live: the query never fell off the cache.
+        tokio::time::advance(Duration::from_secs(10)).await;
+        assert_eq!(c.get("k"), Some(2));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_unpopular_entry_simply_expires() {
+        let c = cache(10);
+        let calls = Arc::new(AtomicUsize::new(0));
+        c.insert("k", 1, Keep::Complete(Duration::from_secs(100)));
+        tokio::time::advance(Duration::from_secs(95)).await;
+        let hit = c
+            .get_or_compute("k", &Span::none(), || counting(&calls, 2))
+            .await
+            .unwrap();
+        assert_eq!(hit, (1, CacheStatus::Hit));
+        tokio::time::sleep(Duration::from_secs(3)).await;
+        assert_eq!(calls.load(Ordering::SeqCst), 0);
+        assert_eq!(c.counters.refreshes.get(), 0);
     }
 }

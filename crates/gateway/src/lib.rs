@@ -10,7 +10,8 @@
 //!    reported ([`searxng`]), then fans out: SearXNG and the T1 premium [`providers`] together, the
 //!    fallback one provider at a time, all inside a hard budget; a failed SearXNG attempt is retried
 //!    on another instance.
-//! 3. [`merge`] deduplicates by canonical URL with order-free attribution and one scoring rule.
+//! 3. [`merge`] deduplicates by canonical URL with order-free attribution; one source keeps its
+//!    order, several are fused by rank.
 //! 4. [`pipeline`] labels the outcome, records [`metrics`] and caches the rendered answer.
 //!
 //! Beside the path: [`config`] reads the environment once at start-up; [`upstream`] holds what

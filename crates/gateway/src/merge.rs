@@ -1,9 +1,16 @@
 //! Pure merge of every source's results: canonical-URL deduplication, order-free attribution and
-//! one scoring rule, so the order in which answers arrive never changes the output.
+//! one ordering rule, so the order in which answers arrive never changes the output.
 //!
-//! Scoring: each source that returned a URL adds its own score for it — SearXNG's `score` for a
-//! SearXNG result (SearXNG already combines its engines), `1 / rank` for a premium result — and the
-//! merged list is ordered by the sum, ties broken by the canonical key.
+//! Ordering:
+//! - **One source keeps its own order.** When only one source has results (SearXNG alone, or one
+//!   provider alone), they come back in that source's order, fields untouched — SearXNG's order is
+//!   not pure score order (it groups results by category and template), and a fast path that
+//!   forwards SearXNG's bytes must give the same answer as this merge.
+//! - **Several sources are fused by rank** (reciprocal rank fusion): each source that returned a URL
+//!   adds `1 / (RRF_K + rank)` for it, rank being the URL's 1-based position in that source's list.
+//!   Raw scores are never compared across sources (SearXNG's `score` and a provider's relevance are
+//!   on different scales), so no source's scale dominates. Ties go to the better best rank, then
+//!   SearXNG before providers, then the canonical key.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -64,9 +71,18 @@ impl SourceResults {
     }
 }
 
-/// The score a premium result at 1-based `rank` contributes.
+/// The `score` a premium result at 1-based `rank` carries on its own (`1 / rank`).
 pub(crate) fn premium_score(rank: usize) -> f64 {
     1.0 / rank.max(1) as f64
+}
+
+/// The rank-fusion constant: 60, as in the original RRF paper (Cormack et al., 2009). Large enough
+/// that a URL two sources agree on beats one that a single source ranks first.
+const RRF_K: f64 = 60.0;
+
+/// What a result at 1-based `rank` of one source adds to its URL's fused score.
+fn fused_contribution(rank: usize) -> f64 {
+    1.0 / (RRF_K + rank.max(1) as f64)
 }
 
 /// The merged answer.
@@ -151,17 +167,6 @@ pub(crate) fn canonical_url(raw: &str) -> String {
     key
 }
 
-fn result_score(source: Source, obj: &Map<String, Value>, rank: usize) -> f64 {
-    match source {
-        Source::Searxng => obj
-            .get("score")
-            .and_then(Value::as_f64)
-            .filter(|s| s.is_finite() && *s >= 0.0)
-            .unwrap_or_else(|| premium_score(rank)),
-        Source::Provider(_) => premium_score(rank),
-    }
-}
-
 fn string_list(obj: &Map<String, Value>, field: &str) -> Vec<String> {
     match obj.get(field) {
         Some(Value::Array(items)) => items
@@ -174,18 +179,18 @@ fn string_list(obj: &Map<String, Value>, field: &str) -> Vec<String> {
 
 struct Group {
     score: f64,
-    /// (contribution, source, rank) of the best single occurrence, and where it is.
-    best: (f64, Source, usize),
+    /// (rank, source) of the best single occurrence, and where it is.
+    best: (usize, Source),
     at: (usize, usize),
     sources: BTreeSet<Source>,
     engines: BTreeSet<String>,
     positions: BTreeSet<u64>,
 }
 
-fn better(a: (f64, Source, usize), b: (f64, Source, usize)) -> bool {
-    // Higher contribution wins; then SearXNG before providers, then the better rank. Total order,
-    // so the winner does not depend on arrival order.
-    a.0 > b.0 || (a.0 == b.0 && (a.1, a.2) < (b.1, b.2))
+fn better(a: (usize, Source), b: (usize, Source)) -> bool {
+    // The better rank wins; then SearXNG before providers. Total order, so the winner does not
+    // depend on arrival order.
+    a < b
 }
 
 /// The number of distinct canonical URLs seen so far: what the fallback compares with its target,
@@ -217,6 +222,12 @@ pub(crate) fn merge(answers: &[SourceResults]) -> Merged {
 
 /// [`merge`], taking the answers so the kept result objects move instead of being copied.
 pub(crate) fn merge_owned(mut answers: Vec<SourceResults>) -> Merged {
+    answers.retain(|answer| answer.results.iter().any(|obj| obj.contains_key("url")));
+    // Several answers from the same source are not several sources (the order rule's question).
+    let sources: BTreeSet<Source> = answers.iter().map(|a| a.source).collect();
+    if sources.len() == 1 && answers.len() == 1 {
+        return single_source(answers.remove(0));
+    }
     let mut groups: BTreeMap<String, Group> = BTreeMap::new();
     for (a, answer) in answers.iter().enumerate() {
         let mut seen_in_source = BTreeSet::new();
@@ -229,8 +240,8 @@ pub(crate) fn merge_owned(mut answers: Vec<SourceResults>) -> Merged {
                 // A source listing the same URL twice is not two votes.
                 continue;
             }
-            let rank = i + 1;
-            let contribution = result_score(answer.source, obj, rank);
+            let rank = seen_in_source.len();
+            let contribution = fused_contribution(rank);
             let mut engines = string_list(obj, "engines");
             if let Some(engine) = obj.get("engine").and_then(Value::as_str) {
                 engines.push(engine.to_owned());
@@ -241,15 +252,15 @@ pub(crate) fn merge_owned(mut answers: Vec<SourceResults>) -> Merged {
             };
             let entry = groups.entry(key).or_insert_with(|| Group {
                 score: 0.0,
-                best: (contribution, answer.source, rank),
+                best: (rank, answer.source),
                 at: (a, i),
                 sources: BTreeSet::new(),
                 engines: BTreeSet::new(),
                 positions: BTreeSet::new(),
             });
             entry.score += contribution;
-            if better((contribution, answer.source, rank), entry.best) {
-                entry.best = (contribution, answer.source, rank);
+            if better((rank, answer.source), entry.best) {
+                entry.best = (rank, answer.source);
                 entry.at = (a, i);
             }
             entry.sources.insert(answer.source);
@@ -265,6 +276,7 @@ pub(crate) fn merge_owned(mut answers: Vec<SourceResults>) -> Merged {
     ordered.sort_by(|(ka, a), (kb, b)| {
         rounded(b.score)
             .total_cmp(&rounded(a.score))
+            .then_with(|| a.best.cmp(&b.best))
             .then_with(|| ka.cmp(kb))
     });
     for (_, group) in ordered {
@@ -282,6 +294,29 @@ pub(crate) fn merge_owned(mut answers: Vec<SourceResults>) -> Merged {
         merged.contributors.extend(group.sources.iter().copied());
         merged.engines.extend(group.engines);
         merged.results.push(obj);
+    }
+    merged
+}
+
+/// One source's answer as it came, minus repeated URLs (the first occurrence stays).
+fn single_source(answer: SourceResults) -> Merged {
+    let mut merged = Merged::default();
+    let mut seen = std::collections::HashSet::new();
+    for obj in answer.results {
+        let Some(url) = obj.get("url").and_then(Value::as_str) else {
+            continue;
+        };
+        if !seen.insert(canonical_url(url)) {
+            continue;
+        }
+        merged.engines.extend(string_list(&obj, "engines"));
+        if let Some(engine) = obj.get("engine").and_then(Value::as_str) {
+            merged.engines.insert(engine.to_owned());
+        }
+        merged.results.push(obj);
+    }
+    if !merged.results.is_empty() {
+        merged.contributors.insert(answer.source);
     }
     merged
 }
@@ -355,10 +390,10 @@ mod tests {
         let r = &merged.results[0];
         assert_eq!(
             r["url"], "https://www.example.org/a/",
-            "SearXNG's higher score picks the shown URL"
+            "same rank: SearXNG's occurrence is the one shown"
         );
         assert_eq!(r["engines"], json!(["alpha", "beta", "brave_api"]));
-        assert_eq!(r["score"], json!(3.0));
+        assert_eq!(r["score"], json!((2.0 / 61.0 * 1e9_f64).round() / 1e9));
         assert_eq!(
             r["parsed_url"],
             json!(["https"]),
@@ -383,28 +418,66 @@ mod tests {
         assert_eq!(distinct.len(), merge(&answers).results.len());
     }
 
-    #[test]
-    fn results_are_ordered_by_combined_score() {
-        let merged = merge(&[
-            searxng(&[
-                ("https://a.example/", 0.5, &["alpha"]),
-                ("https://b.example/", 0.9, &["alpha"]),
-            ]),
-            premium(
-                ProviderKind::Exa,
-                &["https://a.example/", "https://c.example/"],
-            ),
-        ]);
-        let urls: Vec<&str> = merged
+    fn urls(merged: &Merged) -> Vec<&str> {
+        merged
             .results
             .iter()
             .map(|r| r["url"].as_str().unwrap())
-            .collect();
+            .collect()
+    }
+
+    #[test]
+    fn searxng_alone_keeps_searxngs_own_order_and_fields() {
+        // SearXNG groups by category and template: its order is not score order.
+        let answer = searxng(&[
+            ("https://a.example/", 0.5, &["alpha"]),
+            ("https://b.example/", 3.0, &["alpha", "beta"]),
+            ("https://c.example/", 1.0, &["beta"]),
+        ]);
+        let merged = merge(std::slice::from_ref(&answer));
         assert_eq!(
-            urls,
+            urls(&merged),
             [
                 "https://a.example/",
                 "https://b.example/",
+                "https://c.example/"
+            ]
+        );
+        assert_eq!(merged.results, answer.results, "forwarded untouched");
+        assert!(merged.searxng_contributed() && !merged.premium_contributed());
+        // A provider that answered nothing does not make it a fusion.
+        let with_empty = merge(&[answer, premium(ProviderKind::Exa, &[])]);
+        assert_eq!(with_empty, merged);
+    }
+
+    #[test]
+    fn one_provider_alone_keeps_its_order() {
+        let merged = merge(&[premium(
+            ProviderKind::Brave,
+            &["https://z.example/", "https://a.example/"],
+        )]);
+        assert_eq!(urls(&merged), ["https://z.example/", "https://a.example/"]);
+    }
+
+    #[test]
+    fn several_sources_are_fused_by_rank_never_by_raw_score() {
+        // SearXNG's scores (9, 8) dwarf 1/rank: summed, they would put a first. By rank, b — found
+        // by both — leads, then each source's first result (SearXNG's before the provider's).
+        let merged = merge(&[
+            searxng(&[
+                ("https://a.example/", 9.0, &["alpha"]),
+                ("https://b.example/", 8.0, &["alpha"]),
+            ]),
+            premium(
+                ProviderKind::Exa,
+                &["https://c.example/", "https://b.example/"],
+            ),
+        ]);
+        assert_eq!(
+            urls(&merged),
+            [
+                "https://b.example/",
+                "https://a.example/",
                 "https://c.example/"
             ]
         );

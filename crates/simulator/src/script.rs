@@ -130,6 +130,9 @@ pub enum Span {
     Requests(u64),
     /// This long after it became active, however many requests arrive.
     Time(Duration),
+    /// Until this long after the script was installed: a fixed window on the clock, whoever calls
+    /// (an upstream that recovers while nobody asks it has still recovered).
+    Until(Duration),
 }
 
 /// A temporary behaviour: an engine gets CAPTCHA'd for a minute, a provider answers 429 to the
@@ -178,6 +181,14 @@ impl<F> Spell<F> {
         self
     }
 
+    /// Active exactly from `from` to `until` after the script was installed, on the clock: it
+    /// starts and lifts whether or not requests arrive (a CAPTCHA wall from 10:00 to 10:40).
+    pub fn during(mut self, from: Duration, until: Duration) -> Self {
+        self.start = Start::After(from);
+        self.span = Span::Until(until);
+        self
+    }
+
     /// Starts with the first request at least `delay` after the script was installed.
     pub fn starting_after(mut self, delay: Duration) -> Self {
         self.start = Start::After(delay);
@@ -197,7 +208,17 @@ impl<F> Spell<F> {
 
     /// Whether it applies to the request numbered `call` (1-based) arriving at `now`; counts it.
     fn applies(&mut self, call: u64, now: Instant, installed: Instant) -> bool {
-        if self.is_over(now) {
+        if !self.is_active(call, now, installed) {
+            return false;
+        }
+        self.began.get_or_insert(now);
+        self.served += 1;
+        true
+    }
+
+    /// Whether it would apply to the request numbered `call` arriving at `now`, without counting.
+    fn is_active(&self, call: u64, now: Instant, installed: Instant) -> bool {
+        if self.is_over(now, installed) {
             return false;
         }
         let started = match self.start {
@@ -208,23 +229,23 @@ impl<F> Spell<F> {
         if !started {
             return false;
         }
-        let began = *self.began.get_or_insert(now);
+        let began = self.began.unwrap_or(now);
         if let Span::Time(window) = self.span {
             if now >= began + window {
                 return false;
             }
         }
-        self.served += 1;
         true
     }
 
     /// Whether it has lifted for good.
-    fn is_over(&self, now: Instant) -> bool {
+    fn is_over(&self, now: Instant, installed: Instant) -> bool {
         match (self.span, self.began) {
             (Span::Forever, _) => false,
             (Span::Requests(count), _) => self.served >= count,
             (Span::Time(window), Some(began)) => now >= began + window,
             (Span::Time(_), None) => false,
+            (Span::Until(end), _) => now >= installed + end,
         }
     }
 }
@@ -345,7 +366,25 @@ impl<F: Clone> Script<F> {
     /// Whether a spell is still pending or active at `now` (false once every spell has lifted).
     pub fn has_live_spells(&self) -> bool {
         let now = Instant::now();
-        self.spells.iter().any(|spell| !spell.is_over(now))
+        self.spells
+            .iter()
+            .any(|spell| !spell.is_over(now, self.installed))
+    }
+
+    /// The effect the next request would get from a spell now (the first failing one, else the
+    /// first slow one), without deciding it: an observation, for benchmarks that score what a
+    /// client did against what the upstream was doing at the time. Error rates and quotas are
+    /// left out (they are chance and budget, not a state).
+    pub fn active_effect(&self) -> Option<&Effect<F>> {
+        let now = Instant::now();
+        let call = self.calls + 1;
+        let mut active = self
+            .spells
+            .iter()
+            .filter(|spell| spell.is_active(call, now, self.installed))
+            .map(Spell::effect);
+        let first = active.clone().find(|e| matches!(e, Effect::Fail(_)));
+        first.or_else(|| active.next())
     }
 
     /// Decides the next request.
@@ -404,6 +443,23 @@ mod tests {
 
     fn faults(script: &mut Script<&'static str>, count: usize) -> Vec<Option<&'static str>> {
         (0..count).map(|_| script.decide().fault).collect()
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_clock_window_starts_and_lifts_on_time_whoever_calls() {
+        let mut script = Script::new().spell(
+            Spell::failing("captcha").during(Duration::from_secs(10), Duration::from_secs(20)),
+        );
+        script.arm();
+        assert_eq!(script.active_effect(), None);
+        tokio::time::advance(Duration::from_secs(10)).await;
+        assert_eq!(script.active_effect(), Some(&Effect::Fail("captcha")));
+        assert_eq!(script.calls(), 0, "observing decides nothing");
+        // Nobody called during the window: it lifted anyway.
+        tokio::time::advance(Duration::from_secs(10)).await;
+        assert_eq!(script.active_effect(), None);
+        assert_eq!(faults(&mut script, 1), [None]);
+        assert!(!script.has_live_spells());
     }
 
     #[tokio::test(start_paused = true)]

@@ -5,8 +5,10 @@
 //!   it after the policy's threshold in a row.
 //! - **Open**: every call is rejected until the open period ends (see [`BreakerPolicy`]).
 //! - **HalfOpen**: the open period has elapsed. Exactly one caller is admitted as the probe; its
-//!   success closes the breaker, its failure reopens it for longer, a neutral or cancelled probe
-//!   frees the slot for the next caller.
+//!   success closes the breaker (and halves the open-period multiplier), its failure reopens it for
+//!   longer, a neutral or cancelled probe frees the slot for the next caller.
+//! - Health shrinks the growth again: every healthy interval spent closed halves the multiplier
+//!   once more, so an upstream that flapped in the morning is not kept out all afternoon.
 //!
 //! Half-open is not stored: it is `Open` once `until` has passed, so no timer is needed.
 
@@ -92,12 +94,15 @@ pub(crate) struct Machine {
     phase: Phase,
     reason: Option<TripReason>,
     consecutive_failures: u32,
-    /// Trips without a healthy spell in between: the exponent of the backoff.
+    /// The exponent of the backoff: +1 per trip, −1 per successful probe and per healthy interval
+    /// spent closed (Envoy's ejection multiplier), never below 0.
     consecutive_trips: u32,
     trips: u64,
     /// Open because the upstream reported a spent window on a successful call, not because it
     /// failed: its end is not a recovery.
     paused: bool,
+    /// When a call last told this breaker something (a success or a failure).
+    heard: Option<Instant>,
 }
 
 impl Machine {
@@ -110,6 +115,16 @@ impl Machine {
             consecutive_trips: 0,
             trips: 0,
             paused: false,
+            heard: None,
+        }
+    }
+
+    /// Whether a call told this breaker anything after `since` (ever, when `None`).
+    pub(crate) fn heard_since(&self, since: Option<Instant>) -> bool {
+        match (self.heard, since) {
+            (None, _) => false,
+            (Some(_), None) => true,
+            (Some(heard), Some(since)) => heard > since,
         }
     }
 
@@ -145,6 +160,9 @@ impl Machine {
         from_probe: bool,
         policy: &BreakerPolicy,
     ) -> Transition {
+        if signal != Signal::Neutral {
+            self.heard = Some(now);
+        }
         let probe_out = matches!(
             self.phase,
             Phase::Open {
@@ -217,14 +235,19 @@ impl Machine {
         policy: &BreakerPolicy,
     ) -> Transition {
         if let Phase::Closed { since } = self.phase {
-            if now.saturating_duration_since(since) >= policy.healthy_after {
-                self.consecutive_trips = 0;
-            }
+            let halvings = policy.healthy_halvings(now.saturating_duration_since(since));
+            self.consecutive_trips = self.consecutive_trips.saturating_sub(halvings);
         }
         self.consecutive_trips = self.consecutive_trips.saturating_add(1);
         self.trips += 1;
         self.paused = false;
         self.reason = Some(reason);
+        // A spent quota does not come back by itself within minutes: without the provider's own
+        // reset it parks for `quota_park`, then one probe finds out whether it returned.
+        let hint = match (reason, hint) {
+            (TripReason::Quota, None) => Some(policy.quota_park),
+            (_, hint) => hint,
+        };
         let period = policy.open_period(self.consecutive_trips, hint);
         self.phase = Phase::Open {
             until: deadline(now, period),
@@ -240,6 +263,8 @@ impl Machine {
         if std::mem::take(&mut self.paused) {
             Transition::None
         } else {
+            // Health counts: a successful probe halves the multiplier at once.
+            self.consecutive_trips = self.consecutive_trips.saturating_sub(1);
             Transition::Recovered
         }
     }

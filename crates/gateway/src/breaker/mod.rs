@@ -141,6 +141,22 @@ impl Breaker {
         self.apply(signal, false);
     }
 
+    /// Records `signal` from another source of truth than our own calls (SearXNG's record of its
+    /// engines), only while the breaker is closed and no call of ours told it anything after
+    /// `quiet_since` (ever, when `None`): our own evidence wins. Returns whether it was recorded.
+    pub(crate) fn seed(&self, signal: Signal, quiet_since: Option<Instant>) -> bool {
+        {
+            let machine = self.lock();
+            if machine.state_at(Instant::now()) != BreakerState::Closed
+                || machine.heard_since(quiet_since)
+            {
+                return false;
+            }
+        }
+        self.apply(signal, false);
+        true
+    }
+
     /// Parks the upstream for exactly `period` without a trip (see [`Machine::pause`]).
     pub(crate) fn pause(&self, reason: TripReason, period: Duration) {
         let now = Instant::now();

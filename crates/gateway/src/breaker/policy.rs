@@ -1,6 +1,7 @@
 //! How long a tripped breaker stays open: the first open period, its doubling per consecutive
-//! trip up to a cap, random jitter so breakers tripped together do not probe together, and when a
-//! closed breaker counts as healthy again. Pure arithmetic, tested without a clock.
+//! trip up to a cap, random jitter so breakers tripped together do not probe together, and how fast
+//! health shrinks the doubling again (as Envoy's outlier detection does: a successful probe and
+//! every healthy interval each halve the multiplier). Pure arithmetic, tested without a clock.
 
 use std::time::Duration;
 
@@ -15,8 +16,13 @@ pub(crate) struct BreakerPolicy {
     pub(crate) failure_threshold: u32,
     /// Fraction (0..=1) of the backoff added at random. 0 disables jitter (tests).
     pub(crate) jitter: f64,
-    /// After this long continuously closed, the next trip starts again from `open_base`.
-    pub(crate) healthy_after: Duration,
+    /// Each full interval a breaker stays closed halves its open-period multiplier once more (a
+    /// successful probe already halved it once), so an upstream that recovered is not kept out for
+    /// long after its next short trip.
+    pub(crate) healthy_interval: Duration,
+    /// How long a spent quota parks the upstream when it gave no reset time of its own
+    /// (`QUOTA_PARK_SECONDS`): a quota does not come back within minutes.
+    pub(crate) quota_park: Duration,
 }
 
 impl BreakerPolicy {
@@ -31,6 +37,14 @@ impl BreakerPolicy {
             .map_or(self.open_max, |d| d.min(self.open_max));
         let backoff = backoff.saturating_add(self.jitter_for(backoff));
         hint.map_or(backoff, |hint| hint.max(backoff))
+    }
+
+    /// How many halvings of the multiplier `closed_for` of continuous health earns.
+    pub(crate) fn healthy_halvings(&self, closed_for: Duration) -> u32 {
+        if self.healthy_interval.is_zero() {
+            return u32::MAX;
+        }
+        u32::try_from(closed_for.as_nanos() / self.healthy_interval.as_nanos()).unwrap_or(u32::MAX)
     }
 
     /// The transient failures in a row that trip.
@@ -57,7 +71,8 @@ mod tests {
             open_max: Duration::from_secs(80),
             failure_threshold: 3,
             jitter,
-            healthy_after: Duration::from_secs(600),
+            healthy_interval: Duration::from_secs(600),
+            quota_park: Duration::from_secs(86_400),
         }
     }
 
@@ -94,6 +109,19 @@ mod tests {
                 "{period:?}"
             );
         }
+    }
+
+    #[test]
+    fn every_full_healthy_interval_earns_one_halving() {
+        let p = policy(0.0);
+        assert_eq!(p.healthy_halvings(Duration::from_secs(599)), 0);
+        assert_eq!(p.healthy_halvings(Duration::from_secs(600)), 1);
+        assert_eq!(p.healthy_halvings(Duration::from_secs(1800)), 3);
+        let no_interval = BreakerPolicy {
+            healthy_interval: Duration::ZERO,
+            ..p
+        };
+        assert_eq!(no_interval.healthy_halvings(Duration::ZERO), u32::MAX);
     }
 
     #[test]

@@ -13,7 +13,8 @@ fn policy() -> BreakerPolicy {
         open_max: Duration::from_secs(80),
         failure_threshold: 3,
         jitter: 0.0,
-        healthy_after: Duration::from_secs(600),
+        healthy_interval: Duration::from_secs(600),
+        quota_park: Duration::from_secs(86_400),
     }
 }
 

@@ -90,6 +90,25 @@ pub(crate) enum SlowThreshold {
     Fixed(Duration),
 }
 
+/// `PROVIDER_POLICY`: in which order one request offers the providers of `FALLBACK_PROVIDERS`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ProviderPolicy {
+    /// Round-robin: each request starts at the next provider; nearly spent quotas go last.
+    Rotate,
+    /// The configured order, every time: the first usable provider is always tried first.
+    Ordered,
+}
+
+impl ProviderPolicy {
+    fn parse(raw: &str) -> Option<Self> {
+        match raw.trim().to_ascii_lowercase().as_str() {
+            "rotate" => Some(Self::Rotate),
+            "ordered" => Some(Self::Ordered),
+            _ => None,
+        }
+    }
+}
+
 /// Routes the gateway serves itself; `METRICS_PATH` must not be one of them.
 const RESERVED_PATHS: &[&str] = &["/search", "/healthz", "/readyz", "/status", "/"];
 
@@ -102,6 +121,7 @@ pub struct Config {
     pub(crate) searxng: Vec<SearxngBackend>,
     /// `FALLBACK_PROVIDERS`, in preference order.
     pub(crate) fallback_providers: Vec<ProviderKind>,
+    pub(crate) provider_policy: ProviderPolicy,
     pub(crate) t1_premium_count: usize,
     pub(crate) sufficient_min_results: usize,
     /// `FALLBACK_TIMEOUT_SECONDS`: the hard request budget.
@@ -114,6 +134,9 @@ pub struct Config {
     pub(crate) searxng_slow: SlowThreshold,
     pub(crate) cache_size: usize,
     pub(crate) cache_ttl: Duration,
+    /// `CACHE_STALE_SECONDS`: how long past expiry a complete answer may still be served when
+    /// every upstream fails (zero: never).
+    pub(crate) cache_stale: Duration,
     pub(crate) log_level: LogLevel,
     pub(crate) metrics_path: String,
     pub(crate) max_query_bytes: usize,
@@ -128,6 +151,8 @@ pub struct Config {
     pub(crate) server_limits: ServerLimits,
     /// OpenTelemetry export; `None`: tracing is off.
     pub(crate) otlp: Option<OtlpExport>,
+    /// `QUOTA_PARK_SECONDS`: how long a spent quota without a reset hint parks its provider.
+    pub(crate) quota_park: Duration,
 }
 
 impl Config {
@@ -148,6 +173,11 @@ impl Config {
         let searxng = backends::read(env, "SEARXNG_BACKEND_URL")?;
 
         let fallback_providers = fallback_providers(env)?;
+        let provider_policy = match env.value("PROVIDER_POLICY") {
+            Some(raw) => ProviderPolicy::parse(&raw.text)
+                .ok_or_else(|| raw.error("must be rotate or ordered"))?,
+            None => ProviderPolicy::Rotate,
+        };
         let sufficient_min_results = env.integer("SUFFICIENT_MIN_RESULTS", 0usize, 1000)?;
         let request_budget = env.seconds("FALLBACK_TIMEOUT_SECONDS")?;
         let searxng_timeout = env.seconds("SEARXNG_TIMEOUT_SECONDS")?;
@@ -163,6 +193,11 @@ impl Config {
         };
         let cache_size = env.integer("CACHE_SIZE", 0usize, 10_000_000)?;
         let cache_ttl = env.seconds("CACHE_TTL_SECONDS")?;
+        let cache_stale = match env.value("CACHE_STALE_SECONDS") {
+            Some(raw) if raw.text.parse::<f64>() == Ok(0.0) => Duration::ZERO,
+            Some(raw) => parse::seconds(&raw)?,
+            None => Duration::ZERO,
+        };
         let log_level = match env.value("LOG_LEVEL") {
             Some(raw) => LogLevel::parse(&raw.text)
                 .ok_or_else(|| raw.error("must be one of error, warn, info, debug, trace"))?,
@@ -185,11 +220,13 @@ impl Config {
         let shedding = Shedding::read(env)?;
         let server_limits = ServerLimits::read(env)?;
         let otlp = OtlpExport::read(env)?;
+        let quota_park = env.seconds("QUOTA_PARK_SECONDS")?;
 
         let config = Self {
             listen_addr,
             searxng,
             fallback_providers,
+            provider_policy,
             t1_premium_count: 0,
             sufficient_min_results,
             request_budget,
@@ -200,6 +237,7 @@ impl Config {
             searxng_slow,
             cache_size,
             cache_ttl,
+            cache_stale,
             log_level,
             metrics_path,
             max_query_bytes,
@@ -210,6 +248,7 @@ impl Config {
             shedding,
             server_limits,
             otlp,
+            quota_park,
         };
         let t1_premium_count = t1_premium_count(env, &config.active_providers())?;
         Ok(Self {

@@ -307,3 +307,17 @@ fn tracing_is_off_unless_an_otlp_endpoint_is_set() {
         assert_eq!(err.variable, name, "{value}");
     }
 }
+
+#[test]
+fn provider_policy_and_stale_window_are_read_and_checked() {
+    let c = config(&[]).unwrap();
+    assert_eq!(c.provider_policy, ProviderPolicy::Rotate);
+    assert_eq!(c.cache_stale, Duration::from_secs(86_400));
+    let c = config(&[("PROVIDER_POLICY", "Ordered"), ("CACHE_STALE_SECONDS", "0")]).unwrap();
+    assert_eq!(c.provider_policy, ProviderPolicy::Ordered);
+    assert_eq!(c.cache_stale, Duration::ZERO);
+    let err = config(&[("PROVIDER_POLICY", "cheapest")]).unwrap_err();
+    assert_eq!(err.variable, "PROVIDER_POLICY");
+    let err = config(&[("CACHE_STALE_SECONDS", "-1")]).unwrap_err();
+    assert_eq!(err.variable, "CACHE_STALE_SECONDS");
+}

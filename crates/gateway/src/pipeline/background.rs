@@ -1,18 +1,27 @@
 //! The pipeline's background work, owned by [`super::Gateway::run_background`]: each SearXNG
 //! instance's engine catalog (read at start, every [`CATALOG_REFRESH`], and early when an answer
-//! names an engine the catalog does not know) and the cache sweep that keeps `cache_size` counting
+//! names an engine the catalog does not know), the engine health the instance already knows (its
+//! `/stats/errors`, read after each catalog read: an engine it saw blocked on at least
+//! [`SEED_MIN_PERCENT`] of its requests starts with its breaker open, unless our own calls said
+//! something about it since the last read), and the cache sweep that keeps `cache_size` counting
 //! live answers only.
 
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
+use tokio::time::Instant;
+
 use super::pool::Instance;
-use super::{Gateway, Inner};
+use super::{breaker_signals, Gateway, Inner};
+use crate::breaker::BreakerKind;
+use crate::searxng::engine_errors::blocked_engines;
 use crate::searxng::EngineCatalog;
 
 /// How often `/config` is read again.
 const CATALOG_REFRESH: Duration = Duration::from_secs(300);
+/// An engine SearXNG reports blocked on at least this share of its requests is seeded open.
+const SEED_MIN_PERCENT: f64 = 50.0;
 /// How often expired cache entries are dropped.
 const CACHE_SWEEP: Duration = Duration::from_secs(10);
 
@@ -35,15 +44,20 @@ pub(super) async fn run(inner: Arc<Inner>, shutdown: impl Future<Output = ()>) {
     }
 }
 
-/// Keeps instance `index`'s catalog fresh, forever.
+/// Keeps instance `index`'s catalog and seeded engine health fresh, forever.
 async fn keep_catalog(inner: &Inner, index: usize) {
     let instance = inner.pool.get(index);
+    let mut health_read: Option<Instant> = None;
     refresh_catalog(inner, instance, true).await;
+    seed_engine_health(instance, &mut health_read).await;
     let mut refresh = tokio::time::interval(CATALOG_REFRESH);
     refresh.reset();
     loop {
         tokio::select! {
-            _ = refresh.tick() => refresh_catalog(inner, instance, false).await,
+            _ = refresh.tick() => {
+                refresh_catalog(inner, instance, false).await;
+                seed_engine_health(instance, &mut health_read).await;
+            }
             () = instance.catalog.refresh.notified() => {
                 // Several unknown names in a burst: one refresh.
                 tokio::time::sleep(Duration::from_secs(1)).await;
@@ -92,4 +106,44 @@ async fn refresh_catalog(inner: &Inner, instance: &Instance, first: bool) {
             "SearXNG /config unavailable"
         ),
     }
+}
+
+/// Opens the breakers of engines SearXNG's `/stats/errors` reports blocked, so no user request has
+/// to discover the block. Only names the catalog knows; nothing when SearXNG does not expose it.
+async fn seed_engine_health(instance: &Instance, last_read: &mut Option<Instant>) {
+    let Some(catalog) = instance.catalog.get() else {
+        return;
+    };
+    let read_at = Instant::now();
+    let stats = match instance
+        .client
+        .fetch_engine_errors(Duration::from_secs(10))
+        .await
+    {
+        Ok(stats) => stats,
+        Err(err) => {
+            tracing::debug!(
+                instance = %instance.name,
+                error_class = err.class.as_str(),
+                "SearXNG /stats/errors unavailable: engine health is learned from searches alone"
+            );
+            return;
+        }
+    };
+    for blocked in blocked_engines(&stats) {
+        if blocked.percentage < SEED_MIN_PERCENT || !catalog.knows(&blocked.engine) {
+            continue;
+        }
+        let breaker = instance.engines.get(BreakerKind::Engine, &blocked.engine);
+        if breaker.seed(breaker_signals::for_engine(blocked.reason), *last_read) {
+            tracing::info!(
+                instance = %instance.name,
+                engine = %blocked.engine,
+                reason = blocked.reason.as_str(),
+                percentage = blocked.percentage,
+                "engine breaker opened from SearXNG's own error record (/stats/errors)"
+            );
+        }
+    }
+    *last_read = Some(read_at);
 }

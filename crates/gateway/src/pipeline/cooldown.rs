@@ -35,7 +35,9 @@ pub(super) fn searxng_cooldown(
             open_max,
             failure_threshold: config.searxng_fail_threshold,
             jitter,
-            healthy_after: open_max,
+            // Each cooldown period spent healthy halves the doubling again.
+            healthy_interval: config.searxng_fail_cooldown,
+            quota_park: config.searxng_fail_cooldown,
         },
         metrics,
     )

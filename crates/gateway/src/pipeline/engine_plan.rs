@@ -173,7 +173,8 @@ mod tests {
                 open_max: Duration::from_secs(100),
                 failure_threshold: 3,
                 jitter: 0.0,
-                healthy_after: Duration::from_secs(100),
+                healthy_interval: Duration::from_secs(100),
+                quota_park: Duration::from_secs(86_400),
             },
             BreakerMetrics::new(&mut Registry::new()),
         )

@@ -26,7 +26,7 @@ use super::outcome::{Contribution, Outcome};
 use super::provider_rotation::ProviderWalk;
 use super::searxng_call;
 use super::{Inner, SHORT_TTL};
-use crate::cache::Computed;
+use crate::cache::{Computed, Keep};
 use crate::merge::{merge_owned, DistinctUrls, Source, SourceResults};
 use crate::request::SearchRequest;
 use crate::upstream::ErrorClass;
@@ -232,7 +232,7 @@ impl FanOut {
         let elapsed_ms = elapsed.as_millis() as u64;
         if outcome == Outcome::FallbackFail {
             tracing::warn!(elapsed_ms, upstreams = %Failures(&self.failures), "every upstream failed");
-            return (Arc::new(Answer::all_failed(&self.failures)), None);
+            return (Arc::new(Answer::all_failed(&self.failures)), Keep::Never);
         }
         let complete =
             merged.results.len() >= self.target && self.searxng == SearxngProgress::Healthy;
@@ -240,18 +240,18 @@ impl FanOut {
             tracing::debug!(elapsed_ms, upstreams = %Failures(&self.failures), "answered despite failing upstreams");
         }
         let answer = Answer::success(outcome, query, self.searxng_top, merged);
-        (Arc::new(answer), Some(answer_ttl(complete, cache_ttl)))
+        (Arc::new(answer), answer_keep(complete, cache_ttl))
     }
 }
 
-/// How long an answer is cached: complete answers for the configured TTL; degraded or
-/// below-target answers only briefly, so a recovering SearXNG is asked again soon. (Failures are
-/// never cached: they do not get here.)
-fn answer_ttl(complete: bool, configured: Duration) -> Duration {
+/// How an answer is cached: complete answers for the configured TTL (then kept as the stale
+/// fallback); degraded or below-target answers only briefly, so a recovering SearXNG is asked
+/// again soon. (Failures are never cached: they do not get here.)
+fn answer_keep(complete: bool, configured: Duration) -> Keep {
     if complete {
-        configured
+        Keep::Complete(configured)
     } else {
-        configured.min(SHORT_TTL)
+        Keep::Partial(configured.min(SHORT_TTL))
     }
 }
 
@@ -280,7 +280,12 @@ pub(crate) async fn run(inner: Arc<Inner>, req: SearchRequest) -> Computed<Arc<A
             fan.searxng_skipped();
         }
     }
-    let mut walk = ProviderWalk::new(&inner.providers, &inner.breakers, &inner.rotation);
+    let mut walk = ProviderWalk::new(
+        &inner.providers,
+        &inner.breakers,
+        &inner.rotation,
+        &inner.quota,
+    );
     for _ in 0..inner.config.t1_premium_count {
         let Some(admitted) = walk.next_admitted(fan.failures_mut()) else {
             break;

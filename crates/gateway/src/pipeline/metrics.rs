@@ -49,6 +49,10 @@ pub(crate) struct RequestMetrics {
     pub(crate) cache_size: Gauge,
     /// `cache_coalesced_total`: requests that waited on an identical in-flight miss.
     pub(crate) cache_coalesced: Counter,
+    /// `cache_stale_served_total`: answers served stale because every upstream failed.
+    pub(crate) cache_stale_served: Counter,
+    /// `cache_refreshes_total`: popular entries recomputed in the background before expiry.
+    pub(crate) cache_refreshes: Counter,
     /// `searxng_cooldown_active[{searxng_instance}]`: 1 while the instance is skipped after repeated
     /// failures.
     pub(crate) searxng_cooldown_active: Family<InstanceLabel, Gauge>,
@@ -73,6 +77,8 @@ impl RequestMetrics {
             engines_count: count_histogram(),
             cache_size: Gauge::default(),
             cache_coalesced: Counter::default(),
+            cache_stale_served: Counter::default(),
+            cache_refreshes: Counter::default(),
             searxng_cooldown_active: Family::default(),
             searxng_skipped: Counter::default(),
             shed: Counter::default(),
@@ -106,6 +112,16 @@ impl RequestMetrics {
             m.cache_size.clone(),
         );
         r.register("cache_coalesced", "Requests that shared an identical in-flight upstream fan-out instead of starting their own", m.cache_coalesced.clone());
+        r.register(
+            "cache_stale_served",
+            "Answers served from an expired cache entry (X-Cache: stale) because every upstream failed",
+            m.cache_stale_served.clone(),
+        );
+        r.register(
+            "cache_refreshes",
+            "Popular cache entries recomputed in the background shortly before they expired",
+            m.cache_refreshes.clone(),
+        );
         r.register(
             "searxng_cooldown_active",
             "1 while a SearXNG instance is skipped after consecutive failures, else 0",

@@ -45,7 +45,7 @@ pub(crate) use metrics::Metrics;
 pub(crate) use outcome::Outcome;
 
 use crate::breaker::{BreakerBoard, BreakerKind, BreakerPolicy, BreakerState};
-use crate::cache::{AnswerCache, CacheStatus, ComputationLost};
+use crate::cache::{AnswerCache, CacheCounters, CacheStatus, ComputationLost, Keep};
 use crate::config::Config;
 use crate::providers::quota::QuotaBoard;
 use crate::providers::ProviderClient;
@@ -83,7 +83,8 @@ pub(crate) enum SearchError {
 pub(crate) struct Served {
     /// The answer (possibly shared with other requests, possibly from the cache).
     pub(crate) answer: Arc<Answer>,
-    /// Hit or miss.
+    /// Hit, miss, or stale (every upstream failed; the last complete answer, and how long ago it
+    /// expired — what `explain` will show).
     pub(crate) cache: CacheStatus,
     /// This request's outcome label (`cache_hit` on a hit).
     pub(crate) outcome: Outcome,
@@ -152,9 +153,12 @@ impl Gateway {
             open_max: config.breaker_max_open,
             failure_threshold: config.breaker_failure_threshold,
             jitter: 0.1,
-            healthy_after: config.breaker_max_open,
+            // Envoy-style decay: each open_base spent healthy halves the multiplier again.
+            healthy_interval: config.breaker_open,
+            quota_park: config.quota_park,
         };
         let pool = SearxngPool::new(&config, &http, &metrics, policy);
+        let rotation = Rotation::new(config.provider_policy);
         let breakers = BreakerBoard::new(policy, metrics.breakers.clone());
         for provider in &providers {
             // Provider breakers exist up front so their series are there from the first scrape.
@@ -162,8 +166,12 @@ impl Gateway {
         }
         let cache = AnswerCache::new(
             config.cache_size,
-            metrics.requests.cache_size.clone(),
-            metrics.requests.cache_coalesced.clone(),
+            config.cache_stale,
+            CacheCounters {
+                size: metrics.requests.cache_size.clone(),
+                coalesced: metrics.requests.cache_coalesced.clone(),
+                refreshes: metrics.requests.cache_refreshes.clone(),
+            },
         );
         let admission = Admission::new(
             config.shedding.max_concurrent_misses,
@@ -174,7 +182,7 @@ impl Gateway {
                 config,
                 pool,
                 providers,
-                rotation: Rotation::default(),
+                rotation,
                 breakers,
                 cache,
                 admission,
@@ -202,22 +210,16 @@ impl Gateway {
         let started = Instant::now();
         let key = req.cache_key();
         let lookup = tracing::info_span!(target: TARGET, "cache_lookup", hit = Empty);
-        let cached = lookup.in_scope(|| self.inner.cache.get(&key));
-        lookup.record("hit", cached.is_some());
-        drop(lookup);
-        if let Some(Ok(answer)) = cached {
-            return Ok(self.served(started, answer, CacheStatus::Hit, surface));
-        }
         let inner = Arc::clone(&self.inner);
         let (shared, cache) = self
             .inner
             .cache
-            .get_or_compute(&key, move || async move {
+            .get_or_compute(&key, &lookup, move || async move {
                 let Ok(_slot) = inner.admission.admit().await else {
-                    return (Err(Overloaded), None);
+                    return (Err(Overloaded), Keep::Never);
                 };
-                let (answer, ttl) = fanout::run(inner, req).await;
-                (Ok(answer), ttl)
+                let (answer, keep) = fanout::run(inner, req).await;
+                (Ok(answer), keep)
             })
             .await?;
         let answer = match shared {
@@ -238,11 +240,21 @@ impl Gateway {
         cache: CacheStatus,
         surface: Surface,
     ) -> Served {
+        let m = &self.inner.metrics.requests;
         let outcome = match cache {
+            // A stale answer comes from the cache too: one outcome per request, `cache_hit`, and
+            // its own counter says why.
             CacheStatus::Hit => Outcome::CacheHit,
+            CacheStatus::Stale { expired_for } => {
+                m.cache_stale_served.inc();
+                tracing::warn!(
+                    expired_for_s = expired_for.as_secs(),
+                    "every upstream failed: serving the last complete answer, stale"
+                );
+                Outcome::CacheHit
+            }
             CacheStatus::Miss => answer.outcome,
         };
-        let m = &self.inner.metrics.requests;
         let labels = OutcomeLabels { outcome };
         m.requests.get_or_create(&labels).inc();
         m.surface_requests
@@ -314,9 +326,18 @@ impl Gateway {
                 .config
                 .fallback_providers
                 .iter()
-                .map(|kind| ProviderStatus {
+                .map(|kind| {
+                    let active = inner.providers.iter().any(|p| p.kind() == *kind);
+                    // Inactive providers have no breaker: asking the board would create one.
+                    let parked = active
+                        .then(|| inner.breakers.get(BreakerKind::Provider, kind.as_str()))
+                        .and_then(|breaker| ProviderStatus::quota_parked_for(&breaker));
+                    (kind, active, parked)
+                })
+                .map(|(kind, active, quota_parked_for_seconds)| ProviderStatus {
                     name: *kind,
-                    active: inner.providers.iter().any(|p| p.kind() == *kind),
+                    active,
+                    quota_parked_for_seconds,
                     quota_windows: inner
                         .quota
                         .windows(*kind)

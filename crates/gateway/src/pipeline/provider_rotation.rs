@@ -1,29 +1,59 @@
-//! Provider rotation: which premium providers a request calls, and in which order — an atomic
-//! round-robin over the `FALLBACK_PROVIDERS` order (inactive providers are not in the list at all).
-//! A provider whose breaker rejects it is skipped without using up a slot, and no provider is
-//! offered twice to one request.
+//! Provider choice: which premium providers a request calls, and in which order, as the stated
+//! `PROVIDER_POLICY` (inactive providers are not in the list at all):
+//!
+//! - `rotate` (the default): an atomic round-robin over the `FALLBACK_PROVIDERS` order, so calls
+//!   spread over every provider and several free tiers last together. A provider whose reported
+//!   quota window is nearly spent ([`QuotaBoard::nearly_spent`]) goes to the end of the request's
+//!   order: it is kept for when nobody else can answer.
+//! - `ordered`: the `FALLBACK_PROVIDERS` order every time, so the first (cheapest) provider takes
+//!   every call it can answer and the next one is touched only when it is parked or falls short.
+//!
+//! Either way a provider whose breaker rejects it (open, or parked for a spent quota) is skipped
+//! without using up a slot, and no provider is offered twice to one request.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use crate::breaker::{Breaker, BreakerBoard, BreakerKind, Permit};
-use crate::providers::ProviderClient;
+use crate::config::ProviderPolicy;
+use crate::providers::quota::QuotaBoard;
+use crate::providers::{ProviderClient, ProviderKind};
 
 use super::failure::{Shortfall, Upstream, UpstreamFailure};
 
-/// The rotation shared by every request.
-#[derive(Debug, Default)]
+/// The provider policy shared by every request, with the rotation's position.
+#[derive(Debug)]
 pub(crate) struct Rotation {
+    policy: ProviderPolicy,
     next: AtomicUsize,
 }
 
 impl Rotation {
-    /// Where this request starts in the provider list.
-    fn start(&self, len: usize) -> usize {
-        if len == 0 {
-            return 0;
+    /// A rotation following `policy`.
+    pub(crate) fn new(policy: ProviderPolicy) -> Self {
+        Self {
+            policy,
+            next: AtomicUsize::new(0),
         }
-        self.next.fetch_add(1, Ordering::Relaxed) % len
+    }
+
+    /// The order in which one request offers the providers (indices into the list).
+    fn order(&self, providers: &[ProviderKind], quota: &QuotaBoard) -> Vec<usize> {
+        let len = providers.len();
+        if len == 0 {
+            return Vec::new();
+        }
+        match self.policy {
+            ProviderPolicy::Ordered => (0..len).collect(),
+            ProviderPolicy::Rotate => {
+                let start = self.next.fetch_add(1, Ordering::Relaxed) % len;
+                let (mut order, spent): (Vec<usize>, Vec<usize>) = (0..len)
+                    .map(|i| (start + i) % len)
+                    .partition(|&i| !quota.nearly_spent(providers[i]));
+                order.extend(spent);
+                order
+            }
+        }
     }
 }
 
@@ -42,7 +72,8 @@ pub(crate) struct ProviderWalk<'a> {
     providers: &'a [Arc<ProviderClient>],
     breakers: &'a BreakerBoard,
     rotation: &'a Rotation,
-    start: Option<usize>,
+    quota: &'a QuotaBoard,
+    order: Option<Vec<usize>>,
     offered: usize,
 }
 
@@ -52,12 +83,14 @@ impl<'a> ProviderWalk<'a> {
         providers: &'a [Arc<ProviderClient>],
         breakers: &'a BreakerBoard,
         rotation: &'a Rotation,
+        quota: &'a QuotaBoard,
     ) -> Self {
         Self {
             providers,
             breakers,
             rotation,
-            start: None,
+            quota,
+            order: None,
             offered: 0,
         }
     }
@@ -65,11 +98,14 @@ impl<'a> ProviderWalk<'a> {
     /// The next provider whose breaker admits a call, with its permit. Providers rejected on the
     /// way are noted in `skipped`. `None` when the list is exhausted.
     pub(crate) fn next_admitted(&mut self, skipped: &mut Vec<UpstreamFailure>) -> Option<Admitted> {
-        let len = self.providers.len();
         // The rotation advances once per request that uses providers at all.
-        let start = *self.start.get_or_insert_with(|| self.rotation.start(len));
-        while self.offered < len {
-            let provider = &self.providers[(start + self.offered) % len];
+        let (providers, rotation, quota) = (self.providers, self.rotation, self.quota);
+        let order = self.order.get_or_insert_with(|| {
+            let kinds: Vec<ProviderKind> = providers.iter().map(|p| p.kind()).collect();
+            rotation.order(&kinds, quota)
+        });
+        while let Some(&index) = order.get(self.offered) {
+            let provider = &self.providers[index];
             self.offered += 1;
             let breaker = self
                 .breakers
@@ -89,5 +125,61 @@ impl<'a> ProviderWalk<'a> {
             }
         }
         None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::providers::quota::RateWindow;
+
+    const KINDS: [ProviderKind; 3] = [ProviderKind::Brave, ProviderKind::Exa, ProviderKind::Tavily];
+
+    fn orders(rotation: &Rotation, quota: &QuotaBoard, requests: usize) -> Vec<Vec<usize>> {
+        (0..requests)
+            .map(|_| rotation.order(&KINDS, quota))
+            .collect()
+    }
+
+    #[test]
+    fn rotate_starts_each_request_at_the_next_provider() {
+        let rotation = Rotation::new(ProviderPolicy::Rotate);
+        assert_eq!(
+            orders(&rotation, &QuotaBoard::default(), 4),
+            [vec![0, 1, 2], vec![1, 2, 0], vec![2, 0, 1], vec![0, 1, 2]]
+        );
+    }
+
+    #[test]
+    fn ordered_always_offers_the_configured_order() {
+        let rotation = Rotation::new(ProviderPolicy::Ordered);
+        let quota = QuotaBoard::default();
+        assert_eq!(orders(&rotation, &quota, 3), vec![vec![0, 1, 2]; 3]);
+    }
+
+    #[test]
+    fn rotate_keeps_a_nearly_spent_quota_for_last() {
+        let quota = QuotaBoard::default();
+        quota.update(
+            ProviderKind::Brave,
+            vec![RateWindow {
+                label: "month".into(),
+                period_seconds: Some(2_592_000),
+                limit: Some(2_000.0),
+                remaining: Some(12.0),
+                reset_seconds: Some(86_400.0),
+            }],
+        );
+        let rotation = Rotation::new(ProviderPolicy::Rotate);
+        assert_eq!(
+            orders(&rotation, &quota, 3),
+            [vec![1, 2, 0], vec![1, 2, 0], vec![2, 1, 0]]
+        );
+        let ordered = Rotation::new(ProviderPolicy::Ordered);
+        assert_eq!(
+            ordered.order(&KINDS, &quota),
+            [0, 1, 2],
+            "ordered: cheapest first"
+        );
     }
 }

@@ -58,8 +58,23 @@ pub(crate) struct ProviderStatus {
     pub(crate) name: ProviderKind,
     /// It has a key.
     pub(crate) active: bool,
+    /// Set while its quota is spent: parked until the provider's own reset (or, without one, for
+    /// `QUOTA_PARK_SECONDS` between probes). Not called meanwhile.
+    #[serde(serialize_with = "seconds")]
+    pub(crate) quota_parked_for_seconds: Option<Duration>,
     /// The rate-limit windows it last reported (Brave), as reported.
     pub(crate) quota_windows: Vec<QuotaWindow>,
+}
+
+impl ProviderStatus {
+    /// How long `breaker` stays parked for a spent quota, if that is why it is open.
+    pub(crate) fn quota_parked_for(breaker: &Breaker) -> Option<Duration> {
+        let snapshot = breaker.snapshot();
+        match (snapshot.state, snapshot.reason) {
+            (BreakerState::Open, Some(TripReason::Quota)) => snapshot.open_for,
+            _ => None,
+        }
+    }
 }
 
 /// One rate-limit window.

@@ -3,7 +3,9 @@
 //! a 5xx is `server_error`; any other non-2xx is decoded leniently as the provider's error body
 //! and classified by the adapter; a 2xx is decoded as the provider's success body (a body that does
 //! not decode is `malformed`: schema drift is an outage) and mapped to hits by the adapter; the
-//! server's `Retry-After` travels with every failure. An adapter keeps only what is its own: its
+//! server's `Retry-After` travels with every failure. An HTML page where the JSON API should answer
+//! (a CDN's bot challenge, a CAPTCHA wall) on a 2xx or 4xx is `blocked`: it will not pass by asking
+//! again, so the breaker opens at once instead of counting it as a transient failure. An adapter keeps only what is its own: its
 //! request shape, its classification of its error bodies, its mapping to results.
 
 use reqwest::header::HeaderMap;
@@ -115,6 +117,9 @@ pub(crate) fn interpret<A: PremiumApi>(
     if (500..600).contains(&status) {
         return Err(UpstreamError::with_retry_after(ErrorClass::Server, hint));
     }
+    if is_html_page(headers, body) {
+        return Err(UpstreamError::with_retry_after(ErrorClass::Blocked, hint));
+    }
     if !(200..300).contains(&status) {
         let decoded = serde_json::from_slice::<A::Failure>(body).ok();
         return match api.refusal(status, decoded, headers) {
@@ -128,6 +133,26 @@ pub(crate) fn interpret<A: PremiumApi>(
     let decoded: A::Success =
         serde_json::from_slice(body).map_err(|_| UpstreamError::new(ErrorClass::Malformed))?;
     api.answer(decoded, headers).map_err(UpstreamError::new)
+}
+
+/// Whether a response is an HTML page rather than the JSON the API speaks: declared as
+/// `text/html`, or a body that opens with an HTML tag (some challenges are sent as `text/plain`).
+fn is_html_page(headers: &HeaderMap, body: &[u8]) -> bool {
+    let declared = headers
+        .get(reqwest::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| {
+            let v = v.trim_start().to_ascii_lowercase();
+            v.starts_with("text/html") || v.starts_with("application/xhtml")
+        });
+    let start = body
+        .iter()
+        .position(|b| !b.is_ascii_whitespace())
+        .map_or(&[][..], |at| &body[at..]);
+    let head = &start[..start.len().min(15)];
+    let opens_html = head.to_ascii_lowercase().starts_with(b"<!doctype html")
+        || head.to_ascii_lowercase().starts_with(b"<html");
+    declared || opens_html
 }
 
 /// A provider as the client holds it: the wire protocol behind a trait object.
@@ -179,6 +204,37 @@ impl<A: PremiumApi> Adapter for A {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn html(content_type: &str) -> HeaderMap {
+        let mut headers = HeaderMap::new();
+        if let Ok(value) = content_type.parse() {
+            headers.insert(reqwest::header::CONTENT_TYPE, value);
+        }
+        headers
+    }
+
+    const CHALLENGE: &[u8] =
+        b"\n<!DOCTYPE html><html><head><title>Just a moment...</title></head></html>";
+
+    #[test]
+    fn an_html_page_from_a_json_api_is_a_block_not_malformed() {
+        let api = super::super::tavily::Tavily;
+        for status in [200, 403, 429] {
+            for headers in [html("text/html; charset=UTF-8"), html("text/plain")] {
+                let err = interpret(&api, status, &headers, CHALLENGE).err();
+                assert_eq!(err.map(|e| e.class), Some(ErrorClass::Blocked), "{status}");
+            }
+        }
+        let err = interpret(&api, 200, &html("application/json"), b"{\"oops\"").err();
+        assert_eq!(err.map(|e| e.class), Some(ErrorClass::Malformed));
+    }
+
+    #[test]
+    fn an_html_5xx_stays_a_transient_server_error() {
+        let api = super::super::tavily::Tavily;
+        let err = interpret(&api, 502, &html("text/html"), b"<html>Bad gateway</html>").err();
+        assert_eq!(err.map(|e| e.class), Some(ErrorClass::Server));
+    }
 
     #[test]
     fn statuses_without_a_specific_body_fall_into_shared_classes() {

@@ -167,6 +167,7 @@ impl PremiumApi for Brave {
             .into_iter()
             .map(|w| RateWindow {
                 label: w.label,
+                period_seconds: w.seconds,
                 limit: w.limit,
                 remaining: w.remaining,
                 reset_seconds: w.reset,
@@ -443,8 +444,13 @@ mod tests {
 
     #[test]
     fn garbled_or_wrong_shape_bodies_are_malformed() {
+        assert_eq!(
+            class(200, "<html>oops</html>"),
+            ErrorClass::Blocked,
+            "an HTML page is a block, not drift"
+        );
         for body in [
-            "<html>oops</html>",
+            "oops",
             r#"{"type":"search","web":{"results":[{"title":"#,
             r#"{"status":"ok","items":[]}"#,
             r#"{"type":"search","web":{"type":"search"}}"#,
@@ -576,12 +582,14 @@ mod tests {
             [
                 RateWindow {
                     label: "1s".into(),
+                    period_seconds: Some(1),
                     limit: Some(20.0),
                     remaining: Some(19.0),
                     reset_seconds: Some(1.0),
                 },
                 RateWindow {
                     label: "month".into(),
+                    period_seconds: Some(MONTH_SECS),
                     limit: Some(15000.0),
                     remaining: Some(14321.0),
                     reset_seconds: Some(1_419_704.0),

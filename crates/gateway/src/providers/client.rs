@@ -353,6 +353,7 @@ mod tests {
         .unwrap();
         c.observe_windows(vec![RateWindow {
             label: "month".into(),
+            period_seconds: Some(2_592_000),
             limit: Some(15000.0),
             remaining: Some(14321.0),
             reset_seconds: None,

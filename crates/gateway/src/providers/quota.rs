@@ -1,6 +1,7 @@
 //! What providers say about their own limits, as facts: the rate-limit windows read from response
 //! headers (Brave's `X-RateLimit-*`), kept per provider for `/status` and mirrored into the
-//! `brave_rate_limit_*` gauges.
+//! `brave_rate_limit_*` gauges, and whether a provider's long (quota) window is nearly spent —
+//! what the provider rotation asks before spending a request on it.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -13,12 +14,33 @@ use super::ProviderKind;
 pub(crate) struct RateWindow {
     /// `1s`, `month`, `w<secs>` from the policy, or the window's index when there is no policy.
     pub(crate) label: String,
+    /// The window's length when the provider states it (Brave's `X-RateLimit-Policy` `w=`).
+    pub(crate) period_seconds: Option<u64>,
     /// Requests allowed per window.
     pub(crate) limit: Option<f64>,
     /// Requests left in the window.
     pub(crate) remaining: Option<f64>,
     /// Seconds until the window resets.
     pub(crate) reset_seconds: Option<f64>,
+}
+
+/// A window at least this long is a quota (a day, a month), not a per-second throttle.
+const QUOTA_WINDOW_SECONDS: u64 = 86_400;
+/// A quota window with at most this fraction of its limit left (and at least one call) is nearly
+/// spent: the rotation keeps it for when nobody else can answer.
+const NEARLY_SPENT_FRACTION: f64 = 0.02;
+
+impl RateWindow {
+    /// A quota window whose remaining calls are at most [`NEARLY_SPENT_FRACTION`] of its limit
+    /// (at least 1). Unknown values never count as spent.
+    pub(crate) fn is_nearly_spent_quota(&self) -> bool {
+        let (Some(period), Some(limit), Some(remaining)) =
+            (self.period_seconds, self.limit, self.remaining)
+        else {
+            return false;
+        };
+        period >= QUOTA_WINDOW_SECONDS && remaining <= (limit * NEARLY_SPENT_FRACTION).max(1.0)
+    }
 }
 
 /// The latest windows of every provider that reports them. Cheap to clone.
@@ -40,6 +62,15 @@ impl QuotaBoard {
             .insert(provider, windows);
     }
 
+    /// Whether `provider` last reported a quota window that is nearly spent.
+    pub(crate) fn nearly_spent(&self, provider: ProviderKind) -> bool {
+        self.windows
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(&provider)
+            .is_some_and(|windows| windows.iter().any(RateWindow::is_nearly_spent_quota))
+    }
+
     /// `provider`'s latest windows (empty when it never reported any).
     pub(crate) fn windows(&self, provider: ProviderKind) -> Vec<RateWindow> {
         self.windows
@@ -48,5 +79,48 @@ impl QuotaBoard {
             .get(&provider)
             .cloned()
             .unwrap_or_default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn window(period: u64, limit: f64, remaining: f64) -> RateWindow {
+        RateWindow {
+            label: "w".into(),
+            period_seconds: Some(period),
+            limit: Some(limit),
+            remaining: Some(remaining),
+            reset_seconds: None,
+        }
+    }
+
+    #[test]
+    fn only_a_long_window_with_little_left_is_a_nearly_spent_quota() {
+        assert!(window(2_592_000, 15_000.0, 300.0).is_nearly_spent_quota());
+        assert!(!window(2_592_000, 15_000.0, 301.0).is_nearly_spent_quota());
+        assert!(
+            window(86_400, 10.0, 1.0).is_nearly_spent_quota(),
+            "at least one call"
+        );
+        assert!(
+            !window(1, 1.0, 0.0).is_nearly_spent_quota(),
+            "a per-second throttle"
+        );
+        let unknown = RateWindow {
+            remaining: None,
+            ..window(2_592_000, 15_000.0, 0.0)
+        };
+        assert!(!unknown.is_nearly_spent_quota());
+    }
+
+    #[test]
+    fn the_board_answers_from_the_latest_report() {
+        let board = QuotaBoard::default();
+        assert!(!board.nearly_spent(ProviderKind::Brave));
+        board.update(ProviderKind::Brave, vec![window(2_592_000, 100.0, 1.0)]);
+        assert!(board.nearly_spent(ProviderKind::Brave));
+        assert!(!board.nearly_spent(ProviderKind::Exa));
     }
 }

@@ -264,9 +264,21 @@ impl SearxngClient {
 
     /// `GET /config`: the instance's engines and categories.
     pub(crate) async fn fetch_config(&self, timeout: Duration) -> Result<Value, UpstreamError> {
+        self.fetch_json("/config", timeout).await
+    }
+
+    /// `GET /stats/errors`: SearXNG's own record of its engines' errors (JSON).
+    pub(crate) async fn fetch_engine_errors(
+        &self,
+        timeout: Duration,
+    ) -> Result<Value, UpstreamError> {
+        self.fetch_json("/stats/errors", timeout).await
+    }
+
+    async fn fetch_json(&self, path: &str, timeout: Duration) -> Result<Value, UpstreamError> {
         let response = self
             .http
-            .get(self.endpoint("/config"))
+            .get(self.endpoint(path))
             .timeout(timeout)
             .send()
             .await

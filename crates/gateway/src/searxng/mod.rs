@@ -1,10 +1,11 @@
 //! Everything about one SearXNG upstream: the client (one attempt, body cap, accounting), the
-//! answer it decodes, the `unresponsive_engines` reasons, and the engine catalog learned from
-//! `/config`.
+//! answer it decodes, the `unresponsive_engines` reasons, the engine catalog learned from
+//! `/config`, and the engines SearXNG's own `/stats/errors` reports blocked.
 
 mod answer;
 pub(crate) mod catalog;
 mod client;
+pub(crate) mod engine_errors;
 mod metrics;
 mod unresponsive;
 

@@ -4,7 +4,8 @@
 //! enforces are counted in `http_rejections_total` through [`BodyError::rejection`].
 
 use axum::body::{Body, Bytes};
-use axum::http::{header, HeaderMap};
+use axum::http::{header, HeaderMap, HeaderValue};
+use axum::response::Response;
 
 use super::metrics::Rejection;
 use crate::config::limits::ServerLimits;
@@ -31,6 +32,18 @@ impl BodyError {
             Self::Timeout(_) => Some(Rejection::BodyTimeout),
             Self::Unreadable => None,
         }
+    }
+
+    /// Marks a surface's answer to this error: counted as its server limit, if it is one, and
+    /// `Connection: close`, since the rest of what the client sent is not read (a client must not
+    /// reuse the connection).
+    pub(super) fn mark(self, response: &mut Response) {
+        if let Some(reason) = self.rejection() {
+            response.extensions_mut().insert(reason);
+        }
+        response
+            .headers_mut()
+            .insert(header::CONNECTION, HeaderValue::from_static("close"));
     }
 }
 

@@ -41,7 +41,6 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tracing::Span;
 
-use crate::cache::CacheStatus;
 use crate::config::Config;
 use crate::pipeline::{Gateway, Metrics, SearchError, Served};
 use crate::request::{SearchRequest, Surface};
@@ -97,10 +96,7 @@ async fn search(
             return Err(err);
         }
     };
-    let cache = match served.cache {
-        CacheStatus::Hit => "hit",
-        CacheStatus::Miss => "miss",
-    };
+    let cache = served.cache.as_str();
     span.record("outcome", served.outcome.as_str());
     span.record("cache", cache);
     if !(200..300).contains(&served.answer.status) {

@@ -20,7 +20,6 @@ use super::body;
 use super::error::ApiError;
 use super::format;
 use super::index;
-use crate::cache::CacheStatus;
 use crate::pipeline::{Gateway, SearchError};
 use crate::request::{Format, RawParams, SearchRequest, Surface};
 
@@ -124,10 +123,7 @@ async fn answer(gateway: Gateway, raw: RawParams) -> Response {
         }
         _ => (answer.json.clone(), "application/json"),
     };
-    let cache = match served.cache {
-        CacheStatus::Hit => "hit",
-        CacheStatus::Miss => "miss",
-    };
+    let cache = served.cache.as_str();
     let mut response = (status, body).into_response();
     let headers = response.headers_mut();
     headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));

@@ -41,7 +41,6 @@ use super::body::{self, BodyError};
 use super::document::{Document, FailedUpstream, Found, Hit};
 use super::error::RETRY_AFTER_SECONDS;
 use super::json_fields::{field, number_in, InvalidField};
-use crate::cache::CacheStatus;
 use crate::pipeline::{Gateway, SearchError};
 use crate::request::{RequestError, SearchInput, SearchRequest, Surface, TimeRange};
 
@@ -158,9 +157,7 @@ impl IntoResponse for TavilyError {
         let body = serde_json::json!({ "detail": detail }).to_string();
         let mut response = json(self.status(), body);
         if let Self::Body(err) = &self {
-            if let Some(reason) = err.rejection() {
-                response.extensions_mut().insert(reason);
-            }
+            err.mark(&mut response);
         }
         if matches!(self, Self::Overloaded) {
             response
@@ -218,10 +215,7 @@ async fn search(State(gateway): State<Gateway>, headers: HeaderMap, body: Body) 
         StatusCode::OK,
         serde_json::to_string(&reply).unwrap_or_default(),
     );
-    let cache = match served.cache {
-        CacheStatus::Hit => "hit",
-        CacheStatus::Miss => "miss",
-    };
+    let cache = served.cache.as_str();
     let headers = response.headers_mut();
     headers.insert("x-cache", HeaderValue::from_static(cache));
     headers.insert(

@@ -52,17 +52,21 @@ impl Faulty {
 /// The error class the gateway must report for `fault` at `upstream`.
 fn expected_class(upstream: Faulty, fault: Fault) -> &'static str {
     match fault {
-        // SearXNG's 403 is a block (JSON disabled, a firewall); a premium API's is a refused key.
-        Fault::Forbidden => match upstream {
-            Faulty::Searxng => "blocked",
-            Faulty::Provider(_) => "auth",
-        },
+        // The fault's 403 is a firewall's HTML page: a block for SearXNG (JSON disabled, a
+        // firewall) and for a premium API alike (an HTML page where JSON should be is a challenge
+        // or a block, not a refused key).
+        Fault::Forbidden => "blocked",
         Fault::RateLimited { .. } => "rate_limited",
         Fault::ServerError | Fault::BadGatewayHtml => "server_error",
         Fault::RefuseConnections => "connect",
         Fault::ResetMidBody | Fault::TruncatedBody => "truncated",
         Fault::AcceptThenHang | Fault::Trickle { .. } => "timeout",
-        Fault::Garbage | Fault::HtmlPage => "malformed",
+        Fault::Garbage => "malformed",
+        // An HTML page with a 200: SearXNG's is unreadable output, a premium API's a bot challenge.
+        Fault::HtmlPage => match upstream {
+            Faulty::Searxng => "malformed",
+            Faulty::Provider(_) => "blocked",
+        },
         Fault::HugeBody { .. } => "too_large",
     }
 }

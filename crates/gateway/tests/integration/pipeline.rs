@@ -448,3 +448,58 @@ async fn a_hanging_t1_provider_does_not_hold_back_a_complete_searxng_answer() {
     })
     .await;
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn ordered_policy_always_offers_the_first_provider_first() {
+    let s = SimStack::start(
+        &[Brave, Exa, Tavily],
+        &[("PROVIDER_POLICY", "ordered"), ("CACHE_SIZE", "0")],
+    )
+    .await;
+    s.searxng.set_mode(SearxngMode::Status(500));
+    for n in 0..4 {
+        let reply = s.gateway.search(&[("q", &format!("ordered {n}"))]).await;
+        assert_eq!(reply.status, 200, "{}", reply.text);
+    }
+    assert_eq!(s.provider_calls(), [4, 0, 0], "Brave, every time");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn when_every_upstream_fails_the_last_complete_answer_is_served_stale() {
+    // Keyless: SearXNG is the only upstream. A short TTL so the answer expires during the test.
+    let s = SimStack::start(
+        &[],
+        &[
+            ("CACHE_TTL_SECONDS", "0.3"),
+            ("CACHE_STALE_SECONDS", "600"),
+            ("SEARXNG_FAIL_THRESHOLD", "100"),
+        ],
+    )
+    .await;
+    let fresh = s.gateway.search(&[("q", "stale if error")]).await;
+    assert_eq!((fresh.status, fresh.cache.as_str()), (200, "miss"));
+    s.searxng.set_mode(SearxngMode::Status(500));
+
+    let stale = wait::guarded("the expired answer to be served stale", async {
+        loop {
+            let reply = s.gateway.search(&[("q", "stale if error")]).await;
+            assert_eq!(reply.status, 200, "never a 502 while a stale answer exists");
+            if reply.cache == "stale" {
+                break reply;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    })
+    .await;
+    assert_eq!(stale.outcome, "cache_hit");
+    assert_eq!(urls(&stale.json), urls(&fresh.json), "the same answer");
+    assert_eq!(
+        s.gateway
+            .metric("searxng_gateway_cache_stale_served_total", &[])
+            .await,
+        1.0
+    );
+    // Another key has nothing to fall back on: every upstream failed, 502.
+    let other = s.gateway.search(&[("q", "never answered")]).await;
+    assert_eq!(other.status, 502, "{}", other.text);
+}

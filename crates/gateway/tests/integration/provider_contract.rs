@@ -416,7 +416,23 @@ async fn every_provider_reports_exhausted_credits_as_quota() {
                 open_for > month_reset - 60.0 && open_for <= month_reset,
                 "Brave is parked until its monthly window resets in {month_reset} s, not {open_for} s"
             );
+        } else {
+            assert!(
+                open_for > 3_500.0,
+                "{kind:?}: without a reset it is parked for QUOTA_PARK_SECONDS, not {open_for} s"
+            );
         }
+        let status = rig.stack.gateway.status().await;
+        let provider = status["providers"]
+            .as_array()
+            .and_then(|all| all.iter().find(|p| p["name"] == rig.name()))
+            .cloned()
+            .unwrap_or_default();
+        let parked = provider["quota_parked_for_seconds"].as_f64().unwrap_or(0.0);
+        assert!(parked > 3_500.0, "{kind:?}: /status shows it parked: {provider}");
+        let calls = rig.sim().calls();
+        rig.search(&[("q", "after the refusal")]).await;
+        assert_eq!(rig.sim().calls(), calls, "{kind:?}: no call into a parked provider");
     })
     .await;
 }
@@ -523,6 +539,24 @@ async fn every_provider_reports_garbled_or_wrong_shape_json_as_malformed() {
         rig.failure(ProviderBehaviour::Garbled, "malformed").await;
         rig.failure(ProviderBehaviour::WrongShape, "malformed")
             .await;
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_html_challenge_instead_of_json_is_a_block_that_opens_the_breaker_at_once() {
+    for_every_provider(|kind| async move {
+        let rig = Rig::start(kind).await;
+        rig.failure(ProviderBehaviour::Challenge, "blocked").await;
+        rig.assert_tripped_for("access_denied").await;
+        let calls = rig.sim().calls();
+        let reply = rig.search(&[("q", "again")]).await;
+        assert_eq!(reply.status, 502, "{kind:?}: {}", reply.text);
+        assert_eq!(
+            rig.sim().calls(),
+            calls,
+            "{kind:?}: not called again while open"
+        );
     })
     .await;
 }

@@ -343,3 +343,59 @@ async fn suspended_entries_under_stock_windows_count_as_failures_never_success()
         2.0
     );
 }
+
+fn engine_breaker(status: &Value, name: &str) -> Option<Value> {
+    status["breakers"].as_array().and_then(|breakers| {
+        breakers
+            .iter()
+            .find(|b| b["namespace"] == "engine" && b["name"] == name)
+            .cloned()
+    })
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_engine_searxng_already_saw_blocked_starts_with_its_breaker_open() {
+    let upstream = EngineUpstream::start().await;
+    let searxng = SearxngInstance::start(SearxngOptions::new(upstream.port())).await;
+    upstream.set("beta", EngineBehaviour::Status(429));
+    // Someone else's search, before the gateway starts: SearXNG records beta's 429.
+    let before = direct(&searxng, &[("q", "before the gateway")]).await;
+    assert_eq!(
+        before["unresponsive_engines"],
+        serde_json::json!([["beta", "too many requests"]]),
+        "{before}"
+    );
+    let beta_hits = upstream.hits("beta");
+    let base = searxng.base_url();
+    let gateway = TestGateway::start(&[("SEARXNG_BACKEND_URL", base.as_str())]).await;
+
+    wait::until(
+        "beta's breaker to open from SearXNG's /stats/errors",
+        || {
+            let gateway = &gateway;
+            async move {
+                engine_breaker(&gateway.status().await, "beta")
+                    .is_some_and(|b| b["state"] == "open" && b["reason"] == "rate_limited")
+            }
+        },
+    )
+    .await;
+    let status = gateway.status().await;
+    assert_eq!(
+        engine_breaker(&status, "alpha"),
+        None,
+        "a healthy engine is left alone: {status}"
+    );
+    let mut searches = 0.0;
+    for outcome in ["cache_hit", "searxng_ok", "premium_ok", "fallback_fail"] {
+        searches += gateway
+            .metric("searxng_gateway_requests_total", &[("outcome", outcome)])
+            .await;
+    }
+    assert_eq!(searches, 0.0, "before any user request");
+
+    // The first user request already leaves beta out.
+    let reply = gateway.search(&[("q", "first user search")]).await;
+    assert_eq!(reply.status, 200, "{}", reply.text);
+    assert_eq!(upstream.hits("beta"), beta_hits, "beta was not called");
+}

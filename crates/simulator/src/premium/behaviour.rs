@@ -60,6 +60,9 @@ pub enum ProviderBehaviour {
     Garbled,
     /// A 200 with valid JSON of the wrong shape (schema drift).
     WrongShape,
+    /// A 200 with an HTML bot-challenge page instead of JSON, as a CDN in front of the API sends
+    /// when it takes the caller for a bot.
+    Challenge,
     /// Never answer (until the fake is dropped).
     Hang,
     /// A fault below the API ([`Fault`]): a block page, a reset, a hang, garbage, a huge or trickling body.

@@ -169,6 +169,7 @@ async fn settle(
             ProviderBehaviour::Garbled => return Some(Ok(Answer::Garbled)),
             ProviderBehaviour::WrongShape => return Some(Ok(Answer::WrongShape)),
             ProviderBehaviour::Fault(fault) => return Some(Err(fault)),
+            ProviderBehaviour::Challenge => return Some(Ok(Answer::Challenge)),
         }
     }
 }

@@ -21,7 +21,7 @@ use super::results::{engine_results, server_timing, SearchOutcome};
 use super::{
     DEFAULT_RESULTS_PER_ENGINE, ENGINE_TIMEOUT, RECORDED_REQUESTS_LIMIT, SIMULATED_VERSION,
 };
-use crate::script::Script;
+use crate::script::{Effect, Latency, Script};
 
 /// A poisoned lock only means a test panicked mid-update; the counters are still worth reading.
 pub(super) fn lock(state: &Mutex<Instance>) -> MutexGuard<'_, Instance> {
@@ -72,6 +72,22 @@ pub(super) struct Instance {
     pub(super) last_result_count: Option<usize>,
     /// The capacity limit, if one was set.
     pub(super) capacity: Option<Limit>,
+    /// What searches did against the engines' scripted state at the time.
+    pub(super) observations: EngineObservations,
+}
+
+/// How searches treated engines, scored against what each engine was scripted to do at that
+/// moment: a benchmark's measure of a client's engine decisions.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct EngineObservations {
+    /// Engines queried while blocked: a failing spell or behaviour, or a slow spell at or past
+    /// [`ENGINE_TIMEOUT`] (one per engine per search).
+    pub calls_into_blocked: u64,
+    /// Searches with an explicit `engines=` list that left out an enabled engine of the searched
+    /// categories that was healthy at the time.
+    pub searches_excluding_healthy: u64,
+    /// Searches with an explicit `engines=` list.
+    pub explicit_searches: u64,
 }
 
 /// How the handler answers once the lock is released.
@@ -138,6 +154,7 @@ impl Instance {
             requests: VecDeque::new(),
             last_result_count: None,
             capacity: None,
+            observations: EngineObservations::default(),
         }
     }
 
@@ -337,6 +354,7 @@ impl Instance {
         }
 
         let selected = self.select_engines(params, &query);
+        self.observe(params, &selected);
         let outcome = self.run(&selected, &request, language);
         *slowest_engine = outcome.slowest_engine;
         if as_json {
@@ -420,6 +438,29 @@ impl Instance {
         selected
     }
 
+    /// Scores one search's engine selection against the engines' scripted state now.
+    fn observe(&mut self, params: &Params, selected: &[(usize, String)]) {
+        let explicit = params.get("engines").is_some();
+        let mut excluded_healthy = false;
+        for (index, engine) in self.engines.iter().enumerate() {
+            let blocked = engine.is_blocked_now();
+            let queried = selected.iter().any(|(chosen, _)| *chosen == index);
+            if queried && blocked {
+                self.observations.calls_into_blocked += 1;
+            }
+            let eligible = engine.enabled && engine.categories.iter().any(|c| c == GENERAL);
+            if explicit && !queried && eligible && !blocked {
+                excluded_healthy = true;
+            }
+        }
+        if explicit {
+            self.observations.explicit_searches += 1;
+        }
+        if excluded_healthy {
+            self.observations.searches_excluding_healthy += 1;
+        }
+    }
+
     /// Queries the selected engines and merges their answers as SearXNG's result container does.
     fn run(
         &mut self,
@@ -469,6 +510,19 @@ impl Instance {
 }
 
 impl Engine {
+    /// Whether a search now would find it blocked: a failing behaviour or spell, or a slow spell
+    /// that typically reaches [`ENGINE_TIMEOUT`].
+    fn is_blocked_now(&self) -> bool {
+        if matches!(self.behaviour, EngineBehaviour::Fails(_)) {
+            return true;
+        }
+        match self.script.as_ref().and_then(Script::active_effect) {
+            Some(Effect::Fail(EngineBehaviour::Fails(_))) => true,
+            Some(Effect::Slow(latency)) => typical(latency) >= ENGINE_TIMEOUT,
+            _ => false,
+        }
+    }
+
     pub(super) fn main_category(&self) -> String {
         self.categories
             .first()
@@ -478,6 +532,16 @@ impl Engine {
 }
 
 const GENERAL: &str = "general";
+
+/// A latency's usual value: what a "slow-blocked" engine is judged by.
+fn typical(latency: &Latency) -> Duration {
+    match *latency {
+        Latency::Immediate => Duration::ZERO,
+        Latency::Fixed(delay) => delay,
+        Latency::Uniform { min, .. } => min,
+        Latency::LogNormal { p50, .. } => p50,
+    }
+}
 
 /// The first letters of the name that no earlier engine uses as its shortcut (SearXNG requires them unique).
 fn unique_shortcut(name: &str, engines: &[Engine]) -> String {

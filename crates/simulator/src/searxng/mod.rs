@@ -57,6 +57,7 @@ use crate::script::Script;
 
 pub use behaviour::{EngineBehaviour, EngineFailure, SearxngMode};
 pub use capacity::Capacity;
+pub use instance::EngineObservations;
 use instance::{lock, Instance};
 
 /// How many results a healthy engine returns per page until a test says otherwise.
@@ -259,6 +260,12 @@ impl SimulatedSearxng {
     /// with results JSON (a whole-instance failure, a parameter error, an HTML page, a redirect).
     pub fn last_result_count(&self) -> Option<usize> {
         self.lock().last_result_count
+    }
+
+    /// How searches so far treated the engines, scored against each engine's scripted state at the
+    /// time of the search (see [`EngineObservations`]).
+    pub fn engine_observations(&self) -> EngineObservations {
+        self.lock().observations
     }
 
     /// How many searches queried `engine` (selected, and not skipped for paging or time range).

@@ -897,3 +897,38 @@ async fn wait_until(condition: impl Fn() -> bool) {
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
 }
+
+#[tokio::test]
+async fn scores_each_search_against_what_its_engines_were_doing_then() {
+    let searxng = SimulatedSearxng::start(&["alpha", "beta", "gamma"])
+        .await
+        .unwrap();
+    searxng.set_engine_script(
+        "beta",
+        Script::new().spell(Spell::failing(EngineBehaviour::Fails(
+            EngineFailure::Captcha,
+        ))),
+    );
+    // Every engine, beta blocked: one call into a blocked engine.
+    search_json(&searxng, &[("q", "x"), ("format", "json")]).await;
+    // beta left out while blocked: no healthy engine excluded.
+    search_json(
+        &searxng,
+        &[("q", "x"), ("format", "json"), ("engines", "alpha,gamma")],
+    )
+    .await;
+    // gamma left out while healthy.
+    search_json(
+        &searxng,
+        &[("q", "x"), ("format", "json"), ("engines", "alpha")],
+    )
+    .await;
+    assert_eq!(
+        searxng.engine_observations(),
+        EngineObservations {
+            calls_into_blocked: 1,
+            searches_excluding_healthy: 1,
+            explicit_searches: 2,
+        }
+    );
+}

@@ -18,9 +18,13 @@
 //!   fixed capacity: the gateway's throughput should grow with the pool.
 //! - **g. soak with faults** — saturation while SearXNG, Brave and Exa take turns through the fault
 //!   matrix: no unexpected answer, `VmRSS` and open descriptors flat.
+//! - **h. decision quality** — a scripted day of upstream trouble replayed by four clients: answers
+//!   with the target, latency, premium calls, calls into blocked engines, healthy engines left out.
 //!
-//! `HARNESS_GATEWAY=/path/to/searxng-gateway` measures another build (before/after a change), and
-//! `HARNESS_ONLY=a,f` runs only those measurements (report in `target/harness/BENCHMARKS.only.md`);
+//! `HARNESS_GATEWAY=/path/to/searxng-gateway` measures another build (before/after a change),
+//! `HARNESS_ONLY=a,f` runs only those measurements (report in `target/harness/BENCHMARKS.only.md`),
+//! and `--day` runs only h. and writes `target/harness/BENCHMARKS.day.md` (before/after comparisons
+//! of a decision change without the full run);
 //! `--serve-searxng ADDR` runs the simulated SearXNG alone, for profiling the gateway by hand.
 //! `cargo test --all-targets` runs this binary without `--bench`; it then does nothing.
 //!
@@ -66,6 +70,11 @@ struct Plan {
     soak_sample: Duration,
     pool_warmup: Duration,
     pool_run: Duration,
+    /// How long the replayed day lasts, and how many searches it holds.
+    day_length: Duration,
+    day_searches: u64,
+    /// `--day`: only the day.
+    only_day: bool,
 }
 
 impl Plan {
@@ -85,6 +94,9 @@ impl Plan {
                 soak_sample: Duration::from_secs(1),
                 pool_warmup: Duration::from_millis(500),
                 pool_run: Duration::from_secs(2),
+                day_length: Duration::from_secs(24),
+                day_searches: 200,
+                only_day: false,
             }
         } else {
             Self {
@@ -101,15 +113,19 @@ impl Plan {
                 soak_sample: Duration::from_secs(10),
                 pool_warmup: Duration::from_secs(2),
                 pool_run: Duration::from_secs(10),
+                day_length: Duration::from_secs(240),
+                day_searches: 2_000,
+                only_day: false,
             }
         }
     }
 
     fn command(&self) -> &'static str {
-        if self.smoke {
-            "cargo bench --bench harness -- --smoke"
-        } else {
-            "cargo bench --bench harness"
+        match (self.smoke, self.only_day) {
+            (true, true) => "cargo bench --bench harness -- --smoke --day",
+            (true, false) => "cargo bench --bench harness -- --smoke",
+            (false, true) => "cargo bench --bench harness -- --day",
+            (false, false) => "cargo bench --bench harness",
         }
     }
 }
@@ -140,12 +156,13 @@ fn main() -> ExitCode {
         return ExitCode::SUCCESS;
     }
     for arg in &args {
-        if !matches!(arg.as_str(), "--bench" | "--smoke") {
-            eprintln!("benchmark harness: unknown argument {arg:?} (takes --smoke)");
+        if !matches!(arg.as_str(), "--bench" | "--smoke" | "--day") {
+            eprintln!("benchmark harness: unknown argument {arg:?} (takes --smoke, --day)");
             return ExitCode::from(2);
         }
     }
-    let plan = Plan::new(args.iter().any(|arg| arg == "--smoke"));
+    let mut plan = Plan::new(args.iter().any(|arg| arg == "--smoke"));
+    plan.only_day = args.iter().any(|arg| arg == "--day");
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -232,6 +249,11 @@ async fn run(plan: Plan) -> usize {
             .is_none_or(|list| list.iter().any(|m| m == letter))
     };
     match SimulatedSearxng::start(&ENGINES).await {
+        Ok(_) if bench.plan.only_day => {
+            println!("== h. decision quality over a day");
+            let result = bench.decision_day().await;
+            bench.settle("h. day", result);
+        }
         Ok(searxng) => {
             if wants("e") {
                 println!("== e. idle memory");
@@ -275,6 +297,11 @@ async fn run(plan: Plan) -> usize {
                 println!("== g. soak with faults");
                 let result = bench.fault_soak().await;
                 bench.settle("g. soak with faults", result);
+            }
+            if wants("h") {
+                println!("== h. decision quality over a day");
+                let result = bench.decision_day().await;
+                bench.settle("h. day", result);
             }
         }
         Err(err) => bench
@@ -388,7 +415,9 @@ impl Bench {
             &self.details,
             &self.failures,
         );
-        let path = if self.partial {
+        let path = if self.plan.only_day {
+            self.log_dir.join("BENCHMARKS.day.md")
+        } else if self.partial {
             self.log_dir.join("BENCHMARKS.only.md")
         } else if self.plan.smoke {
             self.log_dir.join("BENCHMARKS.smoke.md")

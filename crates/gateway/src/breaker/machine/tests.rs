@@ -6,6 +6,7 @@ const BASE: Duration = Duration::from_secs(10);
 const MAX: Duration = Duration::from_secs(80);
 const HEALTHY: Duration = Duration::from_secs(600);
 const THRESHOLD: u32 = 3;
+const QUOTA_PARK: Duration = Duration::from_secs(86_400);
 
 fn policy() -> BreakerPolicy {
     BreakerPolicy {
@@ -13,7 +14,8 @@ fn policy() -> BreakerPolicy {
         open_max: MAX,
         failure_threshold: THRESHOLD,
         jitter: 0.0,
-        healthy_after: HEALTHY,
+        healthy_interval: HEALTHY,
+        quota_park: QUOTA_PARK,
     }
 }
 
@@ -227,7 +229,7 @@ fn a_failed_probe_reopens_for_longer_with_its_own_reason() {
 #[test]
 fn a_released_or_neutral_probe_frees_the_slot_and_records_nothing() {
     let mut rig = Rig::new();
-    rig.call(Signal::stop(TripReason::Quota));
+    rig.call(Signal::stop(TripReason::RateLimited));
     rig.advance(BASE);
     assert_eq!(rig.admit(), Admission::Admitted { probe: true });
     rig.machine.release_probe();
@@ -269,21 +271,72 @@ fn a_call_admitted_before_the_trip_does_not_close_the_breaker() {
 }
 
 #[test]
-fn growth_resets_after_a_healthy_spell() {
+fn a_successful_probe_halves_the_multiplier() {
     let mut rig = Rig::new();
-    let trip = |rig: &mut Rig| {
-        rig.call(Signal::stop(TripReason::RateLimited));
-        rig.snapshot().open_for
-    };
-    assert_eq!(trip(&mut rig), Some(secs(10)));
-    rig.advance(secs(10));
+    rig.call(Signal::stop(TripReason::RateLimited));
+    for period in [10, 20, 40].map(secs) {
+        assert_eq!(rig.snapshot().open_for, Some(period));
+        rig.advance(period);
+        if period < secs(40) {
+            rig.call(Signal::Transient);
+        }
+    }
+    assert_eq!(rig.call(Signal::Success), Transition::Recovered);
+    // Without decay the multiplier would still be 8 (80 s): health counted once already.
+    rig.call(Signal::stop(TripReason::Captcha));
+    assert_eq!(rig.snapshot().open_for, Some(secs(40)));
+    rig.advance(secs(40));
+    rig.call(Signal::Success);
+    rig.call(Signal::stop(TripReason::Captcha));
+    assert_eq!(rig.snapshot().open_for, Some(secs(40)), "flapping keeps it");
+}
+
+#[test]
+fn every_healthy_interval_spent_closed_halves_the_multiplier_again() {
+    let mut rig = Rig::new();
+    rig.call(Signal::stop(TripReason::RateLimited));
+    for period in [10, 20, 40, 80].map(secs) {
+        rig.advance(period);
+        rig.call(Signal::Transient);
+    }
+    rig.advance(secs(80));
+    rig.call(Signal::Success);
+    // Five trips and one recovery leave the multiplier at 2^4 (still capped at 80 s); two healthy
+    // intervals later it is 2^2.
+    rig.advance(HEALTHY * 2);
+    rig.call(Signal::stop(TripReason::RateLimited));
+    assert_eq!(rig.snapshot().open_for, Some(secs(40)));
+    rig.advance(secs(40));
     rig.call(Signal::Success);
     rig.advance(HEALTHY - secs(1));
-    assert_eq!(trip(&mut rig), Some(secs(20)), "flapping: the period grows");
-    rig.advance(secs(20));
+    rig.call(Signal::stop(TripReason::RateLimited));
+    assert_eq!(
+        rig.snapshot().open_for,
+        Some(secs(40)),
+        "the probe's halving alone, not yet an interval"
+    );
+    rig.advance(secs(40));
     rig.call(Signal::Success);
-    rig.advance(HEALTHY);
-    assert_eq!(trip(&mut rig), Some(secs(10)));
+    rig.advance(HEALTHY * 2);
+    rig.call(Signal::stop(TripReason::RateLimited));
+    assert_eq!(rig.snapshot().open_for, Some(secs(10)), "back to the base");
+}
+
+#[test]
+fn a_spent_quota_without_a_reset_parks_for_the_quota_park_period() {
+    let mut rig = Rig::new();
+    rig.call(Signal::stop(TripReason::Quota));
+    assert_eq!(rig.snapshot().open_for, Some(QUOTA_PARK));
+    let mut rig = Rig::new();
+    rig.call(Signal::Stop {
+        reason: TripReason::Quota,
+        retry_after: Some(secs(200_000)),
+    });
+    assert_eq!(
+        rig.snapshot().open_for,
+        Some(secs(200_000)),
+        "the reset wins"
+    );
 }
 
 #[test]
@@ -299,4 +352,18 @@ fn a_pause_parks_for_exactly_its_period_without_a_trip_or_recovery() {
     );
     assert_eq!(rig.state(), BreakerState::Closed);
     assert_eq!(rig.snapshot().trips, 0);
+}
+
+#[test]
+fn the_machine_remembers_when_a_call_last_told_it_something() {
+    let mut rig = Rig::new();
+    let start = rig.now;
+    assert!(!rig.machine.heard_since(None));
+    rig.advance(secs(1));
+    rig.call(Signal::Neutral);
+    assert!(!rig.machine.heard_since(None), "neutral says nothing");
+    rig.call(Signal::Success);
+    assert!(rig.machine.heard_since(None));
+    assert!(rig.machine.heard_since(Some(start)));
+    assert!(!rig.machine.heard_since(Some(rig.now)));
 }

@@ -100,7 +100,7 @@ fn a_searxng_answer_meeting_the_target_goes_out_once_nothing_else_is_in_flight()
     assert_eq!(answer.outcome, Outcome::SearxngOk);
     assert_eq!(
         ttl,
-        Some(BUDGET),
+        Keep::Complete(BUDGET),
         "a complete answer is cached for the configured TTL"
     );
 }
@@ -167,7 +167,7 @@ fn with_no_provider_left_the_answer_goes_out_below_the_target_and_is_cached_brie
     assert_eq!(rig.step(ms(10), 0), Step::Finish);
     let (answer, ttl) = rig.fan.finish("q", Duration::from_secs(3600), ms(10));
     assert_eq!(answer.outcome, Outcome::SearxngOk);
-    assert_eq!(ttl, Some(SHORT_TTL));
+    assert_eq!(ttl, Keep::Partial(SHORT_TTL));
 }
 
 #[test]
@@ -184,7 +184,7 @@ fn a_degraded_searxng_answer_is_a_failure_and_sends_the_request_to_the_fallback(
     assert_eq!(rig.step(ms(20), 0), Step::Finish);
     let (answer, ttl) = rig.fan.finish("q", Duration::from_secs(3600), ms(20));
     assert_eq!(answer.outcome, Outcome::PremiumOk);
-    assert_eq!(ttl, Some(SHORT_TTL), "degraded: not complete");
+    assert_eq!(ttl, Keep::Partial(SHORT_TTL), "degraded: not complete");
 }
 
 #[test]
@@ -224,7 +224,7 @@ fn the_deadline_reports_a_searxng_still_running() {
     rig.fan.on_deadline();
     let (answer, ttl) = rig.fan.finish("q", BUDGET, BUDGET);
     assert_eq!(answer.outcome, Outcome::FallbackFail);
-    assert_eq!(ttl, None, "failures are never cached");
+    assert_eq!(ttl, Keep::Never, "failures are never cached");
     let body: Value = serde_json::from_slice(&answer.json).unwrap();
     assert_eq!(
         body["upstreams"],
@@ -265,10 +265,10 @@ fn every_failure_is_named_in_the_502() {
 #[test]
 fn degraded_or_short_answers_are_cached_briefly() {
     let hour = Duration::from_secs(3600);
-    assert_eq!(answer_ttl(true, hour), hour);
-    assert_eq!(answer_ttl(false, hour), SHORT_TTL);
+    assert_eq!(answer_keep(true, hour), Keep::Complete(hour));
+    assert_eq!(answer_keep(false, hour), Keep::Partial(SHORT_TTL));
     assert_eq!(
-        answer_ttl(false, Duration::from_secs(5)),
-        Duration::from_secs(5)
+        answer_keep(false, Duration::from_secs(5)),
+        Keep::Partial(Duration::from_secs(5))
     );
 }

@@ -178,9 +178,7 @@ fn unreadable_body(err: BodyError) -> Response {
         BodyError::Unreadable => StatusCode::BAD_REQUEST,
     };
     let mut response = json_rpc_error(status, ErrorData::invalid_request(err.to_string(), None));
-    if let Some(reason) = err.rejection() {
-        response.extensions_mut().insert(reason);
-    }
+    err.mark(&mut response);
     response
 }
 

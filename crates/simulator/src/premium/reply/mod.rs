@@ -1,7 +1,7 @@
 //! Each provider's own answers, one file per provider with the same anatomy — `results`, `empty` (a healthy
 //! "nothing found" in the provider's own form) and `error` (its status codes and error bodies) — plus what
-//! every provider shares here: the dispatch, `Retry-After` on rate limits, and the two malformed 200s
-//! (a body cut off mid-document, JSON of the wrong shape).
+//! every provider shares here: the dispatch, `Retry-After` on rate limits, the two malformed 200s
+//! (a body cut off mid-document, JSON of the wrong shape) and a CDN's HTML bot challenge.
 
 mod brave;
 mod exa;
@@ -29,7 +29,15 @@ pub(super) enum Answer {
     Garbled,
     /// A 200 with valid JSON of the wrong shape.
     WrongShape,
+    /// A 200 with a CDN's HTML bot challenge.
+    Challenge,
 }
+
+/// The HTML a CDN answers instead of the API when it challenges the caller.
+const CHALLENGE_PAGE: &str =
+    "<!DOCTYPE html><html lang=\"en-US\"><head><title>Just a moment...</title></head>\
+<body><noscript>Enable JavaScript and cookies to continue</noscript>\
+<div id=\"challenge-form\">Verify you are human</div></body></html>";
 
 /// The response `kind` sends for `answer` to a request that asked for `asked`.
 pub(super) fn answer(
@@ -68,6 +76,15 @@ pub(super) fn answer(
             windows,
             json_text(StatusCode::OK, r#"{"status":"ok","items":[]}"#.to_owned()),
         ),
+        Answer::Challenge => (
+            StatusCode::OK,
+            [(
+                CONTENT_TYPE,
+                HeaderValue::from_static("text/html; charset=UTF-8"),
+            )],
+            CHALLENGE_PAGE,
+        )
+            .into_response(),
     }
 }
 

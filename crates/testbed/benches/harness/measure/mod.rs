@@ -1,9 +1,11 @@
-//! The measurements, one file each, as methods of [`crate::Bench`] so they share its plan, rows, details
-//! and failures: [`cache_hits`] (a), [`miss_path`] (b), [`t1`] (c), [`coalescing`] (d), [`memory`] (e) and
-//! [`pool`] (f), [`fault_soak`] (g).
+//! The measurements, one file each (or a folder), as methods of [`crate::Bench`] so they share its plan,
+//! rows, details and failures: [`cache_hits`] (a), [`miss_path`] (b), [`t1`] (c), [`coalescing`] (d),
+//! [`memory`] (e), [`pool`] (f), [`fault_soak`] (g) and [`day`] (h, decision quality over a day of
+//! upstream trouble).
 
 mod cache_hits;
 mod coalescing;
+mod day;
 mod fault_soak;
 mod memory;
 mod miss_path;

@@ -1,0 +1,211 @@
+//! h. Decision quality over a day of upstream trouble: a scripted, seeded day ([`schedule`]) —
+//! engine CAPTCHA and 429 spells, a slow-blocked engine, an engine that recovers while still
+//! excluded, SearXNG slow and failing, a Brave 429 burst, Exa behind a CDN's HTML bot challenge, a
+//! Tavily plan limit that runs out —
+//! replayed against the release gateway by four clients with a Zipf query mix ([`replay`]).
+//! Per phase and overall: answered with at least the target, partial, failed, p50/p95, premium
+//! calls per 100 searches, calls into blocked engines and SearXNG requests that left out a
+//! healthy engine (both scored by the simulated SearXNG against each engine's scripted state at
+//! the time), distinct URLs per answer. Run with `T1_PREMIUM_COUNT=0` (the targets) and `=1`.
+
+mod replay;
+mod schedule;
+
+use std::time::Duration;
+
+use simulator::premium::SimulatedProvider;
+use simulator::searxng::SimulatedSearxng;
+use simulator::Provider;
+
+use crate::loadgen::BoxError;
+use crate::report::Row;
+use crate::{ms, Bench};
+use replay::{replay, DayResult, Tally, CLIENTS};
+use schedule::{Day, ENGINES, PHASES, PROVIDERS, TARGET};
+
+/// The seed of the day's draws (latencies): the same day every run.
+const SEED: u64 = 15;
+/// Targets for the keyless-fallback configuration (`T1_PREMIUM_COUNT=0`).
+const FULL_PERCENT_TARGET: f64 = 99.5;
+const P95_TARGET: Duration = Duration::from_millis(600);
+const PREMIUM_PER_100_TARGET: f64 = 12.0;
+const BLOCKED_CALLS_TARGET: u64 = 20;
+const HEALTHY_EXCLUSIONS_TARGET: u64 = 30;
+
+impl Bench {
+    /// h. The day, with T1 = 0 (scored against the targets) and T1 = 1 (reported beside it).
+    pub(crate) async fn decision_day(&mut self) -> Result<(), BoxError> {
+        let day = Day {
+            length: self.plan.day_length,
+        };
+        for t1 in [0, 1] {
+            let result = self.replay_day(day, t1).await?;
+            self.report_day(day, t1, &result);
+        }
+        Ok(())
+    }
+
+    async fn replay_day(&mut self, day: Day, t1: usize) -> Result<DayResult, BoxError> {
+        let searxng = SimulatedSearxng::start(&ENGINES).await?;
+        let mut providers = Vec::new();
+        for kind in PROVIDERS {
+            providers.push(SimulatedProvider::start(kind).await?);
+        }
+        let env = day.gateway_env(&searxng, &providers, t1);
+        let gateway = self.gateway(&env, &format!("gateway-day-t1-{t1}")).await?;
+        // The gateway reads /config at start; give it that moment before the day begins.
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        day.install(&searxng, &providers, SEED);
+        let result = replay(
+            day,
+            gateway.addr,
+            self.plan.day_searches,
+            &searxng,
+            &providers,
+            SEED,
+        )
+        .await;
+        gateway.stop();
+        Ok(result)
+    }
+
+    fn report_day(&mut self, day: Day, t1: usize, result: &DayResult) {
+        let all = &result.overall;
+        let tavily = PROVIDERS
+            .iter()
+            .position(|p| *p == Provider::Tavily)
+            .and_then(|i| all.calls_by_provider.get(i).copied())
+            .unwrap_or(0);
+        // Tavily's plan allows `TAVILY_PLAN_CALLS`; the first refusal is the call after them.
+        let into_parked = tavily.saturating_sub(schedule::TAVILY_PLAN_CALLS + 1);
+        println!(
+            "   T1={t1}: {} searches, {:.2} % ≥ {TARGET}, {} failed, p95 {}, {:.1} premium/100, \
+             {} blocked-engine calls, {} healthy exclusions, {into_parked} calls into parked Tavily",
+            all.searches,
+            all.full_percent(),
+            all.failed,
+            ms(all.latency.quantile(0.95)),
+            all.premium_per_100(),
+            all.engines.calls_into_blocked,
+            all.engines.searches_excluding_healthy,
+        );
+        if all.searches == 0 {
+            self.failures
+                .push(format!("h. day T1={t1}: no search was made"));
+        }
+        // A call already in flight when the refusal arrived is not a decision to call a parked
+        // provider; more than the other clients could have had in flight is.
+        if into_parked >= CLIENTS as u64 {
+            self.failures.push(format!(
+                "h. day T1={t1}: {into_parked} calls into Tavily after its plan limit refused"
+            ));
+        }
+        let name = |what: &str| format!("h. day T1={t1}: {what}");
+        let targeted = t1 == 0;
+        let met = |ok: bool| targeted.then_some(ok);
+        let target = |text: String| if targeted { text } else { "report".to_owned() };
+        self.rows.push(Row {
+            name: name(&format!("answered with ≥ {TARGET} results")),
+            result: format!(
+                "{:.2} % ({} partial, {} failed, {} stale) of {} searches",
+                all.full_percent(),
+                all.partial,
+                all.failed,
+                all.stale,
+                all.searches
+            ),
+            target: target(format!("≥ {FULL_PERCENT_TARGET} %, 0 failed")),
+            met: met(all.full_percent() >= FULL_PERCENT_TARGET && all.failed == 0),
+        });
+        let p95 = all.latency.quantile(0.95);
+        self.rows.push(Row {
+            name: name("latency"),
+            result: format!("p50 {} / p95 {}", ms(all.latency.quantile(0.5)), ms(p95)),
+            target: target(format!("p95 ≤ {}", ms(P95_TARGET))),
+            met: met(p95 <= P95_TARGET),
+        });
+        self.rows.push(Row {
+            name: name("premium calls per 100 searches"),
+            result: format!(
+                "{:.1} ({} calls: {}); {into_parked} into the parked provider",
+                all.premium_per_100(),
+                all.premium_calls,
+                by_provider(all)
+            ),
+            target: target(format!(
+                "≤ {PREMIUM_PER_100_TARGET:.0}, 0 into a parked provider"
+            )),
+            met: met(all.premium_per_100() <= PREMIUM_PER_100_TARGET && into_parked == 0),
+        });
+        self.rows.push(Row {
+            name: name("engine decisions"),
+            result: format!(
+                "{} calls into blocked engines; {} SearXNG requests left out a healthy engine",
+                all.engines.calls_into_blocked, all.engines.searches_excluding_healthy
+            ),
+            target: target(format!(
+                "≤ {BLOCKED_CALLS_TARGET} and ≤ {HEALTHY_EXCLUSIONS_TARGET}"
+            )),
+            met: met(all.engines.calls_into_blocked <= BLOCKED_CALLS_TARGET
+                && all.engines.searches_excluding_healthy <= HEALTHY_EXCLUSIONS_TARGET),
+        });
+        self.rows.push(Row {
+            name: name("distinct URLs per answer"),
+            result: format!("{:.1}", all.urls_per_answer()),
+            target: "report".to_owned(),
+            met: None,
+        });
+        if t1 == 0 {
+            self.details.push(format!(
+                "h. The day: {} compressed into {:.0} s ({} searches by {CLIENTS} clients at a steady \
+                 pace, Zipf mix over 400 queries, seed {SEED}); SearXNG engines {}; providers brave, exa, \
+                 tavily (FALLBACK_PROVIDERS order, PROVIDER_POLICY default); SUFFICIENT_MIN_RESULTS={TARGET}; \
+                 the gateway's periods scaled to the day: {}. Phases: {}.",
+                "one day",
+                day.length.as_secs_f64(),
+                all.searches,
+                ENGINES.join(", "),
+                day.scaled_periods(),
+                PHASES
+                    .iter()
+                    .map(|p| format!("{} (until {:.0} %)", p.name, p.until * 100.0))
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            ));
+        }
+        for (phase, tally) in PHASES.iter().zip(&result.phases) {
+            self.details
+                .push(format!("h. T1={t1}, {}: {}", phase.name, summary(tally)));
+        }
+    }
+}
+
+fn by_provider(tally: &Tally) -> String {
+    PROVIDERS
+        .iter()
+        .zip(&tally.calls_by_provider)
+        .map(|(p, calls)| format!("{} {calls}", p.as_str()))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn summary(tally: &Tally) -> String {
+    format!(
+        "{} searches, {:.1} % ≥ {TARGET} ({} partial, {} failed, {} stale), p50 {} / p95 {}, \
+         {:.1} premium/100 ({}), {} calls into blocked engines, {} requests leaving out a healthy \
+         engine (of {} with an explicit list), {:.1} URLs per answer",
+        tally.searches,
+        tally.full_percent(),
+        tally.partial,
+        tally.failed,
+        tally.stale,
+        ms(tally.latency.quantile(0.5)),
+        ms(tally.latency.quantile(0.95)),
+        tally.premium_per_100(),
+        by_provider(tally),
+        tally.engines.calls_into_blocked,
+        tally.engines.searches_excluding_healthy,
+        tally.engines.explicit_searches,
+        tally.urls_per_answer(),
+    )
+}
