@@ -4,6 +4,7 @@
 //! unknown provider is a [`ConfigError`] naming the variable — nothing falls back to a default
 //! silently. Provider settings are built here but belong to [`crate::providers`].
 
+pub(crate) mod access;
 pub(crate) mod limits;
 pub(crate) mod otlp;
 mod parse;
@@ -15,6 +16,8 @@ use std::time::Duration;
 use url::Url;
 
 use crate::providers::{ApiKey, ProviderKind, ProviderSettings};
+use access::Access;
+pub use access::LogFormat;
 use limits::{ServerLimits, Shedding};
 use otlp::OtlpExport;
 use parse::Env;
@@ -125,6 +128,10 @@ pub struct Config {
     pub(crate) server_limits: ServerLimits,
     /// OpenTelemetry export; `None`: tracing is off.
     pub(crate) otlp: Option<OtlpExport>,
+    /// Inbound keys, per-client limits, the admin token.
+    pub(crate) access: Access,
+    /// `LOG_FORMAT`.
+    pub(crate) log_format: LogFormat,
 }
 
 impl Config {
@@ -181,6 +188,8 @@ impl Config {
         let shedding = Shedding::read(env)?;
         let server_limits = ServerLimits::read(env)?;
         let otlp = OtlpExport::read(env)?;
+        let access = Access::read(env)?;
+        let log_format = access::log_format(env)?;
 
         let config = Self {
             listen_addr,
@@ -205,6 +214,8 @@ impl Config {
             shedding,
             server_limits,
             otlp,
+            access,
+            log_format,
         };
         let t1_premium_count = t1_premium_count(env, &config.active_providers())?;
         Ok(Self {
@@ -226,6 +237,11 @@ impl Config {
     /// `LOG_LEVEL`.
     pub fn log_level(&self) -> LogLevel {
         self.log_level
+    }
+
+    /// `LOG_FORMAT`.
+    pub fn log_format(&self) -> LogFormat {
+        self.log_format
     }
 
     /// The provider settings for `kind`.

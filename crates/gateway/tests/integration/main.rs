@@ -10,6 +10,7 @@ mod binary;
 mod dashboard;
 mod fault_matrix;
 mod gateway_core;
+mod inbound_keys;
 mod limits;
 mod mcp_surface;
 mod pipeline;
