@@ -62,6 +62,7 @@ pub(super) async fn searxng(
     req: SearchRequest,
     deadline: Instant,
     permit: Permit,
+    excluded: Arc<std::sync::OnceLock<Vec<String>>>,
 ) -> Event {
     let catalog = inner.catalog.get();
     let plan = EnginePlan::new(
@@ -82,6 +83,8 @@ pub(super) async fn searxng(
     );
     if !plan.excluded.is_empty() {
         span.record("excluded_engines", plan.excluded.join(",").as_str());
+        // For the fan-out's record (`explain`).
+        let _ = excluded.set(plan.excluded.clone());
     }
     let started = Instant::now();
     let mut to_send = req;

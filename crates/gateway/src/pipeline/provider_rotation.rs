@@ -1,7 +1,8 @@
 //! Provider rotation: which premium providers a request calls, and in which order — an atomic
 //! round-robin over the `FALLBACK_PROVIDERS` order (inactive providers are not in the list at all).
 //! A provider whose breaker rejects it is skipped without using up a slot, and no provider is
-//! offered twice to one request.
+//! offered twice to one request. A request whose client's premium budget is spent is offered none
+//! (each noted as skipped with `budget_spent`), and does not advance the rotation.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -27,6 +28,15 @@ impl Rotation {
     }
 }
 
+/// Whether a request may call premium providers (the client's daily budget).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Premium {
+    /// Within budget (or no budget).
+    Allowed,
+    /// `PREMIUM_CALLS_PER_DAY` is spent: SearXNG and the cache only.
+    BudgetSpent,
+}
+
 /// A provider admitted for one call: the client, its breaker, and the permit that reports back.
 pub(crate) struct Admitted {
     /// The provider's client.
@@ -42,6 +52,7 @@ pub(crate) struct ProviderWalk<'a> {
     providers: &'a [Arc<ProviderClient>],
     breakers: &'a BreakerBoard,
     rotation: &'a Rotation,
+    premium: Premium,
     start: Option<usize>,
     offered: usize,
 }
@@ -52,11 +63,13 @@ impl<'a> ProviderWalk<'a> {
         providers: &'a [Arc<ProviderClient>],
         breakers: &'a BreakerBoard,
         rotation: &'a Rotation,
+        premium: Premium,
     ) -> Self {
         Self {
             providers,
             breakers,
             rotation,
+            premium,
             start: None,
             offered: 0,
         }
@@ -66,6 +79,16 @@ impl<'a> ProviderWalk<'a> {
     /// way are noted in `skipped`. `None` when the list is exhausted.
     pub(crate) fn next_admitted(&mut self, skipped: &mut Vec<UpstreamFailure>) -> Option<Admitted> {
         let len = self.providers.len();
+        if self.premium == Premium::BudgetSpent {
+            if self.offered < len {
+                self.offered = len;
+                skipped.extend(self.providers.iter().map(|p| UpstreamFailure {
+                    upstream: Upstream::Provider(p.kind()),
+                    why: Shortfall::BudgetSpent,
+                }));
+            }
+            return None;
+        }
         // The rotation advances once per request that uses providers at all.
         let start = *self.start.get_or_insert_with(|| self.rotation.start(len));
         while self.offered < len {

@@ -12,21 +12,24 @@
 //! `{"error":"unauthorized"|"rate_limited","message":…}`; Tavily API `{"detail":{"error":…}}` (so
 //! tavily-python raises `InvalidAPIKeyError` / `UsageLimitExceededError`). 401 carries
 //! `WWW-Authenticate: Bearer`, 429 `Retry-After` in whole seconds. The admitted caller goes to the
-//! handlers as an [`Admitted`] request extension.
+//! handlers as an [`Admitted`] request extension, with whether its premium budget allows premium
+//! calls; a spent budget is said on the response as `X-Gateway-Premium: budget_spent`.
 
 use axum::body::Body;
 use axum::extract::{Request, State};
-use axum::http::{header, HeaderMap, Method};
+use axum::http::{header, HeaderMap, HeaderValue, Method};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use serde_json::Value;
 
 use super::body;
 use super::error::ApiError;
+use super::request_id::RequestId;
 use super::{mcp, tavily};
 use crate::clients::rate_limit::RateLimited;
 use crate::clients::{Caller, Clients, Unauthorized};
 use crate::config::limits::ServerLimits;
+use crate::pipeline::Premium;
 
 /// The query and form parameter that may carry a key.
 pub(crate) const KEY_PARAMETER: &str = "api_key";
@@ -36,7 +39,35 @@ pub(crate) const KEY_PARAMETER: &str = "api_key";
 pub(super) struct Admitted {
     pub(super) caller: Caller,
     pub(super) clients: Clients,
+    /// Whether the caller's premium budget allows premium calls, decided at admission.
+    pub(super) premium: Premium,
+    /// The request's ID ([`super::request_id`]).
+    pub(super) request_id: String,
 }
+
+impl Admitted {
+    /// A caller on a local transport (MCP on stdio), with no request ID.
+    pub(super) fn local(clients: &Clients) -> Self {
+        let caller = clients.local();
+        Self {
+            premium: premium_for(clients, &caller),
+            caller,
+            clients: clients.clone(),
+            request_id: String::new(),
+        }
+    }
+}
+
+fn premium_for(clients: &Clients, caller: &Caller) -> Premium {
+    if clients.premium_allowed(caller) {
+        Premium::Allowed
+    } else {
+        Premium::BudgetSpent
+    }
+}
+
+/// The response header that tells a client its premium budget is spent.
+pub(super) const PREMIUM_HEADER: &str = "x-gateway-premium";
 
 /// What the middleware needs.
 #[derive(Debug, Clone)]
@@ -102,12 +133,26 @@ pub(super) async fn admit(State(gate): State<Gate>, request: Request, next: Next
     if let Err(limited) = gate.clients.admit(&caller) {
         return refuse(shape, Refused::RateLimited(limited), Some(&caller));
     }
+    let premium = premium_for(&gate.clients, &caller);
+    let request_id = request
+        .extensions()
+        .get::<RequestId>()
+        .map(|id| id.0.clone())
+        .unwrap_or_default();
     let mut request = request;
     request.extensions_mut().insert(Admitted {
         caller,
         clients: gate.clients.clone(),
+        premium,
+        request_id,
     });
-    next.run(request).await
+    let mut response = next.run(request).await;
+    if premium == Premium::BudgetSpent {
+        response
+            .headers_mut()
+            .insert(PREMIUM_HEADER, HeaderValue::from_static("budget_spent"));
+    }
+    response
 }
 
 fn refuse(shape: Shape, refused: Refused, caller: Option<&Caller>) -> Response {
@@ -187,7 +232,6 @@ fn from_body(headers: &HeaderMap, bytes: &[u8]) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use axum::http::HeaderValue;
 
     #[test]
     fn a_key_comes_from_bearer_then_x_api_key_then_the_query() {

@@ -15,11 +15,13 @@
 //! (a socket's idle and slow-head clocks); [`metrics`] counts what they turn away.
 //! No decision is made here: every search goes to the pipeline.
 
+mod admin;
 mod auth;
 mod body;
 mod connection;
 mod document;
 mod error;
+mod explain;
 mod format;
 mod index;
 mod json_fields;
@@ -61,6 +63,7 @@ pub(crate) fn parse_params(raw: &str) -> Option<crate::request::RawParams> {
 /// transport's open streams.
 fn router(gateway: Gateway, clients: Clients, mcp_shutdown: CancellationToken) -> Router {
     let metrics_path = gateway.config().metrics_path.clone();
+    let admin = admin::routes(&gateway, &clients);
     let gate = auth::Gate {
         clients: clients.clone(),
         limits: gateway.config().server_limits,
@@ -76,8 +79,12 @@ fn router(gateway: Gateway, clients: Clients, mcp_shutdown: CancellationToken) -
         .merge(mcp::routes(gateway.clone(), clients, mcp_shutdown))
         .route(operations::STATUS_PATH, get(operations::status))
         .layer(axum::middleware::from_fn_with_state(gate, auth::admit));
-    Router::new()
-        .merge(surfaces)
+    let mut router = Router::new().merge(surfaces);
+    // The operator's actions exist only with `ADMIN_TOKEN`.
+    if let Some(admin) = admin {
+        router = router.merge(admin);
+    }
+    router
         .route(operations::HEALTHZ_PATH, get(operations::healthz))
         .route(operations::READYZ_PATH, get(operations::readyz))
         .route(&metrics_path, get(operations::metrics))
@@ -97,7 +104,7 @@ async fn search(
 ) -> Result<Served, SearchError> {
     let started = Instant::now();
     let span = Span::current();
-    let served = match gateway.search(req, surface).await {
+    let served = match gateway.search(req, surface, admitted.premium).await {
         Ok(served) => served,
         Err(err) => {
             let code = match err {
@@ -109,6 +116,9 @@ async fn search(
             return Err(err);
         }
     };
+    admitted
+        .clients
+        .charge(&admitted.caller, served.premium_calls);
     let cache = match served.cache {
         CacheStatus::Hit => "hit",
         CacheStatus::Miss => "miss",
@@ -124,6 +134,7 @@ async fn search(
         status = served.answer.status,
         outcome = served.outcome.as_str(),
         cache,
+        premium_calls = served.premium_calls,
         results = served.answer.result_count,
         elapsed_ms = started.elapsed().as_millis() as u64,
         "search"

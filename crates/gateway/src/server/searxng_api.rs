@@ -19,6 +19,7 @@ use axum::Router;
 use super::auth::Admitted;
 use super::body;
 use super::error::ApiError;
+use super::explain;
 use super::format;
 use super::index;
 use crate::cache::CacheStatus;
@@ -98,7 +99,14 @@ async fn search_post(
     }
 }
 
-async fn answer(gateway: Gateway, raw: RawParams, admitted: &Admitted) -> Response {
+async fn answer(gateway: Gateway, mut raw: RawParams, admitted: &Admitted) -> Response {
+    let explain = match explain::wanted(raw.explain.take().as_deref()) {
+        Ok(explain) => explain,
+        Err(message) => {
+            super::log_refused(Surface::Searxng, "invalid_parameter");
+            return ApiError::Unreadable(message).into_response();
+        }
+    };
     let req = match SearchRequest::parse(raw, gateway.config().max_query_bytes) {
         Ok(req) => req,
         Err(err) => {
@@ -128,6 +136,10 @@ async fn answer(gateway: Gateway, raw: RawParams, admitted: &Admitted) -> Respon
                 )
             }
         }
+        _ if explain => (
+            explain::add_to(&answer.json, explain::object(&served, admitted)).into(),
+            "application/json",
+        ),
         _ => (answer.json.clone(), "application/json"),
     };
     let cache = match served.cache {

@@ -30,7 +30,7 @@
 //! gets 401.
 
 use axum::body::Body;
-use axum::extract::{Extension, State};
+use axum::extract::{Extension, RawQuery, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
@@ -43,6 +43,7 @@ use super::auth::{Admitted, Refused};
 use super::body::{self, BodyError};
 use super::document::{Document, FailedUpstream, Found, Hit};
 use super::error::RETRY_AFTER_SECONDS;
+use super::explain;
 use super::json_fields::{field, number_in, InvalidField};
 use crate::cache::CacheStatus;
 use crate::pipeline::{Gateway, SearchError};
@@ -91,6 +92,9 @@ enum TavilyError {
     /// Anything but POST.
     #[error("Method Not Allowed: use POST")]
     WrongMethod,
+    /// `?explain=` other than 0 or 1.
+    #[error("Invalid explain: must be 0 or 1")]
+    InvalidExplain,
     /// A key no client has (when the gateway requires keys).
     #[error("Unauthorized: {0}")]
     Unauthorized(&'static str),
@@ -129,6 +133,7 @@ impl TavilyError {
             Self::Body(BodyError::Timeout(_)) => "request_timeout",
             Self::Body(BodyError::Unreadable) => "unreadable_body",
             Self::NotJson => "not_json",
+            Self::InvalidExplain => "invalid_field",
             Self::MissingKey => "missing_key",
             Self::InvalidField(_) => "invalid_field",
             Self::Request(err) => err.code(),
@@ -147,6 +152,7 @@ impl TavilyError {
             Self::Body(BodyError::Timeout(_)) => StatusCode::REQUEST_TIMEOUT,
             Self::Body(BodyError::Unreadable)
             | Self::NotJson
+            | Self::InvalidExplain
             | Self::InvalidField(_)
             | Self::Request(_) => StatusCode::BAD_REQUEST,
             Self::MissingKey | Self::Unauthorized(_) => StatusCode::UNAUTHORIZED,
@@ -205,8 +211,8 @@ impl IntoResponse for TavilyError {
     }
 }
 
-fn json(status: StatusCode, body: String) -> Response {
-    let mut response = (status, body).into_response();
+fn json(status: StatusCode, body: impl Into<Body>) -> Response {
+    let mut response = (status, body.into()).into_response();
     response.headers_mut().insert(
         header::CONTENT_TYPE,
         HeaderValue::from_static("application/json"),
@@ -222,10 +228,16 @@ async fn wrong_method() -> Response {
 async fn search(
     State(gateway): State<Gateway>,
     Extension(admitted): Extension<Admitted>,
+    RawQuery(query): RawQuery,
     headers: HeaderMap,
     body: Body,
 ) -> Response {
     let started = Instant::now();
+    // `?explain=1` adds the gateway's `gateway` object to Tavily's reply.
+    let Ok(explain) = explain::wanted_in_query(query.as_deref()) else {
+        super::log_refused(Surface::Tavily, "invalid_field");
+        return TavilyError::InvalidExplain.into_response();
+    };
     // A client the key check named has shown its key; an anonymous one must still carry one.
     let keyed = admitted.clients.requires_keys();
     let (query, options) = match read_request(&gateway, keyed, &headers, body).await {
@@ -255,10 +267,11 @@ async fn search(
         }
     };
     let reply = options.reply(echoed, found, started.elapsed().as_secs_f64());
-    let mut response = json(
-        StatusCode::OK,
-        serde_json::to_string(&reply).unwrap_or_default(),
-    );
+    let mut body = serde_json::to_vec(&reply).unwrap_or_default();
+    if explain {
+        body = explain::add_to(&body, explain::object(&served, &admitted));
+    }
+    let mut response = json(StatusCode::OK, body);
     let cache = match served.cache {
         CacheStatus::Hit => "hit",
         CacheStatus::Miss => "miss",

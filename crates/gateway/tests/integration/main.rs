@@ -7,6 +7,7 @@
 mod support;
 
 mod binary;
+mod client_budgets;
 mod dashboard;
 mod fault_matrix;
 mod gateway_core;

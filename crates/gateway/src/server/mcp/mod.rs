@@ -142,10 +142,7 @@ impl ServerHandler for SearchTools {
             .get::<axum::http::request::Parts>()
             .and_then(|parts| parts.extensions.get::<Admitted>())
             .cloned()
-            .unwrap_or_else(|| Admitted {
-                caller: self.clients.local(),
-                clients: self.clients.clone(),
-            });
+            .unwrap_or_else(|| Admitted::local(&self.clients));
         Ok(self
             .web_search(request.arguments.unwrap_or_default(), &admitted)
             .await
