@@ -74,6 +74,7 @@ fn prune(log: &mut VecDeque<Instant>, now: Instant) {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 

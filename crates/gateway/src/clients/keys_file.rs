@@ -99,7 +99,7 @@ fn parse_line(line: &str) -> Result<KeyEntry, String> {
     let number = |index: usize, what: &str| -> Result<Option<u32>, String> {
         match fields.get(index) {
             None => Ok(None),
-            Some(text) if text.is_empty() => Ok(None),
+            Some(&"") => Ok(None),
             Some(text) => text
                 .parse::<u32>()
                 .map(Some)
@@ -146,6 +146,7 @@ pub fn hash_line(name: &str, key: &str) -> Result<String, &'static str> {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 

@@ -307,6 +307,7 @@ impl Clients {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
     use crate::metrics::Registry as MetricsRegistry;

@@ -54,7 +54,7 @@ pub(crate) struct Skipped {
 }
 
 /// One fan-out's record.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Default, Serialize)]
 pub(crate) struct FanOutRecord {
     pub(crate) calls: Vec<CallRecord>,
     /// SearXNG engines left out of the `engines=` list because their breaker is open.
@@ -67,21 +67,6 @@ pub(crate) struct FanOutRecord {
     pub(crate) premium_calls: u32,
     #[serde(skip)]
     origin: Option<Instant>,
-}
-
-impl Default for FanOutRecord {
-    fn default() -> Self {
-        Self {
-            calls: Vec::new(),
-            engines_excluded: Vec::new(),
-            skipped: Vec::new(),
-            fallback_reason: None,
-            budget_ms: 0,
-            elapsed_ms: 0,
-            premium_calls: 0,
-            origin: None,
-        }
-    }
 }
 
 fn ms(d: Duration) -> u64 {

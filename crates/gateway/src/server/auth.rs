@@ -230,6 +230,7 @@ fn from_body(headers: &HeaderMap, bytes: &[u8]) -> Option<String> {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 

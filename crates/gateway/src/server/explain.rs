@@ -76,6 +76,7 @@ pub(super) fn add_to(document: &[u8], gateway: Value) -> Vec<u8> {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 

@@ -47,6 +47,13 @@ async fn send(
     (TestGateway::reply(response).await, headers)
 }
 
+/// A method, a path and an optional body with its content type.
+type Route = (
+    reqwest::Method,
+    &'static str,
+    Option<(&'static str, String)>,
+);
+
 fn mcp_call() -> String {
     json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}).to_string()
 }
@@ -62,7 +69,7 @@ async fn every_surface_refuses_a_missing_or_wrong_key_in_its_own_shape_and_serve
     .await;
     let g = &s.gateway;
     let form = "application/x-www-form-urlencoded";
-    let surfaces: Vec<(reqwest::Method, &str, Option<(&str, String)>)> = vec![
+    let surfaces: Vec<Route> = vec![
         (reqwest::Method::GET, "/search?q=keys&format=json", None),
         (
             reqwest::Method::POST,
