@@ -17,7 +17,7 @@ const MAX_NAME_LEN: usize = 64;
 
 /// One line of the file.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct KeyEntry {
+pub(crate) struct KeyEntry {
     /// The client's name, as logs, metrics and `/status` show it.
     pub(crate) name: String,
     /// SHA-256 of the client's key.
@@ -30,7 +30,7 @@ pub struct KeyEntry {
 
 /// Why the file cannot be used.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum KeysFileError {
+pub(crate) enum KeysFileError {
     /// The file could not be read.
     #[error("cannot read the file: {0}")]
     Unreadable(String),

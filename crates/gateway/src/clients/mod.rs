@@ -55,16 +55,16 @@ impl ClientName {
 /// The limits that apply to clients whose line does not set its own (`RATE_LIMIT_PER_MINUTE`,
 /// `PREMIUM_CALLS_PER_DAY`; 0: unlimited).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct ClientDefaults {
+pub(crate) struct ClientDefaults {
     /// `RATE_LIMIT_PER_MINUTE`.
-    pub requests_per_minute: u32,
+    pub(crate) requests_per_minute: u32,
     /// `PREMIUM_CALLS_PER_DAY`.
-    pub premium_calls_per_day: u32,
+    pub(crate) premium_calls_per_day: u32,
 }
 
 /// `API_KEYS_FILE` as read at start-up.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct KeysSource {
+pub(crate) struct KeysSource {
     /// The file, re-read on SIGHUP.
     pub(crate) path: PathBuf,
     /// What it held at start-up.

@@ -394,3 +394,26 @@ async fn sighup_reloads_the_keys_file_while_a_request_is_in_flight_and_logs_carr
         "no key in the logs"
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_open_gateway_beyond_loopback_says_so_at_start_up_and_a_keyed_one_does_not() {
+    let s = SimStack::start(&[], &[]).await;
+    let searxng = s.searxng.base_url();
+    let keys = keys_file(&[("alice", ALICE_KEY, "")]);
+    let path = keys.path().to_str().expect("utf-8").to_owned();
+    for (keys, warned) in [(None, true), (Some(path.as_str()), false)] {
+        let mut vars = vec![
+            ("LISTEN_ADDR", "0.0.0.0:0"),
+            ("SEARXNG_BACKEND_URL", searxng.as_str()),
+            ("FALLBACK_PROVIDERS", ""),
+        ];
+        if let Some(path) = keys {
+            vars.push(("API_KEYS_FILE", path));
+        }
+        let mut p = GatewayProcess::start(&vars);
+        p.wait_for_line("searxng-gateway listening").await;
+        p.terminate().await;
+        let output = p.output().await;
+        assert_eq!(output.contains("the gateway is open"), warned, "{output}");
+    }
+}
