@@ -72,8 +72,10 @@ pub struct TelemetryError(String);
 /// Call it once, outside the async runtime.
 pub fn init(config: &Config, to: LogTo) -> Result<Telemetry, TelemetryError> {
     let level = config.log_level().as_str();
+    // The request span is on at every level, so a warning inside a request still names its ID.
     let log_filter = EnvFilter::new(format!(
-        "searxng_gateway={level},searxng-gateway={level},warn"
+        "searxng_gateway={level},searxng-gateway={level},{}=info,warn",
+        crate::trace::REQUEST_TARGET
     ));
     let json = config.log_format() == LogFormat::Json;
     let Some(export) = &config.otlp else {

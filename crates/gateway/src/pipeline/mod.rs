@@ -300,13 +300,16 @@ impl Gateway {
         name: &str,
         open_for: Option<Duration>,
     ) -> bool {
-        let Some(breaker) = self
-            .inner
-            .breakers
-            .all()
-            .into_iter()
-            .find(|b| b.kind() == kind && b.name() == name)
-        else {
+        // The SearXNG cooldown is a breaker of its own, outside the board.
+        let cooldown = (kind == BreakerKind::Searxng && self.inner.cooldown.name() == name)
+            .then(|| Arc::clone(&self.inner.cooldown));
+        let Some(breaker) = cooldown.or_else(|| {
+            self.inner
+                .breakers
+                .all()
+                .into_iter()
+                .find(|b| b.kind() == kind && b.name() == name)
+        }) else {
             return false;
         };
         match open_for {

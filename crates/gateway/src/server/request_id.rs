@@ -27,7 +27,8 @@ pub(super) async fn tag(mut request: Request, next: Next) -> Response {
         .filter(|v| sane(v))
         .map_or_else(|| uuid::Uuid::new_v4().to_string(), str::to_owned);
     request.extensions_mut().insert(RequestId(id.clone()));
-    let span = tracing::info_span!("request", request_id = %id);
+    let span =
+        tracing::info_span!(target: crate::trace::REQUEST_TARGET, "request", request_id = %id);
     let mut response = next.run(request).instrument(span).await;
     if let Ok(value) = HeaderValue::from_str(&id) {
         response.headers_mut().insert(HEADER, value);

@@ -210,6 +210,30 @@ async fn admin_actions_change_what_the_next_request_does() {
     .await
     .expect("answers");
     assert_eq!(unknown.status(), 404);
+    // The SearXNG cooldown: opened, the next miss skips SearXNG; closed, SearXNG is asked again.
+    let hits = s.searxng_hits();
+    admin(
+        reqwest::Method::POST,
+        "/admin/breakers/searxng/searxng/open?seconds=600",
+        Some(ADMIN),
+    )
+    .await
+    .expect("answers");
+    g.search(&[("q", "admin cooled")]).await;
+    assert_eq!(
+        s.searxng_hits(),
+        hits,
+        "SearXNG skipped while the operator holds it open"
+    );
+    admin(
+        reqwest::Method::POST,
+        "/admin/breakers/searxng/searxng/close",
+        Some(ADMIN),
+    )
+    .await
+    .expect("answers");
+    g.search(&[("q", "admin warm")]).await;
+    assert_eq!(s.searxng_hits(), hits + 1);
     // Purge one query: it is a miss again, the other stays a hit.
     let purged = admin(
         reqwest::Method::POST,
