@@ -161,6 +161,17 @@ for name, svc in services.items():
         else:
             fail(f"docker-compose.yml: service {name}: bind-mounted host path {host} does not exist")
 
+# Every published port is on loopback unless the operator says otherwise: the gateway without API keys
+# lets anyone who reaches it spend the premium quota, so it is published on every interface only on
+# purpose (GATEWAY_PUBLISH_ADDR=0.0.0.0, after API_KEYS_FILE).
+for name, svc in services.items():
+    for port in svc.get("ports") or []:
+        spec = port if isinstance(port, str) else str(port.get("host_ip", "")) + ":" + str(port.get("published", ""))
+        if spec.startswith("127.0.0.1:") or spec.startswith("${GATEWAY_PUBLISH_ADDR:-127.0.0.1}:"):
+            ok(f"compose service {name}: port {spec} published on loopback by default")
+        else:
+            fail(f"docker-compose.yml: service {name}: port {spec!r} is published beyond loopback by default")
+
 # --- metric names registered in the gateway crate (each module's metrics.rs; prometheus-client adds `_total` to counters)
 registered = set()
 for metrics_file in glob.glob("crates/gateway/src/**/*.rs", recursive=True):

@@ -236,6 +236,25 @@ impl<V: Clone + Send + Sync + 'static> AnswerCache<V> {
         self.lock().entries.as_ref().map_or(0, LruCache::len)
     }
 
+    /// Drops every entry whose key `matches`; returns how many went.
+    pub(crate) fn purge(&self, matches: impl Fn(&str) -> bool) -> usize {
+        let mut inner = self.lock();
+        let mut purged = 0;
+        if let Some(entries) = inner.entries.as_mut() {
+            let doomed: Vec<String> = entries
+                .iter()
+                .filter(|(k, _)| matches(k))
+                .map(|(k, _)| k.clone())
+                .collect();
+            purged = doomed.len();
+            for key in doomed {
+                entries.pop(&key);
+            }
+        }
+        self.publish_size(&inner);
+        purged
+    }
+
     /// Drops every dead entry — expired, and past its stale window — (run periodically so
     /// `cache_size` does not count them).
     pub(crate) fn purge_expired(&self) {

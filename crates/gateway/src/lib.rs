@@ -1,6 +1,8 @@
 //! searxng-gateway: a decision proxy in front of a self-hosted SearXNG.
 //!
 //! The request path, one module per step, each depending only on the ones below it:
+//! 0. [`clients`] decides who may search and how much: inbound API keys, a token bucket and a
+//!    premium budget per client (the server asks it before every search).
 //! 1. [`server`] is every front door — SearXNG's API (`/search`, `/`), the MCP tool (`/mcp` and
 //!    stdio), the Tavily-compatible API — each reading its input into one validated
 //!    [`request::SearchRequest`] and rendering the answer in its own shape; it holds no decision.
@@ -32,6 +34,7 @@ mod fuzzing;
 
 mod breaker;
 mod cache;
+pub mod clients;
 mod merge;
 mod metrics;
 mod pipeline;
@@ -43,5 +46,5 @@ pub mod telemetry;
 mod trace;
 mod upstream;
 
-pub use config::{Config, ConfigError, LogLevel};
+pub use config::{Config, ConfigError, LogFormat, LogLevel};
 pub use server::{serve, serve_mcp_stdio};

@@ -1,7 +1,7 @@
 //! The `searxng-gateway` binary: command line → configuration → logging and tracing
 //! ([`searxng_gateway::telemetry`]) → serve until SIGTERM or SIGINT. `mcp` serves the MCP tool on
-//! stdin/stdout instead (logs on stderr); `healthcheck` probes a running gateway; `demo` runs the
-//! separately built demo.
+//! stdin/stdout instead (logs on stderr); `healthcheck` probes a running gateway; `hash-key` prints
+//! an `API_KEYS_FILE` line for a key read on stdin; `demo` runs the separately built demo.
 
 use std::ffi::OsString;
 use std::process::ExitCode;
@@ -32,6 +32,12 @@ enum Command {
     /// Serve the MCP tool web_search on stdin/stdout, with the gateway's pipeline in-process, for
     /// MCP clients that launch a command. Logs go to stderr; stdout carries only the protocol.
     Mcp,
+    /// Read a client's API key on stdin and print its API_KEYS_FILE line (NAME:SHA256_HEX); append
+    /// `:REQUESTS_PER_MINUTE:PREMIUM_CALLS_PER_DAY` to give it limits of its own.
+    HashKey {
+        /// The client's name (A-Z a-z 0-9 . _ -, at most 64 characters).
+        name: String,
+    },
     /// Exit 0 when the gateway on this host (LISTEN_ADDR's port) answers /healthz with 200.
     Healthcheck,
     /// The gateway against simulated SearXNG and premium APIs, narrating its decisions. Runs the
@@ -59,6 +65,9 @@ fn main() -> ExitCode {
     let command = cli.command.unwrap_or(Command::Serve);
     if let Command::Demo { args } = command {
         return demo(args);
+    }
+    if let Command::HashKey { name } = &command {
+        return hash_key(name);
     }
     let config = match Config::from_env() {
         Ok(config) => config,
@@ -167,6 +176,27 @@ async fn healthcheck(config: &Config) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// `searxng-gateway hash-key NAME`: the key from stdin (surrounding whitespace dropped) to its
+/// `API_KEYS_FILE` line on stdout. The key itself is never printed.
+fn hash_key(name: &str) -> ExitCode {
+    use std::io::Read;
+    let mut key = String::new();
+    if let Err(err) = std::io::stdin().take(64 * 1024).read_to_string(&mut key) {
+        eprintln!("searxng-gateway: cannot read the key from stdin: {err}");
+        return ExitCode::from(2);
+    }
+    match searxng_gateway::clients::keys_file::hash_line(name, &key) {
+        Ok(line) => {
+            println!("{line}");
+            ExitCode::SUCCESS
+        }
+        Err(problem) => {
+            eprintln!("searxng-gateway: hash-key: {problem}");
+            ExitCode::from(2)
+        }
+    }
+}
+
 /// `searxng-gateway demo`: hands over to the demo binary next to this one. The demo and its
 /// simulators are a separate crate, so the production binary and image never carry them.
 fn demo(args: Vec<OsString>) -> ExitCode {
@@ -212,6 +242,7 @@ mod tests {
             "serve",
             "mcp",
             "healthcheck",
+            "hash-key",
             "demo",
             "--config-table",
             "--version",

@@ -240,7 +240,9 @@ pub(crate) struct SearchInput {
     pub(crate) safesearch: Option<SafeSearch>,
 }
 
-/// Raw parameters as they arrive in a query string or form body.
+/// Raw parameters as they arrive in a query string or form body. Anything else is dropped here —
+/// notably `api_key` (an inbound key, checked by the server before parsing): it is never forwarded,
+/// never part of the cache key, never logged.
 #[derive(Debug, Default, Clone, serde::Deserialize)]
 pub(crate) struct RawParams {
     /// `q`
@@ -259,6 +261,8 @@ pub(crate) struct RawParams {
     pub(crate) time_range: Option<String>,
     /// `safesearch`
     pub(crate) safesearch: Option<String>,
+    /// `explain` (the gateway's own: read by the server, never forwarded nor in the cache key)
+    pub(crate) explain: Option<String>,
 }
 
 fn non_blank(value: Option<String>) -> Option<String> {
@@ -399,12 +403,7 @@ impl SearchRequest {
     /// The output format is not part of it: csv and rss are rendered from the same merged answer.
     pub(crate) fn cache_key(&self) -> String {
         let mut key = String::with_capacity(self.query.len() + 32);
-        for (i, word) in self.query.split_whitespace().enumerate() {
-            if i > 0 {
-                key.push(' ');
-            }
-            key.extend(word.chars().flat_map(char::to_lowercase));
-        }
+        push_normalised(&mut key, &self.query);
         let mut categories = self.categories.clone();
         categories.sort();
         let mut engines = self.engines.clone();
@@ -422,6 +421,24 @@ impl SearchRequest {
         );
         key
     }
+}
+
+/// The query as the cache key starts: lower-cased, whitespace collapsed.
+fn push_normalised(key: &mut String, query: &str) {
+    for (i, word) in query.split_whitespace().enumerate() {
+        if i > 0 {
+            key.push(' ');
+        }
+        key.extend(word.chars().flat_map(char::to_lowercase));
+    }
+}
+
+/// What every cache key of `query` starts with, whatever its other parameters (to purge them).
+pub(crate) fn cache_key_prefix(query: &str) -> String {
+    let mut prefix = String::with_capacity(query.len() + 1);
+    push_normalised(&mut prefix, query);
+    prefix.push('\u{1f}');
+    prefix
 }
 
 #[cfg(test)]
@@ -524,6 +541,7 @@ mod tests {
             time_range: Some("week".into()),
             safesearch: Some("2".into()),
             format: None,
+            explain: None,
         };
         let req = SearchRequest::parse(r, 100).unwrap();
         assert_eq!(req.pageno, 2);

@@ -1,11 +1,12 @@
-//! The process's diagnostics, set up once by the binary: log lines (`LOG_LEVEL`, to stdout, or to
-//! stderr when stdout carries the MCP protocol) and,
+//! The process's diagnostics, set up once by the binary: log lines (`LOG_LEVEL`; `LOG_FORMAT` text
+//! or one JSON object per line; to stdout, or to stderr when stdout carries the MCP protocol) and,
 //! when an OTLP endpoint is configured, OpenTelemetry traces of the spans in [`crate::trace`],
 //! exported in batches over OTLP/HTTP with protobuf bodies. A log line written inside a traced
 //! request ends with `trace_id=…`, so a line found in the logs leads to the request's trace.
 //!
 //! Two layers on one registry, each with its own filter: the log layer takes the gateway's events
-//! at `LOG_LEVEL` and no span (its lines stay as they were, with no span prefix); the OpenTelemetry
+//! at `LOG_LEVEL` and the `request` span of `server::request_id` (so every line of a request
+//! carries its `request_id`), never the trace spans; the OpenTelemetry
 //! layer takes the [`crate::trace::TARGET`] spans and nothing else. Without an endpoint the second
 //! layer is not installed, so nothing wants those spans and they cost nothing.
 
@@ -28,7 +29,7 @@ use tracing_subscriber::util::SubscriberInitExt;
 use tracing_subscriber::Layer;
 
 use crate::config::otlp::OtlpExport;
-use crate::config::Config;
+use crate::config::{Config, LogFormat};
 use crate::trace::TARGET;
 
 /// The running diagnostics; [`Telemetry::shutdown`] exports the spans still buffered.
@@ -71,15 +72,23 @@ pub struct TelemetryError(String);
 /// Call it once, outside the async runtime.
 pub fn init(config: &Config, to: LogTo) -> Result<Telemetry, TelemetryError> {
     let level = config.log_level().as_str();
+    // The request span is on at every level, so a warning inside a request still names its ID.
     let log_filter = EnvFilter::new(format!(
-        "searxng_gateway={level},searxng-gateway={level},warn"
+        "searxng_gateway={level},searxng-gateway={level},{}=info,warn",
+        crate::trace::REQUEST_TARGET
     ));
+    let json = config.log_format() == LogFormat::Json;
     let Some(export) = &config.otlp else {
-        let logs = tracing_subscriber::fmt::layer()
-            .with_writer(to.writer())
-            .with_target(false)
-            .with_ansi(to.is_terminal())
-            .with_filter(log_filter);
+        let logs = if json {
+            json_lines(to).with_filter(log_filter).boxed()
+        } else {
+            tracing_subscriber::fmt::layer()
+                .with_writer(to.writer())
+                .with_target(false)
+                .with_ansi(to.is_terminal())
+                .with_filter(log_filter)
+                .boxed()
+        };
         tracing_subscriber::registry().with(logs).init();
         return Ok(Telemetry { provider: None });
     };
@@ -88,13 +97,18 @@ pub fn init(config: &Config, to: LogTo) -> Result<Telemetry, TelemetryError> {
     let spans = tracing_opentelemetry::layer()
         .with_tracer(provider.tracer("searxng-gateway"))
         .with_filter(Targets::new().with_target(TARGET, tracing::Level::TRACE));
-    let logs = tracing_subscriber::fmt::layer()
-        .with_writer(to.writer())
-        .with_ansi(false)
-        .event_format(WithTraceId(
-            tracing_subscriber::fmt::format().with_target(false),
-        ))
-        .with_filter(log_filter);
+    let logs = if json {
+        json_lines(to).with_filter(log_filter).boxed()
+    } else {
+        tracing_subscriber::fmt::layer()
+            .with_writer(to.writer())
+            .with_ansi(false)
+            .event_format(WithTraceId(
+                tracing_subscriber::fmt::format().with_target(false),
+            ))
+            .with_filter(log_filter)
+            .boxed()
+    };
     tracing_subscriber::registry().with(spans).with(logs).init();
     tracing::info!(
         endpoint = %export.traces_url,
@@ -104,6 +118,20 @@ pub fn init(config: &Config, to: LogTo) -> Result<Telemetry, TelemetryError> {
     Ok(Telemetry {
         provider: Some(provider),
     })
+}
+
+/// `LOG_FORMAT=json`: one JSON object per line, the event's fields under `fields` and the
+/// request's span (with its `request_id`) under `span`.
+fn json_lines<S>(to: LogTo) -> impl Layer<S>
+where
+    S: Subscriber + for<'a> LookupSpan<'a>,
+{
+    tracing_subscriber::fmt::layer()
+        .json()
+        .with_writer(to.writer())
+        .with_target(false)
+        .with_current_span(true)
+        .with_span_list(false)
 }
 
 fn tracer_provider(export: &OtlpExport) -> Result<SdkTracerProvider, TelemetryError> {

@@ -13,6 +13,10 @@ use axum::http::HeaderMap;
 use opentelemetry_http::HeaderExtractor;
 use tracing_opentelemetry::OpenTelemetrySpanExt;
 
+/// The target of each request's `request` span (its `request_id`), which the log lines carry at
+/// every `LOG_LEVEL`; never exported.
+pub(crate) const REQUEST_TARGET: &str = "searxng_gateway::request";
+
 /// The target of every span the gateway exports.
 pub(crate) const TARGET: &str = "gateway_span";
 

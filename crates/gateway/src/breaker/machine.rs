@@ -212,6 +212,27 @@ impl Machine {
         }
     }
 
+    /// An operator opens the breaker for exactly `period` from `now` (replacing any open period).
+    /// Not a trip: no trip is counted and the backoff does not grow; when it ends one caller
+    /// probes as usual.
+    pub(crate) fn force_open(&mut self, now: Instant, period: Duration) {
+        self.phase = Phase::Open {
+            until: deadline(now, period),
+            probe_in_flight: false,
+        };
+        self.reason = Some(TripReason::Operator);
+        self.paused = true;
+    }
+
+    /// An operator closes the breaker at `now`: calls flow again and the backoff starts over.
+    pub(crate) fn force_close(&mut self, now: Instant) {
+        self.phase = Phase::Closed { since: now };
+        self.reason = None;
+        self.consecutive_failures = 0;
+        self.consecutive_trips = 0;
+        self.paused = false;
+    }
+
     /// The state, reason and counters at `now`.
     pub(crate) fn snapshot(&self, now: Instant) -> Snapshot {
         let open_for = match self.phase {

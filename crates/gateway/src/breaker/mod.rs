@@ -165,6 +165,22 @@ impl Breaker {
         self.publish(&machine, now);
     }
 
+    /// An operator opens the breaker for exactly `period` (see [`Machine::force_open`]).
+    pub(crate) fn force_open(&self, period: Duration) {
+        let now = Instant::now();
+        let mut machine = self.lock();
+        machine.force_open(now, period);
+        self.publish(&machine, now);
+    }
+
+    /// An operator closes the breaker (see [`Machine::force_close`]).
+    pub(crate) fn force_close(&self) {
+        let now = Instant::now();
+        let mut machine = self.lock();
+        machine.force_close(now);
+        self.publish(&machine, now);
+    }
+
     /// Sets the state gauge from the state now, so an elapsed open period shows as half-open.
     pub(crate) fn refresh_metrics(&self) {
         let now = Instant::now();

@@ -20,6 +20,8 @@ pub(crate) enum TripReason {
     Quota,
     /// `failure_threshold` transient failures in a row, or a failed half-open probe.
     Transient,
+    /// Opened by an operator (`POST /admin/breakers/…/open`); never counted as a trip.
+    Operator,
 }
 
 impl TripReason {
@@ -32,6 +34,7 @@ impl TripReason {
             Self::Auth => "auth",
             Self::Quota => "quota",
             Self::Transient => "transient",
+            Self::Operator => "operator",
         }
     }
 }

@@ -4,6 +4,7 @@
 //! unknown provider is a [`ConfigError`] naming the variable — nothing falls back to a default
 //! silently. Provider settings are built here but belong to [`crate::providers`].
 
+pub(crate) mod access;
 mod backends;
 pub(crate) mod limits;
 pub(crate) mod otlp;
@@ -14,6 +15,8 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use crate::providers::{ApiKey, ProviderKind, ProviderSettings};
+use access::Access;
+pub use access::LogFormat;
 pub(crate) use backends::SearxngBackend;
 use limits::{ServerLimits, Shedding};
 use otlp::OtlpExport;
@@ -153,6 +156,10 @@ pub struct Config {
     pub(crate) otlp: Option<OtlpExport>,
     /// `QUOTA_PARK_SECONDS`: how long a spent quota without a reset hint parks its provider.
     pub(crate) quota_park: Duration,
+    /// Inbound keys, per-client limits, the admin token.
+    pub(crate) access: Access,
+    /// `LOG_FORMAT`.
+    pub(crate) log_format: LogFormat,
 }
 
 impl Config {
@@ -221,6 +228,8 @@ impl Config {
         let server_limits = ServerLimits::read(env)?;
         let otlp = OtlpExport::read(env)?;
         let quota_park = env.seconds("QUOTA_PARK_SECONDS")?;
+        let access = Access::read(env)?;
+        let log_format = access::log_format(env)?;
 
         let config = Self {
             listen_addr,
@@ -249,6 +258,8 @@ impl Config {
             server_limits,
             otlp,
             quota_park,
+            access,
+            log_format,
         };
         let t1_premium_count = t1_premium_count(env, &config.active_providers())?;
         Ok(Self {
@@ -270,6 +281,11 @@ impl Config {
     /// `LOG_LEVEL`.
     pub fn log_level(&self) -> LogLevel {
         self.log_level
+    }
+
+    /// `LOG_FORMAT`.
+    pub fn log_format(&self) -> LogFormat {
+        self.log_format
     }
 
     /// The provider settings for `kind`.

@@ -5,6 +5,9 @@
 use bytes::Bytes;
 use serde_json::{Map, Value};
 
+use tokio::time::Instant;
+
+use super::explain::FanOutRecord;
 use super::failure::{Upstream, UpstreamFailure};
 use super::outcome::Outcome;
 use crate::merge::Merged;
@@ -34,6 +37,10 @@ pub(crate) struct Answer {
     pub(crate) result_count: usize,
     /// Distinct engines and providers in the answer.
     pub(crate) engine_count: usize,
+    /// What the fan-out did, for `explain=1` (kept in the cache with the answer).
+    pub(crate) record: FanOutRecord,
+    /// When the fan-out finished (a cache hit's age).
+    pub(crate) computed_at: Instant,
 }
 
 impl Answer {
@@ -74,6 +81,8 @@ impl Answer {
             json,
             result_count,
             engine_count: merged.engines.len(),
+            record: FanOutRecord::default(),
+            computed_at: Instant::now(),
         }
     }
 
@@ -99,6 +108,8 @@ impl Answer {
             json: Bytes::from(body.to_string()),
             result_count: 0,
             engine_count: 0,
+            record: FanOutRecord::default(),
+            computed_at: Instant::now(),
         }
     }
 }

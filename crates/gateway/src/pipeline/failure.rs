@@ -38,6 +38,8 @@ pub(crate) enum Shortfall {
     BreakerOpen,
     /// It was still running when the request's budget ended.
     Deadline,
+    /// A provider was skipped: the client's premium budget (`PREMIUM_CALLS_PER_DAY`) is spent.
+    BudgetSpent,
 }
 
 impl Shortfall {
@@ -48,6 +50,7 @@ impl Shortfall {
             Self::Cooldown => "cooldown",
             Self::BreakerOpen => "breaker_open",
             Self::Deadline => "deadline",
+            Self::BudgetSpent => "budget_spent",
         }
     }
 }

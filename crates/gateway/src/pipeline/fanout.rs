@@ -21,9 +21,10 @@ use tokio::time::Instant;
 
 use super::answer::Answer;
 use super::calls::{self, Event, Pass, DEADLINE_MARGIN};
+use super::explain::{FallbackReason, FanOutRecord};
 use super::failure::{Failures, Shortfall, Upstream, UpstreamFailure};
 use super::outcome::{Contribution, Outcome};
-use super::provider_rotation::ProviderWalk;
+use super::provider_rotation::{Premium, ProviderWalk};
 use super::searxng_call;
 use super::{Inner, SHORT_TTL};
 use crate::cache::{Computed, Keep};
@@ -73,7 +74,10 @@ pub(super) struct FanOut {
     fallback: bool,
     fallback_in_flight: bool,
     providers_exhausted: bool,
+    /// The fallback started because SearXNG was still silent at the slow threshold.
+    slow_fired: bool,
     failures: Vec<UpstreamFailure>,
+    record: FanOutRecord,
 }
 
 impl FanOut {
@@ -91,8 +95,26 @@ impl FanOut {
             fallback: false,
             fallback_in_flight: false,
             providers_exhausted: false,
+            slow_fired: false,
             failures: Vec::new(),
+            record: FanOutRecord::starting_now(),
         }
+    }
+
+    /// Why the fallback is running, for the record.
+    fn fallback_reason(&self) -> FallbackReason {
+        match self.searxng {
+            _ if self.slow_fired => FallbackReason::SearxngSlow,
+            SearxngProgress::Skipped => FallbackReason::SearxngSkipped,
+            SearxngProgress::Failed => FallbackReason::SearxngFailed,
+            SearxngProgress::Degraded => FallbackReason::SearxngDegraded,
+            SearxngProgress::Pending | SearxngProgress::Healthy => FallbackReason::BelowTarget,
+        }
+    }
+
+    /// The record the driver writes calls into.
+    pub(super) fn record_mut(&mut self) -> &mut FanOutRecord {
+        &mut self.record
     }
 
     /// Every SearXNG instance is cooling down: none was called.
@@ -110,6 +132,8 @@ impl FanOut {
     /// A fallback call was started.
     pub(super) fn fallback_started(&mut self) {
         self.fallback_in_flight = true;
+        let reason = self.fallback_reason();
+        self.record.fallback_started(reason);
     }
 
     /// The provider walk has nobody left to offer.
@@ -152,6 +176,7 @@ impl FanOut {
     /// The slow threshold passed: the fallback starts alongside a still-silent SearXNG.
     pub(super) fn on_slow_threshold(&mut self) {
         self.fallback = true;
+        self.slow_fired = self.searxng == SearxngProgress::Pending;
     }
 
     /// The budget is spent: SearXNG, if still running, is reported as cut by the deadline.
@@ -165,6 +190,7 @@ impl FanOut {
 
     /// A call finished.
     pub(super) fn on_event(&mut self, event: Event) {
+        self.record.ended(&event);
         match event {
             Event::Searxng(Ok(answer)) => {
                 if answer.is_degraded() {
@@ -217,6 +243,8 @@ impl FanOut {
         cache_ttl: Duration,
         elapsed: Duration,
     ) -> Computed<Arc<Answer>> {
+        let mut record = self.record;
+        record.close(&self.failures, elapsed);
         let merged = merge_owned(self.answers);
         let searxng = match (merged.searxng_contributed(), self.searxng) {
             (true, _) => Contribution::Results,
@@ -232,14 +260,17 @@ impl FanOut {
         let elapsed_ms = elapsed.as_millis() as u64;
         if outcome == Outcome::FallbackFail {
             tracing::warn!(elapsed_ms, upstreams = %Failures(&self.failures), "every upstream failed");
-            return (Arc::new(Answer::all_failed(&self.failures)), Keep::Never);
+            let mut answer = Answer::all_failed(&self.failures);
+            answer.record = record;
+            return (Arc::new(answer), Keep::Never);
         }
         let complete =
             merged.results.len() >= self.target && self.searxng == SearxngProgress::Healthy;
         if !self.failures.is_empty() {
             tracing::debug!(elapsed_ms, upstreams = %Failures(&self.failures), "answered despite failing upstreams");
         }
-        let answer = Answer::success(outcome, query, self.searxng_top, merged);
+        let mut answer = Answer::success(outcome, query, self.searxng_top, merged);
+        answer.record = record;
         (Arc::new(answer), answer_keep(complete, cache_ttl))
     }
 }
@@ -256,7 +287,11 @@ fn answer_keep(complete: bool, configured: Duration) -> Keep {
 }
 
 /// Runs one fan-out and returns the answer with its cache lifetime.
-pub(crate) async fn run(inner: Arc<Inner>, req: SearchRequest) -> Computed<Arc<Answer>> {
+pub(crate) async fn run(
+    inner: Arc<Inner>,
+    req: SearchRequest,
+    premium: Premium,
+) -> Computed<Arc<Answer>> {
     let started = Instant::now();
     let budget = inner.config.request_budget;
     let deadline = started + budget;
@@ -265,16 +300,22 @@ pub(crate) async fn run(inner: Arc<Inner>, req: SearchRequest) -> Computed<Arc<A
             .latency
             .slow_threshold(inner.config.searxng_slow, budget);
     let mut fan = FanOut::new(inner.config.sufficient_min_results, slow_at, deadline);
+    fan.record_mut().set_budget(budget);
+    let excluded = Arc::new(std::sync::OnceLock::new());
     let mut calls: FuturesUnordered<BoxFuture<'static, Event>> = FuturesUnordered::new();
 
     // SearXNG (unless every instance is cooling down) and the T1 pass start together.
     match inner.pool.choose(&req, &[], None) {
-        Some(chosen) => calls.push(Box::pin(searxng_call::searxng(
-            Arc::clone(&inner),
-            req.clone(),
-            deadline,
-            chosen,
-        ))),
+        Some(chosen) => {
+            fan.record_mut().searxng_started();
+            calls.push(Box::pin(searxng_call::searxng(
+                Arc::clone(&inner),
+                req.clone(),
+                deadline,
+                chosen,
+                Arc::clone(&excluded),
+            )));
+        }
         None => {
             inner.metrics.requests.searxng_skipped.inc();
             fan.searxng_skipped();
@@ -285,11 +326,14 @@ pub(crate) async fn run(inner: Arc<Inner>, req: SearchRequest) -> Computed<Arc<A
         &inner.breakers,
         &inner.rotation,
         &inner.quota,
+        premium,
     );
     for _ in 0..inner.config.t1_premium_count {
         let Some(admitted) = walk.next_admitted(fan.failures_mut()) else {
             break;
         };
+        fan.record_mut()
+            .provider_started(admitted.client.kind().as_str(), Pass::Speculative);
         calls.push(Box::pin(calls::provider(
             admitted,
             req.clone(),
@@ -308,13 +352,15 @@ pub(crate) async fn run(inner: Arc<Inner>, req: SearchRequest) -> Computed<Arc<A
                             provider = admitted.client.kind().as_str(),
                             "fallback call"
                         );
+                        fan.fallback_started();
+                        fan.record_mut()
+                            .provider_started(admitted.client.kind().as_str(), Pass::Fallback);
                         calls.push(Box::pin(calls::provider(
                             admitted,
                             req.clone(),
                             deadline,
                             Pass::Fallback,
                         )));
-                        fan.fallback_started();
                     }
                     None => fan.providers_exhausted(),
                 }
@@ -337,6 +383,9 @@ pub(crate) async fn run(inner: Arc<Inner>, req: SearchRequest) -> Computed<Arc<A
         }
     }
     drop(calls);
+    if let Some(excluded) = Arc::into_inner(excluded).and_then(std::sync::OnceLock::into_inner) {
+        fan.record_mut().engines_excluded = excluded;
+    }
     fan.finish(&req.query, inner.config.cache_ttl, started.elapsed())
 }
 

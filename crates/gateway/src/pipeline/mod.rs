@@ -13,7 +13,8 @@
 //! - [`slow_threshold`]: how long the fallback waits for a silent SearXNG.
 //! - [`cooldown`]: when a SearXNG instance itself is skipped.
 //! - [`breaker_signals`]: what upstream facts mean for breakers.
-//! - [`answer`], [`outcome`], [`failure`]: what a fan-out produces and how it is labelled.
+//! - [`answer`], [`outcome`], [`failure`]: what a fan-out produces and how it is labelled;
+//!   [`explain`]: the record of what the fan-out did, kept with its answer.
 //! - [`status`]: the `/status` document; [`background`]: the catalog refresh and cache sweep.
 
 pub(crate) mod admission;
@@ -23,6 +24,7 @@ mod breaker_signals;
 mod calls;
 mod cooldown;
 mod engine_plan;
+pub(crate) mod explain;
 pub(crate) mod failure;
 mod fanout;
 mod metrics;
@@ -54,6 +56,7 @@ use crate::trace::TARGET;
 use crate::upstream::http_client;
 use metrics::{OutcomeLabels, SurfaceLabels};
 use pool::SearxngPool;
+pub(crate) use provider_rotation::Premium;
 use provider_rotation::Rotation;
 use slow_threshold::LatencyWindow;
 use status::{BreakerStatus, ProviderStatus, Status};
@@ -88,6 +91,11 @@ pub(crate) struct Served {
     pub(crate) cache: CacheStatus,
     /// This request's outcome label (`cache_hit` on a hit).
     pub(crate) outcome: Outcome,
+    /// A miss answered by another request's fan-out in flight (coalesced).
+    pub(crate) coalesced: bool,
+    /// Premium calls to charge to this request's client: those of the fan-out it led (a
+    /// coalesced request or a hit made none).
+    pub(crate) premium_calls: u32,
 }
 
 /// The gateway's decision engine. Cheap to clone.
@@ -206,22 +214,37 @@ impl Gateway {
         &self,
         req: SearchRequest,
         surface: Surface,
+        premium: Premium,
     ) -> Result<Served, SearchError> {
         let started = Instant::now();
         let key = req.cache_key();
         let lookup = tracing::info_span!(target: TARGET, "cache_lookup", hit = Empty);
+        // A client whose premium budget is spent gets a SearXNG-only fan-out of its own, cached
+        // under its own key: it never shares (and so never worsens) a fan-out or a cached answer
+        // other clients get with premium results, and never spends premium calls it has no
+        // budget for by joining one.
+        let key = match premium {
+            Premium::Allowed => key,
+            Premium::BudgetSpent => format!("{key}\u{1f}searxng-only"),
+        };
+        let led = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let leader = Arc::clone(&led);
         let inner = Arc::clone(&self.inner);
         let (shared, cache) = self
             .inner
             .cache
-            .get_or_compute(&key, &lookup, move || async move {
-                let Ok(_slot) = inner.admission.admit().await else {
-                    return (Err(Overloaded), Keep::Never);
-                };
-                let (answer, keep) = fanout::run(inner, req).await;
-                (Ok(answer), keep)
+            .get_or_compute(&key, &lookup, move || {
+                leader.store(true, std::sync::atomic::Ordering::Relaxed);
+                async move {
+                    let Ok(_slot) = inner.admission.admit().await else {
+                        return (Err(Overloaded), Keep::Never);
+                    };
+                    let (answer, keep) = fanout::run(inner, req, premium).await;
+                    (Ok(answer), keep)
+                }
             })
             .await?;
+        let led = led.load(std::sync::atomic::Ordering::Relaxed);
         let answer = match shared {
             Ok(answer) => answer,
             Err(overloaded) => {
@@ -229,7 +252,7 @@ impl Gateway {
                 return Err(overloaded.into());
             }
         };
-        Ok(self.served(started, answer, cache, surface))
+        Ok(self.served(started, answer, cache, surface, led))
     }
 
     /// Counts an answered search and hands it out.
@@ -239,6 +262,7 @@ impl Gateway {
         answer: Arc<Answer>,
         cache: CacheStatus,
         surface: Surface,
+        led: bool,
     ) -> Served {
         let m = &self.inner.metrics.requests;
         let outcome = match cache {
@@ -265,10 +289,59 @@ impl Gateway {
             .observe(started.elapsed().as_secs_f64());
         m.results_count.observe(answer.result_count as f64);
         m.engines_count.observe(answer.engine_count as f64);
+        // Only a request that ran the fan-out for its own answer pays for it (a hit that started a
+        // refresh ahead of expiry ran one too, but in the background, for everyone).
+        let premium_calls = if led && cache == CacheStatus::Miss {
+            answer.record.premium_calls
+        } else {
+            0
+        };
         Served {
             answer,
             cache,
             outcome,
+            coalesced: cache == CacheStatus::Miss && !led,
+            premium_calls,
+        }
+    }
+
+    /// Opens (`Some(period)`) or closes (`None`) every breaker `kind`/`name`, as `/status` names
+    /// it — in a pool, an engine's or the cooldown's breaker on every instance that has one.
+    /// `false` when no such breaker exists (a provider not configured, an engine never seen).
+    pub(crate) fn force_breaker(
+        &self,
+        kind: BreakerKind,
+        name: &str,
+        open_for: Option<Duration>,
+    ) -> bool {
+        let mut breakers = self.inner.breakers.all();
+        for instance in self.inner.pool.instances() {
+            breakers.push(Arc::clone(&instance.cooldown));
+            breakers.extend(instance.engines.all());
+        }
+        let mut found = false;
+        for breaker in breakers
+            .iter()
+            .filter(|b| b.kind() == kind && b.name() == name)
+        {
+            found = true;
+            match open_for {
+                Some(period) => breaker.force_open(period),
+                None => breaker.force_close(),
+            }
+        }
+        found
+    }
+
+    /// Drops every cached answer (`None`) or those of one query, whatever their other parameters;
+    /// returns how many went.
+    pub(crate) fn purge_cache(&self, query: Option<&str>) -> usize {
+        match query {
+            None => self.inner.cache.purge(|_| true),
+            Some(query) => {
+                let prefix = crate::request::cache_key_prefix(query);
+                self.inner.cache.purge(|key| key.starts_with(&prefix))
+            }
         }
     }
 

@@ -10,6 +10,9 @@
 //!
 //! Either way a provider whose breaker rejects it (open, or parked for a spent quota) is skipped
 //! without using up a slot, and no provider is offered twice to one request.
+//!
+//! A request whose client's premium budget is spent is offered none (each noted as skipped with
+//! `budget_spent`), and does not advance the rotation.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -57,6 +60,15 @@ impl Rotation {
     }
 }
 
+/// Whether a request may call premium providers (the client's daily budget).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Premium {
+    /// Within budget (or no budget).
+    Allowed,
+    /// `PREMIUM_CALLS_PER_DAY` is spent: SearXNG and the cache only.
+    BudgetSpent,
+}
+
 /// A provider admitted for one call: the client, its breaker, and the permit that reports back.
 pub(crate) struct Admitted {
     /// The provider's client.
@@ -73,6 +85,7 @@ pub(crate) struct ProviderWalk<'a> {
     breakers: &'a BreakerBoard,
     rotation: &'a Rotation,
     quota: &'a QuotaBoard,
+    premium: Premium,
     order: Option<Vec<usize>>,
     offered: usize,
 }
@@ -84,12 +97,14 @@ impl<'a> ProviderWalk<'a> {
         breakers: &'a BreakerBoard,
         rotation: &'a Rotation,
         quota: &'a QuotaBoard,
+        premium: Premium,
     ) -> Self {
         Self {
             providers,
             breakers,
             rotation,
             quota,
+            premium,
             order: None,
             offered: 0,
         }
@@ -98,6 +113,17 @@ impl<'a> ProviderWalk<'a> {
     /// The next provider whose breaker admits a call, with its permit. Providers rejected on the
     /// way are noted in `skipped`. `None` when the list is exhausted.
     pub(crate) fn next_admitted(&mut self, skipped: &mut Vec<UpstreamFailure>) -> Option<Admitted> {
+        let len = self.providers.len();
+        if self.premium == Premium::BudgetSpent {
+            if self.offered < len {
+                self.offered = len;
+                skipped.extend(self.providers.iter().map(|p| UpstreamFailure {
+                    upstream: Upstream::Provider(p.kind()),
+                    why: Shortfall::BudgetSpent,
+                }));
+            }
+            return None;
+        }
         // The rotation advances once per request that uses providers at all.
         let (providers, rotation, quota) = (self.providers, self.rotation, self.quota);
         let order = self.order.get_or_insert_with(|| {

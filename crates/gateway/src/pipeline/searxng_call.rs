@@ -11,7 +11,7 @@
 //! Traced as one `searxng` span (the engines excluded on the first instance, the result) with one
 //! `searxng_attempt` child per attempt (the instance, the error class).
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use tokio::time::Instant;
@@ -73,12 +73,14 @@ impl Planned {
     }
 }
 
-/// One SearXNG call for `req`, starting on the instance `first` chose, inside its `searxng` span.
+/// One SearXNG call for `req`, starting on the instance `first` chose, inside its `searxng` span;
+/// the engines it left out go to `excluded` for the fan-out's record.
 pub(super) async fn searxng(
     inner: Arc<Inner>,
     req: SearchRequest,
     deadline: Instant,
     first: Chosen,
+    excluded: Arc<OnceLock<Vec<String>>>,
 ) -> Event {
     let span = tracing::info_span!(
         target: TARGET,
@@ -89,7 +91,7 @@ pub(super) async fn searxng(
         error_class = Empty,
         otel.status_code = Empty,
     );
-    let event = call(inner, req, deadline, first, span.clone())
+    let event = call(inner, req, deadline, first, span.clone(), excluded)
         .instrument(span.clone())
         .await;
     if let Event::Searxng(result) = &event {
@@ -113,6 +115,7 @@ async fn call(
     deadline: Instant,
     first: Chosen,
     span: Span,
+    excluded: Arc<OnceLock<Vec<String>>>,
 ) -> Event {
     let call_deadline = deadline.checked_sub(DEADLINE_MARGIN).unwrap_or(deadline);
     let started = Instant::now();
@@ -120,6 +123,8 @@ async fn call(
     let mut planned = Planned::new(&inner, &req, first);
     if !planned.plan.excluded.is_empty() {
         span.record("excluded_engines", planned.plan.excluded.join(",").as_str());
+        // For the fan-out's record (`explain`): the engines left out on the first instance.
+        let _ = excluded.set(planned.plan.excluded.clone());
     }
     let mut attempt = 1;
     loop {

@@ -148,9 +148,13 @@ mod tests {
                 json: Bytes::from(body.to_string()),
                 result_count: 0,
                 engine_count: 0,
+                record: Default::default(),
+                computed_at: tokio::time::Instant::now(),
             }),
             cache: CacheStatus::Miss,
             outcome: Outcome::SearxngOk,
+            coalesced: false,
+            premium_calls: 0,
         }
     }
 

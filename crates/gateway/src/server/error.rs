@@ -6,6 +6,7 @@
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 
+use super::auth::Refused;
 use super::body::BodyError;
 use super::metrics::Rejection;
 use crate::request::RequestError;
@@ -41,6 +42,21 @@ pub(super) enum ApiError {
     /// The shared computation was lost (a bug): never a hang.
     #[error("the gateway failed to compute an answer")]
     Internal,
+    /// No key, or a key no client has (`WWW-Authenticate: Bearer`).
+    #[error("{0}")]
+    Unauthorized(&'static str),
+    /// The client's request rate is spent: retry after this many seconds.
+    #[error("too many requests for this client; retry after {0} s")]
+    RateLimited(u64),
+}
+
+impl From<Refused> for ApiError {
+    fn from(refused: Refused) -> Self {
+        match refused {
+            Refused::Unauthorized(why) => Self::Unauthorized(why.message()),
+            Refused::RateLimited(limited) => Self::RateLimited(limited.retry_after_seconds()),
+        }
+    }
 }
 
 impl ApiError {
@@ -57,6 +73,8 @@ impl ApiError {
             Self::UrlTooLong(_) => StatusCode::URI_TOO_LONG,
             Self::HeadersTooLarge(_) => StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
             Self::Internal => StatusCode::INTERNAL_SERVER_ERROR,
+            Self::Unauthorized(_) => StatusCode::UNAUTHORIZED,
+            Self::RateLimited(_) => StatusCode::TOO_MANY_REQUESTS,
         }
     }
 
@@ -88,6 +106,8 @@ impl ApiError {
             Self::UrlTooLong(_) => "url_too_long",
             Self::HeadersTooLarge(_) => "headers_too_large",
             Self::Internal => "internal_error",
+            Self::Unauthorized(_) => "unauthorized",
+            Self::RateLimited(_) => "rate_limited",
         }
     }
 }
@@ -103,12 +123,25 @@ impl IntoResponse for ApiError {
             header::CONTENT_TYPE,
             HeaderValue::from_static("application/json"),
         );
-        if matches!(self, Self::Overloaded) {
-            headers.insert(header::RETRY_AFTER, HeaderValue::from(RETRY_AFTER_SECONDS));
+        match self {
+            Self::Overloaded => {
+                headers.insert(header::RETRY_AFTER, HeaderValue::from(RETRY_AFTER_SECONDS));
+            }
+            Self::RateLimited(seconds) => {
+                headers.insert(header::RETRY_AFTER, HeaderValue::from(seconds));
+            }
+            Self::Unauthorized(_) => {
+                headers.insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+            }
+            _ => {}
         }
         if !matches!(
             self,
-            Self::BadRequest(_) | Self::NotFound | Self::Overloaded
+            Self::BadRequest(_)
+                | Self::NotFound
+                | Self::Overloaded
+                | Self::Unauthorized(_)
+                | Self::RateLimited(_)
         ) {
             // The rest of what the client sent cannot be trusted to be read.
             headers.insert(header::CONNECTION, HeaderValue::from_static("close"));

@@ -15,10 +15,13 @@
 //! (a socket's idle and slow-head clocks); [`metrics`] counts what they turn away.
 //! No decision is made here: every search goes to the pipeline.
 
+mod admin;
+mod auth;
 mod body;
 mod connection;
 mod document;
 mod error;
+mod explain;
 mod format;
 mod index;
 mod json_fields;
@@ -26,6 +29,7 @@ mod mcp;
 mod metrics;
 mod operations;
 mod read_guard;
+mod request_id;
 mod search_span;
 mod searxng_api;
 mod tavily;
@@ -41,6 +45,8 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tracing::Span;
 
+use crate::clients::metrics::ClientMetrics;
+use crate::clients::Clients;
 use crate::config::Config;
 use crate::pipeline::{Gateway, Metrics, SearchError, Served};
 use crate::request::{SearchRequest, Surface};
@@ -52,26 +58,38 @@ pub(crate) fn parse_params(raw: &str) -> Option<crate::request::RawParams> {
     searxng_api::parse(raw).ok()
 }
 
-/// The routes over `gateway`. `mcp_shutdown` ends the MCP transport's open streams.
-fn router(gateway: Gateway, mcp_shutdown: CancellationToken) -> Router {
+/// The routes over `gateway`, admitting callers through `clients`. `mcp_shutdown` ends the MCP
+/// transport's open streams.
+fn router(gateway: Gateway, clients: Clients, mcp_shutdown: CancellationToken) -> Router {
     let metrics_path = gateway.config().metrics_path.clone();
-    // Every surface a client searches through. An inbound-key check (#13) is one layer here,
-    // in front of all of them; the operator endpoints below stay outside it.
+    let admin = admin::routes(&gateway, &clients);
+    let gate = auth::Gate {
+        clients: clients.clone(),
+        limits: gateway.config().server_limits,
+    };
+    // Every surface a client searches through, and `/status`, behind the inbound-key check and
+    // the client's rate limit ([`auth`]); `/healthz`, `/readyz` and the metrics path stay outside.
     // Each search through the SearXNG API or the Tavily API gets its `search` span
     // ([`search_span`]); MCP messages are not one search each and get none.
     let surfaces = Router::new()
         .merge(searxng_api::routes())
         .merge(tavily::routes())
         .layer(axum::middleware::from_fn(search_span::traced))
-        .merge(mcp::routes(gateway.clone(), mcp_shutdown));
-    Router::new()
-        .merge(surfaces)
+        .merge(mcp::routes(gateway.clone(), clients, mcp_shutdown))
+        .route(operations::STATUS_PATH, get(operations::status))
+        .layer(axum::middleware::from_fn_with_state(gate, auth::admit));
+    let mut router = Router::new().merge(surfaces);
+    // The operator's actions exist only with `ADMIN_TOKEN`.
+    if let Some(admin) = admin {
+        router = router.merge(admin);
+    }
+    router
         .route(operations::HEALTHZ_PATH, get(operations::healthz))
         .route(operations::READYZ_PATH, get(operations::readyz))
-        .route(operations::STATUS_PATH, get(operations::status))
         .route(&metrics_path, get(operations::metrics))
         .fallback(operations::not_found)
         .method_not_allowed_fallback(operations::method_not_allowed)
+        .layer(axum::middleware::from_fn(request_id::tag))
         .with_state(gateway)
 }
 
@@ -81,10 +99,11 @@ async fn search(
     gateway: &Gateway,
     surface: Surface,
     req: SearchRequest,
+    admitted: &auth::Admitted,
 ) -> Result<Served, SearchError> {
     let started = Instant::now();
     let span = Span::current();
-    let served = match gateway.search(req, surface).await {
+    let served = match gateway.search(req, surface, admitted.premium).await {
         Ok(served) => served,
         Err(err) => {
             let code = match err {
@@ -96,6 +115,9 @@ async fn search(
             return Err(err);
         }
     };
+    admitted
+        .clients
+        .charge(&admitted.caller, served.premium_calls);
     let cache = served.cache.as_str();
     span.record("outcome", served.outcome.as_str());
     span.record("cache", cache);
@@ -104,9 +126,11 @@ async fn search(
     }
     tracing::info!(
         surface = surface.as_str(),
+        client = admitted.caller.name.as_str(),
         status = served.answer.status,
         outcome = served.outcome.as_str(),
         cache,
+        premium_calls = served.premium_calls,
         results = served.answer.result_count,
         elapsed_ms = started.elapsed().as_millis() as u64,
         "search"
@@ -124,6 +148,7 @@ fn log_refused(surface: Surface, code: &str) {
 /// until [`Running::stop`].
 struct Running {
     gateway: Gateway,
+    clients: Clients,
     server_metrics: metrics::ServerMetrics,
     stop: watch::Sender<bool>,
     background: JoinHandle<()>,
@@ -133,6 +158,11 @@ impl Running {
     fn start(config: Config) -> Self {
         let mut metrics = Metrics::new();
         let server_metrics = metrics::ServerMetrics::new(metrics.registry_mut());
+        let clients = Clients::new(
+            config.access.keys.as_ref(),
+            config.access.defaults,
+            ClientMetrics::new(metrics.registry_mut()),
+        );
         let gateway = Gateway::new(config, metrics);
         let (stop, mut stopped) = watch::channel(false);
         let background = {
@@ -147,6 +177,7 @@ impl Running {
         };
         Self {
             gateway,
+            clients,
             server_metrics,
             stop,
             background,
@@ -168,7 +199,8 @@ pub async fn serve(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
     let running = Running::start(config);
-    log_start(&listener, running.gateway.config());
+    log_start(&listener, running.gateway.config(), &running.clients);
+    let reloads = tokio::spawn(reload_on_sighup(running.clients.clone()));
     let mcp_shutdown = CancellationToken::new();
     let shutdown = {
         let mcp_shutdown = mcp_shutdown.clone();
@@ -181,12 +213,13 @@ pub async fn serve(
     let limits = gateway.config().server_limits;
     let served = connection::serve_connections(
         listener,
-        router(gateway, mcp_shutdown),
+        router(gateway, running.clients.clone(), mcp_shutdown),
         limits,
         running.server_metrics.clone(),
         shutdown,
     )
     .await;
+    reloads.abort();
     running.stop().await;
     served
 }
@@ -201,7 +234,7 @@ pub async fn serve_mcp_stdio(config: Config) -> std::io::Result<()> {
         providers = %provider_names(running.gateway.config()),
         "searxng-gateway MCP server on stdio"
     );
-    let served = mcp::serve_stdio(running.gateway.clone()).await;
+    let served = mcp::serve_stdio(running.gateway.clone(), running.clients.clone()).await;
     running.stop().await;
     served
 }
@@ -215,11 +248,39 @@ fn provider_names(config: &Config) -> String {
     names.join(",")
 }
 
-/// One line saying what is being served, with nothing secret in it.
-fn log_start(listener: &TcpListener, config: &Config) {
-    let listen = listener
-        .local_addr()
-        .map_or_else(|_| config.listen_addr().to_string(), |a| a.to_string());
+/// Re-reads `API_KEYS_FILE` on every SIGHUP, for as long as the server runs. The registry is
+/// swapped whole, so requests in flight finish with the clients they were admitted under; a file
+/// that no longer parses is logged and the current clients stay.
+async fn reload_on_sighup(clients: Clients) {
+    use tokio::signal::unix::{signal, SignalKind};
+    let Ok(mut hangups) = signal(SignalKind::hangup()) else {
+        tracing::warn!("cannot listen for SIGHUP: API_KEYS_FILE will not be reloaded");
+        return;
+    };
+    while hangups.recv().await.is_some() {
+        match clients.reload() {
+            None => tracing::info!("SIGHUP: no API_KEYS_FILE to reload"),
+            Some(Ok(count)) => tracing::info!(clients = count, "SIGHUP: API_KEYS_FILE reloaded"),
+            Some(Err(err)) => tracing::warn!(
+                error = %err,
+                "SIGHUP: API_KEYS_FILE not reloaded, the current clients stay"
+            ),
+        }
+    }
+}
+
+/// One line saying what is being served, with nothing secret in it; a warning when anyone on the
+/// network can search (no keys, not on loopback).
+fn log_start(listener: &TcpListener, config: &Config, clients: &Clients) {
+    let local = listener.local_addr().ok();
+    let listen = local.map_or_else(|| config.listen_addr().to_string(), |a| a.to_string());
+    let beyond_loopback = local.is_some_and(|a| !a.ip().is_loopback());
+    if !clients.requires_keys() && beyond_loopback {
+        tracing::warn!(
+            listen = %listen,
+            "the gateway is open: no API_KEYS_FILE, and it listens beyond loopback, so anyone who reaches it can search and spend the premium quota"
+        );
+    }
     tracing::info!(
         listen = %listen,
         searxng = %crate::pipeline::status::redact_urls(config),

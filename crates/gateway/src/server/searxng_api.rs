@@ -10,14 +10,16 @@
 //! the gateway's index ([`super::index`]).
 
 use axum::body::{Body, Bytes};
-use axum::extract::{RawQuery, State};
+use axum::extract::{Extension, RawQuery, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
 
+use super::auth::Admitted;
 use super::body;
 use super::error::ApiError;
+use super::explain;
 use super::format;
 use super::index;
 use crate::pipeline::{Gateway, SearchError};
@@ -65,9 +67,13 @@ async fn form_body(
 }
 
 /// `GET /search?q=…`
-async fn search_get(State(gateway): State<Gateway>, RawQuery(query): RawQuery) -> Response {
+async fn search_get(
+    State(gateway): State<Gateway>,
+    Extension(admitted): Extension<Admitted>,
+    RawQuery(query): RawQuery,
+) -> Response {
     match parse(query.as_deref().unwrap_or("")) {
-        Ok(raw) => answer(gateway, raw).await,
+        Ok(raw) => answer(gateway, raw, &admitted).await,
         Err(err) => err.into_response(),
     }
 }
@@ -76,6 +82,7 @@ async fn search_get(State(gateway): State<Gateway>, RawQuery(query): RawQuery) -
 /// query string are used when the body is empty.
 async fn search_post(
     State(gateway): State<Gateway>,
+    Extension(admitted): Extension<Admitted>,
     RawQuery(query): RawQuery,
     headers: HeaderMap,
     body: Body,
@@ -86,12 +93,19 @@ async fn search_post(
         Err(err) => Err(err),
     };
     match raw {
-        Ok(raw) => answer(gateway, raw).await,
+        Ok(raw) => answer(gateway, raw, &admitted).await,
         Err(err) => err.into_response(),
     }
 }
 
-async fn answer(gateway: Gateway, raw: RawParams) -> Response {
+async fn answer(gateway: Gateway, mut raw: RawParams, admitted: &Admitted) -> Response {
+    let explain = match explain::wanted(raw.explain.take().as_deref()) {
+        Ok(explain) => explain,
+        Err(message) => {
+            super::log_refused(Surface::Searxng, "invalid_parameter");
+            return ApiError::Unreadable(message).into_response();
+        }
+    };
     let req = match SearchRequest::parse(raw, gateway.config().max_query_bytes) {
         Ok(req) => req,
         Err(err) => {
@@ -101,7 +115,7 @@ async fn answer(gateway: Gateway, raw: RawParams) -> Response {
     };
     let format = req.format;
     let query = req.query.clone();
-    let served = match super::search(&gateway, Surface::Searxng, req).await {
+    let served = match super::search(&gateway, Surface::Searxng, req, admitted).await {
         Ok(served) => served,
         Err(SearchError::Overloaded(_)) => return ApiError::Overloaded.into_response(),
         Err(SearchError::Lost(_)) => return ApiError::Internal.into_response(),
@@ -121,6 +135,10 @@ async fn answer(gateway: Gateway, raw: RawParams) -> Response {
                 )
             }
         }
+        _ if explain => (
+            explain::add_to(&answer.json, explain::object(&served, admitted)).into(),
+            "application/json",
+        ),
         _ => (answer.json.clone(), "application/json"),
     };
     let cache = served.cache.as_str();

@@ -24,11 +24,13 @@
 //! 408 for one that did not arrive in time; 503 with `Retry-After` when the gateway sheds load.
 //!
 //! Keys: Tavily's API needs one, and so does this surface — `Authorization: Bearer <key>` or
-//! `api_key` in the body. Until the gateway has inbound keys (#13) any non-blank key is accepted;
-//! tavily-python without a key (its keyless mode) gets 401.
+//! `api_key` in the body. With `API_KEYS_FILE` the key is checked in front of every surface
+//! ([`super::auth`]: 401 for a wrong one, 429 with `Retry-After` over the client's rate); on an
+//! open gateway any non-blank key is accepted, and tavily-python without a key (its keyless mode)
+//! gets 401.
 
 use axum::body::Body;
-use axum::extract::State;
+use axum::extract::{Extension, RawQuery, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
@@ -37,9 +39,11 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use tokio::time::Instant;
 
+use super::auth::{Admitted, Refused};
 use super::body::{self, BodyError};
 use super::document::{Document, FailedUpstream, Found, Hit};
 use super::error::RETRY_AFTER_SECONDS;
+use super::explain;
 use super::json_fields::{field, number_in, InvalidField};
 use crate::pipeline::{Gateway, SearchError};
 use crate::request::{RequestError, SearchInput, SearchRequest, Surface, TimeRange};
@@ -87,6 +91,29 @@ enum TavilyError {
     /// Anything but POST.
     #[error("Method Not Allowed: use POST")]
     WrongMethod,
+    /// `?explain=` other than 0 or 1.
+    #[error("Invalid explain: must be 0 or 1")]
+    InvalidExplain,
+    /// A key no client has (when the gateway requires keys).
+    #[error("Unauthorized: {0}")]
+    Unauthorized(&'static str),
+    /// The client's request rate is spent.
+    #[error("Too many requests: retry after {0} s")]
+    RateLimited(u64),
+}
+
+/// A body the key check could not read, in Tavily's shape.
+pub(super) fn body_error(err: BodyError) -> Response {
+    TavilyError::Body(err).into_response()
+}
+
+/// A refused key or an empty bucket, in Tavily's shape.
+pub(super) fn refusal(refused: Refused) -> Response {
+    match refused {
+        Refused::Unauthorized(why) => TavilyError::Unauthorized(why.message()),
+        Refused::RateLimited(limited) => TavilyError::RateLimited(limited.retry_after_seconds()),
+    }
+    .into_response()
 }
 
 fn upstream_list(upstreams: &[FailedUpstream]) -> String {
@@ -105,6 +132,7 @@ impl TavilyError {
             Self::Body(BodyError::Timeout(_)) => "request_timeout",
             Self::Body(BodyError::Unreadable) => "unreadable_body",
             Self::NotJson => "not_json",
+            Self::InvalidExplain => "invalid_field",
             Self::MissingKey => "missing_key",
             Self::InvalidField(_) => "invalid_field",
             Self::Request(err) => err.code(),
@@ -112,6 +140,8 @@ impl TavilyError {
             Self::Overloaded => "overloaded",
             Self::Internal => "internal_error",
             Self::WrongMethod => "method_not_allowed",
+            Self::Unauthorized(_) => "unauthorized",
+            Self::RateLimited(_) => "rate_limited",
         }
     }
 
@@ -121,9 +151,11 @@ impl TavilyError {
             Self::Body(BodyError::Timeout(_)) => StatusCode::REQUEST_TIMEOUT,
             Self::Body(BodyError::Unreadable)
             | Self::NotJson
+            | Self::InvalidExplain
             | Self::InvalidField(_)
             | Self::Request(_) => StatusCode::BAD_REQUEST,
-            Self::MissingKey => StatusCode::UNAUTHORIZED,
+            Self::MissingKey | Self::Unauthorized(_) => StatusCode::UNAUTHORIZED,
+            Self::RateLimited(_) => StatusCode::TOO_MANY_REQUESTS,
             Self::AllUpstreamsFailed(upstreams) if all_told_to_slow_down(upstreams) => {
                 StatusCode::TOO_MANY_REQUESTS
             }
@@ -159,17 +191,25 @@ impl IntoResponse for TavilyError {
         if let Self::Body(err) = &self {
             err.mark(&mut response);
         }
-        if matches!(self, Self::Overloaded) {
-            response
-                .headers_mut()
-                .insert(header::RETRY_AFTER, HeaderValue::from(RETRY_AFTER_SECONDS));
+        let headers = response.headers_mut();
+        match self {
+            Self::Overloaded => {
+                headers.insert(header::RETRY_AFTER, HeaderValue::from(RETRY_AFTER_SECONDS));
+            }
+            Self::RateLimited(seconds) => {
+                headers.insert(header::RETRY_AFTER, HeaderValue::from(seconds));
+            }
+            Self::MissingKey | Self::Unauthorized(_) => {
+                headers.insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+            }
+            _ => {}
         }
         response
     }
 }
 
-fn json(status: StatusCode, body: String) -> Response {
-    let mut response = (status, body).into_response();
+fn json(status: StatusCode, body: impl Into<Body>) -> Response {
+    let mut response = (status, body.into()).into_response();
     response.headers_mut().insert(
         header::CONTENT_TYPE,
         HeaderValue::from_static("application/json"),
@@ -182,9 +222,22 @@ async fn wrong_method() -> Response {
 }
 
 /// `POST /tavily/search`.
-async fn search(State(gateway): State<Gateway>, headers: HeaderMap, body: Body) -> Response {
+async fn search(
+    State(gateway): State<Gateway>,
+    Extension(admitted): Extension<Admitted>,
+    RawQuery(query): RawQuery,
+    headers: HeaderMap,
+    body: Body,
+) -> Response {
     let started = Instant::now();
-    let (query, options) = match read_request(&gateway, &headers, body).await {
+    // `?explain=1` adds the gateway's `gateway` object to Tavily's reply.
+    let Ok(explain) = explain::wanted_in_query(query.as_deref()) else {
+        super::log_refused(Surface::Tavily, "invalid_field");
+        return TavilyError::InvalidExplain.into_response();
+    };
+    // A client the key check named has shown its key; an anonymous one must still carry one.
+    let keyed = admitted.clients.requires_keys();
+    let (query, options) = match read_request(&gateway, keyed, &headers, body).await {
         Ok(request) => request,
         Err(err) => {
             super::log_refused(Surface::Tavily, err.code());
@@ -199,7 +252,7 @@ async fn search(State(gateway): State<Gateway>, headers: HeaderMap, body: Body) 
         }
     };
     let echoed = req.query.clone();
-    let served = match super::search(&gateway, Surface::Tavily, req).await {
+    let served = match super::search(&gateway, Surface::Tavily, req, &admitted).await {
         Ok(served) => served,
         Err(SearchError::Overloaded(_)) => return TavilyError::Overloaded.into_response(),
         Err(SearchError::Lost(_)) => return TavilyError::Internal.into_response(),
@@ -211,10 +264,11 @@ async fn search(State(gateway): State<Gateway>, headers: HeaderMap, body: Body) 
         }
     };
     let reply = options.reply(echoed, found, started.elapsed().as_secs_f64());
-    let mut response = json(
-        StatusCode::OK,
-        serde_json::to_string(&reply).unwrap_or_default(),
-    );
+    let mut body = serde_json::to_vec(&reply).unwrap_or_default();
+    if explain {
+        body = explain::add_to(&body, explain::object(&served, &admitted));
+    }
+    let mut response = json(StatusCode::OK, body);
     let cache = served.cache.as_str();
     let headers = response.headers_mut();
     headers.insert("x-cache", HeaderValue::from_static(cache));
@@ -228,6 +282,7 @@ async fn search(State(gateway): State<Gateway>, headers: HeaderMap, body: Body) 
 /// The body as a JSON object, checked for a key, read into the search and the reply options.
 async fn read_request(
     gateway: &Gateway,
+    keyed: bool,
     headers: &HeaderMap,
     body: Body,
 ) -> Result<(SearchInput, ReplyOptions), TavilyError> {
@@ -235,7 +290,7 @@ async fn read_request(
     let Ok(Value::Object(fields)) = serde_json::from_slice::<Value>(&body) else {
         return Err(TavilyError::NotJson);
     };
-    if !carries_key(headers, &fields) {
+    if !keyed && !carries_key(headers, &fields) {
         return Err(TavilyError::MissingKey);
     }
     let request = TavilyRequest::read(&fields)?;

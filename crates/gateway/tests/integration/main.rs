@@ -7,9 +7,11 @@
 mod support;
 
 mod binary;
+mod client_budgets;
 mod dashboard;
 mod fault_matrix;
 mod gateway_core;
+mod inbound_keys;
 mod limits;
 mod mcp_surface;
 mod pipeline;

@@ -367,3 +367,41 @@ fn the_machine_remembers_when_a_call_last_told_it_something() {
     assert!(rig.machine.heard_since(Some(start)));
     assert!(!rig.machine.heard_since(Some(rig.now)));
 }
+
+#[test]
+fn an_operator_opens_for_exactly_the_period_asked_without_a_trip_then_one_probe() {
+    let mut rig = Rig::new();
+    rig.machine.force_open(rig.now, secs(30));
+    assert_eq!(rig.state(), BreakerState::Open);
+    let snapshot = rig.snapshot();
+    assert_eq!(snapshot.reason, Some(TripReason::Operator));
+    assert_eq!(snapshot.open_for, Some(secs(30)));
+    assert_eq!(snapshot.trips, 0, "not a trip");
+    assert_eq!(rig.admit(), Admission::Rejected);
+    rig.advance(secs(30));
+    assert_eq!(rig.state(), BreakerState::HalfOpen);
+    assert_eq!(
+        rig.call(Signal::Success),
+        Transition::None,
+        "its end is not a recovery"
+    );
+    assert_eq!(rig.state(), BreakerState::Closed);
+}
+
+#[test]
+fn an_operator_closes_a_tripped_breaker_and_the_backoff_starts_over() {
+    let mut rig = Rig::new();
+    rig.call(Signal::stop(TripReason::RateLimited));
+    rig.advance(BASE);
+    rig.call(Signal::stop(TripReason::RateLimited));
+    assert_eq!(rig.snapshot().open_for, Some(BASE * 2));
+    rig.machine.force_close(rig.now);
+    assert_eq!(rig.state(), BreakerState::Closed);
+    assert_eq!(rig.snapshot().reason, None);
+    rig.call(Signal::stop(TripReason::RateLimited));
+    assert_eq!(
+        rig.snapshot().open_for,
+        Some(BASE),
+        "the backoff starts over"
+    );
+}

@@ -32,8 +32,10 @@ use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use rmcp::{RoleServer, ServerHandler, ServiceExt};
 use tokio_util::sync::CancellationToken;
 
+use super::auth::Admitted;
 use super::body::{self, BodyError};
 use super::document::Document;
+use crate::clients::Clients;
 use crate::config::limits::ServerLimits;
 use crate::pipeline::{Gateway, SearchError};
 use crate::request::{SearchRequest, Surface};
@@ -50,11 +52,16 @@ const INSTRUCTIONS: &str = "Web search through a SearXNG gateway: call web_searc
 #[derive(Debug, Clone)]
 struct SearchTools {
     gateway: Gateway,
+    clients: Clients,
 }
 
 impl SearchTools {
     /// Runs `web_search` with these arguments; every outcome is a tool result.
-    async fn web_search(&self, arguments: rmcp::model::JsonObject) -> rmcp::model::CallToolResult {
+    async fn web_search(
+        &self,
+        arguments: rmcp::model::JsonObject,
+        admitted: &Admitted,
+    ) -> rmcp::model::CallToolResult {
         let (input, max_results) =
             match WebSearchArgs::read(&arguments).and_then(WebSearchArgs::into_search) {
                 Ok(search) => search,
@@ -65,7 +72,7 @@ impl SearchTools {
             Err(err) => return refused(&Refusal::from(err)),
         };
         let query = req.query.clone();
-        let served = match super::search(&self.gateway, Surface::Mcp, req).await {
+        let served = match super::search(&self.gateway, Surface::Mcp, req, admitted).await {
             Ok(served) => served,
             Err(SearchError::Overloaded(_)) => {
                 return web_search::tool_error(
@@ -117,7 +124,7 @@ impl ServerHandler for SearchTools {
     async fn call_tool(
         &self,
         request: CallToolRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         if request.name != web_search::NAME {
             return Err(ErrorData::invalid_params(
@@ -128,8 +135,16 @@ impl ServerHandler for SearchTools {
                 None,
             ));
         }
+        // Over HTTP the key check admitted the caller (`super::auth`); on stdio the caller is the
+        // local user, counted as anonymous.
+        let admitted = context
+            .extensions
+            .get::<axum::http::request::Parts>()
+            .and_then(|parts| parts.extensions.get::<Admitted>())
+            .cloned()
+            .unwrap_or_else(|| Admitted::local(&self.clients));
         Ok(self
-            .web_search(request.arguments.unwrap_or_default())
+            .web_search(request.arguments.unwrap_or_default(), &admitted)
             .await
             .into())
     }
@@ -137,7 +152,11 @@ impl ServerHandler for SearchTools {
 
 /// `/mcp`: the Streamable HTTP transport, stateless, ending its streams when `shutdown` is
 /// cancelled; requests it cannot read answered as JSON-RPC errors.
-pub(super) fn routes(gateway: Gateway, shutdown: CancellationToken) -> Router<Gateway> {
+pub(super) fn routes(
+    gateway: Gateway,
+    clients: Clients,
+    shutdown: CancellationToken,
+) -> Router<Gateway> {
     let limits = gateway.config().server_limits;
     let config = StreamableHttpServerConfig::default()
         .with_legacy_session_mode(false)
@@ -146,7 +165,7 @@ pub(super) fn routes(gateway: Gateway, shutdown: CancellationToken) -> Router<Ga
         .disable_allowed_hosts()
         .with_max_request_body_bytes(limits.max_body_bytes)
         .with_cancellation_token(shutdown);
-    let tools = SearchTools { gateway };
+    let tools = SearchTools { gateway, clients };
     let service = StreamableHttpService::new(
         move || Ok(tools.clone()),
         std::sync::Arc::new(NeverSessionManager::default()),
@@ -161,8 +180,8 @@ pub(super) fn routes(gateway: Gateway, shutdown: CancellationToken) -> Router<Ga
 }
 
 /// Serves the tool on stdin/stdout until the client closes stdin.
-pub(super) async fn serve_stdio(gateway: Gateway) -> std::io::Result<()> {
-    let running = SearchTools { gateway }
+pub(super) async fn serve_stdio(gateway: Gateway, clients: Clients) -> std::io::Result<()> {
+    let running = SearchTools { gateway, clients }
         .serve(rmcp::transport::stdio_pipes())
         .await
         .map_err(std::io::Error::other)?;

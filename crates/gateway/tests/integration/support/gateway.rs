@@ -18,6 +18,9 @@ pub struct TestGateway {
     pub metrics_path: String,
     /// A client that does not follow redirects and gives up on a reply only after the hang guard.
     pub http: reqwest::Client,
+    /// The key [`TestGateway::status`] presents, from the test-only variable `TEST_CLIENT_KEY`
+    /// (for gateways started with `API_KEYS_FILE`).
+    pub status_key: Option<String>,
     stop: Option<oneshot::Sender<()>>,
     task: Option<JoinHandle<()>>,
 }
@@ -54,6 +57,10 @@ impl TestGateway {
             .expect("bind port 0");
         let url = format!("http://{}", listener.local_addr().expect("local addr"));
         let metrics_path = config.metrics_path().to_owned();
+        let status_key = vars
+            .iter()
+            .find(|(k, _)| *k == "TEST_CLIENT_KEY")
+            .map(|(_, v)| (*v).to_owned());
         let (stop_tx, stop_rx) = oneshot::channel::<()>();
         let task = tokio::spawn(async move {
             let shutdown = async move {
@@ -69,6 +76,7 @@ impl TestGateway {
                 .timeout(wait::HANG_GUARD)
                 .build()
                 .expect("client"),
+            status_key,
             stop: Some(stop_tx),
             task: Some(task),
         }
@@ -162,7 +170,13 @@ impl TestGateway {
 
     /// `GET /status` as JSON.
     pub async fn status(&self) -> Value {
-        self.get("/status").await.json
+        let mut request = self.http.get(format!("{}/status", self.url));
+        if let Some(key) = &self.status_key {
+            request = request.header("x-api-key", key);
+        }
+        Self::reply(request.send().await.expect("gateway answers"))
+            .await
+            .json
     }
 
     /// One circuit breaker's entry in `/status` (`namespace` is `provider` or `engine`).

@@ -85,6 +85,17 @@ impl GatewayProcess {
         format!("http://{addr}")
     }
 
+    /// Sends `signal` (`HUP`, …) to the process.
+    pub async fn signal(&self, signal: &str) {
+        let pid = self.child.id().expect("the process is running");
+        let sent = Command::new("kill")
+            .args([format!("-{signal}"), pid.to_string()])
+            .status()
+            .await
+            .expect("run kill");
+        assert!(sent.success(), "kill -{signal} {pid} failed");
+    }
+
     /// Sends SIGTERM and waits for the process to exit.
     pub async fn terminate(&mut self) -> ExitStatus {
         let pid = self

@@ -1,0 +1,400 @@
+//! Who may search, and how much: the inbound side of the gateway.
+//!
+//! - [`keys_file`]: `API_KEYS_FILE` (names and SHA-256 digests of keys, optional limits), its
+//!   parser with line-numbered errors, and the line `searxng-gateway hash-key` prints.
+//! - [`rate_limit`]: one token bucket per client (`governor`).
+//! - [`budget`]: premium calls per client in a rolling 24 h.
+//! - [`metrics`]: requests, premium calls and refusals per client.
+//!
+//! [`Clients`] is the handle the server holds: the current [`Registry`] (swapped whole, atomically,
+//! when SIGHUP re-reads the file — requests in flight keep the generation they started with), the
+//! buckets and the budgets. Without `API_KEYS_FILE` the gateway is open: every caller is
+//! `anonymous`, and `RATE_LIMIT_PER_MINUTE` / `PREMIUM_CALLS_PER_DAY` apply to all of them together.
+//!
+//! Keys: a presented key is hashed with SHA-256 and its digest compared with **every** client's
+//! digest in constant time (`subtle`), so neither the match nor its position shows in the timing;
+//! plaintext keys are never stored or logged.
+
+pub(crate) mod budget;
+pub mod keys_file;
+pub(crate) mod metrics;
+pub(crate) mod rate_limit;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use arc_swap::ArcSwap;
+use subtle::{ConditionallySelectable, ConstantTimeEq};
+
+use budget::Budgets;
+use keys_file::{KeyEntry, KeysFileError};
+use metrics::ClientMetrics;
+use rate_limit::{Buckets, RateLimited};
+
+/// The label and log name of a caller without a key (an open gateway).
+pub(crate) const ANONYMOUS: &str = "anonymous";
+
+/// A client's name: from `API_KEYS_FILE`, or [`ANONYMOUS`]. Cheap to clone.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub(crate) struct ClientName(Arc<str>);
+
+impl ClientName {
+    pub(crate) fn new(name: &str) -> Self {
+        Self(Arc::from(name))
+    }
+
+    pub(crate) fn anonymous() -> Self {
+        Self::new(ANONYMOUS)
+    }
+
+    pub(crate) fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+/// The limits that apply to clients whose line does not set its own (`RATE_LIMIT_PER_MINUTE`,
+/// `PREMIUM_CALLS_PER_DAY`; 0: unlimited).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) struct ClientDefaults {
+    /// `RATE_LIMIT_PER_MINUTE`.
+    pub(crate) requests_per_minute: u32,
+    /// `PREMIUM_CALLS_PER_DAY`.
+    pub(crate) premium_calls_per_day: u32,
+}
+
+/// `API_KEYS_FILE` as read at start-up.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct KeysSource {
+    /// The file, re-read on SIGHUP.
+    pub(crate) path: PathBuf,
+    /// What it held at start-up.
+    pub(crate) entries: Vec<KeyEntry>,
+}
+
+impl KeysSource {
+    /// Reads the file at `path`.
+    pub(crate) fn read(path: PathBuf) -> Result<Self, KeysFileError> {
+        let entries = keys_file::read(&path)?;
+        Ok(Self { path, entries })
+    }
+}
+
+/// Who is calling, with the limits that apply to it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Caller {
+    pub(crate) name: ClientName,
+    pub(crate) requests_per_minute: u32,
+    pub(crate) premium_calls_per_day: u32,
+}
+
+/// No key, or a key no client has.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Unauthorized {
+    /// No key was presented.
+    Missing,
+    /// The key matches no client.
+    Unknown,
+}
+
+impl Unauthorized {
+    pub(crate) fn message(self) -> &'static str {
+        match self {
+            Self::Missing => {
+                "an API key is required (Authorization: Bearer KEY, X-API-Key: KEY, or api_key=KEY)"
+            }
+            Self::Unknown => "the API key is not valid",
+        }
+    }
+}
+
+/// One generation of the keys file.
+#[derive(Debug)]
+struct Registry {
+    /// `None`: no `API_KEYS_FILE`, the gateway is open.
+    clients: Option<Vec<KeyEntry>>,
+    defaults: ClientDefaults,
+}
+
+impl Registry {
+    fn caller(&self, entry: Option<&KeyEntry>) -> Caller {
+        let name = entry.map_or_else(ClientName::anonymous, |e| ClientName::new(&e.name));
+        Caller {
+            name,
+            requests_per_minute: entry
+                .and_then(|e| e.requests_per_minute)
+                .unwrap_or(self.defaults.requests_per_minute),
+            premium_calls_per_day: entry
+                .and_then(|e| e.premium_calls_per_day)
+                .unwrap_or(self.defaults.premium_calls_per_day),
+        }
+    }
+
+    fn names(&self) -> Vec<ClientName> {
+        match &self.clients {
+            Some(entries) => entries.iter().map(|e| ClientName::new(&e.name)).collect(),
+            None => vec![ClientName::anonymous()],
+        }
+    }
+}
+
+/// One client's usage, for the admin `/status`.
+#[derive(Debug, Clone, serde::Serialize)]
+pub(crate) struct Usage {
+    pub(crate) client: String,
+    pub(crate) requests_per_minute: u32,
+    pub(crate) premium_calls_per_day: u32,
+    pub(crate) premium_calls_last_24h: u32,
+    pub(crate) premium_allowed: bool,
+}
+
+/// The handle: registry, buckets, budgets and their metrics. Cheap to clone.
+#[derive(Debug, Clone)]
+pub(crate) struct Clients {
+    inner: Arc<Inner>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    registry: ArcSwap<Registry>,
+    path: Option<PathBuf>,
+    buckets: Buckets,
+    budgets: Budgets,
+    metrics: ClientMetrics,
+}
+
+impl Clients {
+    /// The clients of `source` (`None`: an open gateway) with `defaults`.
+    pub(crate) fn new(
+        source: Option<&KeysSource>,
+        defaults: ClientDefaults,
+        metrics: ClientMetrics,
+    ) -> Self {
+        let registry = Registry {
+            clients: source.map(|s| s.entries.clone()),
+            defaults,
+        };
+        metrics.show(registry.names());
+        Self {
+            inner: Arc::new(Inner {
+                registry: ArcSwap::from_pointee(registry),
+                path: source.map(|s| s.path.clone()),
+                buckets: Buckets::default(),
+                budgets: Budgets::default(),
+                metrics,
+            }),
+        }
+    }
+
+    /// The caller of a local transport (MCP on stdio): `anonymous`, with the default limits.
+    pub(crate) fn local(&self) -> Caller {
+        self.inner.registry.load().caller(None)
+    }
+
+    /// Whether callers must present a key.
+    pub(crate) fn requires_keys(&self) -> bool {
+        self.inner.registry.load().clients.is_some()
+    }
+
+    /// Re-reads `API_KEYS_FILE`. On error the current clients stay. Returns how many clients the
+    /// file now names (`None` for an open gateway, which has no file to re-read).
+    pub(crate) fn reload(&self) -> Option<Result<usize, KeysFileError>> {
+        let path = self.inner.path.as_ref()?;
+        let current = self.inner.registry.load();
+        let entries = match keys_file::read(path) {
+            Ok(entries) => entries,
+            Err(err) => return Some(Err(err)),
+        };
+        let count = entries.len();
+        let next = Registry {
+            clients: Some(entries),
+            defaults: current.defaults,
+        };
+        let names = next.names();
+        self.inner.metrics.show(names.iter().cloned());
+        self.inner.registry.store(Arc::new(next));
+        self.inner.buckets.retain(|n| names.contains(n));
+        self.inner.budgets.retain(|n| names.contains(n));
+        Some(Ok(count))
+    }
+
+    /// Who presents `key`. An open gateway takes everyone as `anonymous`.
+    pub(crate) fn authenticate(&self, key: Option<&str>) -> Result<Caller, Unauthorized> {
+        let registry = self.inner.registry.load();
+        let Some(entries) = &registry.clients else {
+            return Ok(registry.caller(None));
+        };
+        let Some(key) = key.map(str::trim).filter(|k| !k.is_empty()) else {
+            return Err(Unauthorized::Missing);
+        };
+        let presented = keys_file::digest(key.as_bytes());
+        // Every digest is compared, whatever matched before: the time does not depend on which
+        // client (if any) holds the key.
+        let mut found = subtle::Choice::from(0);
+        let mut index = 0u32;
+        for (i, entry) in entries.iter().enumerate() {
+            let equal = entry.digest.ct_eq(&presented);
+            index = u32::conditional_select(&index, &(i as u32), equal);
+            found |= equal;
+        }
+        if bool::from(found) {
+            Ok(registry.caller(entries.get(index as usize)))
+        } else {
+            Err(Unauthorized::Unknown)
+        }
+    }
+
+    /// Takes a token from the caller's bucket, counting the request or the refusal.
+    pub(crate) fn admit(&self, caller: &Caller) -> Result<(), RateLimited> {
+        match self
+            .inner
+            .buckets
+            .admit(&caller.name, caller.requests_per_minute)
+        {
+            Ok(()) => {
+                self.inner.metrics.request(&caller.name);
+                Ok(())
+            }
+            Err(limited) => {
+                self.inner
+                    .metrics
+                    .refused(&caller.name, metrics::Refusal::RateLimited);
+                Err(limited)
+            }
+        }
+    }
+
+    /// Counts a refused key (under `anonymous`: a wrong key names no client).
+    pub(crate) fn count_unauthorized(&self) {
+        self.inner
+            .metrics
+            .refused(&ClientName::anonymous(), metrics::Refusal::Unauthorized);
+    }
+
+    /// Whether the caller may still call premium APIs.
+    pub(crate) fn premium_allowed(&self, caller: &Caller) -> bool {
+        self.inner
+            .budgets
+            .allows(&caller.name, caller.premium_calls_per_day)
+    }
+
+    /// Charges `calls` premium calls to the caller.
+    pub(crate) fn charge(&self, caller: &Caller, calls: u32) {
+        if calls == 0 {
+            return;
+        }
+        self.inner.budgets.charge(&caller.name, calls);
+        self.inner.metrics.premium_calls(&caller.name, calls);
+    }
+
+    /// Every configured client's limits and usage.
+    pub(crate) fn usage(&self) -> Vec<Usage> {
+        let registry = self.inner.registry.load();
+        let callers: Vec<Caller> = match &registry.clients {
+            Some(entries) => entries.iter().map(|e| registry.caller(Some(e))).collect(),
+            None => vec![registry.caller(None)],
+        };
+        callers
+            .into_iter()
+            .map(|c| Usage {
+                client: c.name.as_str().to_owned(),
+                requests_per_minute: c.requests_per_minute,
+                premium_calls_per_day: c.premium_calls_per_day,
+                premium_calls_last_24h: self.inner.budgets.used(&c.name),
+                premium_allowed: self.premium_allowed(&c),
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use crate::metrics::Registry as MetricsRegistry;
+
+    fn clients(text: &str, defaults: ClientDefaults) -> Clients {
+        let source = KeysSource {
+            path: PathBuf::from("/nonexistent"),
+            entries: keys_file::parse(text).unwrap(),
+        };
+        Clients::new(
+            Some(&source),
+            defaults,
+            ClientMetrics::new(&mut MetricsRegistry::new()),
+        )
+    }
+
+    fn line(name: &str, key: &str) -> String {
+        keys_file::hash_line(name, key).unwrap()
+    }
+
+    #[test]
+    fn a_key_names_its_client_and_anything_else_is_refused() {
+        let text = format!("{}:10\n{}::7\n", line("alice", "ka"), line("bob", "kb"));
+        let c = clients(
+            &text,
+            ClientDefaults {
+                requests_per_minute: 60,
+                premium_calls_per_day: 100,
+            },
+        );
+        assert!(c.requires_keys());
+        let alice = c.authenticate(Some("ka")).unwrap();
+        assert_eq!(
+            (
+                alice.name.as_str(),
+                alice.requests_per_minute,
+                alice.premium_calls_per_day
+            ),
+            ("alice", 10, 100)
+        );
+        let bob = c.authenticate(Some(" kb ")).unwrap();
+        assert_eq!(
+            (
+                bob.name.as_str(),
+                bob.requests_per_minute,
+                bob.premium_calls_per_day
+            ),
+            ("bob", 60, 7)
+        );
+        assert_eq!(c.authenticate(Some("kc")), Err(Unauthorized::Unknown));
+        assert_eq!(c.authenticate(Some("  ")), Err(Unauthorized::Missing));
+        assert_eq!(c.authenticate(None), Err(Unauthorized::Missing));
+    }
+
+    #[test]
+    fn an_open_gateway_takes_everyone_as_anonymous() {
+        let c = Clients::new(
+            None,
+            ClientDefaults::default(),
+            ClientMetrics::new(&mut MetricsRegistry::new()),
+        );
+        assert!(!c.requires_keys());
+        assert_eq!(c.authenticate(None).unwrap().name.as_str(), ANONYMOUS);
+        assert_eq!(c.authenticate(Some("x")).unwrap().name.as_str(), ANONYMOUS);
+        assert!(c.reload().is_none());
+    }
+
+    #[test]
+    fn a_reload_swaps_the_clients_and_a_bad_file_keeps_the_old_ones() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("keys");
+        std::fs::write(&path, line("alice", "ka")).unwrap();
+        let source = KeysSource::read(path.clone()).unwrap();
+        let c = Clients::new(
+            Some(&source),
+            ClientDefaults::default(),
+            ClientMetrics::new(&mut MetricsRegistry::new()),
+        );
+        std::fs::write(&path, line("bob", "kb")).unwrap();
+        assert_eq!(c.reload(), Some(Ok(1)));
+        assert_eq!(c.authenticate(Some("ka")), Err(Unauthorized::Unknown));
+        assert_eq!(c.authenticate(Some("kb")).unwrap().name.as_str(), "bob");
+        std::fs::write(&path, "bob").unwrap();
+        assert!(matches!(
+            c.reload(),
+            Some(Err(KeysFileError::Malformed { line: 1, .. }))
+        ));
+        assert_eq!(c.authenticate(Some("kb")).unwrap().name.as_str(), "bob");
+    }
+}

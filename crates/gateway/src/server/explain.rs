@@ -1,0 +1,110 @@
+//! `explain=1`: the answer's JSON with a top-level `gateway` object saying how it was produced —
+//! the request ID and client, the outcome label, the cache (status, tier, and age on a hit),
+//! whether the request was coalesced into another's fan-out, the premium budget, and the fan-out's
+//! record ([`crate::pipeline::explain`]: every upstream call with its start offset, duration,
+//! outcome and results; the engines excluded and why; the upstreams skipped and why; why the
+//! fallback started; the budget used). Nothing in it comes from an upstream's body or a key.
+//!
+//! Only a request that asks pays for it: without `explain` the cached bytes go out untouched.
+
+use serde_json::{json, Map, Value};
+
+use super::auth::Admitted;
+use crate::cache::CacheStatus;
+use crate::pipeline::{Premium, Served};
+
+/// The query or form parameter.
+pub(super) const PARAMETER: &str = "explain";
+
+/// Whether a query string asks for `explain`.
+pub(super) fn wanted_in_query(query: Option<&str>) -> Result<bool, &'static str> {
+    let value = query.and_then(|q| {
+        url::form_urlencoded::parse(q.as_bytes())
+            .find(|(name, _)| name == PARAMETER)
+            .map(|(_, value)| value.into_owned())
+    });
+    wanted(value.as_deref())
+}
+
+/// Reads the parameter's value: `1`/`true` asks, `0`/`false`/absent does not.
+pub(super) fn wanted(raw: Option<&str>) -> Result<bool, &'static str> {
+    match raw.map(str::trim) {
+        None | Some("" | "0" | "false") => Ok(false),
+        Some("1" | "true") => Ok(true),
+        Some(_) => Err("parameter explain must be 0 or 1"),
+    }
+}
+
+/// The `gateway` object for this request.
+pub(super) fn object(served: &Served, admitted: &Admitted) -> Value {
+    let answer = &served.answer;
+    let cache = match served.cache {
+        CacheStatus::Hit => json!({
+            "status": "hit",
+            "tier": "memory",
+            "age_ms": u64::try_from(answer.computed_at.elapsed().as_millis()).unwrap_or(u64::MAX),
+        }),
+        CacheStatus::Stale { expired_for } => json!({
+            "status": "stale",
+            "tier": "memory",
+            "age_ms": u64::try_from(answer.computed_at.elapsed().as_millis()).unwrap_or(u64::MAX),
+            "expired_for_ms": u64::try_from(expired_for.as_millis()).unwrap_or(u64::MAX),
+            "why": "every upstream failed: the last complete answer",
+        }),
+        CacheStatus::Miss => json!({"status": "miss"}),
+    };
+    let spent = admitted.premium == Premium::BudgetSpent;
+    json!({
+        "request_id": admitted.request_id,
+        "client": admitted.caller.name.as_str(),
+        "outcome": served.outcome.as_str(),
+        "cache": cache,
+        "coalesced": served.coalesced,
+        "premium": {
+            "allowed": !spent,
+            "reason": if spent { Value::from("budget_spent") } else { Value::Null },
+            "calls_per_day": admitted.caller.premium_calls_per_day,
+            "charged": served.premium_calls,
+        },
+        "fanout": answer.record,
+    })
+}
+
+/// `document` (a JSON object's bytes) with `gateway` added at the top level; the bytes unchanged
+/// when they are not an object.
+pub(super) fn add_to(document: &[u8], gateway: Value) -> Vec<u8> {
+    match serde_json::from_slice::<Map<String, Value>>(document) {
+        Ok(mut map) => {
+            map.insert("gateway".to_owned(), gateway);
+            serde_json::to_vec(&map).unwrap_or_else(|_| document.to_vec())
+        }
+        Err(_) => document.to_vec(),
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn explain_is_asked_by_1_or_true_and_junk_is_refused() {
+        assert_eq!(wanted(None), Ok(false));
+        assert_eq!(wanted(Some("0")), Ok(false));
+        assert_eq!(wanted(Some("1")), Ok(true));
+        assert_eq!(wanted(Some("true")), Ok(true));
+        assert!(wanted(Some("yes please")).is_err());
+    }
+
+    #[test]
+    fn the_object_is_added_at_the_top_level_keeping_the_rest() {
+        let out = add_to(
+            br#"{"query":"q","results":[]}"#,
+            json!({"outcome": "searxng_ok"}),
+        );
+        let doc: Value = serde_json::from_slice(&out).unwrap();
+        assert_eq!(doc["query"], "q");
+        assert_eq!(doc["gateway"]["outcome"], "searxng_ok");
+        assert_eq!(add_to(b"[1]", json!({})), b"[1]");
+    }
+}
