@@ -72,7 +72,8 @@ fn router(gateway: Gateway, mcp_shutdown: CancellationToken) -> Router {
     // Every surface a client searches through. An inbound-key check (#13) is one layer here,
     // in front of all of them; the operator endpoints below stay outside it.
     // Each search through the SearXNG API or the Tavily API gets its `search` span
-    // ([`search_span`]); MCP messages are not one search each and get none.
+    // ([`search_span`]); MCP messages are not one search each: the MCP surface opens the span
+    // around each `tools/call` of `web_search` itself.
     let surfaces = Router::new()
         .merge(searxng_api::routes())
         .merge(tavily::routes())

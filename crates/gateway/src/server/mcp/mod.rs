@@ -13,6 +13,9 @@
 //! whose text names what to fix or which upstreams failed with which error class. A request the
 //! server cannot read at all — a body over the size limit, a body that is not JSON, JSON that is
 //! not a JSON-RPC message, an unknown tool — is a JSON-RPC error (with an HTTP 4xx over HTTP).
+//!
+//! Each `tools/call` of `web_search` runs in its own `search` span (`search_span::tool_call`),
+//! continuing the `traceparent` of the HTTP request that carried it.
 
 mod web_search;
 
@@ -31,9 +34,11 @@ use rmcp::transport::streamable_http_server::session::never::NeverSessionManager
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use rmcp::{RoleServer, ServerHandler, ServiceExt};
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
 
 use super::body::{self, BodyError};
 use super::document::Document;
+use super::search_span;
 use crate::config::limits::ServerLimits;
 use crate::pipeline::{Gateway, SearchError};
 use crate::request::Surface;
@@ -113,7 +118,7 @@ impl ServerHandler for SearchTools {
     async fn call_tool(
         &self,
         request: CallToolRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         if request.name != web_search::NAME {
             return Err(ErrorData::invalid_params(
@@ -124,8 +129,10 @@ impl ServerHandler for SearchTools {
                 None,
             ));
         }
+        let span = search_span::tool_call(context.extensions.get::<axum::http::request::Parts>());
         Ok(self
             .web_search(request.arguments.unwrap_or_default())
+            .instrument(span)
             .await
             .into())
     }
