@@ -6,9 +6,6 @@
 //!
 //! Every function must return for every input: a panic here is a crash the fuzzer reports. Inputs
 //! that need more than one part (a status, headers and a body) are split by [`Parts`].
-//!
-//! The Tavily-compatible and MCP request decoders are built on another branch and get their
-//! targets when they land.
 
 // Without the feature (plain `cargo test`) the module is private and only its replay test uses it.
 #![cfg_attr(not(feature = "fuzzing"), allow(unreachable_pub))]
@@ -121,6 +118,37 @@ pub fn canonical_url(input: &[u8]) {
     }
 }
 
+/// Result URLs the surfaces' replies are rendered over: hosts with and without `www.`, a
+/// subdomain, an IP literal, an IDNA host, and a string that is no URL.
+const REPLY_URLS: [&str; 6] = [
+    "https://docs.rs/serde",
+    "https://www.example.com/a?b=c",
+    "http://news.sub.example.org:8080/x#y",
+    "http://[::1]/",
+    "https://xn--bcher-kva.example/",
+    "not a url",
+];
+
+/// A `POST /tavily/search` body through the Tavily surface: the JSON object read field by field,
+/// validation into a search and its cache key, then the reply (domain filters, `max_results`,
+/// the answer) over a handful of results — or the refusal as a response.
+pub fn tavily_request(input: &[u8]) {
+    match crate::server::tavily_request(input, &REPLY_URLS) {
+        Ok(results) => assert!(results <= REPLY_URLS.len()),
+        Err(status) => assert!(
+            matches!(status, 400 | 401),
+            "a body is refused as bad or unauthorised, not {status}"
+        ),
+    }
+}
+
+/// An MCP `/mcp` body through the server's JSON-RPC check and, for a `tools/call` of
+/// `web_search` (or a bare JSON object taken as its arguments), the argument decoder, validation
+/// and the tool's result over a handful of results.
+pub fn mcp_web_search(input: &[u8]) {
+    let _ = crate::server::mcp_web_search(input, &REPLY_URLS);
+}
+
 /// A fuzz input as a response: two bytes of status (folded into 100–599), header lines up to the
 /// first empty line (`name: value`; unreadable lines are skipped), then the body.
 struct Parts<'a> {
@@ -204,5 +232,7 @@ mod tests {
         replay("retry_after", super::retry_after);
         replay("brave_rate_limits", super::brave_rate_limits);
         replay("canonical_url", super::canonical_url);
+        replay("tavily_request", super::tavily_request);
+        replay("mcp_web_search", super::mcp_web_search);
     }
 }

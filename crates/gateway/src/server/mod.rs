@@ -58,6 +58,20 @@ pub(crate) fn parse_params(raw: &str) -> Option<crate::request::RawParams> {
     searxng_api::parse(raw).ok()
 }
 
+/// A `POST /tavily/search` body through the Tavily surface's decoding and reply, for the fuzz
+/// targets: the reply's result count, or the refusal's status.
+#[cfg(any(test, feature = "fuzzing"))]
+pub(crate) fn tavily_request(body: &[u8], urls: &[&str]) -> Result<usize, u16> {
+    tavily::exercise(body, urls).map_err(|status| status.as_u16())
+}
+
+/// A `/mcp` body (or bare `web_search` arguments) through the MCP surface's checks, the tool's
+/// argument decoding and its result, for the fuzz targets: whether it became a search.
+#[cfg(any(test, feature = "fuzzing"))]
+pub(crate) fn mcp_web_search(body: &[u8], urls: &[&str]) -> bool {
+    mcp::exercise(body, urls)
+}
+
 /// The routes over `gateway`, admitting callers through `clients`. `mcp_shutdown` ends the MCP
 /// transport's open streams.
 fn router(gateway: Gateway, clients: Clients, mcp_shutdown: CancellationToken) -> Router {
@@ -70,7 +84,8 @@ fn router(gateway: Gateway, clients: Clients, mcp_shutdown: CancellationToken) -
     // Every surface a client searches through, and `/status`, behind the inbound-key check and
     // the client's rate limit ([`auth`]); `/healthz`, `/readyz` and the metrics path stay outside.
     // Each search through the SearXNG API or the Tavily API gets its `search` span
-    // ([`search_span`]); MCP messages are not one search each and get none.
+    // ([`search_span`]); MCP messages are not one search each: the MCP surface opens the span
+    // around each `tools/call` of `web_search` itself.
     let surfaces = Router::new()
         .merge(searxng_api::routes())
         .merge(tavily::routes())

@@ -1,31 +1,55 @@
-//! The `search` span ([`crate::trace`]) of a request to a search surface: opened before the
-//! request is read, continuing the client's W3C `traceparent`, closed with the response's status.
-//! The shared search step (`server::search`) records the outcome and cache on it, refusals their
-//! error code. With tracing off the span is disabled and this is one callsite check.
+//! The `search` span ([`crate::trace`]) of one search through a surface: opened before the request
+//! is read, continuing the client's W3C `traceparent`. The SearXNG API and the Tavily API get it
+//! around the whole request ([`traced`], closed with the response's status); the MCP surface around
+//! each `tools/call` of `web_search` ([`tool_call`]), since one `/mcp` message is not always a
+//! search. The shared search step (`server::search`) records the outcome and cache on it, refusals
+//! their error code. With tracing off the span is disabled and this is one callsite check.
 
 use axum::extract::Request;
+use axum::http::HeaderMap;
 use axum::middleware::Next;
 use axum::response::Response;
 use tracing::field::Empty;
-use tracing::Instrument;
+use tracing::{Instrument, Span};
 
 use crate::trace::{self, TARGET};
 
-/// Runs the request inside its `search` span.
-pub(super) async fn traced(request: Request, next: Next) -> Response {
+/// A `search` span continuing the trace in `headers`, if any.
+fn open(method: Option<&str>, headers: Option<&HeaderMap>) -> Span {
     let span = tracing::info_span!(
         target: TARGET,
         "search",
         otel.kind = "server",
-        http.request.method = %request.method(),
+        http.request.method = Empty,
         http.response.status_code = Empty,
         outcome = Empty,
         cache = Empty,
         error_class = Empty,
         otel.status_code = Empty,
     );
-    trace::continue_client_trace(&span, request.headers());
+    if let Some(method) = method {
+        span.record("http.request.method", method);
+    }
+    if let Some(headers) = headers {
+        trace::continue_client_trace(&span, headers);
+    }
+    span
+}
+
+/// Runs the request inside its `search` span.
+pub(super) async fn traced(request: Request, next: Next) -> Response {
+    let span = open(Some(request.method().as_str()), Some(request.headers()));
     let response = next.run(request).instrument(span.clone()).await;
     span.record("http.response.status_code", response.status().as_u16());
     response
+}
+
+/// The `search` span of a `tools/call` of `web_search`: over Streamable HTTP, `http` is the
+/// request that carried the call (the MCP SDK hands it to the tool), whose `traceparent` the span
+/// continues; over stdio there is none and the span starts a trace.
+pub(super) fn tool_call(http: Option<&axum::http::request::Parts>) -> Span {
+    open(
+        http.map(|parts| parts.method.as_str()),
+        http.map(|parts| &parts.headers),
+    )
 }

@@ -237,18 +237,11 @@ async fn search(
     };
     // A client the key check named has shown its key; an anonymous one must still carry one.
     let keyed = admitted.clients.requires_keys();
-    let (query, options) = match read_request(&gateway, keyed, &headers, body).await {
+    let (req, options) = match read_request(&gateway, keyed, &headers, body).await {
         Ok(request) => request,
         Err(err) => {
             super::log_refused(Surface::Tavily, err.code());
             return err.into_response();
-        }
-    };
-    let req = match SearchRequest::new(query, gateway.config().max_query_bytes) {
-        Ok(req) => req,
-        Err(err) => {
-            super::log_refused(Surface::Tavily, err.code());
-            return TavilyError::from(err).into_response();
         }
     };
     let echoed = req.query.clone();
@@ -279,22 +272,64 @@ async fn search(
     response
 }
 
-/// The body as a JSON object, checked for a key, read into the search and the reply options.
+/// The body, within the server limits, decoded ([`decode`]).
 async fn read_request(
     gateway: &Gateway,
     keyed: bool,
     headers: &HeaderMap,
     body: Body,
-) -> Result<(SearchInput, ReplyOptions), TavilyError> {
+) -> Result<(SearchRequest, ReplyOptions), TavilyError> {
     let body = body::read(&gateway.config().server_limits, headers, body).await?;
-    let Ok(Value::Object(fields)) = serde_json::from_slice::<Value>(&body) else {
+    decode(keyed, headers, &body, gateway.config().max_query_bytes)
+}
+
+/// The body as a JSON object, checked for a key (unless the key check named the caller: `keyed`),
+/// read into the validated search and the reply options.
+fn decode(
+    keyed: bool,
+    headers: &HeaderMap,
+    body: &[u8],
+    max_query_bytes: usize,
+) -> Result<(SearchRequest, ReplyOptions), TavilyError> {
+    let Ok(Value::Object(fields)) = serde_json::from_slice::<Value>(body) else {
         return Err(TavilyError::NotJson);
     };
     if !keyed && !carries_key(headers, &fields) {
         return Err(TavilyError::MissingKey);
     }
-    let request = TavilyRequest::read(&fields)?;
-    Ok(request.into_search())
+    let (input, options) = TavilyRequest::read(&fields)?.into_search();
+    Ok((SearchRequest::new(input, max_query_bytes)?, options))
+}
+
+/// One request body through what this surface does with it around the pipeline, for the fuzz
+/// target: [`decode`] (with a bearer key, so the body is read past the key check), then the cache
+/// key and the reply over one result at each of `urls`, or the refusal as a response. Returns the
+/// number of results in the reply, or the refusal's status.
+#[cfg(any(test, feature = "fuzzing"))]
+pub(super) fn exercise(body: &[u8], urls: &[&str]) -> Result<usize, StatusCode> {
+    let mut headers = HeaderMap::new();
+    headers.insert(header::AUTHORIZATION, HeaderValue::from_static("Bearer k"));
+    let (req, options) =
+        decode(false, &headers, body, 2048).map_err(|err| err.into_response().status())?;
+    let _ = req.cache_key();
+    let hits = urls
+        .iter()
+        .map(|url| Hit {
+            url: (*url).to_owned(),
+            title: req.query.clone(),
+            content: req.query.clone(),
+            engines: vec!["fuzz".to_owned()],
+            published_date: None,
+        })
+        .collect();
+    let found = Found {
+        hits,
+        answers: vec![req.query.clone()],
+    };
+    let reply = options.reply(req.query, found, 0.25);
+    assert!(reply.results.len() <= options.max_results.min(urls.len()));
+    assert!(serde_json::to_string(&reply).is_ok());
+    Ok(reply.results.len())
 }
 
 /// A non-blank `Authorization: Bearer` key or `api_key` in the body. #13 turns this presence check

@@ -3,6 +3,7 @@
 //! tree of one request that hit SearXNG and two providers is checked: the `search` span continues
 //! the client's W3C trace, its children are the cache lookup, the SearXNG call (with the excluded
 //! engine) and its attempt, and both provider calls; the request's log line carries the trace id.
+//! An MCP `tools/call` of `web_search` over HTTP gets its own `search` span in the client's trace.
 
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
@@ -277,5 +278,112 @@ async fn a_search_exports_one_span_tree_continuing_the_clients_trace() {
     assert!(
         traced_line.ends_with(&format!("trace_id={trace_id}")),
         "{traced_line}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_web_search_tool_call_over_http_gets_its_search_span_in_the_clients_trace() {
+    let (collector, received) = receiver().await;
+    let searxng = SimulatedSearxng::start(&["alpha"])
+        .await
+        .expect("simulated SearXNG");
+    let endpoint = format!("http://{collector}");
+    let searxng_url = searxng.base_url();
+    let mut gateway = GatewayProcess::start(&[
+        ("LISTEN_ADDR", "127.0.0.1:0"),
+        ("SEARXNG_BACKEND_URL", &searxng_url),
+        ("OTEL_EXPORTER_OTLP_ENDPOINT", &endpoint),
+    ]);
+    let url = gateway.url().await;
+    let client = reqwest::Client::builder()
+        .timeout(wait::HANG_GUARD)
+        .build()
+        .expect("client");
+    let trace_id = "0af7651916cd43dd8448eb211c80319c";
+    let client_span = "b7ad6b7169203331";
+    let mcp = |body: serde_json::Value, traceparent: Option<String>| {
+        let mut request = client
+            .post(format!("{url}/mcp"))
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .body(body.to_string());
+        if let Some(traceparent) = traceparent {
+            request = request.header("traceparent", traceparent);
+        }
+        request.send()
+    };
+    // tools/list is not a search: no span.
+    let listed = mcp(
+        serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}),
+        Some(format!("00-{trace_id}-{client_span}-01")),
+    )
+    .await
+    .expect("tools/list");
+    assert_eq!(listed.status().as_u16(), 200);
+    let called = mcp(
+        serde_json::json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+            "name": "web_search", "arguments": {"query": "traced tool call"}}}),
+        Some(format!("00-{trace_id}-{client_span}-01")),
+    )
+    .await
+    .expect("tools/call");
+    assert_eq!(called.status().as_u16(), 200);
+    let answer: serde_json::Value = called.json().await.expect("a JSON-RPC answer");
+    assert_eq!(answer["result"]["isError"], false, "{answer}");
+    // A refused call is a search span too, marked with the refusal's error class.
+    let refused = mcp(
+        serde_json::json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {
+            "name": "web_search", "arguments": {"query": "  "}}}),
+        None,
+    )
+    .await
+    .expect("refused tools/call");
+    assert_eq!(refused.status().as_u16(), 200);
+
+    assert_eq!(gateway.terminate().await.code(), Some(0));
+    let received = received.lock().expect("lock");
+    let searches: Vec<&Span> = received
+        .spans
+        .iter()
+        .map(|(_, s)| s)
+        .filter(|s| s.name == "search")
+        .collect();
+    assert_eq!(searches.len(), 2, "one search span per tools/call");
+    let traced: Vec<&&Span> = searches
+        .iter()
+        .filter(|s| hex(&s.trace_id) == trace_id)
+        .collect();
+    assert_eq!(
+        traced.len(),
+        1,
+        "the tool call continues the client's trace"
+    );
+    let search = traced[0];
+    assert_eq!(hex(&search.parent_span_id), client_span);
+    assert_eq!(search.kind, SpanKind::Server as i32);
+    assert_eq!(
+        string_attribute(&search.attributes, "outcome").as_deref(),
+        Some("searxng_ok")
+    );
+    assert_eq!(
+        string_attribute(&search.attributes, "http.request.method").as_deref(),
+        Some("POST")
+    );
+    let mut children: Vec<&str> = received
+        .spans
+        .iter()
+        .map(|(_, s)| s)
+        .filter(|s| s.parent_span_id == search.span_id)
+        .map(|s| s.name.as_str())
+        .collect();
+    children.sort_unstable();
+    assert_eq!(children, ["cache_lookup", "searxng"]);
+    let refusal = searches
+        .iter()
+        .find(|s| hex(&s.trace_id) != trace_id)
+        .expect("the refused call's span");
+    assert_eq!(
+        string_attribute(&refusal.attributes, "error_class").as_deref(),
+        Some("missing_query")
     );
 }

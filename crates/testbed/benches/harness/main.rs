@@ -9,6 +9,8 @@
 //! - **e. idle memory** — `VmRSS` of a freshly started gateway.
 //! - **a. cache hits** — 64 keep-alive connections on one cached query, against a minimal hyper
 //!   server answering the same bytes ([`baseline`]): throughput ratio and latency.
+//! - **i. tracing** — a.'s load against a gateway with tracing off and one exporting spans over
+//!   OTLP/HTTP to a loopback sink ([`otlp_sink`]), alternating: throughput and CPU per hit of each.
 //! - **b. miss path** — one connection, `CACHE_SIZE=0`: latency through the gateway minus latency
 //!   of the same search sent to the simulated SearXNG directly (blocks alternate, so drift hits both).
 //! - **c. T1 pass** — `T1_PREMIUM_COUNT=3`, three providers scripted to take 100 ms: wall time.
@@ -29,13 +31,14 @@
 //! `cargo test --all-targets` runs this binary without `--bench`; it then does nothing.
 //!
 //! This file holds the plan, the order of the run and the report; each measurement is its own file in
-//! [`measure`], and [`processes`], [`loadgen`], [`histogram`], [`baseline`] and [`report`] are the tools
+//! [`measure`], and [`processes`], [`loadgen`], [`histogram`], [`baseline`], [`otlp_sink`] and [`report`] are the tools
 //! they share.
 
 mod baseline;
 mod histogram;
 mod loadgen;
 mod measure;
+mod otlp_sink;
 mod processes;
 mod report;
 
@@ -231,6 +234,7 @@ async fn run(plan: Plan) -> usize {
         failures: Vec::new(),
         busiest_foreign: (0.0, String::new()),
         partial: false,
+        cache_hit_rps: None,
     };
     let started = Instant::now();
     println!(
@@ -264,6 +268,11 @@ async fn run(plan: Plan) -> usize {
                 println!("== a. cache hits");
                 let result = bench.cache_hits(&searxng).await;
                 bench.settle("a. cache hits", result);
+            }
+            if wants("i") {
+                println!("== i. tracing on and off");
+                let result = bench.tracing_cost(&searxng).await;
+                bench.settle("i. tracing", result);
             }
             if wants("b") {
                 println!("== b. miss path");
@@ -324,6 +333,8 @@ struct Bench {
     busiest_foreign: (f64, String),
     /// Only some measurements ran (`HARNESS_ONLY`): the report does not replace BENCHMARKS.md.
     partial: bool,
+    /// a.'s gateway throughput, once a. ran: i. compares tracing off with it.
+    cache_hit_rps: Option<f64>,
 }
 
 fn ms(duration: Duration) -> String {

@@ -13,6 +13,9 @@
 //! whose text names what to fix or which upstreams failed with which error class. A request the
 //! server cannot read at all — a body over the size limit, a body that is not JSON, JSON that is
 //! not a JSON-RPC message, an unknown tool — is a JSON-RPC error (with an HTTP 4xx over HTTP).
+//!
+//! Each `tools/call` of `web_search` runs in its own `search` span (`search_span::tool_call`),
+//! continuing the `traceparent` of the HTTP request that carried it.
 
 mod web_search;
 
@@ -31,15 +34,17 @@ use rmcp::transport::streamable_http_server::session::never::NeverSessionManager
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use rmcp::{RoleServer, ServerHandler, ServiceExt};
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
 
 use super::auth::Admitted;
 use super::body::{self, BodyError};
 use super::document::Document;
+use super::search_span;
 use crate::clients::Clients;
 use crate::config::limits::ServerLimits;
 use crate::pipeline::{Gateway, SearchError};
-use crate::request::{SearchRequest, Surface};
-use web_search::{Refusal, WebSearchArgs, WebSearchOutput};
+use crate::request::Surface;
+use web_search::{Refusal, WebSearchOutput};
 
 /// Where the Streamable HTTP transport is served.
 pub(super) const PATH: &str = "/mcp";
@@ -62,15 +67,11 @@ impl SearchTools {
         arguments: rmcp::model::JsonObject,
         admitted: &Admitted,
     ) -> rmcp::model::CallToolResult {
-        let (input, max_results) =
-            match WebSearchArgs::read(&arguments).and_then(WebSearchArgs::into_search) {
+        let (req, max_results) =
+            match web_search::decode(&arguments, self.gateway.config().max_query_bytes) {
                 Ok(search) => search,
                 Err(refusal) => return refused(&refusal),
             };
-        let req = match SearchRequest::new(input, self.gateway.config().max_query_bytes) {
-            Ok(req) => req,
-            Err(err) => return refused(&Refusal::from(err)),
-        };
         let query = req.query.clone();
         let served = match super::search(&self.gateway, Surface::Mcp, req, admitted).await {
             Ok(served) => served,
@@ -137,14 +138,15 @@ impl ServerHandler for SearchTools {
         }
         // Over HTTP the key check admitted the caller (`super::auth`); on stdio the caller is the
         // local user, counted as anonymous.
-        let admitted = context
-            .extensions
-            .get::<axum::http::request::Parts>()
+        let parts = context.extensions.get::<axum::http::request::Parts>();
+        let admitted = parts
             .and_then(|parts| parts.extensions.get::<Admitted>())
             .cloned()
             .unwrap_or_else(|| Admitted::local(&self.clients));
+        let span = search_span::tool_call(parts);
         Ok(self
             .web_search(request.arguments.unwrap_or_default(), &admitted)
+            .instrument(span)
             .await
             .into())
     }
@@ -247,6 +249,45 @@ async fn readable_requests(
     let text = axum::body::to_bytes(body, 4096).await.unwrap_or_default();
     let message = String::from_utf8_lossy(&text).trim().to_owned();
     json_rpc_error(parts.status, ErrorData::invalid_request(message, None))
+}
+
+/// One `/mcp` request body through what the server does with it before and after the pipeline,
+/// for the fuzz target: the check that it is a JSON-RPC message of MCP; then, when it is a
+/// `tools/call` of `web_search` (or, for a body that is not a JSON-RPC message, a JSON object
+/// taken as the tool's arguments), the arguments decoded and the tool's result over one result at
+/// each of `urls`. Returns whether the call became a search and its result was not an error.
+#[cfg(any(test, feature = "fuzzing"))]
+pub(super) fn exercise(body: &[u8], urls: &[&str]) -> bool {
+    use rmcp::model::{ClientRequest, JsonRpcMessage};
+
+    let bytes = Bytes::copy_from_slice(body);
+    let arguments = match unreadable(&bytes) {
+        None => match serde_json::from_slice::<ClientJsonRpcMessage>(body) {
+            Ok(JsonRpcMessage::Request(request)) => match request.request {
+                ClientRequest::CallToolRequest(call) if call.params.name == web_search::NAME => {
+                    call.params.arguments.unwrap_or_default()
+                }
+                _ => return false,
+            },
+            _ => return false,
+        },
+        Some(refusal) => {
+            assert!(refusal.status().is_client_error());
+            match serde_json::from_slice::<serde_json::Value>(body) {
+                Ok(serde_json::Value::Object(arguments)) => arguments,
+                _ => return false,
+            }
+        }
+    };
+    let (req, max_results) = match web_search::decode(&arguments, 2048) {
+        Ok(search) => search,
+        Err(refusal) => {
+            assert!(refused(&refusal).is_error == Some(true));
+            return false;
+        }
+    };
+    let _ = req.cache_key();
+    web_search::exercise_output(req.query, urls, max_results)
 }
 
 /// The refusal of a body that is not JSON or not a JSON-RPC message of MCP; `None` for one that is.

@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 
 use super::super::document::{FailedUpstream, Found, Hit};
 use super::super::json_fields::{field, number_in, InvalidField};
-use crate::request::{RequestError, SafeSearch, SearchInput, TimeRange};
+use crate::request::{RequestError, SafeSearch, SearchInput, SearchRequest, TimeRange};
 
 /// The tool's name.
 pub(super) const NAME: &str = "web_search";
@@ -167,6 +167,40 @@ impl WebSearchArgs {
             self.max_results.unwrap_or(DEFAULT_MAX_RESULTS) as usize,
         ))
     }
+}
+
+/// The call's arguments as the validated search they ask for, and how many results to return.
+pub(super) fn decode(
+    arguments: &JsonObject,
+    max_query_bytes: usize,
+) -> Result<(SearchRequest, usize), Refusal> {
+    let (input, max_results) = WebSearchArgs::read(arguments)?.into_search()?;
+    Ok((SearchRequest::new(input, max_query_bytes)?, max_results))
+}
+
+/// The tool's result for `query` over one result at each of `urls`, for the fuzz target: whether
+/// it is a success with at most `max_results` structured results.
+#[cfg(any(test, feature = "fuzzing"))]
+pub(super) fn exercise_output(query: String, urls: &[&str], max_results: usize) -> bool {
+    let hits = urls
+        .iter()
+        .map(|url| Hit {
+            url: (*url).to_owned(),
+            title: query.clone(),
+            content: query.repeat(3),
+            engines: vec!["fuzz".to_owned()],
+            published_date: Some(query.clone()),
+        })
+        .collect();
+    let found = Found {
+        hits,
+        answers: vec![query.clone()],
+    };
+    let output = WebSearchOutput::new(query, found, max_results);
+    assert!(output.results.len() <= max_results);
+    let result = output.into_result();
+    assert!(result.structured_content.is_some());
+    result.is_error != Some(true)
 }
 
 impl WebSearchOutput {

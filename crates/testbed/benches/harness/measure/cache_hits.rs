@@ -88,6 +88,7 @@ impl Bench {
         let runs = self.plan.hit_repeats as f64;
         let (gateway_rps, baseline_rps) = (totals[0].0 / runs, totals[1].0 / runs);
         let ratio = gateway_rps / baseline_rps.max(1e-9);
+        self.cache_hit_rps = Some(gateway_rps);
         self.rows.push(Row {
             name: format!("a. cache-hit throughput, {CONNECTIONS} connections"),
             result: format!(

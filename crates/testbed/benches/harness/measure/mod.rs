@@ -1,7 +1,7 @@
 //! The measurements, one file each (or a folder), as methods of [`crate::Bench`] so they share its plan,
 //! rows, details and failures: [`cache_hits`] (a), [`miss_path`] (b), [`t1`] (c), [`coalescing`] (d),
-//! [`memory`] (e), [`pool`] (f), [`fault_soak`] (g) and [`day`] (h, decision quality over a day of
-//! upstream trouble).
+//! [`memory`] (e), [`pool`] (f), [`fault_soak`] (g), [`day`] (h, decision quality over a day of
+//! upstream trouble) and [`tracing_cost`] (i, cache hits with tracing off and on).
 
 mod cache_hits;
 mod coalescing;
@@ -11,3 +11,4 @@ mod memory;
 mod miss_path;
 mod pool;
 mod t1;
+mod tracing_cost;
