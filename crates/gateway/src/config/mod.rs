@@ -7,6 +7,7 @@
 mod backends;
 pub(crate) mod limits;
 pub(crate) mod otlp;
+pub(crate) mod redis;
 mod parse;
 pub mod variables;
 
@@ -17,6 +18,7 @@ use crate::providers::{ApiKey, ProviderKind, ProviderSettings};
 pub(crate) use backends::SearxngBackend;
 use limits::{ServerLimits, Shedding};
 use otlp::OtlpExport;
+use redis::RedisSettings;
 use parse::Env;
 
 /// A configuration problem: which variable, and what is wrong with it.
@@ -153,6 +155,8 @@ pub struct Config {
     pub(crate) otlp: Option<OtlpExport>,
     /// `QUOTA_PARK_SECONDS`: how long a spent quota without a reset hint parks its provider.
     pub(crate) quota_park: Duration,
+    /// `REDIS_URL` and friends; `None`: nothing is shared with other replicas.
+    pub(crate) redis: Option<RedisSettings>,
 }
 
 impl Config {
@@ -221,6 +225,7 @@ impl Config {
         let server_limits = ServerLimits::read(env)?;
         let otlp = OtlpExport::read(env)?;
         let quota_park = env.seconds("QUOTA_PARK_SECONDS")?;
+        let redis = RedisSettings::read(env)?;
 
         let config = Self {
             listen_addr,
@@ -249,6 +254,7 @@ impl Config {
             server_limits,
             otlp,
             quota_park,
+            redis,
         };
         let t1_premium_count = t1_premium_count(env, &config.active_providers())?;
         Ok(Self {

@@ -10,6 +10,7 @@ use prometheus_client::metrics::histogram::Histogram;
 
 use super::Outcome;
 use crate::breaker::BreakerMetrics;
+use crate::shared::SharedMetrics;
 use crate::metrics::{
     count_histogram, label_value_as_str, latency_family, FloatGauge, HistogramFamily,
     InstanceLabel, Registry,
@@ -166,6 +167,7 @@ pub(crate) struct Metrics {
     pub(crate) searxng: SearxngMetrics,
     pub(crate) providers: ProviderMetrics,
     pub(crate) breakers: BreakerMetrics,
+    pub(crate) shared: SharedMetrics,
 }
 
 impl Metrics {
@@ -177,6 +179,7 @@ impl Metrics {
             searxng: SearxngMetrics::new(&mut registry),
             providers: ProviderMetrics::new(&mut registry),
             breakers: BreakerMetrics::new(&mut registry),
+            shared: SharedMetrics::new(&mut registry),
             registry,
         }
     }
