@@ -7,8 +7,8 @@
 mod backends;
 pub(crate) mod limits;
 pub(crate) mod otlp;
-pub(crate) mod redis;
 mod parse;
+pub(crate) mod redis;
 pub mod variables;
 
 use std::net::SocketAddr;
@@ -18,8 +18,8 @@ use crate::providers::{ApiKey, ProviderKind, ProviderSettings};
 pub(crate) use backends::SearxngBackend;
 use limits::{ServerLimits, Shedding};
 use otlp::OtlpExport;
-use redis::RedisSettings;
 use parse::Env;
+use redis::RedisSettings;
 
 /// A configuration problem: which variable, and what is wrong with it.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -33,6 +33,15 @@ impl std::fmt::Debug for RedisSettings {
 impl RedisSettings {
     /// `None` when `REDIS_URL` is unset: one process, nothing shared.
     pub(super) fn read(env: &Env<'_>) -> Result<Option<Self>, ConfigError> {
+        // Read (and checked) even without a URL, so a typo is caught before it matters.
+        let key_prefix = env.required("REDIS_KEY_PREFIX")?;
+        if key_prefix.text.contains(['{', '}']) || key_prefix.text.chars().any(char::is_whitespace)
+        {
+            return Err(key_prefix.error(
+                "must not contain braces (they are the keys' Redis Cluster hash tags) or spaces",
+            ));
+        }
+        let timeout = Duration::from_millis(env.integer("REDIS_TIMEOUT_MS", 1u64, 10_000)?);
         let Some(raw) = env.value("REDIS_URL") else {
             return Ok(None);
         };
@@ -45,7 +54,10 @@ impl RedisSettings {
         })?;
         let shown = masked(&url);
         if !matches!(url.scheme(), "redis" | "rediss") {
-            return Err(refuse(&shown, "the scheme must be redis:// or rediss:// (TLS)"));
+            return Err(refuse(
+                &shown,
+                "the scheme must be redis:// or rediss:// (TLS)",
+            ));
         }
         if url.host_str().is_none_or(str::is_empty) {
             return Err(refuse(&shown, "no host"));
@@ -57,14 +69,6 @@ impl RedisSettings {
         if redis::Client::open(url.as_str()).is_err() {
             return Err(refuse(&shown, "not usable by the Redis client"));
         }
-        let key_prefix = env.required("REDIS_KEY_PREFIX")?;
-        if key_prefix.text.contains(['{', '}']) || key_prefix.text.chars().any(char::is_whitespace)
-        {
-            return Err(key_prefix.error(
-                "must not contain braces (they are the keys' Redis Cluster hash tags) or spaces",
-            ));
-        }
-        let timeout = Duration::from_millis(env.integer("REDIS_TIMEOUT_MS", 1u64, 10_000)?);
         Ok(Some(Self {
             url,
             key_prefix: key_prefix.text,

@@ -58,7 +58,7 @@ async fn keep_shared(inner: &Arc<Inner>) {
         every.tick().await;
         tier.ping().await;
         if tier.is_connected() {
-            super::shared_breakers::publish(inner, tier);
+            super::shared_breakers::publish(inner, tier).await;
         }
     }
 }

@@ -10,7 +10,6 @@ use prometheus_client::metrics::histogram::Histogram;
 
 use super::Outcome;
 use crate::breaker::BreakerMetrics;
-use crate::shared::SharedMetrics;
 use crate::metrics::{
     count_histogram, label_value_as_str, latency_family, FloatGauge, HistogramFamily,
     InstanceLabel, Registry,
@@ -18,6 +17,7 @@ use crate::metrics::{
 use crate::providers::ProviderMetrics;
 use crate::request::Surface;
 use crate::searxng::SearxngMetrics;
+use crate::shared::SharedMetrics;
 
 label_value_as_str!(Outcome, Surface);
 

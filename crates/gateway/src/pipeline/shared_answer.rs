@@ -26,7 +26,9 @@ use super::outcome::Outcome;
 use super::{fanout, shared_breakers, Answer, FanOutResult, Inner};
 use crate::cache::{Computed, Keep, Lifetime};
 use crate::request::SearchRequest;
-use crate::shared::{Claim, FlightState, Lease, SharedLookup, SharedTier, StoredAnswer, LEASE_TTL, POLL_INTERVAL};
+use crate::shared::{
+    Claim, FlightState, Lease, SharedLookup, SharedTier, StoredAnswer, LEASE_TTL, POLL_INTERVAL,
+};
 
 /// The first bytes of every answer blob, then its version.
 const MAGIC: &[u8; 4] = b"sxgw";
@@ -38,7 +40,11 @@ const FOLLOW_SHARE: u32 = 2;
 const MAX_CLAIMS: usize = 3;
 
 /// Computes a miss: through the shared tier when there is one, else by a local fan-out.
-pub(super) async fn compute(inner: Arc<Inner>, req: SearchRequest, key: String) -> Computed<FanOutResult> {
+pub(super) async fn compute(
+    inner: Arc<Inner>,
+    req: SearchRequest,
+    key: String,
+) -> Computed<FanOutResult> {
     let started = Instant::now();
     let budget = inner.config.request_budget;
     let Some(tier) = inner.shared.clone() else {
@@ -84,12 +90,16 @@ pub(super) async fn compute(inner: Arc<Inner>, req: SearchRequest, key: String) 
     }
     let left = budget.saturating_sub(started.elapsed());
     let computed = fan_out(&inner, req, left).await;
-    shared_breakers::publish(&inner, &tier);
+    shared_breakers::publish(&inner, &tier).await;
     computed
 }
 
 /// The fan-out itself, once it has a slot, within `budget`.
-async fn fan_out(inner: &Arc<Inner>, req: SearchRequest, budget: Duration) -> Computed<FanOutResult> {
+async fn fan_out(
+    inner: &Arc<Inner>,
+    req: SearchRequest,
+    budget: Duration,
+) -> Computed<FanOutResult> {
     let Ok(_slot) = inner.admission.admit().await else {
         return (Err(Overloaded), Keep::Never);
     };
@@ -108,7 +118,7 @@ async fn lead(
 ) -> Computed<FanOutResult> {
     let mut held = Held::new(tier, lease);
     let (result, keep) = fan_out(inner, req, budget).await;
-    shared_breakers::publish(inner, tier);
+    shared_breakers::publish(inner, tier).await;
     let lease = held.lease.take();
     let stored = match (&result, keep) {
         (Ok(answer), Keep::Complete(ttl)) => Some((encode(answer, true), ttl)),
@@ -136,7 +146,8 @@ impl Held {
         let renewing = {
             let (tier, lease) = (tier.clone(), lease.clone());
             tokio::spawn(async move {
-                let mut every = tokio::time::interval_at(Instant::now() + LEASE_TTL / 3, LEASE_TTL / 3);
+                let mut every =
+                    tokio::time::interval_at(Instant::now() + LEASE_TTL / 3, LEASE_TTL / 3);
                 loop {
                     every.tick().await;
                     tier.renew_lease(&lease).await;
@@ -234,7 +245,9 @@ fn read_blob(blob: &Bytes) -> Option<(Answer, bool)> {
     let result_count = u32::from_be_bytes(take(4)?.as_ref().try_into().ok()?);
     let engine_count = u32::from_be_bytes(take(4)?.as_ref().try_into().ok()?);
     let json = blob.slice(at..);
-    if !matches!(status, 200 | 502) || serde_json::from_slice::<serde::de::IgnoredAny>(&json).is_err() {
+    if !matches!(status, 200 | 502)
+        || serde_json::from_slice::<serde::de::IgnoredAny>(&json).is_err()
+    {
         return None;
     }
     Some((
@@ -270,7 +283,12 @@ mod tests {
             let (back, was_complete) = read_blob(&encode(&answer(), complete)).unwrap();
             assert_eq!(was_complete, complete);
             assert_eq!(
-                (back.outcome, back.status, back.result_count, back.engine_count),
+                (
+                    back.outcome,
+                    back.status,
+                    back.result_count,
+                    back.engine_count
+                ),
                 (Outcome::SearxngOk, 200, 3, 2)
             );
             assert_eq!(back.json, answer().json);

@@ -11,7 +11,7 @@
 //!   `SET NX PX` — the winner's breaker admits its one probe, the others stay open while it runs;
 //!   a period the tier knew and no longer lists was closed by another replica's probe.
 //! - [`publish`], after a fan-out: each breaker whose own state changed (trip, probe result,
-//!   pause, a later server hint) is written, in one round trip per board; once Redis took it, the
+//!   pause, a later server hint) is written, in one round trip per board that changed; once Redis took it, the
 //!   period counts as known there. When Redis comes back after an absence, every open breaker is
 //!   written again.
 
@@ -163,78 +163,81 @@ pub(super) async fn adopt(inner: &Inner, tier: &SharedTier, read: &[HashMap<Stri
 }
 
 /// Writes every breaker whose own state changed since it was last published (every open one
-/// after Redis came back), in the background: never on the path of an answer.
-pub(super) fn publish(inner: &Arc<Inner>, tier: &SharedTier) {
-    let tier_epoch = tier.epoch();
-    let mut writes: Vec<(String, Vec<(String, Option<Bytes>)>, Vec<(Arc<Breaker>, u64)>)> =
-        Vec::new();
-    {
+/// after Redis came back): one bounded round trip per board that changed, none when nothing did
+/// (the usual miss). Awaited, so the next request anywhere sees it.
+pub(super) async fn publish(inner: &Inner, tier: &SharedTier) {
+    let boards = boards(inner);
+    let writes: Vec<BoardWrite<'_>> = {
         let mut state = inner.mirror.lock();
-        let resync = state.tier_epoch != tier_epoch;
+        let resync = state.tier_epoch != tier.epoch();
         if resync {
-            state.tier_epoch = tier_epoch;
+            state.tier_epoch = tier.epoch();
             state.published.clear();
         }
-        let wall = SystemTime::now();
-        let now = Instant::now();
-        for mirrored in boards(inner) {
-            let board_key = format!("{:?}", mirrored.board);
-            let mut changes = Vec::new();
-            let mut confirm = Vec::new();
-            for (name, breaker) in mirrored.breakers(inner) {
-                let (epoch, open) = breaker.shared_view();
-                let published = state.published.get(&(board_key.clone(), name.clone()));
-                let due = match (published, open) {
-                    (Some(p), _) => *p != epoch,
-                    // Never published: only our own changes, and after a resync only open ones.
-                    (None, Some(_)) => epoch > 0,
-                    (None, None) => epoch > 0 && !resync,
-                };
-                if !due {
-                    continue;
-                }
-                // Marked now so concurrent publishers do not repeat it; a failed write is
-                // retried after the next resync.
-                state
-                    .published
-                    .insert((board_key.clone(), name.clone()), epoch);
-                let record = open.map(|o| Record::of(o, now, wall).encode());
-                changes.push((name, record));
-                confirm.push((breaker, epoch));
+        boards
+            .iter()
+            .filter_map(|mirrored| due(inner, mirrored, &mut state, resync))
+            .collect()
+    };
+    for write in writes {
+        if tier.write_board(write.board, &write.changes).await {
+            for (breaker, epoch) in write.confirm {
+                breaker.mark_shared(epoch);
             }
-            if !changes.is_empty() {
-                writes.push((board_key, changes, confirm));
+        } else {
+            // Not taken: forget it, so the next publish tries again.
+            let mut state = inner.mirror.lock();
+            let id = write.board.id();
+            for (name, _) in &write.changes {
+                state.published.remove(&(id.clone(), name.clone()));
             }
         }
     }
-    if writes.is_empty() {
-        return;
-    }
-    let inner = Arc::clone(inner);
-    let tier = tier.clone();
-    tokio::spawn(async move {
-        let boards = boards(&inner);
-        for (board_key, changes, confirm) in writes {
-            let Some(board) = boards
-                .iter()
-                .map(|m| m.board)
-                .find(|b| format!("{b:?}") == board_key)
-            else {
-                continue;
-            };
-            if tier.write_board(board, &changes).await {
-                for (breaker, epoch) in confirm {
-                    breaker.mark_shared(epoch);
-                }
-            } else {
-                // Not taken: forget it, so the next publish tries again.
-                let mut state = inner.mirror.lock();
-                for (name, _) in &changes {
-                    state.published.remove(&(board_key.clone(), name.clone()));
-                }
-            }
+}
+
+/// What one board has to write.
+struct BoardWrite<'a> {
+    board: Board<'a>,
+    /// Name → record (open) or `None` (closed).
+    changes: Vec<(String, Option<Bytes>)>,
+    /// The breakers to mark shared once Redis took it, with the epoch written.
+    confirm: Vec<(Arc<Breaker>, u64)>,
+}
+
+/// The changes of `mirrored` not yet published, marked published (so concurrent publishers do
+/// not repeat them).
+fn due<'a>(
+    inner: &Inner,
+    mirrored: &Mirrored<'a>,
+    state: &mut MirrorState,
+    resync: bool,
+) -> Option<BoardWrite<'a>> {
+    let (wall, now) = (SystemTime::now(), Instant::now());
+    let id = mirrored.board.id();
+    let mut write = BoardWrite {
+        board: mirrored.board,
+        changes: Vec::new(),
+        confirm: Vec::new(),
+    };
+    for (name, breaker) in mirrored.breakers(inner) {
+        let (epoch, open) = breaker.shared_view();
+        let key = (id.clone(), name);
+        let due = match (state.published.get(&key), open) {
+            (Some(published), _) => *published != epoch,
+            // Never published: only our own changes, and after a resync only open ones.
+            (None, Some(_)) => epoch > 0,
+            (None, None) => epoch > 0 && !resync,
+        };
+        if !due {
+            continue;
         }
-    });
+        state.published.insert(key.clone(), epoch);
+        write
+            .changes
+            .push((key.1, open.map(|o| Record::of(o, now, wall).encode())));
+        write.confirm.push((breaker, epoch));
+    }
+    (!write.changes.is_empty()).then_some(write)
 }
 
 impl Mirror {

@@ -31,6 +31,17 @@ pub(crate) enum Board<'a> {
     Cooldowns,
 }
 
+impl Board<'_> {
+    /// The board's name inside the key: `provider`, `engine:<instance>`, `searxng`.
+    pub(crate) fn id(self) -> String {
+        match self {
+            Board::Providers => "provider".to_owned(),
+            Board::Engines { instance } => format!("engine:{instance}"),
+            Board::Cooldowns => "searxng".to_owned(),
+        }
+    }
+}
+
 /// Builds every key from the configured prefix.
 #[derive(Debug, Clone)]
 pub(crate) struct Keys {
@@ -61,13 +72,7 @@ impl Keys {
 
     /// The hash holding `board`'s open breakers.
     pub(crate) fn board(&self, board: Board<'_>) -> String {
-        match board {
-            Board::Providers => format!("{}{{breakers:provider}}", self.prefix),
-            Board::Engines { instance } => {
-                format!("{}{{breakers:engine:{instance}}}", self.prefix)
-            }
-            Board::Cooldowns => format!("{}{{breakers:searxng}}", self.prefix),
-        }
+        format!("{}{{breakers:{}}}", self.prefix, board.id())
     }
 
     /// The claim on the probe of `name`'s open period ending at `until_ms`.

@@ -148,7 +148,10 @@ pub(crate) struct SetupError(String);
 impl SharedTier {
     /// The tier for `settings`. Connects lazily: nothing is awaited here, and a Redis that is
     /// down at start-up is simply unavailable until it answers a ping.
-    pub(crate) fn new(settings: &RedisSettings, metrics: SharedMetrics) -> Result<Self, SetupError> {
+    pub(crate) fn new(
+        settings: &RedisSettings,
+        metrics: SharedMetrics,
+    ) -> Result<Self, SetupError> {
         let client = redis::Client::open(settings.url.as_str())
             .map_err(|e| SetupError(format!("{:?}", e.kind())))?;
         let config = ConnectionManagerConfig::new()
@@ -216,7 +219,10 @@ impl SharedTier {
         if before == now {
             return;
         }
-        self.inner.metrics.connected.set(i64::from(now == Health::Up));
+        self.inner
+            .metrics
+            .connected
+            .set(i64::from(now == Health::Up));
         match now {
             Health::Up => {
                 self.inner.epoch.fetch_add(1, Ordering::AcqRel);
@@ -307,8 +313,12 @@ impl SharedTier {
         };
         for _ in boards {
             let board: HashMap<String, Vec<u8>> = parse(replies.next())?;
-            read.boards
-                .push(board.into_iter().map(|(k, v)| (k, Bytes::from(v))).collect());
+            read.boards.push(
+                board
+                    .into_iter()
+                    .map(|(k, v)| (k, Bytes::from(v)))
+                    .collect(),
+            );
         }
         if rotate {
             read.rotation = parse(replies.next());
@@ -378,7 +388,13 @@ impl SharedTier {
 
     /// Stores `blob` under `cache_key` for `ttl` (Redis expires it) and releases `lease`, in one
     /// round trip.
-    pub(crate) async fn store_answer(&self, cache_key: &str, blob: Bytes, ttl: Duration, lease: Option<&Lease>) {
+    pub(crate) async fn store_answer(
+        &self,
+        cache_key: &str,
+        blob: Bytes,
+        ttl: Duration,
+        lease: Option<&Lease>,
+    ) {
         let mut pipe = redis::pipe();
         pipe.cmd("SET")
             .arg(self.inner.keys.answer(cache_key))
@@ -405,12 +421,21 @@ impl SharedTier {
 
     /// Writes `changes` to `board`: a record (open) or `None` (closed: the field is deleted).
     /// Returns whether Redis took them.
-    pub(crate) async fn write_board(&self, board: Board<'_>, changes: &[(String, Option<Bytes>)]) -> bool {
+    pub(crate) async fn write_board(
+        &self,
+        board: Board<'_>,
+        changes: &[(String, Option<Bytes>)],
+    ) -> bool {
         let key = self.inner.keys.board(board);
         let mut pipe = redis::pipe();
         for (name, record) in changes {
             match record {
-                Some(record) => pipe.cmd("HSET").arg(&key).arg(name).arg(record.as_ref()).ignore(),
+                Some(record) => pipe
+                    .cmd("HSET")
+                    .arg(&key)
+                    .arg(name)
+                    .arg(record.as_ref())
+                    .ignore(),
                 None => pipe.cmd("HDEL").arg(&key).arg(name).ignore(),
             };
         }
@@ -420,19 +445,30 @@ impl SharedTier {
     }
 
     /// Claims the one probe of `name`'s open period ending at `until_ms` on `board`, for `hold`.
-    /// `Some(true)`: this replica probes; `Some(false)`: another one does; `None`: unavailable.
-    pub(crate) async fn claim_probe(&self, board: Board<'_>, name: &str, until_ms: u64, hold: Duration) -> Option<bool> {
+    /// `Some(true)`: this replica probes (it won the claim now or earlier: its own breaker then
+    /// admits the one probe); `Some(false)`: another replica does; `None`: unavailable.
+    pub(crate) async fn claim_probe(
+        &self,
+        board: Board<'_>,
+        name: &str,
+        until_ms: u64,
+        hold: Duration,
+    ) -> Option<bool> {
+        let key = self.inner.keys.probe(board, name, until_ms);
         let mut pipe = redis::pipe();
         pipe.cmd("SET")
-            .arg(self.inner.keys.probe(board, name, until_ms))
+            .arg(&key)
             .arg(&self.inner.replica)
             .arg("NX")
             .arg("PX")
-            .arg(millis(hold).max(1));
-        let (set,): (Option<String>,) = self
+            .arg(millis(hold).max(1))
+            .ignore()
+            .cmd("GET")
+            .arg(&key);
+        let (holder,): (Option<String>,) = self
             .run(Operation::ProbeClaim, &pipe, self.inner.timeout)
             .await?;
-        Some(set.is_some())
+        Some(holder.as_deref() == Some(self.inner.replica.as_str()))
     }
 
     /// One background reachability check: keeps the link's state (and the `redis_connected`
