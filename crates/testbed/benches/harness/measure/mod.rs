@@ -1,7 +1,7 @@
 //! The measurements, one file each (or a folder), as methods of [`crate::Bench`] so they share its plan,
 //! rows, details and failures: [`cache_hits`] (a), [`miss_path`] (b), [`t1`] (c), [`coalescing`] (d),
-//! [`memory`] (e), [`pool`] (f), [`fault_soak`] (g) and [`day`] (h, decision quality over a day of
-//! upstream trouble).
+//! [`memory`] (e), [`pool`] (f), [`fault_soak`] (g), [`day`] (h, decision quality over a day of
+//! upstream trouble) and [`shared_tier`] (i, several replicas on one Redis).
 
 mod cache_hits;
 mod coalescing;
@@ -10,4 +10,5 @@ mod fault_soak;
 mod memory;
 mod miss_path;
 mod pool;
+mod shared_tier;
 mod t1;
