@@ -24,7 +24,7 @@ use tokio::time::Instant;
 use super::admission::Overloaded;
 use super::outcome::Outcome;
 use super::{fanout, shared_breakers, Answer, FanOutResult, Inner};
-use crate::cache::{Computed, Keep, Lifetime};
+use crate::cache::{refresh_window, Computed, Keep, Lifetime};
 use crate::request::SearchRequest;
 use crate::shared::{
     Claim, FlightState, Lease, SharedLookup, SharedTier, StoredAnswer, LEASE_TTL, POLL_INTERVAL,
@@ -57,13 +57,19 @@ pub(super) async fn compute(
         if let Some(counter) = read.rotation {
             inner.rotation.follow(counter);
         }
-        match read.answer.map(|stored| decode(&stored)) {
-            Some(Some(hit)) => {
-                tier.count_lookup(SharedLookup::Hit);
-                return hit;
-            }
-            Some(None) => tier.count_lookup(SharedLookup::Unreadable),
+        // A complete answer about to expire is left to this miss to refresh (and share again), so
+        // refresh-ahead of popular entries keeps working across replicas.
+        let fresh = |stored: &StoredAnswer| stored.ttl > refresh_window(inner.config.cache_ttl);
+        match read.answer {
             None => tier.count_lookup(SharedLookup::Miss),
+            Some(stored) => match decode(&stored) {
+                None => tier.count_lookup(SharedLookup::Unreadable),
+                Some(hit) if fresh(&stored) || !is_complete(&hit) => {
+                    tier.count_lookup(SharedLookup::Hit);
+                    return hit;
+                }
+                Some(_) => tier.count_lookup(SharedLookup::Miss),
+            },
         }
     }
     let give_up_at = started + budget / FOLLOW_SHARE;
@@ -193,6 +199,10 @@ async fn follow(tier: &SharedTier, key: &str, give_up_at: Instant) -> Followed {
             Some(FlightState::Abandoned) => return Followed::Abandoned,
         }
     }
+}
+
+fn is_complete(computed: &Computed<FanOutResult>) -> bool {
+    matches!(computed.1, Keep::Shared(Lifetime::Complete(_)))
 }
 
 /// The blob: magic, version, flags (bit 0: complete), status, outcome label, counts, JSON body.

@@ -509,3 +509,55 @@ fn stored(blob: Option<Vec<u8>>, ttl_ms: i64) -> Option<StoredAnswer> {
         ttl: Duration::from_millis(ttl),
     })
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use crate::metrics::Registry;
+
+    fn count(metrics: &SharedMetrics, operation: Operation, result: OpResult) -> u64 {
+        metrics
+            .operations
+            .get_or_create(&OperationLabels { operation, result })
+            .get()
+    }
+
+    #[tokio::test]
+    async fn after_one_failure_redis_is_skipped_until_a_ping_reaches_it() {
+        // A port nothing listens on: every connection is refused.
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let settings = RedisSettings {
+            url: url::Url::parse(&format!("redis://127.0.0.1:{port}/0")).unwrap(),
+            key_prefix: "t:".into(),
+            timeout: Duration::from_secs(5),
+        };
+        let metrics = SharedMetrics::new(&mut Registry::new());
+        let tier = SharedTier::new(&settings, metrics.clone()).unwrap();
+        assert!(tier
+            .read_miss("k", &[Board::Providers], true)
+            .await
+            .is_none());
+        assert!(!tier.is_connected());
+        assert_eq!(
+            count(&metrics, Operation::Read, OpResult::Ok),
+            0,
+            "the read failed"
+        );
+        assert!(tier.claim_lease("k").await.is_none());
+        assert!(tier.poll_flight("k").await.is_none());
+        assert_eq!(count(&metrics, Operation::LeaseClaim, OpResult::Skipped), 1);
+        assert_eq!(count(&metrics, Operation::FlightPoll, OpResult::Skipped), 1);
+        tier.ping().await;
+        assert_eq!(
+            count(&metrics, Operation::Ping, OpResult::Skipped),
+            0,
+            "the ping always tries"
+        );
+        assert_eq!(metrics.connected.get(), 0);
+    }
+}

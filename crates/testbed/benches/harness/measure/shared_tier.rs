@@ -124,7 +124,8 @@ impl Bench {
         let ops_before = redis_operations(writer.addr).await?;
         let memory_before = redis.used_memory()?;
         for i in 0..misses {
-            let answer = loadgen::get(writer.addr, &search_path(&format!("shared miss {i}"))).await?;
+            let answer =
+                loadgen::get(writer.addr, &search_path(&format!("shared miss {i}"))).await?;
             if answer.status != 200 {
                 return Err(format!("miss {i}: status {}", answer.status).into());
             }
@@ -178,7 +179,9 @@ struct RedisProcess {
 impl RedisProcess {
     /// `None` when `redis-server` is not installed.
     fn start(log_dir: &std::path::Path) -> Result<Option<Self>, BoxError> {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
+        let port = std::net::TcpListener::bind("127.0.0.1:0")?
+            .local_addr()?
+            .port();
         std::fs::create_dir_all(log_dir)?;
         let log = std::fs::File::create(log_dir.join("redis-server.log"))?;
         let child = match Command::new("redis-server")
