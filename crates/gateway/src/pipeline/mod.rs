@@ -13,6 +13,8 @@
 //! - [`slow_threshold`]: how long the fallback waits for a silent SearXNG.
 //! - [`cooldown`]: when a SearXNG instance itself is skipped.
 //! - [`breaker_signals`]: what upstream facts mean for breakers.
+//! - [`shared_answer`], [`shared_breakers`]: a miss and the breakers across replicas, through the
+//!   shared Redis tier (`REDIS_URL`).
 //! - [`answer`], [`outcome`], [`failure`]: what a fan-out produces and how it is labelled.
 //! - [`status`]: the `/status` document; [`background`]: the catalog refresh and cache sweep.
 

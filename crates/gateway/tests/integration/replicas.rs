@@ -9,15 +9,25 @@ use std::time::Duration;
 use futures::future::join_all;
 use simulator::premium::{ProviderBehaviour, SimError};
 use simulator::searxng::{EngineBehaviour, EngineFailure, SearxngMode};
-use simulator::Provider::Brave;
+use simulator::Provider::{self, Brave, Exa};
 
 use crate::support::gateway::TestGateway;
 use crate::support::redis::RedisServer;
 use crate::support::stack::SimStack;
 use crate::support::wait;
 
-/// A stack whose gateway shares `redis`, plus `more` replicas of it.
+/// A stack whose gateway (Brave its provider) shares `redis`, plus `more` replicas of it.
 async fn replicas(
+    redis: &RedisServer,
+    more: usize,
+    vars: &[(&str, &str)],
+) -> (SimStack, Vec<TestGateway>) {
+    replicas_of(&[Brave], redis, more, vars).await
+}
+
+/// Like [`replicas`], with these providers.
+async fn replicas_of(
+    providers: &[Provider],
     redis: &RedisServer,
     more: usize,
     vars: &[(&str, &str)],
@@ -25,7 +35,7 @@ async fn replicas(
     let url = redis.url();
     let mut all = vec![("REDIS_URL", url.as_str())];
     all.extend_from_slice(vars);
-    let mut stack = SimStack::start(&[Brave], &all).await;
+    let mut stack = SimStack::start(providers, &all).await;
     let mut others = Vec::new();
     for _ in 0..more {
         others.push(stack.replica().await);
@@ -262,6 +272,11 @@ async fn killing_redis_mid_load_loses_no_request_and_a_restart_restores_sharing(
         .await;
     }
     assert_eq!(a.search(&[("q", "while down")]).await.status, 200);
+    assert_eq!(
+        a.get("/readyz").await.status,
+        200,
+        "readiness ignores Redis"
+    );
 
     redis.restart().await;
     for g in [a, b] {
@@ -324,4 +339,57 @@ async fn a_frozen_redis_never_stalls_a_search() {
         })
         .await;
     }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_searxng_cooldown_started_by_one_replica_is_kept_by_another() {
+    let redis = RedisServer::start().await;
+    let (s, others) = replicas(
+        &redis,
+        1,
+        &[("SEARXNG_FAIL_THRESHOLD", "1"), ("CACHE_SIZE", "0")],
+    )
+    .await;
+    let (a, b) = (&s.gateway, &others[0]);
+    s.searxng.set_mode(SearxngMode::Status(500));
+    a.search(&[("q", "failing")]).await;
+    let after_a = s.searxng_hits();
+    assert!(after_a >= 1);
+    assert_eq!(
+        a.status().await["searxng"]["cooldown"]["state"],
+        "open",
+        "{}",
+        a.status().await
+    );
+    s.searxng.set_mode(SearxngMode::Normal);
+    b.search(&[("q", "cooling")]).await;
+    assert_eq!(
+        s.searxng_hits(),
+        after_a,
+        "B skipped SearXNG: it is cooling down"
+    );
+    assert_eq!(
+        b.metric("searxng_gateway_searxng_skipped_total", &[]).await,
+        1.0
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_provider_rotation_is_fair_across_replicas() {
+    let redis = RedisServer::start().await;
+    let (s, others) = replicas_of(
+        &[Brave, Exa],
+        &redis,
+        1,
+        &[("T1_PREMIUM_COUNT", "1"), ("SEARXNG_SLOW_SECONDS", "10")],
+    )
+    .await;
+    let (a, b) = (&s.gateway, &others[0]);
+    a.search(&[("q", "rotate on a")]).await;
+    b.search(&[("q", "rotate on b")]).await;
+    assert_eq!(
+        s.provider_calls(),
+        vec![1, 1],
+        "one shared counter: B goes on where A left off rather than starting at Brave again"
+    );
 }
