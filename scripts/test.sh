@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The test command (README): makes sure what the tests start is installed — a real SearXNG in a
 # virtualenv, the real client libraries (LangChain, Open WebUI, tavily-python, the MCP Python SDK) in
-# another, Prometheus and promtool — then runs every test. Idempotent; safe to run repeatedly.
+# another, Prometheus and promtool, redis-server — then runs every test. Idempotent; safe to run repeatedly.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -11,9 +11,15 @@ if ! command -v promtool >/dev/null 2>&1 || ! command -v prometheus >/dev/null 2
     $SUDO apt-get update -qq
     DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq prometheus >/dev/null
 fi
+if ! command -v redis-server >/dev/null 2>&1; then
+    echo "test: installing Debian package redis-server (the shared-tier tests start their own)"
+    if [ "$(id -u)" -ne 0 ]; then SUDO=sudo; else SUDO=; fi
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq redis-server >/dev/null
+fi
 bash .ci/install-searxng.sh
 bash .ci/install-clients.sh
 
-# The Debian package starts a Prometheus service on :9090 when systemd is present; the tests start
-# their own on free ports and do not need it.
+# The Debian packages start a Prometheus service on :9090 and a Redis on :6379 when systemd is
+# present; the tests start their own on free ports and do not need them.
 cargo test --workspace --all-targets --locked -- --test-threads="${TEST_THREADS:-4}"

@@ -29,8 +29,10 @@ use tokio::time::Instant;
 /// How a value was obtained.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum CacheStatus {
-    /// Served from the cache.
+    /// Served from this process's cache.
     Hit,
+    /// Served from the shared tier (`REDIS_URL`): another replica computed it.
+    SharedHit,
     /// Computed for this request (or shared with an identical request in flight).
     Miss,
     /// The computation failed outright; this is the last complete answer, expired this long ago.
@@ -44,9 +46,18 @@ impl CacheStatus {
     /// The `X-Cache` header value and log field: `hit`, `miss` or `stale`.
     pub(crate) fn as_str(self) -> &'static str {
         match self {
-            Self::Hit => "hit",
+            Self::Hit | Self::SharedHit => "hit",
             Self::Miss => "miss",
             Self::Stale { .. } => "stale",
+        }
+    }
+
+    /// The `X-Cache-Tier` header: which tier a hit came from (`local` or `redis`).
+    pub(crate) fn tier(self) -> Option<&'static str> {
+        match self {
+            Self::Hit => Some("local"),
+            Self::SharedHit => Some("redis"),
+            Self::Miss | Self::Stale { .. } => None,
         }
     }
 }
@@ -59,6 +70,18 @@ pub(crate) enum Keep {
     /// A partial answer: kept this long, never served stale, never replacing a live complete one.
     Partial(Duration),
     /// A complete answer: kept this long, then as the stale fallback for the stale window.
+    Complete(Duration),
+    /// Found in the shared tier: kept as `keep` says (what is left of its life there), and
+    /// served as a [`CacheStatus::SharedHit`].
+    Shared(Lifetime),
+}
+
+/// How long an answer found in the shared tier lives on, and as what.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Lifetime {
+    /// A partial answer with this much life left.
+    Partial(Duration),
+    /// A complete answer with this much life left.
     Complete(Duration),
 }
 
@@ -385,6 +408,14 @@ impl<V: Clone + Send + Sync + 'static> AnswerCache<V> {
                     self.store(&mut inner, key, value.clone(), keep, now);
                     (value, CacheStatus::Miss)
                 }
+                Keep::Shared(lifetime) => {
+                    let keep = match lifetime {
+                        Lifetime::Partial(ttl) => Keep::Partial(ttl),
+                        Lifetime::Complete(ttl) => Keep::Complete(ttl),
+                    };
+                    self.store(&mut inner, key, value.clone(), keep, now);
+                    (value, CacheStatus::SharedHit)
+                }
             };
             leave_flight(&mut inner, key, &sender);
             self.publish_size(&inner);
@@ -417,7 +448,7 @@ impl<V: Clone + Send + Sync + 'static> AnswerCache<V> {
         };
         let previous = entries.pop(key);
         let entry = match keep {
-            Keep::Never => return,
+            Keep::Never | Keep::Shared(_) => return,
             Keep::Complete(ttl) => {
                 let expires = now + ttl;
                 let fallback = (!self.stale.is_zero()).then(|| Fallback {

@@ -15,6 +15,9 @@
 //! 3. [`merge`] deduplicates by canonical URL with order-free attribution; one source keeps its
 //!    order, several are fused by rank.
 //! 4. [`pipeline`] labels the outcome, records [`metrics`] and caches the rendered answer.
+//! 5. With `REDIS_URL`, [`shared`] is the tier several replicas share below the local one: answers,
+//!    computations in flight (leases), breaker open periods and probes, the rotation counter —
+//!    every operation bounded, skipped while Redis is away.
 //!
 //! Beside the path: [`config`] reads the environment once at start-up; [`upstream`] holds what
 //! every upstream call shares (error classes, the HTTP client, body cap, `Retry-After`);
@@ -42,6 +45,7 @@ mod providers;
 mod request;
 mod searxng;
 mod server;
+mod shared;
 pub mod telemetry;
 mod trace;
 mod upstream;

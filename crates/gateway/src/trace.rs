@@ -1,7 +1,7 @@
 //! The request path's OpenTelemetry spans, as the modules along it create them: one `search` span
 //! per request (server), with children `cache_lookup` (pipeline), `searxng` with one
-//! `searxng_attempt` per attempt (SearXNG client), and `provider_call` (pipeline). Each span
-//! carries closed-set attributes only — outcome, error class, excluded engine names — never the
+//! `searxng_attempt` per attempt (SearXNG client), `provider_call` (pipeline), and one `redis` per
+//! round trip to the shared tier (`shared`). Each span carries closed-set attributes only — outcome, error class, excluded engine names — never the
 //! query, a URL, a key or a body.
 //!
 //! Every span has the target [`TARGET`], which only the OpenTelemetry layer (installed by the

@@ -103,6 +103,24 @@ pub(crate) struct Machine {
     paused: bool,
     /// When a call last told this breaker something (a success or a failure).
     heard: Option<Instant>,
+    /// Counts this process's own changes of the open period (trip, close, pause, a later hint),
+    /// so the shared tier's mirror publishes each once; adopting another replica's period does
+    /// not count.
+    epoch: u64,
+    /// The open period is known to the shared tier (adopted from it, or published and
+    /// confirmed): when the tier no longer lists it, another replica closed it.
+    shared: bool,
+}
+
+/// An open period as the shared tier carries it between replicas.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct SharedOpen {
+    /// When it turns half-open.
+    pub(crate) until: Instant,
+    /// Why it opened.
+    pub(crate) reason: TripReason,
+    /// A parked rate-limit window, not a failure: its end is not a recovery.
+    pub(crate) paused: bool,
 }
 
 impl Machine {
@@ -116,7 +134,66 @@ impl Machine {
             trips: 0,
             paused: false,
             heard: None,
+            epoch: 0,
+            shared: false,
         }
+    }
+
+    /// This process's changes so far, and the open period to share (`None`: closed).
+    pub(crate) fn shared_view(&self) -> (u64, Option<SharedOpen>) {
+        let open = match self.phase {
+            Phase::Open { until, .. } => self.reason.map(|reason| SharedOpen {
+                until,
+                reason,
+                paused: self.paused,
+            }),
+            Phase::Closed { .. } => None,
+        };
+        (self.epoch, open)
+    }
+
+    /// The shared tier took the view of `epoch`: if nothing changed since, the open period is now
+    /// known there.
+    pub(crate) fn mark_shared(&mut self, epoch: u64) {
+        if self.epoch == epoch && matches!(self.phase, Phase::Open { .. }) {
+            self.shared = true;
+        }
+    }
+
+    /// Another replica's open period: taken when it ends later than ours (or we are closed). No
+    /// trip is counted here — the replica that tripped counted it. Returns whether it changed.
+    pub(crate) fn adopt_open(&mut self, open: SharedOpen) -> bool {
+        let probe_in_flight = match self.phase {
+            Phase::Closed { .. } => false,
+            Phase::Open {
+                until,
+                probe_in_flight,
+            } if open.until > until => probe_in_flight,
+            Phase::Open { .. } => return false,
+        };
+        self.phase = Phase::Open {
+            until: open.until,
+            probe_in_flight,
+        };
+        self.reason = Some(open.reason);
+        self.paused = open.paused;
+        self.shared = true;
+        true
+    }
+
+    /// The shared tier no longer lists the open period it knew: another replica's probe closed
+    /// it. An open period the tier never knew (tripped here while Redis was away) stays. Not a
+    /// recovery here: the replica whose probe succeeded counted it. Returns whether it closed.
+    pub(crate) fn adopt_closed(&mut self, now: Instant) -> bool {
+        if !self.shared || !matches!(self.phase, Phase::Open { .. }) {
+            return false;
+        }
+        self.phase = Phase::Closed { since: now };
+        self.reason = None;
+        self.consecutive_failures = 0;
+        self.paused = false;
+        self.shared = false;
+        true
     }
 
     /// Whether a call told this breaker anything after `since` (ever, when `None`).
@@ -199,6 +276,7 @@ impl Machine {
                 };
                 self.reason = Some(reason);
                 self.paused = true;
+                self.changed();
             }
             Phase::Open {
                 until,
@@ -208,6 +286,7 @@ impl Machine {
                     until: until.max(deadline(now, period)),
                     probe_in_flight,
                 };
+                self.changed();
             }
         }
     }
@@ -222,6 +301,7 @@ impl Machine {
         };
         self.reason = Some(TripReason::Operator);
         self.paused = true;
+        self.changed();
     }
 
     /// An operator closes the breaker at `now`: calls flow again and the backoff starts over.
@@ -231,6 +311,14 @@ impl Machine {
         self.consecutive_failures = 0;
         self.consecutive_trips = 0;
         self.paused = false;
+        self.changed();
+    }
+
+    /// A change of our own: the mirror publishes it; until it is confirmed, the shared tier's
+    /// silence about it means nothing.
+    fn changed(&mut self) {
+        self.epoch += 1;
+        self.shared = false;
     }
 
     /// The state, reason and counters at `now`.
@@ -274,6 +362,7 @@ impl Machine {
             until: deadline(now, period),
             probe_in_flight: false,
         };
+        self.changed();
         Transition::Tripped(reason)
     }
 
@@ -281,6 +370,7 @@ impl Machine {
         self.phase = Phase::Closed { since: now };
         self.reason = None;
         self.consecutive_failures = 0;
+        self.changed();
         if std::mem::take(&mut self.paused) {
             Transition::None
         } else {
@@ -346,6 +436,7 @@ impl Machine {
                     until: until.max(deadline(now, hint)),
                     probe_in_flight,
                 };
+                self.changed();
                 Transition::None
             }
             // Calls admitted before the trip prove nothing now; only the probe decides.

@@ -26,7 +26,7 @@ use prometheus_client::metrics::gauge::Gauge;
 use tokio::time::Instant;
 
 pub(crate) use board::{BreakerBoard, BreakerKind};
-pub(crate) use machine::{BreakerState, Snapshot};
+pub(crate) use machine::{BreakerState, SharedOpen, Snapshot};
 pub(crate) use metrics::BreakerMetrics;
 pub(crate) use policy::BreakerPolicy;
 pub(crate) use signal::{Signal, TripReason};
@@ -179,6 +179,43 @@ impl Breaker {
         let mut machine = self.lock();
         machine.force_close(now);
         self.publish(&machine, now);
+    }
+
+    /// This process's changes so far and the open period to share (see [`Machine::shared_view`]).
+    pub(crate) fn shared_view(&self) -> (u64, Option<SharedOpen>) {
+        self.lock().shared_view()
+    }
+
+    /// The shared tier took the view of `epoch`.
+    pub(crate) fn mark_shared(&self, epoch: u64) {
+        self.lock().mark_shared(epoch);
+    }
+
+    /// Takes another replica's open period (see [`Machine::adopt_open`]).
+    pub(crate) fn adopt_open(&self, open: SharedOpen) {
+        let now = Instant::now();
+        let mut machine = self.lock();
+        if machine.adopt_open(open) {
+            self.publish(&machine, now);
+            tracing::info!(
+                kind = self.kind.as_str(),
+                name = %self.name,
+                instance = self.instance.name().unwrap_or(""),
+                reason = open.reason.as_str(),
+                open_for_s = open.until.saturating_duration_since(now).as_secs(),
+                "circuit breaker open: another replica's period"
+            );
+        }
+    }
+
+    /// Closes an open period another replica's probe ended (see [`Machine::adopt_closed`]).
+    pub(crate) fn adopt_closed(&self) {
+        let now = Instant::now();
+        let mut machine = self.lock();
+        if machine.adopt_closed(now) {
+            self.publish(&machine, now);
+            tracing::info!(kind = self.kind.as_str(), name = %self.name, instance = self.instance.name().unwrap_or(""), "circuit breaker closed by another replica's probe");
+        }
     }
 
     /// Sets the state gauge from the state now, so an elapsed open period shows as half-open.

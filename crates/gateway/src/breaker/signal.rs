@@ -25,6 +25,21 @@ pub(crate) enum TripReason {
 }
 
 impl TripReason {
+    /// Every reason.
+    pub(crate) const ALL: [TripReason; 6] = [
+        Self::RateLimited,
+        Self::AccessDenied,
+        Self::Captcha,
+        Self::Auth,
+        Self::Quota,
+        Self::Transient,
+    ];
+
+    /// The reason whose label value is `text` (as another replica shared it).
+    pub(crate) fn parse(text: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|r| r.as_str() == text)
+    }
+
     /// The metric label value.
     pub(crate) fn as_str(self) -> &'static str {
         match self {

@@ -9,6 +9,7 @@ mod backends;
 pub(crate) mod limits;
 pub(crate) mod otlp;
 mod parse;
+pub(crate) mod redis;
 pub mod variables;
 
 use std::net::SocketAddr;
@@ -21,6 +22,7 @@ pub(crate) use backends::SearxngBackend;
 use limits::{ServerLimits, Shedding};
 use otlp::OtlpExport;
 use parse::Env;
+use redis::RedisSettings;
 
 /// A configuration problem: which variable, and what is wrong with it.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -160,6 +162,8 @@ pub struct Config {
     pub(crate) access: Access,
     /// `LOG_FORMAT`.
     pub(crate) log_format: LogFormat,
+    /// `REDIS_URL` and friends; `None`: nothing is shared with other replicas.
+    pub(crate) redis: Option<RedisSettings>,
 }
 
 impl Config {
@@ -230,6 +234,7 @@ impl Config {
         let quota_park = env.seconds("QUOTA_PARK_SECONDS")?;
         let access = Access::read(env)?;
         let log_format = access::log_format(env)?;
+        let redis = RedisSettings::read(env)?;
 
         let config = Self {
             listen_addr,
@@ -260,6 +265,7 @@ impl Config {
             quota_park,
             access,
             log_format,
+            redis,
         };
         let t1_premium_count = t1_premium_count(env, &config.active_providers())?;
         Ok(Self {

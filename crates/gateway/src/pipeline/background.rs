@@ -37,10 +37,29 @@ pub(super) async fn run(inner: Arc<Inner>, shutdown: impl Future<Output = ()>) {
             inner.cache.purge_expired();
         }
     };
+    let shared = keep_shared(&inner);
     tokio::select! {
         _ = catalogs => {}
         () = sweep => {}
+        () = shared => {}
         () = shutdown => {}
+    }
+}
+
+/// Pings the shared tier (if any) so its state follows Redis, and republishes the open breakers
+/// once it is back, forever.
+async fn keep_shared(inner: &Arc<Inner>) {
+    let Some(tier) = inner.shared.as_ref() else {
+        return std::future::pending().await;
+    };
+    let mut every = tokio::time::interval(crate::shared::PING_INTERVAL);
+    every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        every.tick().await;
+        tier.ping().await;
+        if tier.is_connected() {
+            super::shared_breakers::publish(inner, tier).await;
+        }
     }
 }
 

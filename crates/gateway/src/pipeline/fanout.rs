@@ -286,14 +286,15 @@ fn answer_keep(complete: bool, configured: Duration) -> Keep {
     }
 }
 
-/// Runs one fan-out and returns the answer with its cache lifetime.
+/// Runs one fan-out within `budget` (the request budget, less what coordinating with other
+/// replicas took) and returns the answer with its cache lifetime.
 pub(crate) async fn run(
     inner: Arc<Inner>,
     req: SearchRequest,
+    budget: Duration,
     premium: Premium,
 ) -> Computed<Arc<Answer>> {
     let started = Instant::now();
-    let budget = inner.config.request_budget;
     let deadline = started + budget;
     let slow_at = started
         + inner

@@ -17,6 +17,7 @@ use crate::metrics::{
 use crate::providers::ProviderMetrics;
 use crate::request::Surface;
 use crate::searxng::SearxngMetrics;
+use crate::shared::SharedMetrics;
 
 label_value_as_str!(Outcome, Surface);
 
@@ -166,6 +167,7 @@ pub(crate) struct Metrics {
     pub(crate) searxng: SearxngMetrics,
     pub(crate) providers: ProviderMetrics,
     pub(crate) breakers: BreakerMetrics,
+    pub(crate) shared: SharedMetrics,
 }
 
 impl Metrics {
@@ -177,6 +179,7 @@ impl Metrics {
             searxng: SearxngMetrics::new(&mut registry),
             providers: ProviderMetrics::new(&mut registry),
             breakers: BreakerMetrics::new(&mut registry),
+            shared: SharedMetrics::new(&mut registry),
             registry,
         }
     }

@@ -13,6 +13,8 @@
 //! - [`slow_threshold`]: how long the fallback waits for a silent SearXNG.
 //! - [`cooldown`]: when a SearXNG instance itself is skipped.
 //! - [`breaker_signals`]: what upstream facts mean for breakers.
+//! - [`shared_answer`], [`shared_breakers`]: a miss and the breakers across replicas, through the
+//!   shared Redis tier (`REDIS_URL`).
 //! - [`answer`], [`outcome`], [`failure`]: what a fan-out produces and how it is labelled;
 //!   [`explain`]: the record of what the fan-out did, kept with its answer.
 //! - [`status`]: the `/status` document; [`background`]: the catalog refresh and cache sweep.
@@ -32,6 +34,8 @@ mod outcome;
 mod pool;
 mod provider_rotation;
 mod searxng_call;
+mod shared_answer;
+mod shared_breakers;
 mod slow_threshold;
 pub(crate) mod status;
 
@@ -47,11 +51,12 @@ pub(crate) use metrics::Metrics;
 pub(crate) use outcome::Outcome;
 
 use crate::breaker::{BreakerBoard, BreakerKind, BreakerPolicy, BreakerState};
-use crate::cache::{AnswerCache, CacheCounters, CacheStatus, ComputationLost, Keep};
+use crate::cache::{AnswerCache, CacheCounters, CacheStatus, ComputationLost};
 use crate::config::Config;
 use crate::providers::quota::QuotaBoard;
 use crate::providers::ProviderClient;
 use crate::request::{SearchRequest, Surface};
+use crate::shared::SharedTier;
 use crate::trace::TARGET;
 use crate::upstream::http_client;
 use metrics::{OutcomeLabels, SurfaceLabels};
@@ -118,6 +123,10 @@ struct Inner {
     /// Fan-out slots (load shedding).
     admission: Admission,
     quota: QuotaBoard,
+    /// The tier shared with other replicas (`REDIS_URL`); `None`: this process alone.
+    shared: Option<SharedTier>,
+    /// What this process last published of its breakers to the shared tier.
+    mirror: shared_breakers::Mirror,
     metrics: Arc<Metrics>,
     latency: LatencyWindow,
     last_searxng_ok: Mutex<Option<Instant>>,
@@ -181,6 +190,11 @@ impl Gateway {
                 refreshes: metrics.requests.cache_refreshes.clone(),
             },
         );
+        let shared = config.redis.as_ref().and_then(|settings| {
+            SharedTier::new(settings, metrics.shared.clone())
+                .inspect_err(|e| tracing::error!("{e}: running without the shared tier"))
+                .ok()
+        });
         let admission = Admission::new(
             config.shedding.max_concurrent_misses,
             config.shedding.max_wait,
@@ -195,6 +209,8 @@ impl Gateway {
                 cache,
                 admission,
                 quota,
+                shared,
+                mirror: shared_breakers::Mirror::default(),
                 metrics: Arc::new(metrics),
                 latency: LatencyWindow::default(),
                 last_searxng_ok: Mutex::new(None),
@@ -230,18 +246,13 @@ impl Gateway {
         let led = Arc::new(std::sync::atomic::AtomicBool::new(false));
         let leader = Arc::clone(&led);
         let inner = Arc::clone(&self.inner);
+        let shared_key = key.clone();
         let (shared, cache) = self
             .inner
             .cache
             .get_or_compute(&key, &lookup, move || {
                 leader.store(true, std::sync::atomic::Ordering::Relaxed);
-                async move {
-                    let Ok(_slot) = inner.admission.admit().await else {
-                        return (Err(Overloaded), Keep::Never);
-                    };
-                    let (answer, keep) = fanout::run(inner, req, premium).await;
-                    (Ok(answer), keep)
-                }
+                shared_answer::compute(inner, req, shared_key, premium)
             })
             .await?;
         let led = led.load(std::sync::atomic::Ordering::Relaxed);
@@ -268,7 +279,7 @@ impl Gateway {
         let outcome = match cache {
             // A stale answer comes from the cache too: one outcome per request, `cache_hit`, and
             // its own counter says why.
-            CacheStatus::Hit => Outcome::CacheHit,
+            CacheStatus::Hit | CacheStatus::SharedHit => Outcome::CacheHit,
             CacheStatus::Stale { expired_for } => {
                 m.cache_stale_served.inc();
                 tracing::warn!(
@@ -424,6 +435,10 @@ impl Gateway {
                 size: inner.cache.len(),
                 capacity: inner.config.cache_size,
             },
+            redis: inner.shared.as_ref().map(|tier| status::RedisStatus {
+                url: tier.url().to_owned(),
+                connected: tier.is_connected(),
+            }),
         }
     }
 

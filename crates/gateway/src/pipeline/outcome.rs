@@ -37,6 +37,11 @@ impl Outcome {
         Self::FallbackFail,
     ];
 
+    /// The outcome whose label value is `text` (as the shared tier stores it).
+    pub(crate) fn parse(text: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|o| o.as_str() == text)
+    }
+
     /// The label value (kept from the Go implementation so dashboards keep working).
     pub(crate) fn as_str(self) -> &'static str {
         match self {

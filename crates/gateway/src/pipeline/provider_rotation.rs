@@ -40,6 +40,19 @@ impl Rotation {
         }
     }
 
+    /// Whether the rotation's position is worth sharing with other replicas: it rotates, over
+    /// `providers` of them.
+    pub(crate) fn shares_counter(&self, providers: usize) -> bool {
+        self.policy == ProviderPolicy::Rotate && providers > 1
+    }
+
+    /// Moves the position to the replicas' shared counter, so the rotation stays fair across
+    /// replicas (the next request here starts where the shared count says).
+    pub(crate) fn follow(&self, shared: u64) {
+        self.next
+            .store(usize::try_from(shared).unwrap_or(0), Ordering::Relaxed);
+    }
+
     /// The order in which one request offers the providers (indices into the list).
     fn order(&self, providers: &[ProviderKind], quota: &QuotaBoard) -> Vec<usize> {
         let len = providers.len();

@@ -1,5 +1,5 @@
 //! The `/status` document as types, built from the pipeline's own state (breakers, the quota
-//! windows providers reported, every SearXNG instance and its cooldown, the cache) and serialized by the HTTP layer. Durations
+//! windows providers reported, every SearXNG instance and its cooldown, the cache, the shared Redis tier) and serialized by the HTTP layer. Durations
 //! are seconds rounded to the millisecond. Nothing secret: the SearXNG URL loses its credentials.
 
 use std::time::Duration;
@@ -18,6 +18,17 @@ pub(crate) struct Status {
     pub(crate) providers: Vec<ProviderStatus>,
     pub(crate) searxng: SearxngStatus,
     pub(crate) cache: CacheStatus,
+    /// The tier shared with other replicas: `null` when `REDIS_URL` is unset.
+    pub(crate) redis: Option<RedisStatus>,
+}
+
+/// The shared Redis tier, as this replica sees it.
+#[derive(Debug, Serialize)]
+pub(crate) struct RedisStatus {
+    /// `REDIS_URL`, password masked.
+    pub(crate) url: String,
+    /// Whether the last operation reached it (false: local tiers only until it returns).
+    pub(crate) connected: bool,
 }
 
 /// One provider or engine breaker.

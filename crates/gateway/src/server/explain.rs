@@ -51,6 +51,9 @@ pub(super) fn object(served: &Served, admitted: &Admitted) -> Value {
             "expired_for_ms": u64::try_from(expired_for.as_millis()).unwrap_or(u64::MAX),
             "why": "every upstream failed: the last complete answer",
         }),
+        // Another replica's answer, through the shared Redis tier: its fan-out's record and age
+        // stayed with that replica.
+        CacheStatus::SharedHit => json!({"status": "hit", "tier": "redis"}),
         CacheStatus::Miss => json!({"status": "miss"}),
     };
     let spent = admitted.premium == Premium::BudgetSpent;

@@ -136,6 +136,7 @@ async fn search(
     let cache = served.cache.as_str();
     span.record("outcome", served.outcome.as_str());
     span.record("cache", cache);
+    let cache_tier = served.cache.tier().unwrap_or("");
     if !(200..300).contains(&served.answer.status) {
         trace::record_error(&span, "all_upstreams_failed");
     }
@@ -146,6 +147,7 @@ async fn search(
         outcome = served.outcome.as_str(),
         cache,
         premium_calls = served.premium_calls,
+        cache_tier,
         results = served.answer.result_count,
         elapsed_ms = started.elapsed().as_millis() as u64,
         "search"

@@ -265,6 +265,9 @@ async fn search(
     let cache = served.cache.as_str();
     let headers = response.headers_mut();
     headers.insert("x-cache", HeaderValue::from_static(cache));
+    if let Some(tier) = served.cache.tier() {
+        headers.insert("x-cache-tier", HeaderValue::from_static(tier));
+    }
     headers.insert(
         "x-gateway-outcome",
         HeaderValue::from_static(served.outcome.as_str()),

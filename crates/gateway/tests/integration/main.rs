@@ -20,6 +20,7 @@ mod provider_contract;
 mod real_clients;
 mod real_searxng;
 mod real_searxng_pool;
+mod replicas;
 mod root_path;
 mod searxng_env;
 mod searxng_pool;

@@ -22,6 +22,8 @@
 //!   matrix: no unexpected answer, `VmRSS` and open descriptors flat.
 //! - **h. decision quality** — a scripted day of upstream trouble replayed by four clients: answers
 //!   with the target, latency, premium calls, calls into blocked engines, healthy engines left out.
+//! - **j. shared tier** — `REDIS_URL` on a real `redis-server`: a hit from Redis against a local hit
+//!   (latency added on one connection, throughput at 64), Redis round trips per miss, memory per answer.
 //!
 //! `HARNESS_GATEWAY=/path/to/searxng-gateway` measures another build (before/after a change),
 //! `HARNESS_ONLY=a,f` runs only those measurements (report in `target/harness/BENCHMARKS.only.md`),
@@ -311,6 +313,11 @@ async fn run(plan: Plan) -> usize {
                 println!("== h. decision quality over a day");
                 let result = bench.decision_day().await;
                 bench.settle("h. day", result);
+            }
+            if wants("j") {
+                println!("== j. shared tier (Redis)");
+                let result = bench.shared_tier(&searxng).await;
+                bench.settle("j. shared tier", result);
             }
         }
         Err(err) => bench

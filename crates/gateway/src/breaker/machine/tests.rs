@@ -405,3 +405,74 @@ fn an_operator_closes_a_tripped_breaker_and_the_backoff_starts_over() {
         "the backoff starts over"
     );
 }
+
+fn shared_open(until: Instant, reason: TripReason) -> SharedOpen {
+    SharedOpen {
+        until,
+        reason,
+        paused: false,
+    }
+}
+
+#[test]
+fn another_replicas_open_period_is_taken_without_counting_a_trip() {
+    let mut rig = Rig::new();
+    let until = rig.now + secs(30);
+    assert!(rig
+        .machine
+        .adopt_open(shared_open(until, TripReason::RateLimited)));
+    assert_eq!(rig.state(), BreakerState::Open);
+    assert_eq!(rig.admit(), Admission::Rejected);
+    let snapshot = rig.snapshot();
+    assert_eq!(snapshot.reason, Some(TripReason::RateLimited));
+    assert_eq!(snapshot.open_for, Some(secs(30)));
+    assert_eq!(snapshot.trips, 0, "the replica that tripped counted it");
+    assert_eq!(rig.machine.shared_view().0, 0, "nothing of ours to publish");
+    assert!(
+        !rig.machine
+            .adopt_open(shared_open(rig.now + secs(10), TripReason::Captcha)),
+        "an earlier end never shortens the period"
+    );
+    rig.advance(secs(30));
+    assert_eq!(rig.admit(), Admission::Admitted { probe: true });
+}
+
+#[test]
+fn a_shared_period_closes_when_the_tier_forgets_it_but_an_unshared_one_stays() {
+    let mut rig = Rig::new();
+    rig.call(Signal::stop(TripReason::Captcha));
+    let (epoch, open) = rig.machine.shared_view();
+    assert_eq!(open.map(|o| o.reason), Some(TripReason::Captcha));
+    assert!(
+        !rig.machine.adopt_closed(rig.now),
+        "not yet in the shared tier: its silence means nothing"
+    );
+    assert_eq!(rig.state(), BreakerState::Open);
+    rig.machine.mark_shared(epoch);
+    assert!(
+        rig.machine.adopt_closed(rig.now),
+        "another replica's probe closed it"
+    );
+    assert_eq!(rig.state(), BreakerState::Closed);
+    assert_eq!(rig.admit(), Admission::Admitted { probe: false });
+}
+
+#[test]
+fn every_change_of_our_own_moves_the_epoch_and_unshares_it() {
+    let mut rig = Rig::new();
+    rig.call(Signal::stop(TripReason::RateLimited));
+    let (first, _) = rig.machine.shared_view();
+    rig.machine.mark_shared(first);
+    rig.advance(BASE);
+    rig.call(Signal::Success);
+    let (second, open) = rig.machine.shared_view();
+    assert!(
+        second > first && open.is_none(),
+        "the probe's close is published"
+    );
+    rig.machine.mark_shared(first);
+    assert!(
+        !rig.machine.adopt_closed(rig.now),
+        "a stale confirmation does not mark the new state shared"
+    );
+}

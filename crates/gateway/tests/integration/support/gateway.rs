@@ -32,6 +32,8 @@ pub struct Reply {
     pub status: u16,
     /// `X-Cache`.
     pub cache: String,
+    /// `X-Cache-Tier` on a hit: `local` or `redis`.
+    pub tier: String,
     /// `X-Gateway-Outcome`.
     pub outcome: String,
     /// `Content-Type`.
@@ -142,6 +144,7 @@ impl TestGateway {
                 .to_owned()
         };
         let cache = header("x-cache");
+        let tier = header("x-cache-tier");
         let outcome = header("x-gateway-outcome");
         let content_type = header("content-type");
         let status = response.status().as_u16();
@@ -150,6 +153,7 @@ impl TestGateway {
         Reply {
             status,
             cache,
+            tier,
             outcome,
             content_type,
             json,

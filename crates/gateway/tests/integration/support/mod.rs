@@ -1,5 +1,5 @@
 //! Test support: the gateway in-process on port 0 ([`gateway`]) or as the real binary ([`process`]),
-//! in front of the simulators ([`stack`]); a real SearXNG ([`searxng`]) and the scriptable fake upstream
+//! in front of the simulators ([`stack`]); a real SearXNG ([`searxng`]) and a real `redis-server` ([`redis`]) and the scriptable fake upstream
 //! behind its engines ([`engine_upstream`]); waiting for observable conditions ([`wait`]) and kernel-chosen
 //! loopback ports ([`ports`]).
 
@@ -7,6 +7,7 @@ pub(crate) mod engine_upstream;
 pub(crate) mod gateway;
 pub(crate) mod ports;
 pub(crate) mod process;
+pub(crate) mod redis;
 pub(crate) mod searxng;
 pub(crate) mod stack;
 pub(crate) mod wait;

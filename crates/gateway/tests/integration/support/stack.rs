@@ -20,6 +20,8 @@ pub struct SimStack {
     pub gateway: TestGateway,
     /// SearXNG `/search` hits before the first test request (the gateway's start-up JSON check).
     baseline_hits: usize,
+    /// The gateway's environment, for [`SimStack::replica`].
+    env: Vec<(String, String)>,
 }
 
 impl SimStack {
@@ -67,18 +69,34 @@ impl SimStack {
             env.retain(|(name, _)| name != k);
             env.push(((*k).to_owned(), (*v).to_owned()));
         }
-        let borrowed: Vec<(&str, &str)> =
-            env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
-        let gateway = TestGateway::start(&borrowed).await;
-        // The start-up check (is JSON enabled?) and the first /config read happen first.
-        gateway.wait_for_catalog().await;
+        let gateway = Self::gateway(&env).await;
         let baseline_hits = searxng.hits();
         Self {
             searxng,
             providers: sims,
             gateway,
             baseline_hits,
+            env,
         }
+    }
+
+    async fn gateway(env: &[(String, String)]) -> TestGateway {
+        let borrowed: Vec<(&str, &str)> =
+            env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+        let gateway = TestGateway::start(&borrowed).await;
+        // The start-up check (is JSON enabled?) and the first /config read happen first.
+        gateway.wait_for_catalog().await;
+        gateway
+    }
+
+    /// Another gateway with the same environment and state of its own, in front of the same
+    /// simulators: a replica (with `REDIS_URL`, they share through Redis). Its start-up check is
+    /// not counted as test traffic.
+    pub async fn replica(&mut self) -> TestGateway {
+        let before = self.searxng.hits();
+        let gateway = Self::gateway(&self.env).await;
+        self.baseline_hits += self.searxng.hits() - before;
+        gateway
     }
 
     /// SearXNG `/search` requests caused by test traffic (the start-up check excluded).

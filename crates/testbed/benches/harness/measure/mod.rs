@@ -1,7 +1,8 @@
 //! The measurements, one file each (or a folder), as methods of [`crate::Bench`] so they share its plan,
 //! rows, details and failures: [`cache_hits`] (a), [`miss_path`] (b), [`t1`] (c), [`coalescing`] (d),
 //! [`memory`] (e), [`pool`] (f), [`fault_soak`] (g), [`day`] (h, decision quality over a day of
-//! upstream trouble) and [`tracing_cost`] (i, cache hits with tracing off and on).
+//! upstream trouble) and [`tracing_cost`] (i, cache hits with tracing off and on) and
+//! [`shared_tier`] (j, several replicas on one Redis).
 
 mod cache_hits;
 mod coalescing;
@@ -10,5 +11,6 @@ mod fault_soak;
 mod memory;
 mod miss_path;
 mod pool;
+mod shared_tier;
 mod t1;
 mod tracing_cost;

@@ -1,0 +1,395 @@
+//! Several gateway replicas sharing one real `redis-server` (`REDIS_URL`): each replica is a gateway
+//! of its own (its own cache, breakers and pool), in front of the same simulators. What one learns,
+//! the others know: an answer, a computation in flight, a provider's 429, a CAPTCHA'd engine, the
+//! probe that ends a shared open period. And Redis going away — killed, or frozen with SIGSTOP —
+//! never costs a search.
+
+use std::time::Duration;
+
+use futures::future::join_all;
+use simulator::premium::{ProviderBehaviour, SimError};
+use simulator::searxng::{EngineBehaviour, EngineFailure, SearxngMode};
+use simulator::Provider::{self, Brave, Exa};
+
+use crate::support::gateway::TestGateway;
+use crate::support::redis::RedisServer;
+use crate::support::stack::SimStack;
+use crate::support::wait;
+
+/// A stack whose gateway (Brave its provider) shares `redis`, plus `more` replicas of it.
+async fn replicas(
+    redis: &RedisServer,
+    more: usize,
+    vars: &[(&str, &str)],
+) -> (SimStack, Vec<TestGateway>) {
+    replicas_of(&[Brave], redis, more, vars).await
+}
+
+/// Like [`replicas`], with these providers.
+async fn replicas_of(
+    providers: &[Provider],
+    redis: &RedisServer,
+    more: usize,
+    vars: &[(&str, &str)],
+) -> (SimStack, Vec<TestGateway>) {
+    let url = redis.url();
+    let mut all = vec![("REDIS_URL", url.as_str())];
+    all.extend_from_slice(vars);
+    let mut stack = SimStack::start(providers, &all).await;
+    let mut others = Vec::new();
+    for _ in 0..more {
+        others.push(stack.replica().await);
+    }
+    (stack, others)
+}
+
+/// A gateway's Brave breaker state and reason from `/status`.
+async fn brave(g: &TestGateway) -> (String, String) {
+    let b = g.breaker("provider", "brave").await;
+    (
+        b["state"].as_str().unwrap_or("").to_owned(),
+        b["reason"].as_str().unwrap_or("").to_owned(),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_answer_computed_by_one_replica_is_a_hit_on_another() {
+    let redis = RedisServer::start().await;
+    let (s, others) = replicas(&redis, 1, &[]).await;
+    let (a, b) = (&s.gateway, &others[0]);
+
+    let first = a.search(&[("q", "shared answer")]).await;
+    assert_eq!((first.status, first.cache.as_str()), (200, "miss"));
+    let on_b = b.search(&[("q", "shared answer")]).await;
+    assert_eq!(
+        (on_b.status, on_b.cache.as_str(), on_b.tier.as_str()),
+        (200, "hit", "redis"),
+        "B never computed it: {on_b:?}"
+    );
+    assert_eq!(on_b.json["results"], first.json["results"]);
+    assert_eq!(on_b.outcome, "cache_hit");
+    assert_eq!(s.searxng_hits(), 1, "one SearXNG call for both replicas");
+    let again = b.search(&[("q", "shared answer")]).await;
+    assert_eq!(
+        (again.cache.as_str(), again.tier.as_str()),
+        ("hit", "local")
+    );
+    assert_eq!(
+        b.metric(
+            "searxng_gateway_shared_cache_requests_total",
+            &[("result", "hit")]
+        )
+        .await,
+        1.0
+    );
+    assert_eq!(
+        a.metric(
+            "searxng_gateway_shared_cache_requests_total",
+            &[("result", "miss")]
+        )
+        .await,
+        1.0
+    );
+    assert_eq!(b.metric("searxng_gateway_redis_connected", &[]).await, 1.0);
+    let status = b.status().await;
+    assert_eq!(status["redis"]["connected"], true, "{status}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_value_this_version_cannot_read_is_a_counted_miss() {
+    let redis = RedisServer::start().await;
+    let (s, others) = replicas(&redis, 1, &[]).await;
+    let (a, b) = (&s.gateway, &others[0]);
+    a.search(&[("q", "versioned")]).await;
+    // Every stored answer rewritten as a future version would write it.
+    redis.rewrite_answers(b"sxgw\x09 from a later version");
+    let on_b = b.search(&[("q", "versioned")]).await;
+    assert_eq!((on_b.status, on_b.cache.as_str()), (200, "miss"));
+    assert_eq!(s.searxng_hits(), 2, "B computed it again");
+    assert_eq!(
+        b.metric(
+            "searxng_gateway_shared_cache_requests_total",
+            &[("result", "unreadable")]
+        )
+        .await,
+        1.0
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn thirty_identical_cold_queries_over_three_replicas_reach_searxng_once() {
+    let redis = RedisServer::start().await;
+    let (s, others) = replicas(&redis, 2, &[]).await;
+    // Slow enough that all thirty arrive while the first is still computing.
+    s.searxng
+        .set_mode(SearxngMode::Delay(Duration::from_millis(700)));
+    let gateways = [&s.gateway, &others[0], &others[1]];
+    let searches = (0..30).map(|i| gateways[i % 3].spawn_search(&[("q", "stampede")]));
+    let replies = wait::guarded("thirty searches", join_all(searches)).await;
+    for reply in replies {
+        let reply = reply.expect("search task");
+        assert_eq!(reply.status, 200, "{reply:?}");
+        assert!(!reply.json["results"].as_array().is_none_or(Vec::is_empty));
+    }
+    assert_eq!(s.searxng_hits(), 1, "one fan-out across three replicas");
+    let mut coalesced = 0.0;
+    for g in gateways {
+        coalesced += g
+            .metric("searxng_gateway_shared_coalesced_total", &[])
+            .await;
+    }
+    assert_eq!(
+        coalesced, 2.0,
+        "each other replica followed the leader once"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_429_seen_by_one_replica_stops_the_others_calling_that_provider() {
+    let redis = RedisServer::start().await;
+    let (s, others) = replicas(&redis, 2, &[("T1_PREMIUM_COUNT", "1")]).await;
+    let (a, b, c) = (&s.gateway, &others[0], &others[1]);
+    let brave_sim = s.provider(Brave);
+    brave_sim.set_behaviour(ProviderBehaviour::Error(SimError::RateLimited {
+        retry_after_secs: 600,
+    }));
+    a.search(&[("q", "tripping")]).await;
+    assert_eq!(brave_sim.calls(), 1);
+    assert_eq!(brave(a).await, ("open".into(), "rate_limited".into()));
+
+    for (i, g) in [b, c].into_iter().enumerate() {
+        let reply = g.search(&[("q", &format!("elsewhere {i}"))]).await;
+        assert_eq!(reply.status, 200, "SearXNG still answers");
+        assert_eq!(brave(g).await, ("open".into(), "rate_limited".into()));
+        let open_for = g.breaker("provider", "brave").await["open_for_seconds"]
+            .as_f64()
+            .unwrap_or(0.0);
+        assert!(
+            open_for > 500.0,
+            "the server's reset hint is shared: {open_for}"
+        );
+    }
+    assert_eq!(brave_sim.calls(), 1, "B and C never called Brave");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn exactly_one_probe_across_replicas_ends_a_shared_open_period() {
+    let redis = RedisServer::start().await;
+    let (s, others) = replicas(
+        &redis,
+        2,
+        &[
+            ("T1_PREMIUM_COUNT", "1"),
+            ("BREAKER_OPEN_SECONDS", "1"),
+            ("SEARXNG_SLOW_SECONDS", "10"),
+            ("CACHE_SIZE", "0"),
+        ],
+    )
+    .await;
+    let gateways = [&s.gateway, &others[0], &others[1]];
+    let brave_sim = s.provider(Brave);
+    brave_sim.set_behaviour(ProviderBehaviour::Error(SimError::RateLimited {
+        retry_after_secs: 1,
+    }));
+    gateways[0].search(&[("q", "trip")]).await;
+    assert_eq!(brave_sim.calls(), 1);
+    for (i, g) in gateways.iter().enumerate().skip(1) {
+        g.search(&[("q", &format!("learn {i}"))]).await;
+        assert_eq!(brave(g).await.0, "open");
+    }
+    gateways[0].wait_until_half_open("provider", "brave").await;
+    // The probe is slow, so every other search is decided while it is out.
+    brave_sim.set_behaviour(ProviderBehaviour::slow(
+        Duration::from_millis(1500),
+        ProviderBehaviour::results(3, "https://b.example/"),
+    ));
+    let searches = (0..12).map(|i| gateways[i % 3].spawn_search(&[("q", &format!("after {i}"))]));
+    let replies = wait::guarded("searches after the open period", join_all(searches)).await;
+    for reply in replies {
+        assert_eq!(reply.expect("search task").status, 200);
+    }
+    assert_eq!(brave_sim.calls(), 2, "the trip, then one probe in total");
+    // The probe's success closes it everywhere (each replica learns it on its next miss).
+    for (i, g) in gateways.iter().enumerate() {
+        g.search(&[("q", &format!("closed {i}"))]).await;
+        assert_eq!(brave(g).await.0, "closed", "replica {i}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_captchad_engine_seen_by_one_replica_is_excluded_by_another() {
+    let redis = RedisServer::start().await;
+    let (s, others) = replicas(&redis, 1, &[]).await;
+    let (a, b) = (&s.gateway, &others[0]);
+    s.searxng
+        .set_engine("alpha", EngineBehaviour::Fails(EngineFailure::Captcha));
+    a.search(&[("q", "captcha")]).await;
+    assert_eq!(a.breaker("engine", "alpha").await["reason"], "captcha");
+
+    b.search(&[("q", "after captcha")]).await;
+    let sent = s.searxng.last_request().expect("SearXNG called");
+    let engines = sent
+        .iter()
+        .find(|(k, _)| k == "engines")
+        .map(|(_, v)| v.clone())
+        .unwrap_or_default();
+    assert!(
+        !engines.is_empty() && !engines.split(',').any(|e| e == "alpha"),
+        "B excludes alpha without having seen the CAPTCHA itself: engines={engines:?}"
+    );
+    assert_eq!(b.breaker("engine", "alpha").await["state"], "open");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn killing_redis_mid_load_loses_no_request_and_a_restart_restores_sharing() {
+    let mut redis = RedisServer::start().await;
+    let (s, others) = replicas(&redis, 1, &[]).await;
+    let (a, b) = (&s.gateway, &others[0]);
+    let load = |tag: &'static str| {
+        let searches = (0..40).map(move |i| {
+            let g = if i % 2 == 0 { a } else { b };
+            g.spawn_search(&[("q", &format!("{tag} {}", i % 10))])
+        });
+        join_all(searches.collect::<Vec<_>>())
+    };
+    let before = load("before");
+    redis.kill();
+    let during = load("during");
+    for reply in wait::guarded("searches across the kill", async {
+        let mut all = before.await;
+        all.extend(during.await);
+        all
+    })
+    .await
+    {
+        let reply = reply.expect("search task");
+        assert_eq!(reply.status, 200, "no request lost: {reply:?}");
+    }
+    for g in [a, b] {
+        wait::until("the replica to see Redis gone", || async move {
+            g.status().await["redis"]["connected"] == false
+        })
+        .await;
+    }
+    assert_eq!(a.search(&[("q", "while down")]).await.status, 200);
+    assert_eq!(
+        a.get("/readyz").await.status,
+        200,
+        "readiness ignores Redis"
+    );
+
+    redis.restart().await;
+    for g in [a, b] {
+        wait::until("the replica to reconnect", || async move {
+            g.status().await["redis"]["connected"] == true
+        })
+        .await;
+    }
+    a.search(&[("q", "after restart")]).await;
+    let on_b = b.search(&[("q", "after restart")]).await;
+    assert_eq!(
+        (on_b.cache.as_str(), on_b.tier.as_str()),
+        ("hit", "redis"),
+        "sharing is back"
+    );
+    assert!(
+        a.metric(
+            "searxng_gateway_redis_operations_total",
+            &[("operation", "read"), ("result", "skipped")]
+        )
+        .await
+            + a.metric(
+                "searxng_gateway_redis_operations_total",
+                &[("operation", "read"), ("result", "error")]
+            )
+            .await
+            >= 1.0,
+        "reads while Redis was away were counted as not done"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_frozen_redis_never_stalls_a_search() {
+    let redis = RedisServer::start().await;
+    // A searxng timeout no search can wait for, so a stall would show as a hang-guard failure.
+    let (s, others) = replicas(&redis, 1, &[("REDIS_TIMEOUT_MS", "50")]).await;
+    let (a, b) = (&s.gateway, &others[0]);
+    a.search(&[("q", "warm")]).await;
+    redis.freeze();
+    let searches = (0..20).map(|i| {
+        let g = if i % 2 == 0 { a } else { b };
+        g.spawn_search(&[("q", &format!("frozen {i}"))])
+    });
+    for reply in wait::guarded("searches with Redis frozen", join_all(searches)).await {
+        assert_eq!(reply.expect("search task").status, 200);
+    }
+    assert_eq!(a.status().await["redis"]["connected"], false);
+    assert!(
+        a.metric(
+            "searxng_gateway_redis_operations_total",
+            &[("operation", "read"), ("result", "timeout")]
+        )
+        .await
+            >= 1.0
+    );
+    redis.thaw();
+    for g in [a, b] {
+        wait::until("the replica to reconnect after SIGCONT", || async move {
+            g.status().await["redis"]["connected"] == true
+        })
+        .await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_searxng_cooldown_started_by_one_replica_is_kept_by_another() {
+    let redis = RedisServer::start().await;
+    let (s, others) = replicas(
+        &redis,
+        1,
+        &[("SEARXNG_FAIL_THRESHOLD", "1"), ("CACHE_SIZE", "0")],
+    )
+    .await;
+    let (a, b) = (&s.gateway, &others[0]);
+    s.searxng.set_mode(SearxngMode::Status(500));
+    a.search(&[("q", "failing")]).await;
+    let after_a = s.searxng_hits();
+    assert!(after_a >= 1);
+    assert_eq!(
+        a.status().await["searxng"]["cooldown"]["state"],
+        "open",
+        "{}",
+        a.status().await
+    );
+    s.searxng.set_mode(SearxngMode::Normal);
+    b.search(&[("q", "cooling")]).await;
+    assert_eq!(
+        s.searxng_hits(),
+        after_a,
+        "B skipped SearXNG: it is cooling down"
+    );
+    assert_eq!(
+        b.metric("searxng_gateway_searxng_skipped_total", &[]).await,
+        1.0
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_provider_rotation_is_fair_across_replicas() {
+    let redis = RedisServer::start().await;
+    let (s, others) = replicas_of(
+        &[Brave, Exa],
+        &redis,
+        1,
+        &[("T1_PREMIUM_COUNT", "1"), ("SEARXNG_SLOW_SECONDS", "10")],
+    )
+    .await;
+    let (a, b) = (&s.gateway, &others[0]);
+    a.search(&[("q", "rotate on a")]).await;
+    b.search(&[("q", "rotate on b")]).await;
+    assert_eq!(
+        s.provider_calls(),
+        vec![1, 1],
+        "one shared counter: B goes on where A left off rather than starting at Brave again"
+    );
+}

@@ -1,0 +1,131 @@
+//! A real `redis-server` (the Debian package; `.ci/install-redis.sh` installs it) started by the
+//! test itself on a kernel-chosen loopback port, without persistence, and driven like an operator
+//! would: killed, restarted on the same port, stopped with SIGSTOP (accepts connections, never
+//! answers) and continued.
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use super::ports::unused_loopback_port;
+use super::wait;
+
+/// A running `redis-server`; killed when dropped.
+pub struct RedisServer {
+    port: u16,
+    child: Option<Child>,
+}
+
+impl RedisServer {
+    /// Starts a fresh server on a free loopback port and waits until it answers `PING`.
+    pub async fn start() -> Self {
+        let mut server = Self {
+            port: unused_loopback_port(),
+            child: None,
+        };
+        server.restart().await;
+        server
+    }
+
+    /// `redis://127.0.0.1:PORT/0`, for `REDIS_URL`.
+    pub fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}/0", self.port)
+    }
+
+    /// Kills the server (SIGKILL): connections drop, nothing is saved.
+    pub fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = signal(&child, "CONT");
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// Starts the server again on the same port (empty: no persistence) and waits for `PING`.
+    pub async fn restart(&mut self) {
+        self.kill();
+        let child = Command::new("redis-server")
+            .args(["--port", &self.port.to_string()])
+            .args(["--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
+            .args(["--protected-mode", "no", "--loglevel", "warning"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap_or_else(|e| {
+                panic!("start redis-server ({e}): install it with .ci/install-redis.sh")
+            });
+        self.child = Some(child);
+        let port = self.port;
+        wait::until("redis-server to answer PING", || async move {
+            tokio::task::spawn_blocking(move || ping(port))
+                .await
+                .unwrap_or(false)
+        })
+        .await;
+    }
+
+    /// SIGSTOP: the kernel still accepts connections, the server never answers.
+    pub fn freeze(&self) {
+        if let Some(child) = &self.child {
+            signal(child, "STOP").expect("SIGSTOP redis-server");
+        }
+    }
+
+    /// SIGCONT after [`RedisServer::freeze`].
+    pub fn thaw(&self) {
+        if let Some(child) = &self.child {
+            signal(child, "CONT").expect("SIGCONT redis-server");
+        }
+    }
+
+    /// Overwrites every stored answer with `blob` (as another version of the gateway might
+    /// have written it), keeping its expiry.
+    pub fn rewrite_answers(&self, blob: &[u8]) {
+        let client = redis::Client::open(self.url()).expect("client");
+        let mut connection = client.get_connection().expect("connect");
+        let keys: Vec<String> = redis::cmd("KEYS")
+            .arg("*:answer")
+            .query(&mut connection)
+            .expect("KEYS");
+        assert!(!keys.is_empty(), "an answer was stored");
+        for key in keys {
+            redis::cmd("SET")
+                .arg(&key)
+                .arg(blob)
+                .arg("KEEPTTL")
+                .exec(&mut connection)
+                .expect("SET");
+        }
+    }
+}
+
+impl Drop for RedisServer {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+fn signal(child: &Child, name: &str) -> std::io::Result<()> {
+    let status = Command::new("kill")
+        .arg(format!("-{name}"))
+        .arg(child.id().to_string())
+        .status()?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(std::io::Error::other(format!("kill -{name} failed")))
+    }
+}
+
+fn ping(port: u16) -> bool {
+    let Ok(mut stream) = TcpStream::connect(("127.0.0.1", port)) else {
+        return false;
+    };
+    let _ = stream.set_read_timeout(Some(Duration::from_millis(500)));
+    if stream.write_all(b"PING\r\n").is_err() {
+        return false;
+    }
+    let mut reply = [0u8; 16];
+    matches!(stream.read(&mut reply), Ok(n) if reply[..n].starts_with(b"+PONG"))
+}
