@@ -302,8 +302,11 @@ if "alerts.yml" not in (prom.get("rule_files") or []):
 jobs = {j.get("job_name"): j for j in prom.get("scrape_configs") or []}
 job = jobs.get("searxng-gateway")
 targets = [t for sc in (job or {}).get("static_configs") or [] for t in sc.get("targets") or []]
-if "searxng-gateway:8080" not in targets:
-    fail("prometheus.yml: no job searxng-gateway scraping searxng-gateway:8080")
+# Every gateway replica of the compose file is scraped directly (not through the load balancer).
+replicas = [n for n, svc in services.items() if (svc or {}).get("image") == "searxng-gateway:local"]
+missing = [r for r in replicas if f"{r}:8080" not in targets]
+if not replicas or missing:
+    fail(f"prometheus.yml: job searxng-gateway does not scrape every gateway replica: missing {missing or 'all'}")
 else:
     ok("prometheus.yml scrapes searxng-gateway:8080 and loads alerts.yml")
 
