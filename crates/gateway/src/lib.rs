@@ -30,6 +30,10 @@ pub mod fuzzing;
 #[cfg(all(test, not(feature = "fuzzing")))]
 mod fuzzing;
 
+#[cfg(feature = "bench")]
+#[doc(hidden)]
+pub mod bench;
+
 mod breaker;
 mod cache;
 mod merge;

@@ -340,5 +340,37 @@ pub(crate) async fn run(inner: Arc<Inner>, req: SearchRequest) -> Computed<Arc<A
     fan.finish(&req.query, inner.config.cache_ttl, started.elapsed())
 }
 
+/// The CPU part of a miss with no I/O: SearXNG's decoded answer and the providers' answers fed to
+/// a fan-out as its calls' events, then merged and rendered by [`FanOut::finish`] — exactly what
+/// [`run`] does after its calls return. Only the in-process benchmark calls it (through
+/// `crate::bench`, feature `bench`).
+#[cfg(feature = "bench")]
+pub(crate) fn finish_answered(
+    query: &str,
+    target: usize,
+    searxng: Option<crate::searxng::SearxngAnswer>,
+    premium: Vec<(
+        crate::providers::ProviderKind,
+        crate::providers::ProviderAnswer,
+    )>,
+) -> Arc<Answer> {
+    let now = Instant::now();
+    let budget = Duration::from_secs(10);
+    let mut fan = FanOut::new(target, now + budget, now + budget);
+    match searxng {
+        Some(answer) => fan.on_event(Event::Searxng(Ok(answer))),
+        None => fan.searxng_skipped(),
+    }
+    for (kind, answer) in premium {
+        fan.on_event(Event::Provider {
+            kind,
+            pass: Pass::Speculative,
+            result: Ok(answer),
+        });
+    }
+    fan.finish(query, Duration::from_secs(3600), Duration::ZERO)
+        .0
+}
+
 #[cfg(test)]
 mod tests;
