@@ -30,14 +30,15 @@ pub fn decode_searxng(body: &[u8]) -> Option<usize> {
 /// The whole CPU part of a miss: SearXNG's body and each premium body decoded, the fan-out fed
 /// with them as its calls' answers, merged, and the answer rendered to the bytes the cache keeps
 /// and the client gets. `target` is `SUFFICIENT_MIN_RESULTS`.
+/// SearXNG's body is `Bytes`, as the HTTP client hands it over (cloning it is not a copy).
 pub fn miss_answer(
     query: &str,
     target: usize,
-    searxng: Option<&[u8]>,
+    searxng: Option<&Bytes>,
     premium: &[PremiumBody<'_>],
 ) -> Option<Bytes> {
     let searxng = match searxng {
-        Some(body) => Some(crate::searxng::parse_answer(body)?),
+        Some(body) => Some(crate::searxng::decode_answer(body.clone())?),
         None => None,
     };
     let mut answers = Vec::with_capacity(premium.len());

@@ -15,6 +15,7 @@
 
 use std::hint::black_box;
 
+use bytes::Bytes;
 use criterion::{BenchmarkId, Criterion, Throughput};
 use searxng_gateway::bench::{decode_searxng, miss_answer, PremiumBody};
 use simulator::premium::{ProviderBehaviour, SimulatedProvider, SIM_KEY};
@@ -39,7 +40,7 @@ const TARGET: usize = 8;
 
 /// The bodies the benchmark decodes, each fetched once from a simulator.
 struct Bodies {
-    searxng: Vec<u8>,
+    searxng: Bytes,
     brave: Vec<u8>,
     exa: Vec<u8>,
 }
@@ -58,8 +59,7 @@ async fn fetch_bodies() -> Result<Bodies, Box<dyn std::error::Error>> {
         .await?
         .error_for_status()?
         .bytes()
-        .await?
-        .to_vec();
+        .await?;
 
     // Half of each provider's pages are pages SearXNG found too, so the merge has duplicates to fold.
     let brave = SimulatedProvider::start(Provider::Brave).await?;

@@ -14,6 +14,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use bytes::Bytes;
 use futures::future::BoxFuture;
 use futures::stream::{FuturesUnordered, StreamExt};
 use serde_json::{Map, Value};
@@ -65,6 +66,8 @@ pub(super) struct FanOut {
     last_start: Instant,
     searxng: SearxngProgress,
     searxng_top: Option<Map<String, Value>>,
+    /// SearXNG's body and how many results it holds, when it can be forwarded as it came.
+    searxng_body: Option<(Bytes, usize)>,
     answers: Vec<SourceResults>,
     distinct: DistinctUrls,
     premium_answered: bool,
@@ -85,6 +88,7 @@ impl FanOut {
             last_start: deadline.checked_sub(DEADLINE_MARGIN).unwrap_or(deadline),
             searxng: SearxngProgress::Pending,
             searxng_top: None,
+            searxng_body: None,
             answers: Vec::new(),
             distinct: DistinctUrls::default(),
             premium_answered: false,
@@ -174,6 +178,7 @@ impl FanOut {
                         )));
                     self.searxng = SearxngProgress::Degraded;
                 } else {
+                    self.searxng_body = answer.body.map(|body| (body, answer.results.len()));
                     self.add(SourceResults {
                         source: Source::Searxng,
                         results: answer.results,
@@ -239,7 +244,18 @@ impl FanOut {
         if !self.failures.is_empty() {
             tracing::debug!(elapsed_ms, upstreams = %Failures(&self.failures), "answered despite failing upstreams");
         }
-        let answer = Answer::success(outcome, query, self.searxng_top, merged);
+        // SearXNG's results alone, none dropped by the merge: its own bytes are the answer.
+        let searxng_whole = self.searxng_body.filter(|(_, count)| {
+            merged.contributors.len() == 1
+                && merged.searxng_contributed()
+                && merged.results.len() == *count
+        });
+        let answer = match (searxng_whole, self.searxng_top) {
+            (Some((body, _)), Some(top)) => {
+                Answer::searxng_as_sent(outcome, query, top, merged, body)
+            }
+            (_, top) => Answer::success(outcome, query, top, merged),
+        };
         (Arc::new(answer), answer_keep(complete, cache_ttl))
     }
 }

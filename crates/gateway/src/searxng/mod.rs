@@ -9,6 +9,8 @@ pub(crate) mod engine_errors;
 mod metrics;
 mod unresponsive;
 
+#[cfg(feature = "bench")]
+pub(crate) use answer::decode_answer;
 #[cfg(any(test, feature = "fuzzing", feature = "bench"))]
 pub(crate) use answer::parse_answer;
 pub(crate) use answer::SearxngAnswer;
