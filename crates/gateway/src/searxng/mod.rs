@@ -9,7 +9,7 @@ pub(crate) mod engine_errors;
 mod metrics;
 mod unresponsive;
 
-#[cfg(feature = "bench")]
+#[cfg(any(test, feature = "bench"))]
 pub(crate) use answer::decode_answer;
 #[cfg(any(test, feature = "fuzzing", feature = "bench"))]
 pub(crate) use answer::parse_answer;
