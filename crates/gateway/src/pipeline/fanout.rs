@@ -359,7 +359,7 @@ pub(crate) async fn run(inner: Arc<Inner>, req: SearchRequest) -> Computed<Arc<A
 /// The CPU part of a miss with no I/O: SearXNG's decoded answer and the providers' answers fed to
 /// a fan-out as its calls' events, then merged and rendered by [`FanOut::finish`] — exactly what
 /// [`run`] does after its calls return. Only the in-process benchmark calls it (through
-/// `crate::bench`, feature `bench`).
+/// the crate's `bench` facade, feature `bench`).
 #[cfg(feature = "bench")]
 pub(crate) fn finish_answered(
     query: &str,
