@@ -35,6 +35,10 @@ pub mod fuzzing;
 #[cfg(all(test, not(feature = "fuzzing")))]
 mod fuzzing;
 
+#[cfg(feature = "bench")]
+#[doc(hidden)]
+pub mod bench;
+
 mod breaker;
 mod cache;
 pub mod clients;

@@ -52,23 +52,39 @@ impl Answer {
         merged: Merged,
     ) -> Self {
         let mut document = searxng_top.unwrap_or_default();
-        for key in SEARXNG_KEYS {
-            if !document.contains_key(key) {
-                let empty = if key == "query" {
-                    Value::String(query.to_owned())
-                } else {
-                    Value::Array(Vec::new())
-                };
-                document.insert(key.to_owned(), empty);
-            }
+        complete_document(&mut document, query, merged.results.len());
+        Self::render(outcome, document, merged)
+    }
+
+    /// A 200 answer made of SearXNG's results alone, exactly as SearXNG listed them (`merged` is
+    /// its results after a merge that dropped none): SearXNG's own `body`, not rendered again,
+    /// unless its top-level keys need completing — then as [`Answer::success`].
+    pub(crate) fn searxng_as_sent(
+        outcome: Outcome,
+        query: &str,
+        mut searxng_top: Map<String, Value>,
+        merged: Merged,
+        body: Bytes,
+    ) -> Self {
+        if complete_document(&mut searxng_top, query, merged.results.len()) {
+            return Self::render(outcome, searxng_top, merged);
         }
+        Self {
+            outcome,
+            status: 200,
+            // Exactly its length: the cache keeps it for the TTL, and the body may have been read
+            // into a larger buffer.
+            json: Bytes::copy_from_slice(&body),
+            result_count: merged.results.len(),
+            engine_count: merged.engines.len(),
+            record: FanOutRecord::default(),
+            computed_at: Instant::now(),
+        }
+    }
+
+    /// `document` with `results` set to the merged list, as JSON bytes.
+    fn render(outcome: Outcome, mut document: Map<String, Value>, merged: Merged) -> Self {
         let result_count = merged.results.len();
-        if let Some(Value::Number(n)) = document.get("number_of_results") {
-            // SearXNG's estimate counts only its own results; never report fewer than we return.
-            if n.as_u64().is_some_and(|n| (n as usize) < result_count) {
-                document.insert("number_of_results".into(), Value::from(result_count));
-            }
-        }
         let results = merged.results.into_iter().map(Value::Object).collect();
         document.insert("results".into(), Value::Array(results));
         let mut json = serde_json::to_vec(&document).unwrap_or_default();
@@ -112,6 +128,31 @@ impl Answer {
             computed_at: Instant::now(),
         }
     }
+}
+
+/// Adds what a SearXNG answer must have and `document` lacks: each of [`SEARXNG_KEYS`] (empty, or
+/// the query), and a `number_of_results` no lower than the `result_count` returned — SearXNG's
+/// estimate counts only its own results. Whether anything changed.
+fn complete_document(document: &mut Map<String, Value>, query: &str, result_count: usize) -> bool {
+    let mut changed = false;
+    for key in SEARXNG_KEYS {
+        if !document.contains_key(key) {
+            let empty = if key == "query" {
+                Value::String(query.to_owned())
+            } else {
+                Value::Array(Vec::new())
+            };
+            document.insert(key.to_owned(), empty);
+            changed = true;
+        }
+    }
+    if let Some(Value::Number(n)) = document.get("number_of_results") {
+        if n.as_u64().is_some_and(|n| (n as usize) < result_count) {
+            document.insert("number_of_results".into(), Value::from(result_count));
+            changed = true;
+        }
+    }
+    changed
 }
 
 #[cfg(test)]

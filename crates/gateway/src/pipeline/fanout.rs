@@ -14,6 +14,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use bytes::Bytes;
 use futures::future::BoxFuture;
 use futures::stream::{FuturesUnordered, StreamExt};
 use serde_json::{Map, Value};
@@ -66,6 +67,8 @@ pub(super) struct FanOut {
     last_start: Instant,
     searxng: SearxngProgress,
     searxng_top: Option<Map<String, Value>>,
+    /// SearXNG's body and how many results it holds, when it can be forwarded as it came.
+    searxng_body: Option<(Bytes, usize)>,
     answers: Vec<SourceResults>,
     distinct: DistinctUrls,
     premium_answered: bool,
@@ -89,6 +92,7 @@ impl FanOut {
             last_start: deadline.checked_sub(DEADLINE_MARGIN).unwrap_or(deadline),
             searxng: SearxngProgress::Pending,
             searxng_top: None,
+            searxng_body: None,
             answers: Vec::new(),
             distinct: DistinctUrls::default(),
             premium_answered: false,
@@ -200,6 +204,7 @@ impl FanOut {
                         )));
                     self.searxng = SearxngProgress::Degraded;
                 } else {
+                    self.searxng_body = answer.body.map(|body| (body, answer.results.len()));
                     self.add(SourceResults {
                         source: Source::Searxng,
                         results: answer.results,
@@ -269,7 +274,18 @@ impl FanOut {
         if !self.failures.is_empty() {
             tracing::debug!(elapsed_ms, upstreams = %Failures(&self.failures), "answered despite failing upstreams");
         }
-        let mut answer = Answer::success(outcome, query, self.searxng_top, merged);
+        // SearXNG's results alone, none dropped by the merge: its own bytes are the answer.
+        let searxng_whole = self.searxng_body.filter(|(_, count)| {
+            merged.contributors.len() == 1
+                && merged.searxng_contributed()
+                && merged.results.len() == *count
+        });
+        let mut answer = match (searxng_whole, self.searxng_top) {
+            (Some((body, _)), Some(top)) => {
+                Answer::searxng_as_sent(outcome, query, top, merged, body)
+            }
+            (_, top) => Answer::success(outcome, query, top, merged),
+        };
         answer.record = record;
         (Arc::new(answer), answer_keep(complete, cache_ttl))
     }
@@ -388,6 +404,38 @@ pub(crate) async fn run(
         fan.record_mut().engines_excluded = excluded;
     }
     fan.finish(&req.query, inner.config.cache_ttl, started.elapsed())
+}
+
+/// The CPU part of a miss with no I/O: SearXNG's decoded answer and the providers' answers fed to
+/// a fan-out as its calls' events, then merged and rendered by [`FanOut::finish`] — exactly what
+/// [`run`] does after its calls return. Only the in-process benchmark calls it (through
+/// the crate's `bench` facade, feature `bench`).
+#[cfg(feature = "bench")]
+pub(crate) fn finish_answered(
+    query: &str,
+    target: usize,
+    searxng: Option<crate::searxng::SearxngAnswer>,
+    premium: Vec<(
+        crate::providers::ProviderKind,
+        crate::providers::ProviderAnswer,
+    )>,
+) -> Arc<Answer> {
+    let now = Instant::now();
+    let budget = Duration::from_secs(10);
+    let mut fan = FanOut::new(target, now + budget, now + budget);
+    match searxng {
+        Some(answer) => fan.on_event(Event::Searxng(Ok(answer))),
+        None => fan.searxng_skipped(),
+    }
+    for (kind, answer) in premium {
+        fan.on_event(Event::Provider {
+            kind,
+            pass: Pass::Speculative,
+            result: Ok(answer),
+        });
+    }
+    fan.finish(query, Duration::from_secs(3600), Duration::ZERO)
+        .0
 }
 
 #[cfg(test)]

@@ -47,6 +47,8 @@ use tracing::field::Empty;
 
 use admission::{Admission, Overloaded};
 pub(crate) use answer::Answer;
+#[cfg(feature = "bench")]
+pub(crate) use fanout::finish_answered;
 pub(crate) use metrics::Metrics;
 pub(crate) use outcome::Outcome;
 

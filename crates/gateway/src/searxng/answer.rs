@@ -1,7 +1,10 @@
 //! One SearXNG answer, decoded for the pipeline: the top-level keys (kept in SearXNG's order, to be
 //! returned as they came), the results (only those with a `url` and a `title`; every field kept),
-//! and the `unresponsive_engines` facts.
+//! and the `unresponsive_engines` facts; and SearXNG's bytes themselves when every result was kept,
+//! so an answer made of SearXNG's results alone is forwarded as it came instead of being rendered
+//! again.
 
+use bytes::Bytes;
 use serde_json::{Map, Value};
 
 use super::unresponsive::{parse_unresponsive, Unresponsive};
@@ -15,6 +18,9 @@ pub(crate) struct SearxngAnswer {
     pub(crate) results: Vec<Map<String, Value>>,
     /// `unresponsive_engines`, deduplicated.
     pub(crate) unresponsive: Vec<Unresponsive>,
+    /// SearXNG's body as it came, when it is this answer whole: every result in it is in
+    /// `results`. `None` when a result was dropped (or the answer was built, not decoded).
+    pub(crate) body: Option<Bytes>,
 }
 
 impl SearxngAnswer {
@@ -54,8 +60,23 @@ pub(crate) fn result_engines(result: &Map<String, Value>) -> Vec<&str> {
     names
 }
 
+/// [`parse_answer`], keeping `body` in the answer when no result was dropped.
+pub(crate) fn decode_answer(body: Bytes) -> Option<SearxngAnswer> {
+    let (mut answer, kept_all) = parse(&body)?;
+    if kept_all {
+        answer.body = Some(body);
+    }
+    Some(answer)
+}
+
 /// Parses SearXNG's JSON; `None` when it is not an object with a `results` array.
+#[cfg(any(test, feature = "fuzzing", feature = "bench"))]
 pub(crate) fn parse_answer(body: &[u8]) -> Option<SearxngAnswer> {
+    parse(body).map(|(answer, _)| answer)
+}
+
+/// The answer, and whether every result in the body is in it.
+fn parse(body: &[u8]) -> Option<(SearxngAnswer, bool)> {
     let Value::Object(mut top) = serde_json::from_slice::<Value>(body).ok()? else {
         return None;
     };
@@ -63,7 +84,8 @@ pub(crate) fn parse_answer(body: &[u8]) -> Option<SearxngAnswer> {
     let Some(Value::Array(raw_results)) = top.get_mut("results").map(Value::take) else {
         return None;
     };
-    let results = raw_results
+    let sent = raw_results.len();
+    let results: Vec<_> = raw_results
         .into_iter()
         .filter_map(|r| match r {
             Value::Object(obj)
@@ -76,11 +98,16 @@ pub(crate) fn parse_answer(body: &[u8]) -> Option<SearxngAnswer> {
         })
         .collect();
     let unresponsive = parse_unresponsive(top.get("unresponsive_engines"));
-    Some(SearxngAnswer {
-        top,
-        results,
-        unresponsive,
-    })
+    let kept_all = results.len() == sent;
+    Some((
+        SearxngAnswer {
+            top,
+            results,
+            unresponsive,
+            body: None,
+        },
+        kept_all,
+    ))
 }
 
 #[cfg(test)]

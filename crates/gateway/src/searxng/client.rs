@@ -12,7 +12,7 @@ use serde_json::Value;
 use tokio::time::Instant;
 use url::Url;
 
-use super::answer::{parse_answer, result_engines, SearxngAnswer};
+use super::answer::{decode_answer, result_engines, SearxngAnswer};
 use super::metrics::{
     AttemptError, AttemptLabels, AttemptResult, EngineLabels, EngineReasonLabels, ErrorClassLabels,
     ResultLabels, SearxngMetrics, SearxngResult,
@@ -224,7 +224,7 @@ impl SearxngClient {
         let body = read_body_capped(response, BODY_CAP)
             .await
             .map_err(UpstreamError::new)?;
-        parse_answer(&body).ok_or_else(|| UpstreamError::new(ErrorClass::Malformed))
+        decode_answer(body).ok_or_else(|| UpstreamError::new(ErrorClass::Malformed))
     }
 
     fn account_engines(&self, answer: &SearxngAnswer) {

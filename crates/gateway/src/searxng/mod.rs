@@ -9,6 +9,10 @@ pub(crate) mod engine_errors;
 mod metrics;
 mod unresponsive;
 
+#[cfg(any(test, feature = "bench"))]
+pub(crate) use answer::decode_answer;
+#[cfg(any(test, feature = "fuzzing", feature = "bench"))]
+pub(crate) use answer::parse_answer;
 pub(crate) use answer::SearxngAnswer;
 pub(crate) use catalog::EngineCatalog;
 pub(crate) use client::{backoff_delay, SearxngClient, MAX_ATTEMPTS};
@@ -17,7 +21,4 @@ pub(crate) use unresponsive::EngineReason;
 #[cfg(test)]
 pub(crate) use unresponsive::Unresponsive;
 #[cfg(any(test, feature = "fuzzing"))]
-pub(crate) use {
-    answer::{parse_answer, result_engines},
-    unresponsive::parse_unresponsive,
-};
+pub(crate) use {answer::result_engines, unresponsive::parse_unresponsive};

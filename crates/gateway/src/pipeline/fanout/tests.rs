@@ -272,3 +272,58 @@ fn degraded_or_short_answers_are_cached_briefly() {
         Keep::Partial(Duration::from_secs(5))
     );
 }
+
+/// SearXNG's body as the client decodes it.
+fn searxng_body(body: &'static str) -> Event {
+    let answer = crate::searxng::decode_answer(bytes::Bytes::from_static(body.as_bytes())).unwrap();
+    Event::Searxng(Ok(answer))
+}
+
+const SEARXNG_BODY: &str = r#"{"query": "q", "number_of_results": 2, "results": [
+    {"url": "https://a.example/", "title": "A", "engines": ["alpha"], "score": 1.5},
+    {"url": "https://b.example/", "title": "B", "engines": ["beta"], "score": 0.5}],
+    "answers": [], "corrections": [], "infoboxes": [], "suggestions": [], "unresponsive_engines": []}"#;
+
+#[test]
+fn searxngs_results_alone_go_out_as_searxng_sent_them() {
+    let mut rig = Rig::new(2);
+    rig.fan.on_event(searxng_body(SEARXNG_BODY));
+    let (answer, _) = rig.fan.finish("q", BUDGET, ms(10));
+    assert_eq!(
+        &answer.json[..],
+        SEARXNG_BODY.as_bytes(),
+        "forwarded as sent"
+    );
+    assert_eq!((answer.result_count, answer.engine_count), (2, 2));
+}
+
+#[test]
+fn an_answer_that_differs_from_searxngs_is_rendered() {
+    // A provider's result merged in.
+    let mut rig = Rig::new(2);
+    rig.fan.on_event(searxng_body(SEARXNG_BODY));
+    rig.fan.on_event(provider(
+        ProviderKind::Brave,
+        Pass::Speculative,
+        &["https://c.example/"],
+    ));
+    let (answer, _) = rig.fan.finish("q", BUDGET, ms(10));
+    let doc: serde_json::Value = serde_json::from_slice(&answer.json).unwrap();
+    assert_eq!(doc["results"].as_array().unwrap().len(), 3);
+    assert_eq!(doc["number_of_results"], 3, "never fewer than returned");
+
+    // A repeated URL dropped, a result without a title dropped, a key missing: each is rendered.
+    for body in [
+        r#"{"query": "q", "results": [{"url": "https://a.example/", "title": "A"}, {"url": "https://www.a.example", "title": "A"}], "answers": [], "corrections": [], "infoboxes": [], "suggestions": [], "unresponsive_engines": []}"#,
+        r#"{"query": "q", "results": [{"url": "https://a.example/", "title": "A"}, {"url": "https://b.example/"}], "answers": [], "corrections": [], "infoboxes": [], "suggestions": [], "unresponsive_engines": []}"#,
+        r#"{"query": "q", "results": [{"url": "https://a.example/", "title": "A"}]}"#,
+    ] {
+        let mut rig = Rig::new(1);
+        rig.fan.on_event(searxng_body(body));
+        let (answer, _) = rig.fan.finish("q", BUDGET, ms(10));
+        assert_ne!(&answer.json[..], body.as_bytes(), "{body}");
+        let doc: serde_json::Value = serde_json::from_slice(&answer.json).unwrap();
+        assert_eq!(doc["results"].as_array().unwrap().len(), 1, "{body}");
+        assert!(doc.get("unresponsive_engines").is_some(), "{body}");
+    }
+}

@@ -1,0 +1,59 @@
+//! The in-process pipeline benchmark's door to the miss path's CPU work
+//! (`crates/testbed/benches/pipeline.rs`): decoding SearXNG's body and the providers' bodies,
+//! the merge and the rendering of the answer, each through the production code exactly as the
+//! request path calls it, with no socket and no runtime. Public only with the `bench` feature,
+//! which the testbed enables and the production build never does (the binary, the Docker image and
+//! the harness build `-p searxng-gateway` alone); the functions behind it stay crate-private.
+//!
+//! Every function returns `None` for a body the request path would refuse, so the benchmark can
+//! check that it measures real answers.
+
+use bytes::Bytes;
+use reqwest::header::HeaderMap;
+
+use crate::providers::{ProviderAnswer, ProviderKind};
+
+/// One premium provider's 200 body, as the provider sent it.
+#[derive(Debug, Clone, Copy)]
+pub struct PremiumBody<'a> {
+    /// The provider's name as `FALLBACK_PROVIDERS` spells it (`brave`, `exa`, `jina`, `tavily`).
+    pub provider: &'a str,
+    /// The JSON body.
+    pub body: &'a [u8],
+}
+
+/// SearXNG's `/search` body through the answer decoder: the number of results kept.
+pub fn decode_searxng(body: &[u8]) -> Option<usize> {
+    crate::searxng::parse_answer(body).map(|answer| answer.results.len())
+}
+
+/// The whole CPU part of a miss: SearXNG's body and each premium body decoded, the fan-out fed
+/// with them as its calls' answers, merged, and the answer rendered to the bytes the cache keeps
+/// and the client gets. `target` is `SUFFICIENT_MIN_RESULTS`.
+/// SearXNG's body is `Bytes`, as the HTTP client hands it over (cloning it is not a copy).
+pub fn miss_answer(
+    query: &str,
+    target: usize,
+    searxng: Option<&Bytes>,
+    premium: &[PremiumBody<'_>],
+) -> Option<Bytes> {
+    let searxng = match searxng {
+        Some(body) => Some(crate::searxng::decode_answer(body.clone())?),
+        None => None,
+    };
+    let mut answers = Vec::with_capacity(premium.len());
+    for one in premium {
+        answers.push(premium_answer(one)?);
+    }
+    let answer = crate::pipeline::finish_answered(query, target, searxng, answers);
+    (answer.status == 200).then(|| answer.json.clone())
+}
+
+fn premium_answer(one: &PremiumBody<'_>) -> Option<(ProviderKind, ProviderAnswer)> {
+    let kind = ProviderKind::from_name(one.provider)?;
+    let answer = kind
+        .adapter()
+        .interpret(200, &HeaderMap::new(), one.body)
+        .ok()?;
+    Some((kind, answer))
+}
