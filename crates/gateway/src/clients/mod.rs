@@ -43,8 +43,11 @@ impl ClientName {
         Self(Arc::from(name))
     }
 
+    /// [`ANONYMOUS`], one shared allocation (asked for on every request of an open gateway).
     pub(crate) fn anonymous() -> Self {
-        Self::new(ANONYMOUS)
+        static NAME: std::sync::LazyLock<ClientName> =
+            std::sync::LazyLock::new(|| ClientName::new(ANONYMOUS));
+        NAME.clone()
     }
 
     pub(crate) fn as_str(&self) -> &str {

@@ -42,7 +42,7 @@ pub(super) struct Admitted {
     /// Whether the caller's premium budget allows premium calls, decided at admission.
     pub(super) premium: Premium,
     /// The request's ID ([`super::request_id`]).
-    pub(super) request_id: String,
+    pub(super) request_id: RequestId,
 }
 
 impl Admitted {
@@ -53,7 +53,7 @@ impl Admitted {
             premium: premium_for(clients, &caller),
             caller,
             clients: clients.clone(),
-            request_id: String::new(),
+            request_id: RequestId::none(),
         }
     }
 }
@@ -137,8 +137,8 @@ pub(super) async fn admit(State(gate): State<Gate>, request: Request, next: Next
     let request_id = request
         .extensions()
         .get::<RequestId>()
-        .map(|id| id.0.clone())
-        .unwrap_or_default();
+        .cloned()
+        .unwrap_or_else(RequestId::none);
     let mut request = request;
     request.extensions_mut().insert(Admitted {
         caller,

@@ -58,7 +58,7 @@ pub(super) fn object(served: &Served, admitted: &Admitted) -> Value {
     };
     let spent = admitted.premium == Premium::BudgetSpent;
     json!({
-        "request_id": admitted.request_id,
+        "request_id": admitted.request_id.as_str(),
         "client": admitted.caller.name.as_str(),
         "outcome": served.outcome.as_str(),
         "cache": cache,

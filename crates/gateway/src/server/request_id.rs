@@ -2,6 +2,10 @@
 //! :`) is kept, anything else is replaced by a fresh UUID v4. The ID is returned on every response
 //! and carried by the `request` span every log line of the request is written in (text lines show
 //! it as `request{request_id=…}`, JSON lines in their `span` object).
+//!
+//! The ID is made and kept as a `HeaderValue` (cheap to clone, written to the response as is), and
+//! a fresh one comes from a thread-local generator (uuid's `fast-rng`), not a `getrandom` system
+//! call per request: it labels a request, it guards nothing.
 
 use axum::extract::Request;
 use axum::http::HeaderValue;
@@ -14,25 +18,43 @@ pub(super) const HEADER: &str = "x-request-id";
 
 const MAX_LEN: usize = 64;
 
-/// The request's ID, as handlers read it (for `explain`).
+/// The request's ID, as handlers read it (for `explain`). Always visible ASCII.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(super) struct RequestId(pub(super) String);
+pub(super) struct RequestId(HeaderValue);
+
+impl RequestId {
+    /// No ID (a local transport: MCP on stdio).
+    pub(super) fn none() -> Self {
+        Self(HeaderValue::from_static(""))
+    }
+
+    pub(super) fn as_str(&self) -> &str {
+        // Only sane client IDs and hyphenated UUIDs get here: both visible ASCII.
+        self.0.to_str().unwrap_or_default()
+    }
+
+    fn fresh() -> Self {
+        let mut buf = uuid::Uuid::encode_buffer();
+        let text = uuid::Uuid::new_v4().hyphenated().encode_lower(&mut buf);
+        Self(HeaderValue::from_str(text).unwrap_or_else(|_| HeaderValue::from_static("-")))
+    }
+}
 
 /// The middleware: adopt or make the ID, run the request in its span, return the ID.
 pub(super) async fn tag(mut request: Request, next: Next) -> Response {
     let id = request
         .headers()
         .get(HEADER)
-        .and_then(|v| v.to_str().ok())
-        .filter(|v| sane(v))
-        .map_or_else(|| uuid::Uuid::new_v4().to_string(), str::to_owned);
-    request.extensions_mut().insert(RequestId(id.clone()));
-    let span =
-        tracing::info_span!(target: crate::trace::REQUEST_TARGET, "request", request_id = %id);
+        .filter(|v| v.to_str().is_ok_and(sane))
+        .map_or_else(RequestId::fresh, |v| RequestId(v.clone()));
+    let span = tracing::info_span!(
+        target: crate::trace::REQUEST_TARGET,
+        "request",
+        request_id = %id.as_str()
+    );
+    request.extensions_mut().insert(id.clone());
     let mut response = next.run(request).instrument(span).await;
-    if let Ok(value) = HeaderValue::from_str(&id) {
-        response.headers_mut().insert(HEADER, value);
-    }
+    response.headers_mut().insert(HEADER, id.0);
     response
 }
 
@@ -57,5 +79,14 @@ mod tests {
         assert!(!sane("a b"));
         assert!(!sane("a\"b"));
         assert!(!sane("é"));
+    }
+
+    #[test]
+    fn a_fresh_id_is_a_hyphenated_uuid() {
+        let id = RequestId::fresh();
+        let parsed = uuid::Uuid::parse_str(id.as_str()).unwrap();
+        assert_eq!(parsed.get_version_num(), 4);
+        assert_eq!(id.as_str(), parsed.hyphenated().to_string());
+        assert_ne!(RequestId::fresh(), id);
     }
 }
