@@ -402,24 +402,34 @@ impl SearchRequest {
     /// The cache key: the query lower-cased with whitespace collapsed, plus every forwarded parameter.
     /// The output format is not part of it: csv and rss are rendered from the same merged answer.
     pub(crate) fn cache_key(&self) -> String {
+        // \u{1f} cannot appear in a validated parameter, so fields cannot run into each other.
         let mut key = String::with_capacity(self.query.len() + 32);
         push_normalised(&mut key, &self.query);
-        let mut categories = self.categories.clone();
-        categories.sort();
-        let mut engines = self.engines.clone();
-        engines.sort();
-        // \u{1f} cannot appear in a validated parameter, so fields cannot run into each other.
-        let _ = write!(
-            key,
-            "\u{1f}p={}\u{1f}c={}\u{1f}e={}\u{1f}l={}\u{1f}t={}\u{1f}s={}",
-            self.pageno,
-            categories.join(","),
-            engines.join(","),
-            self.language.as_deref().unwrap_or(""),
-            self.time_range.map_or("", TimeRange::as_str),
-            self.safesearch.map_or("", SafeSearch::as_str),
-        );
+        key.push_str("\u{1f}p=");
+        let _ = write!(key, "{}", self.pageno);
+        key.push_str("\u{1f}c=");
+        push_sorted(&mut key, &self.categories);
+        key.push_str("\u{1f}e=");
+        push_sorted(&mut key, &self.engines);
+        key.push_str("\u{1f}l=");
+        key.push_str(self.language.as_deref().unwrap_or(""));
+        key.push_str("\u{1f}t=");
+        key.push_str(self.time_range.map_or("", TimeRange::as_str));
+        key.push_str("\u{1f}s=");
+        key.push_str(self.safesearch.map_or("", SafeSearch::as_str));
         key
+    }
+}
+
+/// `list` sorted, comma-separated (a list's order does not select other results).
+fn push_sorted(key: &mut String, list: &[String]) {
+    let mut sorted: Vec<&str> = list.iter().map(String::as_str).collect();
+    sorted.sort_unstable();
+    for (i, item) in sorted.into_iter().enumerate() {
+        if i > 0 {
+            key.push(',');
+        }
+        key.push_str(item);
     }
 }
 
@@ -429,7 +439,11 @@ fn push_normalised(key: &mut String, query: &str) {
         if i > 0 {
             key.push(' ');
         }
-        key.extend(word.chars().flat_map(char::to_lowercase));
+        if word.is_ascii() {
+            key.extend(word.bytes().map(|b| char::from(b.to_ascii_lowercase())));
+        } else {
+            key.extend(word.chars().flat_map(char::to_lowercase));
+        }
     }
 }
 
@@ -592,6 +606,22 @@ mod tests {
         keys.push(base.cache_key());
         let unique: std::collections::HashSet<_> = keys.iter().collect();
         assert_eq!(unique.len(), keys.len());
+    }
+
+    #[test]
+    fn cache_key_spells_every_field() {
+        let req = SearchRequest {
+            categories: vec!["news".into(), "it".into()],
+            engines: vec!["b".into(), "a".into()],
+            language: Some("de".into()),
+            time_range: Some(TimeRange::Day),
+            pageno: 3,
+            ..SearchRequest::simple("Grüße  AUS Köln")
+        };
+        assert_eq!(
+            req.cache_key(),
+            "grüße aus köln\u{1f}p=3\u{1f}c=it,news\u{1f}e=a,b\u{1f}l=de\u{1f}t=day\u{1f}s="
+        );
     }
 
     #[test]

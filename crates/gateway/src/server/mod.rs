@@ -155,6 +155,20 @@ async fn search(
     Ok(served)
 }
 
+/// The headers that say how a search was answered: `X-Cache`, `X-Cache-Tier` (a hit from the
+/// shared tier) and `X-Gateway-Outcome`. Every surface that answers over HTTP sets them.
+fn set_served_headers(headers: &mut axum::http::HeaderMap, served: &Served) {
+    use axum::http::HeaderValue;
+    headers.insert("x-cache", HeaderValue::from_static(served.cache.as_str()));
+    if let Some(tier) = served.cache.tier() {
+        headers.insert("x-cache-tier", HeaderValue::from_static(tier));
+    }
+    headers.insert(
+        "x-gateway-outcome",
+        HeaderValue::from_static(served.outcome.as_str()),
+    );
+}
+
 /// The log line of a search a surface refused before asking the pipeline.
 fn log_refused(surface: Surface, code: &str) {
     tracing::info!(surface = surface.as_str(), error = code, "search refused");

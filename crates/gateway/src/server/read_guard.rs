@@ -10,8 +10,9 @@
 //! the connection since its last response, so the bytes cannot interleave with a response of its
 //! own — and then ends the connection. hyper's own timer stays on as a backstop at the sum of both.
 //!
-//! The head ends at the first empty line (`\n\n`, carriage returns ignored); until then every byte
-//! read is looked at, after it none until the gateway writes its answer.
+//! The head ends at the first empty line (`\n\n`, carriage returns ignored); until then what is
+//! read is scanned (line feeds found with `memchr`, the bytes between them checked for anything but
+//! carriage returns), after it nothing until the gateway writes its answer.
 
 use std::future::Future;
 use std::io;
@@ -34,6 +35,33 @@ enum Phase {
     Head { newline: bool },
     /// The head is in: the request is being read or answered.
     Busy,
+}
+
+/// The phase after `bytes` more of what the client sends: [`step`] over each byte, a line feed at
+/// a time.
+fn scan(mut phase: Phase, mut bytes: &[u8]) -> Phase {
+    loop {
+        if phase == Phase::Busy || bytes.is_empty() {
+            return phase;
+        }
+        let (line, rest) = match memchr::memchr(b'\n', bytes) {
+            Some(at) => (&bytes[..at], Some(&bytes[at + 1..])),
+            None => (bytes, None),
+        };
+        // Bytes before the line feed: any but a carriage return makes it a line with content, and
+        // any at all starts the head.
+        let content = line.iter().any(|&b| b != b'\r');
+        if content || (!line.is_empty() && phase == Phase::Idle) {
+            phase = Phase::Head { newline: false };
+        }
+        match rest {
+            Some(rest) => {
+                phase = step(phase, b'\n');
+                bytes = rest;
+            }
+            None => return phase,
+        }
+    }
 }
 
 /// The phase after one more byte of what the client sends.
@@ -96,12 +124,7 @@ impl ReadGuard {
         if self.phase == Phase::Idle && !bytes.is_empty() {
             self.deadline = Instant::now() + self.head;
         }
-        for &byte in bytes {
-            if self.phase == Phase::Busy {
-                return;
-            }
-            self.phase = step(self.phase, byte);
-        }
+        self.phase = scan(self.phase, bytes);
     }
 
     /// The gateway wrote (an answer): the connection waits for the next request.
@@ -201,6 +224,20 @@ impl AsyncWrite for ReadGuard {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// The line-feed scan ends where the byte-by-byte rule does, however the reads split.
+        #[test]
+        fn the_scan_follows_the_byte_rule(
+            bytes in proptest::collection::vec(prop_oneof![Just(b'\r'), Just(b'\n'), Just(b'a')], 0..40),
+            cut in 0usize..40,
+        ) {
+            let cut = cut.min(bytes.len());
+            let (first, second) = bytes.split_at(cut);
+            prop_assert_eq!(scan(scan(Phase::Idle, first), second), phase_after(&[first, second]));
+        }
+    }
 
     fn phase_after(chunks: &[&[u8]]) -> Phase {
         chunks

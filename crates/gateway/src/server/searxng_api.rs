@@ -141,18 +141,10 @@ async fn answer(gateway: Gateway, mut raw: RawParams, admitted: &Admitted) -> Re
         ),
         _ => (answer.json.clone(), "application/json"),
     };
-    let cache = served.cache.as_str();
     let mut response = (status, body).into_response();
     let headers = response.headers_mut();
     headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
-    headers.insert("x-cache", HeaderValue::from_static(cache));
-    if let Some(tier) = served.cache.tier() {
-        headers.insert("x-cache-tier", HeaderValue::from_static(tier));
-    }
-    headers.insert(
-        "x-gateway-outcome",
-        HeaderValue::from_static(served.outcome.as_str()),
-    );
+    super::set_served_headers(headers, &served);
     response
 }
 

@@ -262,16 +262,7 @@ async fn search(
         body = explain::add_to(&body, explain::object(&served, &admitted));
     }
     let mut response = json(StatusCode::OK, body);
-    let cache = served.cache.as_str();
-    let headers = response.headers_mut();
-    headers.insert("x-cache", HeaderValue::from_static(cache));
-    if let Some(tier) = served.cache.tier() {
-        headers.insert("x-cache-tier", HeaderValue::from_static(tier));
-    }
-    headers.insert(
-        "x-gateway-outcome",
-        HeaderValue::from_static(served.outcome.as_str()),
-    );
+    super::set_served_headers(response.headers_mut(), &served);
     response
 }
 

@@ -16,6 +16,8 @@ use simulator::searxng::SimulatedSearxng;
 const IDLE_RSS_TARGET: u64 = 25_000_000;
 /// How far RSS may move during the soak after warm-up, as a share of its lowest value.
 const SOAK_SPREAD_TARGET: f64 = 0.05;
+/// A cached answer's resident memory as a multiple of its JSON size, at most (issue #16).
+const ENTRY_OVERHEAD_TARGET: f64 = 1.3;
 /// The cache fill stops early when the gateway's RSS passes this: the machine is shared.
 const MEMORY_GUARD: u64 = 4_000_000_000;
 /// The cache is filled in steps of this many searches, checking the guard between steps.
@@ -96,17 +98,18 @@ impl Bench {
         } else {
             String::new()
         };
+        let overhead = per_entry as f64 / answer.max(1) as f64;
         self.rows.push(Row {
             name: format!("e. RSS with {cached} cached answers"),
             result: format!(
-                "{} ({} idle; ≈ {:.1} kB per entry for {:.1} kB answers{guard})",
+                "{} ({} idle; ≈ {:.1} kB per entry for {:.1} kB answers: {overhead:.2}×{guard})",
                 mb(rss),
                 mb(idle),
                 per_entry as f64 / 1e3,
                 answer as f64 / 1e3
             ),
-            target: "report".into(),
-            met: None,
+            target: format!("≤ {ENTRY_OVERHEAD_TARGET:.1}× the answer"),
+            met: Some(overhead <= ENTRY_OVERHEAD_TARGET),
         });
         self.details.push(format!(
             "e. cache fill: {sent} distinct searches over {CONNECTIONS} connections at {:.0} misses/s ({})",
