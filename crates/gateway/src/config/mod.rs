@@ -114,8 +114,19 @@ impl ProviderPolicy {
     }
 }
 
-/// Routes the gateway serves itself; `METRICS_PATH` must not be one of them.
-const RESERVED_PATHS: &[&str] = &["/search", "/healthz", "/readyz", "/status", "/"];
+/// Routes the gateway serves itself; `METRICS_PATH` must not be one of them (the server's router
+/// test builds the router with each surface's path to keep this list whole).
+pub(crate) const RESERVED_PATHS: &[&str] = &[
+    "/search",
+    "/healthz",
+    "/readyz",
+    "/status",
+    "/",
+    "/mcp",
+    "/tavily/search",
+];
+/// Every path under it is the admin surface's.
+const RESERVED_PREFIX: &str = "/admin";
 
 /// The whole validated configuration.
 #[derive(Debug, Clone, PartialEq)]
@@ -360,7 +371,11 @@ fn metrics_path(env: &Env<'_>) -> Result<String, ConfigError> {
         return Err(raw.error("must be an absolute path such as /metrics"));
     }
     let bare = path.trim_end_matches('/');
-    if bare.is_empty() || RESERVED_PATHS.contains(&bare) {
+    let admin = bare == RESERVED_PREFIX
+        || bare
+            .strip_prefix(RESERVED_PREFIX)
+            .is_some_and(|rest| rest.starts_with('/'));
+    if bare.is_empty() || RESERVED_PATHS.contains(&bare) || admin {
         return Err(raw.error("collides with a route the gateway already serves"));
     }
     Ok(path.clone())

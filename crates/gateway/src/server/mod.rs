@@ -322,3 +322,24 @@ fn log_start(listener: &TcpListener, config: &Config, clients: &Clients) {
         "searxng-gateway listening"
     );
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::config::RESERVED_PATHS;
+
+    /// `METRICS_PATH` is refused for every route a surface serves (a collision would make the
+    /// router panic at start).
+    #[test]
+    fn the_config_reserves_every_surface_path() {
+        for path in [
+            super::searxng_api::SEARCH_PATH,
+            super::mcp::PATH,
+            super::tavily::PATH,
+            super::operations::STATUS_PATH,
+            super::operations::HEALTHZ_PATH,
+            super::operations::READYZ_PATH,
+        ] {
+            assert!(RESERVED_PATHS.contains(&path), "{path} is not reserved");
+        }
+    }
+}
