@@ -157,14 +157,18 @@ async fn search(
 
 /// The headers that say how a search was answered: `X-Cache`, `X-Cache-Tier` (a hit from the
 /// shared tier) and `X-Gateway-Outcome`. Every surface that answers over HTTP sets them.
+/// (Names as constants: a `&str` name is parsed again on every insert.)
 fn set_served_headers(headers: &mut axum::http::HeaderMap, served: &Served) {
-    use axum::http::HeaderValue;
-    headers.insert("x-cache", HeaderValue::from_static(served.cache.as_str()));
+    use axum::http::{HeaderName, HeaderValue};
+    const X_CACHE: HeaderName = HeaderName::from_static("x-cache");
+    const X_CACHE_TIER: HeaderName = HeaderName::from_static("x-cache-tier");
+    const X_GATEWAY_OUTCOME: HeaderName = HeaderName::from_static("x-gateway-outcome");
+    headers.insert(X_CACHE, HeaderValue::from_static(served.cache.as_str()));
     if let Some(tier) = served.cache.tier() {
-        headers.insert("x-cache-tier", HeaderValue::from_static(tier));
+        headers.insert(X_CACHE_TIER, HeaderValue::from_static(tier));
     }
     headers.insert(
-        "x-gateway-outcome",
+        X_GATEWAY_OUTCOME,
         HeaderValue::from_static(served.outcome.as_str()),
     );
 }

@@ -8,13 +8,13 @@
 //! call per request: it labels a request, it guards nothing.
 
 use axum::extract::Request;
-use axum::http::HeaderValue;
+use axum::http::{HeaderName, HeaderValue};
 use axum::middleware::Next;
 use axum::response::Response;
 use tracing::Instrument;
 
 /// The header that carries the ID both ways.
-pub(super) const HEADER: &str = "x-request-id";
+pub(super) const HEADER: HeaderName = HeaderName::from_static("x-request-id");
 
 const MAX_LEN: usize = 64;
 
@@ -44,7 +44,7 @@ impl RequestId {
 pub(super) async fn tag(mut request: Request, next: Next) -> Response {
     let id = request
         .headers()
-        .get(HEADER)
+        .get(&HEADER)
         .filter(|v| v.to_str().is_ok_and(sane))
         .map_or_else(RequestId::fresh, |v| RequestId(v.clone()));
     let span = tracing::info_span!(
