@@ -2,7 +2,8 @@
 //! or one JSON object per line; to stdout, or to stderr when stdout carries the MCP protocol) and,
 //! when an OTLP endpoint is configured, OpenTelemetry traces of the spans in [`crate::trace`],
 //! exported in batches over OTLP/HTTP with protobuf bodies. A log line written inside a traced
-//! request ends with `trace_id=…`, so a line found in the logs leads to the request's trace.
+//! request carries its trace id (a text line ends with `trace_id=…`, a JSON line has a `trace_id`
+//! key), so a line found in the logs leads to the request's trace.
 //!
 //! Two layers on one registry, each with its own filter: the log layer takes the gateway's events
 //! at `LOG_LEVEL` and the `request` span of `server::request_id` (so every line of a request
@@ -98,12 +99,17 @@ pub fn init(config: &Config, to: LogTo) -> Result<Telemetry, TelemetryError> {
         .with_tracer(provider.tracer("searxng-gateway"))
         .with_filter(Targets::new().with_target(TARGET, tracing::Level::TRACE));
     let logs = if json {
-        json_lines(to).with_filter(log_filter).boxed()
+        tracing_subscriber::fmt::layer()
+            .json()
+            .with_writer(to.writer())
+            .event_format(WithTraceId::json(json_format()))
+            .with_filter(log_filter)
+            .boxed()
     } else {
         tracing_subscriber::fmt::layer()
             .with_writer(to.writer())
             .with_ansi(false)
-            .event_format(WithTraceId(
+            .event_format(WithTraceId::text(
                 tracing_subscriber::fmt::format().with_target(false),
             ))
             .with_filter(log_filter)
@@ -129,6 +135,13 @@ where
     tracing_subscriber::fmt::layer()
         .json()
         .with_writer(to.writer())
+        .event_format(json_format())
+}
+
+/// The JSON line's layout (see [`json_lines`]).
+fn json_format() -> tracing_subscriber::fmt::format::Format<tracing_subscriber::fmt::format::Json> {
+    tracing_subscriber::fmt::format()
+        .json()
         .with_target(false)
         .with_current_span(true)
         .with_span_list(false)
@@ -162,8 +175,23 @@ impl Telemetry {
     }
 }
 
-/// The log line as the inner format writes it, plus ` trace_id=…` inside a traced request.
-struct WithTraceId<F>(F);
+/// The log line as the inner format writes it, plus the trace id inside a traced request.
+struct WithTraceId<F> {
+    inner: F,
+    json: bool,
+}
+
+impl<F> WithTraceId<F> {
+    /// A text line: ` trace_id=…` at its end.
+    fn text(inner: F) -> Self {
+        Self { inner, json: false }
+    }
+
+    /// A JSON object: `"trace_id":"…"` as its first key.
+    fn json(inner: F) -> Self {
+        Self { inner, json: true }
+    }
+}
 
 impl<S, N, F> FormatEvent<S, N> for WithTraceId<F>
 where
@@ -178,15 +206,20 @@ where
         event: &Event<'_>,
     ) -> fmt::Result {
         let Some(trace_id) = current_trace_id() else {
-            return self.0.format_event(ctx, writer, event);
+            return self.inner.format_event(ctx, writer, event);
         };
         let mut line = String::new();
-        self.0.format_event(ctx, Writer::new(&mut line), event)?;
-        writeln!(
-            writer,
-            "{} trace_id={trace_id}",
-            line.trim_end_matches('\n')
-        )
+        self.inner
+            .format_event(ctx, Writer::new(&mut line), event)?;
+        let line = line.trim_end_matches('\n');
+        match line.strip_prefix('{').filter(|_| self.json) {
+            // A trace id is hexadecimal: nothing in it needs escaping.
+            Some(rest) if rest.starts_with('}') => {
+                writeln!(writer, "{{\"trace_id\":\"{trace_id}\"{rest}")
+            }
+            Some(rest) => writeln!(writer, "{{\"trace_id\":\"{trace_id}\",{rest}"),
+            None => writeln!(writer, "{line} trace_id={trace_id}"),
+        }
     }
 }
 

@@ -2,7 +2,8 @@
 //! (this test's, decoding `ExportTraceServiceRequest` with the OTLP protocol types), and the span
 //! tree of one request that hit SearXNG and two providers is checked: the `search` span continues
 //! the client's W3C trace, its children are the cache lookup, the SearXNG call (with the excluded
-//! engine) and its attempt, and both provider calls; the request's log line carries the trace id.
+//! engine) and its attempt, and both provider calls; the request's log line carries the trace id
+//! (as text, and as a key of a JSON line).
 //! An MCP `tools/call` of `web_search` over HTTP gets its own `search` span in the client's trace.
 
 use std::net::SocketAddr;
@@ -385,5 +386,66 @@ async fn a_web_search_tool_call_over_http_gets_its_search_span_in_the_clients_tr
     assert_eq!(
         string_attribute(&refusal.attributes, "error_class").as_deref(),
         Some("missing_query")
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_json_log_line_of_a_traced_request_carries_its_trace_id() {
+    let (collector, _received) = receiver().await;
+    let searxng = SimulatedSearxng::start(&["alpha"])
+        .await
+        .expect("simulated SearXNG");
+    let endpoint = format!("http://{collector}");
+    let searxng_url = searxng.base_url();
+    let mut gateway = GatewayProcess::start(&[
+        ("LISTEN_ADDR", "127.0.0.1:0"),
+        ("SEARXNG_BACKEND_URL", &searxng_url),
+        ("OTEL_EXPORTER_OTLP_ENDPOINT", &endpoint),
+        ("LOG_FORMAT", "json"),
+    ]);
+    let url = gateway.url().await;
+    let client = reqwest::Client::builder()
+        .timeout(wait::HANG_GUARD)
+        .build()
+        .expect("client");
+    let trace_id = "5c1a0e3f9d2b4a6c8e0f1a2b3c4d5e6f";
+    let traced = client
+        .get(format!("{url}/search"))
+        .query(&[("q", "json traced search")])
+        .header("traceparent", format!("00-{trace_id}-1a2b3c4d5e6f7a8b-01"))
+        .send()
+        .await
+        .expect("traced search");
+    assert_eq!(traced.status().as_u16(), 200);
+    let untraced = client
+        .get(format!("{url}/status"))
+        .send()
+        .await
+        .expect("status");
+    assert_eq!(untraced.status().as_u16(), 200);
+    assert_eq!(gateway.terminate().await.code(), Some(0));
+    let output = gateway.output().await;
+
+    let lines: Vec<serde_json::Value> = output
+        .lines()
+        .filter(|l| l.starts_with('{'))
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect();
+    let search = lines
+        .iter()
+        .find(|l| l["fields"]["message"] == "search")
+        .unwrap_or_else(|| panic!("no search line in:\n{output}"));
+    assert_eq!(search["trace_id"], trace_id, "{search}");
+    assert!(
+        search["span"]["request_id"].is_string(),
+        "the request ID stays: {search}"
+    );
+    let start = lines
+        .iter()
+        .find(|l| l["fields"]["message"] == "exporting traces over OTLP/HTTP")
+        .unwrap_or_else(|| panic!("no start line in:\n{output}"));
+    assert!(
+        start.get("trace_id").is_none(),
+        "outside a request: {start}"
     );
 }

@@ -75,13 +75,18 @@ impl GatewayProcess {
         })
     }
 
-    /// `http://ADDR` from the "listening" line (which needs `LOG_LEVEL` info or more verbose).
+    /// `http://ADDR` from the "listening" line (which needs `LOG_LEVEL` info or more verbose), a
+    /// text line or a JSON one (`LOG_FORMAT=json`).
     pub async fn url(&mut self) -> String {
         let line = self.wait_for_line("listening").await;
-        let addr = line
-            .split_whitespace()
-            .find_map(|word| word.strip_prefix("listen="))
-            .unwrap_or_else(|| panic!("no listen=ADDR in the start line {line:?}"));
+        let json = serde_json::from_str::<serde_json::Value>(&line).ok();
+        let addr = match &json {
+            Some(json) => json["fields"]["listen"].as_str(),
+            None => line
+                .split_whitespace()
+                .find_map(|word| word.strip_prefix("listen=")),
+        }
+        .unwrap_or_else(|| panic!("no listen address in the start line {line:?}"));
         format!("http://{addr}")
     }
 
