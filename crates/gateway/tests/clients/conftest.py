@@ -7,6 +7,8 @@ them where through the environment:
 - GATEWAY_URL: a healthy gateway (simulated SearXNG, Brave as fallback);
 - FAILING_GATEWAY_URL: a gateway whose only upstream, SearXNG, answers 500;
 - RATE_LIMITED_GATEWAY_URL: a gateway whose only upstream, SearXNG, answers 429;
+- KEYED_GATEWAY_URL: a healthy gateway that requires an inbound key (its API_KEYS_FILE names the key
+  test_tavily.py uses);
 - GATEWAY_BIN and SEARXNG_URL: the binary, and the simulated SearXNG for `searxng-gateway mcp`.
 """
 
@@ -36,6 +38,11 @@ def failing_gateway_url() -> str:
 @pytest.fixture
 def rate_limited_gateway_url() -> str:
     return _env("RATE_LIMITED_GATEWAY_URL")
+
+
+@pytest.fixture
+def keyed_gateway_url() -> str:
+    return _env("KEYED_GATEWAY_URL")
 
 
 @pytest.fixture

@@ -63,6 +63,13 @@ def test_keyless_mode_raises_invalid_api_key_error(gateway_url, monkeypatch):
         keyless.search("no key")
 
 
+def test_a_gateway_requiring_keys_serves_the_clients_key_and_refuses_another(keyed_gateway_url):
+    answer = client(keyed_gateway_url).search("keyed tavily", max_results=3)
+    assert len(answer["results"]) == 3
+    with pytest.raises(InvalidAPIKeyError):
+        client(keyed_gateway_url, api_key="tvly-not-a-client").search("wrong key")
+
+
 def test_every_upstream_rate_limited_raises_usage_limit_exceeded_error(rate_limited_gateway_url):
     with pytest.raises(UsageLimitExceededError, match="searxng: rate_limited"):
         client(rate_limited_gateway_url).search("slow down")

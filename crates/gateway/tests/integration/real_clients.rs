@@ -5,9 +5,11 @@
 //! Each library's tests are a pytest file in `crates/gateway/tests/clients/`, run from the virtualenv
 //! `.ci/install-clients.sh` builds with pinned versions (`CLIENTS_VENV`, default
 //! `/opt/searxng-gateway/clients-venv`; `scripts/test.sh` installs it), against gateways started here on
-//! loopback in front of the simulators: a healthy one, one whose SearXNG answers 500 and one whose SearXNG
-//! answers 429 (neither with a premium provider to fall back to).
+//! loopback in front of the simulators: a healthy one, one whose SearXNG answers 500, one whose SearXNG
+//! answers 429 (neither with a premium provider to fall back to), and one that requires inbound keys
+//! (`API_KEYS_FILE` naming the key the Tavily tests use).
 
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
@@ -20,6 +22,9 @@ use crate::support::stack::SimStack;
 /// Where `.ci/install-clients.sh` puts the virtualenv unless `CLIENTS_VENV` says otherwise.
 const DEFAULT_VENV: &str = "/opt/searxng-gateway/clients-venv";
 
+/// The key the Python tests give tavily-python (`KEY` in `test_tavily.py`), a client of the keyed gateway.
+const TAVILY_CLIENT_KEY: &str = "tvly-searxng-gateway-test";
+
 /// How long one library's tests may take (Open WebUI's import alone migrates a database).
 const PYTEST_DEADLINE: Duration = Duration::from_secs(300);
 
@@ -28,6 +33,9 @@ struct Gateways {
     healthy: SimStack,
     failing: SimStack,
     rate_limited: SimStack,
+    keyed: SimStack,
+    /// The keyed gateway's `API_KEYS_FILE`, kept for its lifetime.
+    _keys: tempfile::NamedTempFile,
 }
 
 impl Gateways {
@@ -39,10 +47,25 @@ impl Gateways {
         failing.searxng.set_mode(SearxngMode::Status(500));
         let rate_limited = SimStack::start(&[], &never_cool_down).await;
         rate_limited.searxng.set_mode(SearxngMode::Status(429));
+        let mut keys = tempfile::NamedTempFile::new().expect("temp file");
+        let line = searxng_gateway::clients::keys_file::hash_line("python", TAVILY_CLIENT_KEY)
+            .expect("a valid keys-file line");
+        writeln!(keys, "{line}").expect("write the keys file");
+        let path = keys.path().to_str().expect("utf-8 path").to_owned();
+        let keyed = SimStack::start(
+            &[],
+            &[
+                ("API_KEYS_FILE", &path),
+                ("TEST_CLIENT_KEY", TAVILY_CLIENT_KEY),
+            ],
+        )
+        .await;
         Self {
             healthy,
             failing,
             rate_limited,
+            keyed,
+            _keys: keys,
         }
     }
 }
@@ -73,6 +96,7 @@ async fn pytest(file: &str, gateways: &Gateways) {
             "RATE_LIMITED_GATEWAY_URL",
             &gateways.rate_limited.gateway.url,
         )
+        .env("KEYED_GATEWAY_URL", &gateways.keyed.gateway.url)
         .env("GATEWAY_BIN", BIN)
         .env("SEARXNG_URL", gateways.healthy.searxng.base_url())
         // Loopback only, whatever proxy the machine is configured with; nothing written to the tree.
