@@ -2,7 +2,7 @@
 //! of its own (its own cache, breakers and pool), in front of the same simulators. What one learns,
 //! the others know: an answer, a computation in flight, a provider's 429, a CAPTCHA'd engine, the
 //! probe that ends a shared open period. And Redis going away — killed, or frozen with SIGSTOP —
-//! never costs a search.
+//! never costs a search, nor does a replica dying while others wait on its computation.
 
 use std::time::Duration;
 
@@ -12,6 +12,7 @@ use simulator::searxng::{EngineBehaviour, EngineFailure, SearxngMode};
 use simulator::Provider::{self, Brave, Exa};
 
 use crate::support::gateway::TestGateway;
+use crate::support::process::GatewayProcess;
 use crate::support::redis::RedisServer;
 use crate::support::stack::SimStack;
 use crate::support::wait;
@@ -391,5 +392,75 @@ async fn the_provider_rotation_is_fair_across_replicas() {
         s.provider_calls(),
         vec![1, 1],
         "one shared counter: B goes on where A left off rather than starting at Brave again"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_follower_whose_leader_dies_mid_fan_out_computes_the_answer_itself() {
+    let redis = RedisServer::start().await;
+    let (s, _) = replicas_of(&[], &redis, 0, &[]).await;
+    let redis_url = redis.url();
+    let searxng_url = s.searxng.base_url();
+    // The leader is a process of its own, so it can die the hard way (SIGKILL: no lease release).
+    let mut leader = GatewayProcess::start(&[
+        ("LISTEN_ADDR", "127.0.0.1:0"),
+        ("SEARXNG_BACKEND_URL", &searxng_url),
+        ("REDIS_URL", &redis_url),
+    ]);
+    let leader_url = leader.url().await;
+    let http = reqwest::Client::new();
+    // Its start-up check of SearXNG done, so the only SearXNG call left is the search's.
+    wait::until("the leader to be ready", || async {
+        let ready = http.get(format!("{leader_url}/readyz")).send().await;
+        ready.is_ok_and(|r| r.status().is_success()) && s.searxng.in_flight() == 0
+    })
+    .await;
+    let hits_before = s.searxng.hits();
+    s.searxng
+        .set_mode(SearxngMode::Delay(Duration::from_secs(3)));
+    let query = [("q", "the leader dies"), ("format", "json")];
+    let leader_search = tokio::spawn(
+        http.get(format!("{leader_url}/search"))
+            .query(&query)
+            .send(),
+    );
+    wait::until("the leader to ask SearXNG", || async {
+        s.searxng.in_flight() == 1
+    })
+    .await;
+    let follower = s.gateway.spawn_search(&query);
+    let polls = || async {
+        s.gateway
+            .metric(
+                "searxng_gateway_redis_operations_total",
+                &[("operation", "flight_poll"), ("result", "ok")],
+            )
+            .await
+    };
+    wait::until("the other replica to follow the leader", || async {
+        polls().await > 0.0
+    })
+    .await;
+
+    leader.signal("KILL").await;
+    let lost = leader_search.await.expect("leader search task");
+    assert!(lost.is_err(), "the killed leader answered: {lost:?}");
+    let reply = wait::guarded("the follower's answer", follower)
+        .await
+        .expect("follower search task");
+    assert_eq!(reply.status, 200, "{reply:?}");
+    assert_eq!(reply.cache, "miss");
+    assert!(!reply.json["results"].as_array().is_none_or(Vec::is_empty));
+    assert_eq!(
+        s.searxng.hits() - hits_before,
+        2,
+        "the dead leader's call, then the follower's own"
+    );
+    assert_eq!(
+        s.gateway
+            .metric("searxng_gateway_shared_coalesced_total", &[])
+            .await,
+        0.0,
+        "nobody answered the follower but itself"
     );
 }
