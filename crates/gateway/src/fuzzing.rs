@@ -41,7 +41,13 @@ pub fn searxng_answer(input: &[u8]) {
         let _ = answer.is_degraded();
         let engines = answer.engines_with_results();
         for result in &answer.results {
-            assert!(result.get("url").is_some_and(|u| u.is_string()));
+            // The object the client gets is the one the fields were read from.
+            let object = result.to_object();
+            assert_eq!(
+                object.get("url").and_then(|u| u.as_str()),
+                Some(result.url())
+            );
+            assert!(object.get("title").is_some_and(|t| t.is_string()));
             for engine in crate::searxng::result_engines(result) {
                 assert!(engines.iter().any(|e| e == engine));
             }

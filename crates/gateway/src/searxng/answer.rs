@@ -1,21 +1,25 @@
-//! One SearXNG answer, decoded for the pipeline: the top-level keys (kept in SearXNG's order, to be
-//! returned as they came), the results (only those with a `url` and a `title`; every field kept),
-//! and the `unresponsive_engines` facts; and SearXNG's bytes themselves when every result was kept,
-//! so an answer made of SearXNG's results alone is forwarded as it came instead of being rendered
-//! again.
+//! One SearXNG answer, decoded for the pipeline: the top-level keys (kept in SearXNG's order, each
+//! value as SearXNG wrote it, to be returned as they came), the results (only those with a `url`
+//! and a `title`; each kept as SearXNG's bytes of it, with the few fields the gateway reads
+//! decoded), and the `unresponsive_engines` facts; and SearXNG's bytes themselves when every
+//! result was kept, so an answer made of SearXNG's results alone is forwarded as it came instead of
+//! being rendered again. No tree of the whole answer is built (issue #16).
 
 use bytes::Bytes;
-use serde_json::{Map, Value};
+use serde_json::value::RawValue;
+use serde_json::Value;
 
 use super::unresponsive::{parse_unresponsive, Unresponsive};
+use crate::search_result::{object_entries, SearchResult};
 
 /// One SearXNG answer, split for the merge.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub(crate) struct SearxngAnswer {
-    /// Every top-level key SearXNG returned except `results`, in SearXNG's order.
-    pub(crate) top: Map<String, Value>,
+    /// Every top-level key SearXNG returned (`results` too, replaced when the answer is rendered),
+    /// in SearXNG's order.
+    pub(crate) top: TopLevel,
     /// The results (each has at least `url` and `title`), every field kept.
-    pub(crate) results: Vec<Map<String, Value>>,
+    pub(crate) results: Vec<SearchResult>,
     /// `unresponsive_engines`, deduplicated.
     pub(crate) unresponsive: Vec<Unresponsive>,
     /// SearXNG's body as it came, when it is this answer whole: every result in it is in
@@ -43,15 +47,53 @@ impl SearxngAnswer {
     }
 }
 
+/// The top level of a SearXNG answer: its keys in SearXNG's order, each value as SearXNG wrote it
+/// (valid JSON). A key appears once.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub(crate) struct TopLevel(Vec<(String, Bytes)>);
+
+impl TopLevel {
+    /// The value of `key` as written.
+    pub(crate) fn get(&self, key: &str) -> Option<&[u8]> {
+        self.0.iter().find(|(k, _)| k == key).map(|(_, v)| &v[..])
+    }
+
+    /// Sets `key` to `value` (valid JSON): where the key is, or appended.
+    pub(crate) fn set(&mut self, key: &str, value: Bytes) {
+        match self.0.iter_mut().find(|(k, _)| k == key) {
+            Some(entry) => entry.1 = value,
+            None => self.0.push((key.to_owned(), value)),
+        }
+    }
+
+    /// The keys and their values, in order.
+    pub(crate) fn entries(&self) -> impl Iterator<Item = (&str, &[u8])> {
+        self.0.iter().map(|(k, v)| (k.as_str(), &v[..]))
+    }
+
+    /// The top level of a JSON object given as a tree (tests).
+    #[cfg(test)]
+    pub(crate) fn from_object(object: &serde_json::Map<String, Value>) -> Self {
+        Self(
+            object
+                .iter()
+                .map(|(k, v)| {
+                    (
+                        k.clone(),
+                        Bytes::from(serde_json::to_vec(v).unwrap_or_default()),
+                    )
+                })
+                .collect(),
+        )
+    }
+}
+
 /// The engines a result came from: `engines`, or `engine` when `engines` is absent — never both,
 /// so a result is not counted twice for the same engine.
-pub(crate) fn result_engines(result: &Map<String, Value>) -> Vec<&str> {
-    let mut names: Vec<&str> = match result.get("engines") {
-        Some(Value::Array(list)) => list.iter().filter_map(Value::as_str).collect(),
-        _ => Vec::new(),
-    };
+pub(crate) fn result_engines(result: &SearchResult) -> Vec<&str> {
+    let mut names: Vec<&str> = result.engines().iter().map(String::as_str).collect();
     if names.is_empty() {
-        if let Some(engine) = result.get("engine").and_then(Value::as_str) {
+        if let Some(engine) = result.engine() {
             names.push(engine);
         }
     }
@@ -72,33 +114,32 @@ pub(crate) fn decode_answer(body: Bytes) -> Option<SearxngAnswer> {
 /// Parses SearXNG's JSON; `None` when it is not an object with a `results` array.
 #[cfg(any(test, feature = "fuzzing", feature = "bench"))]
 pub(crate) fn parse_answer(body: &[u8]) -> Option<SearxngAnswer> {
-    parse(body).map(|(answer, _)| answer)
+    parse(&Bytes::copy_from_slice(body)).map(|(answer, _)| answer)
 }
 
-/// The answer, and whether every result in the body is in it.
-fn parse(body: &[u8]) -> Option<(SearxngAnswer, bool)> {
-    let Value::Object(mut top) = serde_json::from_slice::<Value>(body).ok()? else {
-        return None;
-    };
-    // Take the results out but keep the key's position: the merged list goes back there.
-    let Some(Value::Array(raw_results)) = top.get_mut("results").map(Value::take) else {
-        return None;
-    };
+/// The answer, and whether every result in the body is in it. Each value kept is a slice of
+/// `body`, not a copy.
+fn parse(body: &Bytes) -> Option<(SearxngAnswer, bool)> {
+    let text = std::str::from_utf8(body).ok()?;
+    let entries = object_entries(text).ok()?;
+    let value_of = |key: &str| entries.iter().find(|(k, _)| k == key).map(|(_, v)| *v);
+    let raw_results: Vec<&RawValue> = serde_json::from_str(value_of("results")?.get()).ok()?;
     let sent = raw_results.len();
-    let results: Vec<_> = raw_results
+    let slice = |raw: &RawValue| body.slice_ref(raw.get().as_bytes());
+    let results: Vec<SearchResult> = raw_results
         .into_iter()
-        .filter_map(|r| match r {
-            Value::Object(obj)
-                if obj.get("url").is_some_and(Value::is_string)
-                    && obj.get("title").is_some_and(Value::is_string) =>
-            {
-                Some(obj)
-            }
-            _ => None,
-        })
+        .filter_map(|raw| SearchResult::from_sent(slice(raw)))
         .collect();
-    let unresponsive = parse_unresponsive(top.get("unresponsive_engines"));
+    let unresponsive = value_of("unresponsive_engines")
+        .and_then(|raw| serde_json::from_str::<Value>(raw.get()).ok());
+    let unresponsive = parse_unresponsive(unresponsive.as_ref());
     let kept_all = results.len() == sent;
+    let top = TopLevel(
+        entries
+            .into_iter()
+            .map(|(k, raw)| (k, slice(raw)))
+            .collect(),
+    );
     Some((
         SearxngAnswer {
             top,
@@ -122,7 +163,7 @@ mod tests {
             {"title":"no url"}],"answers":[],"infoboxes":[],"suggestions":["s"],"corrections":[],
             "unresponsive_engines":[],"new_key":{"x":1}}"#;
         let answer = parse_answer(body).unwrap();
-        let keys: Vec<&str> = answer.top.keys().map(String::as_str).collect();
+        let keys: Vec<&str> = answer.top.entries().map(|(k, _)| k).collect();
         assert_eq!(
             keys,
             [
@@ -138,7 +179,7 @@ mod tests {
             ]
         );
         assert_eq!(answer.results.len(), 1, "a result without url is dropped");
-        assert_eq!(answer.results[0]["author"], "x");
+        assert_eq!(answer.results[0].to_object()["author"], "x");
     }
 
     #[test]
