@@ -11,10 +11,11 @@
 //! fields, and where every value is" in one place; a field of the wrong type is read as absent,
 //! never as an error, as the tree the gateway used before read it.
 
+use std::borrow::Cow;
 use std::fmt;
 
 use bytes::Bytes;
-use serde::de::{Deserializer, IgnoredAny, MapAccess, Visitor};
+use serde::de::{Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
@@ -56,12 +57,11 @@ struct MergedFields {
 }
 
 impl SearchResult {
-    /// A result from an upstream's bytes of one JSON object (`object` is a slice of the body
-    /// it came in, so keeping it is not a copy): `None` unless it is an object with a string `url`
-    /// and a string `title`.
-    pub(crate) fn from_sent(object: Bytes) -> Option<Self> {
-        let text = std::str::from_utf8(&object).ok()?;
-        let fields: Fields = serde_json::from_str(text).ok()?;
+    /// A result from an upstream's JSON value `raw`, read from `body` (kept as a slice of
+    /// `body`, not a copy): `None` unless it is an object with a string `url` and a string `title`.
+    pub(crate) fn from_sent(raw: &RawValue, body: &Bytes) -> Option<Self> {
+        let object = slice_of(body, raw.get().as_bytes())?;
+        let fields: Fields = serde_json::from_str(raw.get()).ok()?;
         let url = fields.url.filter(|_| fields.title)?;
         Some(Self {
             url,
@@ -106,7 +106,9 @@ impl SearchResult {
     /// A result decoded from a JSON value as if an upstream had sent it (tests).
     #[cfg(test)]
     pub(crate) fn from_json(value: &Value) -> Option<Self> {
-        Self::from_sent(Bytes::from(serde_json::to_vec(value).ok()?))
+        let body = Bytes::from(serde_json::to_vec(value).ok()?);
+        let raw: &RawValue = serde_json::from_slice(&body).ok()?;
+        Self::from_sent(raw, &body)
     }
 
     /// The result's `url`.
@@ -156,6 +158,21 @@ impl SearchResult {
                     positions,
                     score,
                 }));
+            }
+        }
+    }
+
+    /// About how many bytes [`SearchResult::write_json`] appends (exactly, for an object sent and
+    /// not changed): what the answer's buffer is sized for, so it is not grown and copied.
+    pub(crate) fn json_size(&self) -> usize {
+        match &self.object {
+            Object::Sent { bytes, merged } => bytes.len() + merged.as_ref().map_or(0, |_| 128),
+            Object::Built(object) => {
+                let strings: usize = object
+                    .values()
+                    .map(|value| value.as_str().map_or(16, str::len))
+                    .sum();
+                strings + 24 * object.len()
             }
         }
     }
@@ -212,7 +229,7 @@ fn write_with_merged(out: &mut Vec<u8>, bytes: &[u8], merged: &MergedFields) {
     };
     for (key, raw) in &entries {
         entry(out, key);
-        match set.iter_mut().find(|(name, _)| *name == key.as_str()) {
+        match set.iter_mut().find(|(name, _)| *name == key) {
             Some((_, value)) if value.is_some() => {
                 write_value(out, value.take().unwrap_or(&Value::Null))
             }
@@ -234,13 +251,45 @@ fn write_value<T: serde::Serialize + ?Sized>(out: &mut Vec<u8>, value: &T) {
     let _ = serde_json::to_writer(out, value);
 }
 
+/// `part` of `body` as a `Bytes` sharing `body`'s buffer; `None` when `part` is not in `body`.
+pub(crate) fn slice_of(body: &Bytes, part: &[u8]) -> Option<Bytes> {
+    let start = (part.as_ptr() as usize).checked_sub(body.as_ptr() as usize)?;
+    let end = start.checked_add(part.len())?;
+    (end <= body.len()).then(|| body.slice(start..end))
+}
+
 /// A JSON object's entries in order, each value as it is in `text`. A key that repeats keeps its
 /// first place and takes its last value, as a tree of the object would.
-pub(crate) fn object_entries(text: &str) -> serde_json::Result<Vec<(String, &RawValue)>> {
+pub(crate) fn object_entries(text: &str) -> serde_json::Result<Vec<(Cow<'_, str>, &RawValue)>> {
     serde_json::from_str::<Entries<'_>>(text).map(|entries| entries.0)
 }
 
-struct Entries<'a>(Vec<(String, &'a RawValue)>);
+struct Entries<'a>(Vec<(Cow<'a, str>, &'a RawValue)>);
+
+/// An object key, borrowed from the text unless it has escapes.
+struct KeyText<'a>(Cow<'a, str>);
+
+impl<'de> Deserialize<'de> for KeyText<'de> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct KeyVisitor;
+        impl<'de> Visitor<'de> for KeyVisitor {
+            type Value = KeyText<'de>;
+
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("an object key")
+            }
+
+            fn visit_borrowed_str<E>(self, key: &'de str) -> Result<KeyText<'de>, E> {
+                Ok(KeyText(Cow::Borrowed(key)))
+            }
+
+            fn visit_str<E>(self, key: &str) -> Result<KeyText<'de>, E> {
+                Ok(KeyText(Cow::Owned(key.to_owned())))
+            }
+        }
+        deserializer.deserialize_str(KeyVisitor)
+    }
+}
 
 impl<'de> Deserialize<'de> for Entries<'de> {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
@@ -253,8 +302,8 @@ impl<'de> Deserialize<'de> for Entries<'de> {
             }
 
             fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Entries<'de>, A::Error> {
-                let mut entries: Vec<(String, &'de RawValue)> = Vec::new();
-                while let Some(key) = map.next_key::<String>()? {
+                let mut entries: Vec<(Cow<'de, str>, &'de RawValue)> = Vec::with_capacity(16);
+                while let Some(KeyText(key)) = map.next_key()? {
                     let value: &'de RawValue = map.next_value()?;
                     match entries.iter_mut().find(|(k, _)| *k == key) {
                         Some(entry) => entry.1 = value,
@@ -307,7 +356,7 @@ impl<'de> Deserialize<'de> for Fields {
                 while let Some(key) = map.next_key::<Key>()? {
                     match key {
                         Key::Url => fields.url = into_string(map.next_value()?),
-                        Key::Title => fields.title = map.next_value::<Value>()?.is_string(),
+                        Key::Title => fields.title = map.next_value::<IsString>()?.0,
                         Key::Engine => fields.engine = into_string(map.next_value()?),
                         Key::Engines => {
                             fields.engines = match map.next_value()? {
@@ -337,6 +386,57 @@ impl<'de> Deserialize<'de> for Fields {
     }
 }
 
+/// Whether a value is a string, read without keeping it.
+struct IsString(bool);
+
+impl<'de> Deserialize<'de> for IsString {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct IsStringVisitor;
+        impl<'de> Visitor<'de> for IsStringVisitor {
+            type Value = IsString;
+
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("any JSON value")
+            }
+
+            fn visit_str<E>(self, _: &str) -> Result<IsString, E> {
+                Ok(IsString(true))
+            }
+
+            fn visit_bool<E>(self, _: bool) -> Result<IsString, E> {
+                Ok(IsString(false))
+            }
+
+            fn visit_i64<E>(self, _: i64) -> Result<IsString, E> {
+                Ok(IsString(false))
+            }
+
+            fn visit_u64<E>(self, _: u64) -> Result<IsString, E> {
+                Ok(IsString(false))
+            }
+
+            fn visit_f64<E>(self, _: f64) -> Result<IsString, E> {
+                Ok(IsString(false))
+            }
+
+            fn visit_unit<E>(self) -> Result<IsString, E> {
+                Ok(IsString(false))
+            }
+
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<IsString, A::Error> {
+                while seq.next_element::<IgnoredAny>()?.is_some() {}
+                Ok(IsString(false))
+            }
+
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<IsString, A::Error> {
+                while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+                Ok(IsString(false))
+            }
+        }
+        deserializer.deserialize_any(IsStringVisitor)
+    }
+}
+
 fn into_string(value: Value) -> Option<String> {
     match value {
         Value::String(s) => Some(s),
@@ -351,7 +451,8 @@ mod tests {
     use serde_json::json;
 
     fn sent(text: &'static str) -> Option<SearchResult> {
-        SearchResult::from_sent(Bytes::from_static(text.as_bytes()))
+        let body = Bytes::from_static(text.as_bytes());
+        SearchResult::from_sent(serde_json::from_str(text).unwrap(), &body)
     }
 
     #[test]
@@ -428,7 +529,7 @@ mod tests {
     #[test]
     fn object_entries_keep_the_order_and_the_raw_values() {
         let entries = object_entries(r#"{"b": [1, 2], "a": "x", "b": {"c": null}}"#).unwrap();
-        let seen: Vec<(&str, &str)> = entries.iter().map(|(k, v)| (k.as_str(), v.get())).collect();
+        let seen: Vec<(&str, &str)> = entries.iter().map(|(k, v)| (&**k, v.get())).collect();
         assert_eq!(seen, [("b", r#"{"c": null}"#), ("a", r#""x""#)]);
         assert!(object_entries("[]").is_err());
         assert!(object_entries("{").is_err());

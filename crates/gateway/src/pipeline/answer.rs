@@ -156,7 +156,8 @@ impl Answer {
 /// allocation.
 fn render_size(document: &TopLevel, merged: &Merged) -> usize {
     let top: usize = document.entries().map(|(k, v)| k.len() + v.len() + 4).sum();
-    top + merged.results.len() * 512
+    let results: usize = merged.results.iter().map(|r| r.json_size() + 1).sum();
+    top + results + 2
 }
 
 /// Adds what a SearXNG answer must have and `document` lacks: each of [`SEARXNG_KEYS`] (empty, or

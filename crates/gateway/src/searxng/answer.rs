@@ -5,12 +5,15 @@
 //! result was kept, so an answer made of SearXNG's results alone is forwarded as it came instead of
 //! being rendered again. No tree of the whole answer is built (issue #16).
 
+use std::fmt;
+
 use bytes::Bytes;
+use serde::de::{Deserialize, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::value::RawValue;
 use serde_json::Value;
 
 use super::unresponsive::{parse_unresponsive, Unresponsive};
-use crate::search_result::{object_entries, SearchResult};
+use crate::search_result::{slice_of, SearchResult};
 
 /// One SearXNG answer, split for the merge.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -48,7 +51,8 @@ impl SearxngAnswer {
 }
 
 /// The top level of a SearXNG answer: its keys in SearXNG's order, each value as SearXNG wrote it
-/// (valid JSON). A key appears once.
+/// (valid JSON) — except `results`' (empty): the answer's results take its place. A key appears
+/// once.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub(crate) struct TopLevel(Vec<(String, Bytes)>);
 
@@ -121,25 +125,29 @@ pub(crate) fn parse_answer(body: &[u8]) -> Option<SearxngAnswer> {
 /// `body`, not a copy.
 fn parse(body: &Bytes) -> Option<(SearxngAnswer, bool)> {
     let text = std::str::from_utf8(body).ok()?;
-    let entries = object_entries(text).ok()?;
-    let value_of = |key: &str| entries.iter().find(|(k, _)| k == key).map(|(_, v)| *v);
-    let raw_results: Vec<&RawValue> = serde_json::from_str(value_of("results")?.get()).ok()?;
+    let Sent { entries, results } = serde_json::from_str(text).ok()?;
+    let raw_results = results?;
     let sent = raw_results.len();
-    let slice = |raw: &RawValue| body.slice_ref(raw.get().as_bytes());
     let results: Vec<SearchResult> = raw_results
         .into_iter()
-        .filter_map(|raw| SearchResult::from_sent(slice(raw)))
+        .filter_map(|raw| SearchResult::from_sent(raw, body))
         .collect();
-    let unresponsive = value_of("unresponsive_engines")
+    let unresponsive = entries
+        .iter()
+        .find(|(k, _)| k == "unresponsive_engines")
+        .and_then(|(_, raw)| *raw)
         .and_then(|raw| serde_json::from_str::<Value>(raw.get()).ok());
     let unresponsive = parse_unresponsive(unresponsive.as_ref());
     let kept_all = results.len() == sent;
-    let top = TopLevel(
-        entries
-            .into_iter()
-            .map(|(k, raw)| (k, slice(raw)))
-            .collect(),
-    );
+    let mut top = Vec::with_capacity(entries.len());
+    for (key, raw) in entries {
+        let value = match raw {
+            Some(raw) => slice_of(body, raw.get().as_bytes())?,
+            None => Bytes::new(),
+        };
+        top.push((key, value));
+    }
+    let top = TopLevel(top);
     Some((
         SearxngAnswer {
             top,
@@ -149,6 +157,100 @@ fn parse(body: &Bytes) -> Option<(SearxngAnswer, bool)> {
         },
         kept_all,
     ))
+}
+
+/// SearXNG's body read in one pass: the top-level entries as raw values (`None` for `results`),
+/// and the results as raw values when `results` is an array. A key that repeats keeps its first
+/// place and takes its last value, as a tree of the body would.
+struct Sent<'a> {
+    entries: Vec<(String, Option<&'a RawValue>)>,
+    results: Option<Vec<&'a RawValue>>,
+}
+
+impl<'de> Deserialize<'de> for Sent<'de> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct SentVisitor;
+        impl<'de> Visitor<'de> for SentVisitor {
+            type Value = Sent<'de>;
+
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a SearXNG answer object")
+            }
+
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Sent<'de>, A::Error> {
+                let mut entries: Vec<(String, Option<&'de RawValue>)> = Vec::with_capacity(12);
+                let mut results = None;
+                while let Some(key) = map.next_key::<String>()? {
+                    let value = if key == "results" {
+                        results = map.next_value::<ResultList<'de>>()?.0;
+                        None
+                    } else {
+                        Some(map.next_value::<&'de RawValue>()?)
+                    };
+                    match entries.iter_mut().find(|(k, _)| *k == key) {
+                        Some(entry) => entry.1 = value,
+                        None => entries.push((key, value)),
+                    }
+                }
+                Ok(Sent { entries, results })
+            }
+        }
+        deserializer.deserialize_map(SentVisitor)
+    }
+}
+
+/// `results`: each element as a raw value when it is an array, `None` when it is anything else.
+struct ResultList<'a>(Option<Vec<&'a RawValue>>);
+
+impl<'de> Deserialize<'de> for ResultList<'de> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct ResultListVisitor;
+        impl<'de> Visitor<'de> for ResultListVisitor {
+            type Value = ResultList<'de>;
+
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("any JSON value")
+            }
+
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<ResultList<'de>, A::Error> {
+                let mut list = Vec::with_capacity(seq.size_hint().unwrap_or(32));
+                while let Some(raw) = seq.next_element::<&'de RawValue>()? {
+                    list.push(raw);
+                }
+                Ok(ResultList(Some(list)))
+            }
+
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<ResultList<'de>, A::Error> {
+                while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+                Ok(ResultList(None))
+            }
+
+            fn visit_str<E>(self, _: &str) -> Result<ResultList<'de>, E> {
+                Ok(ResultList(None))
+            }
+
+            fn visit_bool<E>(self, _: bool) -> Result<ResultList<'de>, E> {
+                Ok(ResultList(None))
+            }
+
+            fn visit_i64<E>(self, _: i64) -> Result<ResultList<'de>, E> {
+                Ok(ResultList(None))
+            }
+
+            fn visit_u64<E>(self, _: u64) -> Result<ResultList<'de>, E> {
+                Ok(ResultList(None))
+            }
+
+            fn visit_f64<E>(self, _: f64) -> Result<ResultList<'de>, E> {
+                Ok(ResultList(None))
+            }
+
+            fn visit_unit<E>(self) -> Result<ResultList<'de>, E> {
+                Ok(ResultList(None))
+            }
+        }
+        deserializer.deserialize_any(ResultListVisitor)
+    }
 }
 
 #[cfg(test)]
@@ -190,6 +292,21 @@ mod tests {
         assert!(degraded.is_degraded());
         let nothing = parse_answer(br#"{"results":[],"unresponsive_engines":[]}"#).unwrap();
         assert!(!nothing.is_degraded());
+    }
+
+    #[test]
+    fn a_repeated_results_key_counts_with_its_last_value_as_a_tree_would() {
+        let last_is_a_list = parse_answer(
+            br#"{"results": {"a": [1]}, "q": 1, "results": [{"url": "u", "title": "t"}]}"#,
+        )
+        .unwrap();
+        assert_eq!(last_is_a_list.results.len(), 1);
+        let keys: Vec<&str> = last_is_a_list.top.entries().map(|(k, _)| k).collect();
+        assert_eq!(keys, ["results", "q"]);
+        assert!(parse_answer(br#"{"results": [], "results": "x"}"#).is_none());
+        assert!(parse_answer(br#"{"results": null}"#).is_none());
+        assert!(parse_answer(br#"{"results": [1, "x", {"url": "u"}]}"#)
+            .is_some_and(|answer| answer.results.is_empty()));
     }
 
     #[test]
