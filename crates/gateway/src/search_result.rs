@@ -5,11 +5,9 @@
 //! are copied as they came unless the merge changed the result, so a miss never builds a tree of
 //! every field SearXNG sent (decoding and freeing that tree was half of a miss's CPU, issue #16).
 //!
-//! Also the one reader of a JSON object's top-level entries as raw values ([`object_entries`]),
-//! which SearXNG's answer decoder uses for its top level. Both are written over serde_json's
-//! `RawValue` (which finds where each value is in the text) because no crate reads "these few
-//! fields, and where every value is" in one place; a field of the wrong type is read as absent,
-//! never as an error, as the tree the gateway used before read it.
+//! Written over serde_json's `RawValue` (which finds where each value is in the text): no crate
+//! reads "these few fields, and where every value is" in one pass. A field of the wrong type is read
+//! as absent, never as an error, as the tree the gateway used before read it.
 
 use std::borrow::Cow;
 use std::fmt;
@@ -193,8 +191,8 @@ impl SearchResult {
         }
     }
 
-    /// The object as a tree, as the client decodes it (tests and fuzzing).
-    #[cfg(any(test, feature = "fuzzing"))]
+    /// The object as a tree, as the client decodes it (tests).
+    #[cfg(test)]
     pub(crate) fn to_object(&self) -> Map<String, Value> {
         let mut out = Vec::new();
         self.write_json(&mut out);
@@ -260,7 +258,7 @@ pub(crate) fn slice_of(body: &Bytes, part: &[u8]) -> Option<Bytes> {
 
 /// A JSON object's entries in order, each value as it is in `text`. A key that repeats keeps its
 /// first place and takes its last value, as a tree of the object would.
-pub(crate) fn object_entries(text: &str) -> serde_json::Result<Vec<(Cow<'_, str>, &RawValue)>> {
+fn object_entries(text: &str) -> serde_json::Result<Vec<(Cow<'_, str>, &RawValue)>> {
     serde_json::from_str::<Entries<'_>>(text).map(|entries| entries.0)
 }
 
