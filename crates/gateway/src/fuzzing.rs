@@ -41,7 +41,21 @@ pub fn searxng_answer(input: &[u8]) {
         let _ = answer.is_degraded();
         let engines = answer.engines_with_results();
         for result in &answer.results {
-            assert!(result.get("url").is_some_and(|u| u.is_string()));
+            // The object the client gets is valid JSON, and the one the fields were read from
+            // (when a tree can hold it: a lone surrogate in a field the gateway does not read is
+            // forwarded as SearXNG wrote it).
+            let mut json = Vec::new();
+            result.write_json(&mut json);
+            assert!(serde_json::from_slice::<&serde_json::value::RawValue>(&json).is_ok());
+            if let Ok(object) =
+                serde_json::from_slice::<serde_json::Map<String, serde_json::Value>>(&json)
+            {
+                assert_eq!(
+                    object.get("url").and_then(|u| u.as_str()),
+                    Some(result.url())
+                );
+                assert!(object.get("title").is_some_and(|t| t.is_string()));
+            }
             for engine in crate::searxng::result_engines(result) {
                 assert!(engines.iter().any(|e| e == engine));
             }

@@ -13,7 +13,8 @@
 //!    fallback one provider at a time, all inside a hard budget; a failed SearXNG attempt is retried
 //!    on another instance.
 //! 3. [`merge`] deduplicates by canonical URL with order-free attribution; one source keeps its
-//!    order, several are fused by rank.
+//!    order, several are fused by rank. Each result is a [`search_result`]: the fields the merge
+//!    reads, and the object as the upstream sent it (copied into the answer as it came).
 //! 4. [`pipeline`] labels the outcome, records [`metrics`] and caches the rendered answer.
 //! 5. With `REDIS_URL`, [`shared`] is the tier several replicas share below the local one: answers,
 //!    computations in flight (leases), breaker open periods and probes, the rotation counter —
@@ -47,6 +48,7 @@ mod metrics;
 mod pipeline;
 mod providers;
 mod request;
+mod search_result;
 mod searxng;
 mod server;
 mod shared;

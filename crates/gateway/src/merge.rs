@@ -17,6 +17,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde_json::{Map, Value};
 
 use crate::providers::{PremiumHit, ProviderKind};
+use crate::search_result::SearchResult;
 
 /// Where a result came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -32,8 +33,8 @@ pub(crate) enum Source {
 pub(crate) struct SourceResults {
     /// Who returned them.
     pub(crate) source: Source,
-    /// SearXNG-shaped result objects (every field SearXNG sent is kept).
-    pub(crate) results: Vec<Map<String, Value>>,
+    /// SearXNG-shaped results (every field SearXNG sent is kept).
+    pub(crate) results: Vec<SearchResult>,
 }
 
 impl SourceResults {
@@ -43,7 +44,7 @@ impl SourceResults {
         let results = hits
             .iter()
             .enumerate()
-            .map(|(i, hit)| {
+            .filter_map(|(i, hit)| {
                 let rank = i + 1;
                 let mut obj = Map::new();
                 obj.insert("url".into(), Value::String(hit.url.clone()));
@@ -61,7 +62,7 @@ impl SourceResults {
                 if let Some(date) = &hit.published_date {
                     obj.insert("publishedDate".into(), Value::String(date.clone()));
                 }
-                obj
+                SearchResult::from_built(obj)
             })
             .collect();
         Self {
@@ -89,7 +90,7 @@ fn fused_contribution(rank: usize) -> f64 {
 #[derive(Debug, Clone, Default, PartialEq)]
 pub(crate) struct Merged {
     /// Deduplicated results, best first.
-    pub(crate) results: Vec<Map<String, Value>>,
+    pub(crate) results: Vec<SearchResult>,
     /// Every source with at least one result in `results`.
     pub(crate) contributors: BTreeSet<Source>,
     /// Every engine name (SearXNG engines and provider labels) in the results' `engines`.
@@ -254,16 +255,6 @@ fn canonical_url_parsed(raw: &str) -> String {
     key
 }
 
-fn string_list(obj: &Map<String, Value>, field: &str) -> Vec<String> {
-    match obj.get(field) {
-        Some(Value::Array(items)) => items
-            .iter()
-            .filter_map(|v| v.as_str().map(str::to_owned))
-            .collect(),
-        _ => Vec::new(),
-    }
-}
-
 struct Group {
     score: f64,
     /// (rank, source) of the best single occurrence, and where it is.
@@ -289,9 +280,7 @@ impl DistinctUrls {
     /// Counts one source's results in.
     pub(crate) fn add(&mut self, answer: &SourceResults) {
         for obj in &answer.results {
-            if let Some(url) = obj.get("url").and_then(Value::as_str) {
-                self.0.insert(canonical_url(url));
-            }
+            self.0.insert(canonical_url(obj.url()));
         }
     }
 
@@ -309,7 +298,7 @@ pub(crate) fn merge(answers: &[SourceResults]) -> Merged {
 
 /// [`merge`], taking the answers so the kept result objects move instead of being copied.
 pub(crate) fn merge_owned(mut answers: Vec<SourceResults>) -> Merged {
-    answers.retain(|answer| answer.results.iter().any(|obj| obj.contains_key("url")));
+    answers.retain(|answer| !answer.results.is_empty());
     // Several answers from the same source are not several sources (the order rule's question).
     let sources: BTreeSet<Source> = answers.iter().map(|a| a.source).collect();
     if sources.len() == 1 && answers.len() == 1 {
@@ -319,24 +308,13 @@ pub(crate) fn merge_owned(mut answers: Vec<SourceResults>) -> Merged {
     for (a, answer) in answers.iter().enumerate() {
         let mut seen_in_source = BTreeSet::new();
         for (i, obj) in answer.results.iter().enumerate() {
-            let Some(url) = obj.get("url").and_then(Value::as_str) else {
-                continue;
-            };
-            let key = canonical_url(url);
+            let key = canonical_url(obj.url());
             if !seen_in_source.insert(key.clone()) {
                 // A source listing the same URL twice is not two votes.
                 continue;
             }
             let rank = seen_in_source.len();
             let contribution = fused_contribution(rank);
-            let mut engines = string_list(obj, "engines");
-            if let Some(engine) = obj.get("engine").and_then(Value::as_str) {
-                engines.push(engine.to_owned());
-            }
-            let positions: Vec<u64> = match obj.get("positions") {
-                Some(Value::Array(p)) => p.iter().filter_map(Value::as_u64).collect(),
-                _ => Vec::new(),
-            };
             let entry = groups.entry(key).or_insert_with(|| Group {
                 score: 0.0,
                 best: (rank, answer.source),
@@ -351,8 +329,9 @@ pub(crate) fn merge_owned(mut answers: Vec<SourceResults>) -> Merged {
                 entry.at = (a, i);
             }
             entry.sources.insert(answer.source);
-            entry.engines.extend(engines);
-            entry.positions.extend(positions);
+            entry.engines.extend(obj.engines().iter().cloned());
+            entry.engines.extend(obj.engine().map(str::to_owned));
+            entry.positions.extend(obj.positions().iter().copied());
         }
     }
 
@@ -371,13 +350,13 @@ pub(crate) fn merge_owned(mut answers: Vec<SourceResults>) -> Merged {
         // that another group needs.
         let (a, i) = group.at;
         let mut obj = std::mem::take(&mut answers[a].results[i]);
-        let engines: Vec<Value> = group.engines.iter().cloned().map(Value::String).collect();
-        obj.insert("engines".into(), Value::Array(engines));
-        if !group.positions.is_empty() {
-            let positions: Vec<Value> = group.positions.iter().map(|p| Value::from(*p)).collect();
-            obj.insert("positions".into(), Value::Array(positions));
-        }
-        obj.insert("score".into(), Value::from(rounded(group.score) / 1e9));
+        let positions =
+            (!group.positions.is_empty()).then(|| group.positions.iter().copied().collect());
+        obj.set_merged(
+            group.engines.iter().cloned().collect(),
+            positions,
+            rounded(group.score) / 1e9,
+        );
         merged.contributors.extend(group.sources.iter().copied());
         merged.engines.extend(group.engines);
         merged.results.push(obj);
@@ -390,14 +369,11 @@ fn single_source(answer: SourceResults) -> Merged {
     let mut merged = Merged::default();
     let mut seen = std::collections::HashSet::new();
     for obj in answer.results {
-        let Some(url) = obj.get("url").and_then(Value::as_str) else {
-            continue;
-        };
-        if !seen.insert(canonical_url(url)) {
+        if !seen.insert(canonical_url(obj.url())) {
             continue;
         }
-        merged.engines.extend(string_list(&obj, "engines"));
-        if let Some(engine) = obj.get("engine").and_then(Value::as_str) {
+        merged.engines.extend(obj.engines().iter().cloned());
+        if let Some(engine) = obj.engine() {
             merged.engines.insert(engine.to_owned());
         }
         merged.results.push(obj);
@@ -421,11 +397,9 @@ mod tests {
             results: items
                 .iter()
                 .map(|(url, score, engines)| {
-                    json!({"url": url, "title": url, "score": score, "engines": engines,
-                           "engine": engines.first().copied().unwrap_or("x"), "parsed_url": ["https"]})
-                    .as_object()
+                    SearchResult::from_json(&json!({"url": url, "title": url, "score": score, "engines": engines,
+                           "engine": engines.first().copied().unwrap_or("x"), "parsed_url": ["https"]}))
                     .unwrap()
-                    .clone()
                 })
                 .collect(),
         }
@@ -550,7 +524,7 @@ mod tests {
             searxng(&[("https://www.example.org/a/", 2.0, &["alpha", "beta"])]),
         ]);
         assert_eq!(merged.results.len(), 1);
-        let r = &merged.results[0];
+        let r = &merged.results[0].to_object();
         assert_eq!(
             r["url"], "https://www.example.org/a/",
             "same rank: SearXNG's occurrence is the one shown"
@@ -582,11 +556,7 @@ mod tests {
     }
 
     fn urls(merged: &Merged) -> Vec<&str> {
-        merged
-            .results
-            .iter()
-            .map(|r| r["url"].as_str().unwrap())
-            .collect()
+        merged.results.iter().map(|r| r.url()).collect()
     }
 
     #[test]
@@ -654,7 +624,7 @@ mod tests {
             content: "about x".into(),
             published_date: Some("2026-11-27T10:00:00".into()),
         }];
-        let r = &SourceResults::from_premium(ProviderKind::Tavily, &hits).results[0];
+        let r = &SourceResults::from_premium(ProviderKind::Tavily, &hits).results[0].to_object();
         for field in [
             "url",
             "title",

@@ -3,7 +3,7 @@
 //! the 502 body naming each upstream and its error class. Rendered once, then cached as bytes.
 
 use bytes::Bytes;
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use tokio::time::Instant;
 
@@ -11,6 +11,7 @@ use super::explain::FanOutRecord;
 use super::failure::{Upstream, UpstreamFailure};
 use super::outcome::Outcome;
 use crate::merge::Merged;
+use crate::searxng::TopLevel;
 
 /// The top-level keys of a SearXNG answer, present (empty) even when SearXNG did not answer.
 pub(crate) const SEARXNG_KEYS: [&str; 7] = [
@@ -48,7 +49,7 @@ impl Answer {
     pub(crate) fn success(
         outcome: Outcome,
         query: &str,
-        searxng_top: Option<Map<String, Value>>,
+        searxng_top: Option<TopLevel>,
         merged: Merged,
     ) -> Self {
         let mut document = searxng_top.unwrap_or_default();
@@ -62,7 +63,7 @@ impl Answer {
     pub(crate) fn searxng_as_sent(
         outcome: Outcome,
         query: &str,
-        mut searxng_top: Map<String, Value>,
+        mut searxng_top: TopLevel,
         merged: Merged,
         body: Bytes,
     ) -> Self {
@@ -82,12 +83,33 @@ impl Answer {
         }
     }
 
-    /// `document` with `results` set to the merged list, as JSON bytes.
-    fn render(outcome: Outcome, mut document: Map<String, Value>, merged: Merged) -> Self {
+    /// `document` with `results` set to the merged list, as JSON bytes: each top-level value and
+    /// each result SearXNG sent copied as it came, unless the merge changed it.
+    fn render(outcome: Outcome, document: TopLevel, merged: Merged) -> Self {
         let result_count = merged.results.len();
-        let results = merged.results.into_iter().map(Value::Object).collect();
-        document.insert("results".into(), Value::Array(results));
-        let mut json = serde_json::to_vec(&document).unwrap_or_default();
+        let mut json = Vec::with_capacity(render_size(&document, &merged));
+        json.push(b'{');
+        for (i, (key, value)) in document.entries().enumerate() {
+            if i > 0 {
+                json.push(b',');
+            }
+            // Writing a string into memory cannot fail.
+            let _ = serde_json::to_writer(&mut json, key);
+            json.push(b':');
+            if key == "results" {
+                json.push(b'[');
+                for (i, result) in merged.results.iter().enumerate() {
+                    if i > 0 {
+                        json.push(b',');
+                    }
+                    result.write_json(&mut json);
+                }
+                json.push(b']');
+            } else {
+                json.extend_from_slice(value);
+            }
+        }
+        json.push(b'}');
         // The cache keeps these bytes for the TTL: drop the vector's growth slack.
         json.shrink_to_fit();
         let json = Bytes::from(json);
@@ -130,25 +152,36 @@ impl Answer {
     }
 }
 
+/// What [`Answer::render`] writes, give or take the merge's changes to results: its first
+/// allocation.
+fn render_size(document: &TopLevel, merged: &Merged) -> usize {
+    let top: usize = document.entries().map(|(k, v)| k.len() + v.len() + 4).sum();
+    let results: usize = merged.results.iter().map(|r| r.json_size() + 1).sum();
+    top + results + 2
+}
+
 /// Adds what a SearXNG answer must have and `document` lacks: each of [`SEARXNG_KEYS`] (empty, or
 /// the query), and a `number_of_results` no lower than the `result_count` returned — SearXNG's
 /// estimate counts only its own results. Whether anything changed.
-fn complete_document(document: &mut Map<String, Value>, query: &str, result_count: usize) -> bool {
+fn complete_document(document: &mut TopLevel, query: &str, result_count: usize) -> bool {
     let mut changed = false;
     for key in SEARXNG_KEYS {
-        if !document.contains_key(key) {
+        if document.get(key).is_none() {
             let empty = if key == "query" {
-                Value::String(query.to_owned())
+                Bytes::from(serde_json::to_vec(query).unwrap_or_default())
             } else {
-                Value::Array(Vec::new())
+                Bytes::from_static(b"[]")
             };
-            document.insert(key.to_owned(), empty);
+            document.set(key, empty);
             changed = true;
         }
     }
-    if let Some(Value::Number(n)) = document.get("number_of_results") {
+    let reported = document
+        .get("number_of_results")
+        .and_then(|raw| serde_json::from_slice::<Value>(raw).ok());
+    if let Some(Value::Number(n)) = reported {
         if n.as_u64().is_some_and(|n| (n as usize) < result_count) {
-            document.insert("number_of_results".into(), Value::from(result_count));
+            document.set("number_of_results", Bytes::from(result_count.to_string()));
             changed = true;
         }
     }
@@ -174,10 +207,11 @@ mod tests {
 
     #[test]
     fn searxng_keys_are_kept_in_order_with_results_replaced() {
-        let top = json!({"query": "q", "results": null, "answers": ["a"], "extra": 1})
-            .as_object()
-            .unwrap()
-            .clone();
+        let top = TopLevel::from_object(
+            json!({"query": "q", "results": null, "answers": ["a"], "extra": 1})
+                .as_object()
+                .unwrap(),
+        );
         let a = Answer::success(Outcome::SearxngOk, "q", Some(top), Merged::default());
         let text = std::str::from_utf8(&a.json).unwrap();
         assert!(

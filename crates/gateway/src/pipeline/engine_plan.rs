@@ -190,10 +190,10 @@ mod tests {
         let results = with_results
             .iter()
             .map(|e| {
-                serde_json::json!({"url": format!("https://{e}.example/"), "title": "t", "engines": [e]})
-                    .as_object()
-                    .unwrap()
-                    .clone()
+                crate::search_result::SearchResult::from_json(
+                    &serde_json::json!({"url": format!("https://{e}.example/"), "title": "t", "engines": [e]}),
+                )
+                .unwrap()
             })
             .collect();
         SearxngAnswer {

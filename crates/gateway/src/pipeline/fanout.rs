@@ -17,7 +17,6 @@ use std::time::Duration;
 use bytes::Bytes;
 use futures::future::BoxFuture;
 use futures::stream::{FuturesUnordered, StreamExt};
-use serde_json::{Map, Value};
 use tokio::time::Instant;
 
 use super::answer::Answer;
@@ -66,7 +65,7 @@ pub(super) struct FanOut {
     /// New calls are pointless once the margin before the deadline has started.
     last_start: Instant,
     searxng: SearxngProgress,
-    searxng_top: Option<Map<String, Value>>,
+    searxng_top: Option<crate::searxng::TopLevel>,
     /// SearXNG's body and how many results it holds, when it can be forwarded as it came.
     searxng_body: Option<(Bytes, usize)>,
     answers: Vec<SourceResults>,

@@ -1,21 +1,28 @@
-//! One SearXNG answer, decoded for the pipeline: the top-level keys (kept in SearXNG's order, to be
-//! returned as they came), the results (only those with a `url` and a `title`; every field kept),
-//! and the `unresponsive_engines` facts; and SearXNG's bytes themselves when every result was kept,
-//! so an answer made of SearXNG's results alone is forwarded as it came instead of being rendered
-//! again.
+//! One SearXNG answer, decoded for the pipeline: the top-level keys (kept in SearXNG's order, each
+//! value as SearXNG wrote it, to be returned as they came), the results (only those with a `url`
+//! and a `title`; each kept as SearXNG's bytes of it, with the few fields the gateway reads
+//! decoded), and the `unresponsive_engines` facts; and SearXNG's bytes themselves when every
+//! result was kept, so an answer made of SearXNG's results alone is forwarded as it came instead of
+//! being rendered again. No tree of the whole answer is built (issue #16).
+
+use std::fmt;
 
 use bytes::Bytes;
-use serde_json::{Map, Value};
+use serde::de::{Deserialize, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde_json::value::RawValue;
+use serde_json::Value;
 
 use super::unresponsive::{parse_unresponsive, Unresponsive};
+use crate::search_result::{slice_of, SearchResult};
 
 /// One SearXNG answer, split for the merge.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub(crate) struct SearxngAnswer {
-    /// Every top-level key SearXNG returned except `results`, in SearXNG's order.
-    pub(crate) top: Map<String, Value>,
+    /// Every top-level key SearXNG returned (`results` too, replaced when the answer is rendered),
+    /// in SearXNG's order.
+    pub(crate) top: TopLevel,
     /// The results (each has at least `url` and `title`), every field kept.
-    pub(crate) results: Vec<Map<String, Value>>,
+    pub(crate) results: Vec<SearchResult>,
     /// `unresponsive_engines`, deduplicated.
     pub(crate) unresponsive: Vec<Unresponsive>,
     /// SearXNG's body as it came, when it is this answer whole: every result in it is in
@@ -43,15 +50,54 @@ impl SearxngAnswer {
     }
 }
 
+/// The top level of a SearXNG answer: its keys in SearXNG's order, each value as SearXNG wrote it
+/// (valid JSON) — except `results`' (empty): the answer's results take its place. A key appears
+/// once.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub(crate) struct TopLevel(Vec<(String, Bytes)>);
+
+impl TopLevel {
+    /// The value of `key` as written.
+    pub(crate) fn get(&self, key: &str) -> Option<&[u8]> {
+        self.0.iter().find(|(k, _)| k == key).map(|(_, v)| &v[..])
+    }
+
+    /// Sets `key` to `value` (valid JSON): where the key is, or appended.
+    pub(crate) fn set(&mut self, key: &str, value: Bytes) {
+        match self.0.iter_mut().find(|(k, _)| k == key) {
+            Some(entry) => entry.1 = value,
+            None => self.0.push((key.to_owned(), value)),
+        }
+    }
+
+    /// The keys and their values, in order.
+    pub(crate) fn entries(&self) -> impl Iterator<Item = (&str, &[u8])> {
+        self.0.iter().map(|(k, v)| (k.as_str(), &v[..]))
+    }
+
+    /// The top level of a JSON object given as a tree (tests).
+    #[cfg(test)]
+    pub(crate) fn from_object(object: &serde_json::Map<String, Value>) -> Self {
+        Self(
+            object
+                .iter()
+                .map(|(k, v)| {
+                    (
+                        k.clone(),
+                        Bytes::from(serde_json::to_vec(v).unwrap_or_default()),
+                    )
+                })
+                .collect(),
+        )
+    }
+}
+
 /// The engines a result came from: `engines`, or `engine` when `engines` is absent — never both,
 /// so a result is not counted twice for the same engine.
-pub(crate) fn result_engines(result: &Map<String, Value>) -> Vec<&str> {
-    let mut names: Vec<&str> = match result.get("engines") {
-        Some(Value::Array(list)) => list.iter().filter_map(Value::as_str).collect(),
-        _ => Vec::new(),
-    };
+pub(crate) fn result_engines(result: &SearchResult) -> Vec<&str> {
+    let mut names: Vec<&str> = result.engines().iter().map(String::as_str).collect();
     if names.is_empty() {
-        if let Some(engine) = result.get("engine").and_then(Value::as_str) {
+        if let Some(engine) = result.engine() {
             names.push(engine);
         }
     }
@@ -72,33 +118,36 @@ pub(crate) fn decode_answer(body: Bytes) -> Option<SearxngAnswer> {
 /// Parses SearXNG's JSON; `None` when it is not an object with a `results` array.
 #[cfg(any(test, feature = "fuzzing", feature = "bench"))]
 pub(crate) fn parse_answer(body: &[u8]) -> Option<SearxngAnswer> {
-    parse(body).map(|(answer, _)| answer)
+    parse(&Bytes::copy_from_slice(body)).map(|(answer, _)| answer)
 }
 
-/// The answer, and whether every result in the body is in it.
-fn parse(body: &[u8]) -> Option<(SearxngAnswer, bool)> {
-    let Value::Object(mut top) = serde_json::from_slice::<Value>(body).ok()? else {
-        return None;
-    };
-    // Take the results out but keep the key's position: the merged list goes back there.
-    let Some(Value::Array(raw_results)) = top.get_mut("results").map(Value::take) else {
-        return None;
-    };
+/// The answer, and whether every result in the body is in it. Each value kept is a slice of
+/// `body`, not a copy.
+fn parse(body: &Bytes) -> Option<(SearxngAnswer, bool)> {
+    let text = std::str::from_utf8(body).ok()?;
+    let Sent { entries, results } = serde_json::from_str(text).ok()?;
+    let raw_results = results?;
     let sent = raw_results.len();
-    let results: Vec<_> = raw_results
+    let results: Vec<SearchResult> = raw_results
         .into_iter()
-        .filter_map(|r| match r {
-            Value::Object(obj)
-                if obj.get("url").is_some_and(Value::is_string)
-                    && obj.get("title").is_some_and(Value::is_string) =>
-            {
-                Some(obj)
-            }
-            _ => None,
-        })
+        .filter_map(|raw| SearchResult::from_sent(raw, body))
         .collect();
-    let unresponsive = parse_unresponsive(top.get("unresponsive_engines"));
+    let unresponsive = entries
+        .iter()
+        .find(|(k, _)| k == "unresponsive_engines")
+        .and_then(|(_, raw)| *raw)
+        .and_then(|raw| serde_json::from_str::<Value>(raw.get()).ok());
+    let unresponsive = parse_unresponsive(unresponsive.as_ref());
     let kept_all = results.len() == sent;
+    let mut top = Vec::with_capacity(entries.len());
+    for (key, raw) in entries {
+        let value = match raw {
+            Some(raw) => slice_of(body, raw.get().as_bytes())?,
+            None => Bytes::new(),
+        };
+        top.push((key, value));
+    }
+    let top = TopLevel(top);
     Some((
         SearxngAnswer {
             top,
@@ -108,6 +157,100 @@ fn parse(body: &[u8]) -> Option<(SearxngAnswer, bool)> {
         },
         kept_all,
     ))
+}
+
+/// SearXNG's body read in one pass: the top-level entries as raw values (`None` for `results`),
+/// and the results as raw values when `results` is an array. A key that repeats keeps its first
+/// place and takes its last value, as a tree of the body would.
+struct Sent<'a> {
+    entries: Vec<(String, Option<&'a RawValue>)>,
+    results: Option<Vec<&'a RawValue>>,
+}
+
+impl<'de> Deserialize<'de> for Sent<'de> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct SentVisitor;
+        impl<'de> Visitor<'de> for SentVisitor {
+            type Value = Sent<'de>;
+
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a SearXNG answer object")
+            }
+
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Sent<'de>, A::Error> {
+                let mut entries: Vec<(String, Option<&'de RawValue>)> = Vec::with_capacity(12);
+                let mut results = None;
+                while let Some(key) = map.next_key::<String>()? {
+                    let value = if key == "results" {
+                        results = map.next_value::<ResultList<'de>>()?.0;
+                        None
+                    } else {
+                        Some(map.next_value::<&'de RawValue>()?)
+                    };
+                    match entries.iter_mut().find(|(k, _)| *k == key) {
+                        Some(entry) => entry.1 = value,
+                        None => entries.push((key, value)),
+                    }
+                }
+                Ok(Sent { entries, results })
+            }
+        }
+        deserializer.deserialize_map(SentVisitor)
+    }
+}
+
+/// `results`: each element as a raw value when it is an array, `None` when it is anything else.
+struct ResultList<'a>(Option<Vec<&'a RawValue>>);
+
+impl<'de> Deserialize<'de> for ResultList<'de> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct ResultListVisitor;
+        impl<'de> Visitor<'de> for ResultListVisitor {
+            type Value = ResultList<'de>;
+
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("any JSON value")
+            }
+
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<ResultList<'de>, A::Error> {
+                let mut list = Vec::with_capacity(seq.size_hint().unwrap_or(32));
+                while let Some(raw) = seq.next_element::<&'de RawValue>()? {
+                    list.push(raw);
+                }
+                Ok(ResultList(Some(list)))
+            }
+
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<ResultList<'de>, A::Error> {
+                while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+                Ok(ResultList(None))
+            }
+
+            fn visit_str<E>(self, _: &str) -> Result<ResultList<'de>, E> {
+                Ok(ResultList(None))
+            }
+
+            fn visit_bool<E>(self, _: bool) -> Result<ResultList<'de>, E> {
+                Ok(ResultList(None))
+            }
+
+            fn visit_i64<E>(self, _: i64) -> Result<ResultList<'de>, E> {
+                Ok(ResultList(None))
+            }
+
+            fn visit_u64<E>(self, _: u64) -> Result<ResultList<'de>, E> {
+                Ok(ResultList(None))
+            }
+
+            fn visit_f64<E>(self, _: f64) -> Result<ResultList<'de>, E> {
+                Ok(ResultList(None))
+            }
+
+            fn visit_unit<E>(self) -> Result<ResultList<'de>, E> {
+                Ok(ResultList(None))
+            }
+        }
+        deserializer.deserialize_any(ResultListVisitor)
+    }
 }
 
 #[cfg(test)]
@@ -122,7 +265,7 @@ mod tests {
             {"title":"no url"}],"answers":[],"infoboxes":[],"suggestions":["s"],"corrections":[],
             "unresponsive_engines":[],"new_key":{"x":1}}"#;
         let answer = parse_answer(body).unwrap();
-        let keys: Vec<&str> = answer.top.keys().map(String::as_str).collect();
+        let keys: Vec<&str> = answer.top.entries().map(|(k, _)| k).collect();
         assert_eq!(
             keys,
             [
@@ -138,7 +281,7 @@ mod tests {
             ]
         );
         assert_eq!(answer.results.len(), 1, "a result without url is dropped");
-        assert_eq!(answer.results[0]["author"], "x");
+        assert_eq!(answer.results[0].to_object()["author"], "x");
     }
 
     #[test]
@@ -149,6 +292,21 @@ mod tests {
         assert!(degraded.is_degraded());
         let nothing = parse_answer(br#"{"results":[],"unresponsive_engines":[]}"#).unwrap();
         assert!(!nothing.is_degraded());
+    }
+
+    #[test]
+    fn a_repeated_results_key_counts_with_its_last_value_as_a_tree_would() {
+        let last_is_a_list = parse_answer(
+            br#"{"results": {"a": [1]}, "q": 1, "results": [{"url": "u", "title": "t"}]}"#,
+        )
+        .unwrap();
+        assert_eq!(last_is_a_list.results.len(), 1);
+        let keys: Vec<&str> = last_is_a_list.top.entries().map(|(k, _)| k).collect();
+        assert_eq!(keys, ["results", "q"]);
+        assert!(parse_answer(br#"{"results": [], "results": "x"}"#).is_none());
+        assert!(parse_answer(br#"{"results": null}"#).is_none());
+        assert!(parse_answer(br#"{"results": [1, "x", {"url": "u"}]}"#)
+            .is_some_and(|answer| answer.results.is_empty()));
     }
 
     #[test]

@@ -13,7 +13,7 @@ mod unresponsive;
 pub(crate) use answer::decode_answer;
 #[cfg(any(test, feature = "fuzzing", feature = "bench"))]
 pub(crate) use answer::parse_answer;
-pub(crate) use answer::SearxngAnswer;
+pub(crate) use answer::{SearxngAnswer, TopLevel};
 pub(crate) use catalog::EngineCatalog;
 pub(crate) use client::{backoff_delay, SearxngClient, MAX_ATTEMPTS};
 pub(crate) use metrics::SearxngMetrics;

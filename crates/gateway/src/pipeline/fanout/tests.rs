@@ -2,7 +2,7 @@
 
 #![allow(clippy::unwrap_used)]
 
-use serde_json::json;
+use serde_json::{json, Value};
 
 use super::*;
 use crate::providers::{PremiumHit, ProviderAnswer, ProviderKind};
@@ -35,10 +35,10 @@ fn searxng(urls: &[&str]) -> Event {
     let results = urls
         .iter()
         .map(|u| {
-            json!({"url": u, "title": "t", "engines": ["alpha"]})
-                .as_object()
-                .unwrap()
-                .clone()
+            crate::search_result::SearchResult::from_json(
+                &json!({"url": u, "title": "t", "engines": ["alpha"]}),
+            )
+            .unwrap()
         })
         .collect();
     Event::Searxng(Ok(SearxngAnswer {
@@ -274,8 +274,9 @@ fn degraded_or_short_answers_are_cached_briefly() {
 }
 
 /// SearXNG's body as the client decodes it.
-fn searxng_body(body: &'static str) -> Event {
-    let answer = crate::searxng::decode_answer(bytes::Bytes::from_static(body.as_bytes())).unwrap();
+fn searxng_body(body: &str) -> Event {
+    let answer =
+        crate::searxng::decode_answer(bytes::Bytes::copy_from_slice(body.as_bytes())).unwrap();
     Event::Searxng(Ok(answer))
 }
 
@@ -326,4 +327,28 @@ fn an_answer_that_differs_from_searxngs_is_rendered() {
         assert_eq!(doc["results"].as_array().unwrap().len(), 1, "{body}");
         assert!(doc.get("unresponsive_engines").is_some(), "{body}");
     }
+}
+
+#[test]
+fn an_under_reported_number_of_results_is_corrected_around_searxngs_own_values() {
+    // Real SearXNG often reports 0: the answer is rendered from SearXNG's values as it wrote them,
+    // with only the number changed.
+    let body = SEARXNG_BODY.replace(r#""number_of_results": 2"#, r#""number_of_results": 0"#);
+    let mut rig = Rig::new(2);
+    rig.fan.on_event(searxng_body(&body));
+    let (answer, _) = rig.fan.finish("q", BUDGET, ms(10));
+    let doc: Value = serde_json::from_slice(&answer.json).unwrap();
+    let mut expected: Value = serde_json::from_str(&body).unwrap();
+    expected["number_of_results"] = json!(2);
+    assert_eq!(doc, expected, "the same document, the number corrected");
+    let keys: Vec<&String> = doc.as_object().unwrap().keys().collect();
+    let sent: Vec<&String> = expected.as_object().unwrap().keys().collect();
+    assert_eq!(keys, sent, "in SearXNG's order");
+    let text = std::str::from_utf8(&answer.json).unwrap();
+    assert!(
+        text.contains(
+            r#"{"url": "https://a.example/", "title": "A", "engines": ["alpha"], "score": 1.5}"#
+        ),
+        "each result as SearXNG wrote it: {text}"
+    );
 }
