@@ -20,6 +20,7 @@ use opentelemetry_sdk::trace::SdkTracerProvider;
 use opentelemetry_sdk::Resource;
 use tracing::{Event, Subscriber};
 use tracing_opentelemetry::OpenTelemetrySpanExt;
+use tracing_subscriber::field::MakeExt;
 use tracing_subscriber::filter::{EnvFilter, Targets};
 use tracing_subscriber::fmt::format::Writer;
 use tracing_subscriber::fmt::writer::BoxMakeWriter;
@@ -87,6 +88,7 @@ pub fn init(config: &Config, to: LogTo) -> Result<Telemetry, TelemetryError> {
                 .with_writer(to.writer())
                 .with_target(false)
                 .with_ansi(to.is_terminal())
+                .fmt_fields(text_fields(to.is_terminal()))
                 .with_filter(log_filter)
                 .boxed()
         };
@@ -109,6 +111,7 @@ pub fn init(config: &Config, to: LogTo) -> Result<Telemetry, TelemetryError> {
         tracing_subscriber::fmt::layer()
             .with_writer(to.writer())
             .with_ansi(false)
+            .fmt_fields(text_fields(false))
             .event_format(WithTraceId::text(
                 tracing_subscriber::fmt::format().with_target(false),
             ))
@@ -124,6 +127,57 @@ pub fn init(config: &Config, to: LogTo) -> Result<Telemetry, TelemetryError> {
     Ok(Telemetry {
         provider: Some(provider),
     })
+}
+
+/// A text line's fields: on a terminal, tracing-subscriber's own (names in italics); elsewhere the
+/// same text — `message` bare, then `name=value` with the value's `Debug`, space-separated — written
+/// directly, where the default formatter still sends every name through its styling code with the
+/// colours off (≈ 12 % of a cache hit's instructions; BENCHMARKS.md, issue #16).
+fn text_fields(terminal: bool) -> BoxedFields {
+    if terminal {
+        return BoxedFields::Default(tracing_subscriber::fmt::format::DefaultFields::new());
+    }
+    BoxedFields::Plain(
+        tracing_subscriber::fmt::format::debug_fn(plain_field as PlainField).delimited(" "),
+    )
+}
+
+type PlainField = fn(&mut Writer<'_>, &tracing::field::Field, &dyn fmt::Debug) -> fmt::Result;
+
+fn plain_field(
+    writer: &mut Writer<'_>,
+    field: &tracing::field::Field,
+    value: &dyn fmt::Debug,
+) -> fmt::Result {
+    if field.name() == "message" {
+        write!(writer, "{value:?}")
+    } else {
+        write!(writer, "{}={value:?}", field.name())
+    }
+}
+
+/// The two field formatters of [`text_fields`] as one type.
+enum BoxedFields {
+    Default(tracing_subscriber::fmt::format::DefaultFields),
+    Plain(
+        tracing_subscriber::field::delimited::Delimited<
+            &'static str,
+            tracing_subscriber::fmt::format::FieldFn<PlainField>,
+        >,
+    ),
+}
+
+impl<'w> FormatFields<'w> for BoxedFields {
+    fn format_fields<R: tracing_subscriber::field::RecordFields>(
+        &self,
+        writer: Writer<'w>,
+        fields: R,
+    ) -> fmt::Result {
+        match self {
+            BoxedFields::Default(inner) => inner.format_fields(writer, fields),
+            BoxedFields::Plain(inner) => inner.format_fields(writer, fields),
+        }
+    }
 }
 
 /// `LOG_FORMAT=json`: one JSON object per line, the event's fields under `fields` and the
@@ -234,4 +288,76 @@ fn current_trace_id() -> Option<String> {
     span_context
         .is_valid()
         .then(|| span_context.trace_id().to_string())
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use std::sync::{Arc, Mutex};
+
+    use tracing_subscriber::fmt::MakeWriter;
+    use tracing_subscriber::layer::SubscriberExt;
+
+    use super::*;
+
+    #[derive(Clone, Default)]
+    struct Capture(Arc<Mutex<Vec<u8>>>);
+
+    impl std::io::Write for Capture {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(buf);
+            Ok(buf.len())
+        }
+
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    impl<'a> MakeWriter<'a> for Capture {
+        type Writer = Capture;
+
+        fn make_writer(&'a self) -> Self::Writer {
+            self.clone()
+        }
+    }
+
+    #[test]
+    fn plain_text_fields_read_as_the_default_formatters_without_colours() {
+        let (default, plain) = (Capture::default(), Capture::default());
+        let subscriber = tracing_subscriber::registry()
+            .with(
+                tracing_subscriber::fmt::layer()
+                    .with_writer(default.clone())
+                    .with_ansi(false)
+                    .without_time(),
+            )
+            .with(
+                tracing_subscriber::fmt::layer()
+                    .with_writer(plain.clone())
+                    .with_ansi(false)
+                    .without_time()
+                    .fmt_fields(text_fields(false)),
+            );
+        tracing::subscriber::with_default(subscriber, || {
+            let span = tracing::info_span!("request", request_id = "r-1", n = 3u64);
+            let _entered = span.enter();
+            tracing::info!(
+                surface = "searxng",
+                quoted = "a \"b\" c",
+                status = 200u16,
+                elapsed = -4i64,
+                ratio = 0.5f64,
+                hit = true,
+                listen = %"127.0.0.1:8080",
+                engines = ?["bing", "google"],
+                "search"
+            );
+            tracing::warn!("no fields: {}", 42);
+        });
+        let default = String::from_utf8(default.0.lock().unwrap().clone()).unwrap();
+        let plain = String::from_utf8(plain.0.lock().unwrap().clone()).unwrap();
+        assert!(default.contains("request_id=\"r-1\""), "{default}");
+        assert_eq!(plain, default);
+    }
 }

@@ -80,34 +80,58 @@ pub(crate) fn classify_transport(err: &reqwest::Error) -> ErrorClass {
 }
 
 /// Reads a response body up to `cap` bytes: a longer body is [`ErrorClass::TooLarge`] (read no
-/// further), and so is one that outgrows its allowance while the shared budget is spent; a
-/// connection that drops mid-body is [`ErrorClass::Truncated`].
+/// further, and not at all when its declared length is over), and so is one whose buffer outgrows
+/// its allowance while the shared budget is spent; a connection that drops mid-body is
+/// [`ErrorClass::Truncated`].
+///
+/// The budget pays for the buffer's capacity, not its length: a declared length is reserved
+/// exactly, and a body of unknown length grows by doubling (amortised copying) but never past the
+/// cap, so what the budget counts is what the allocator holds.
 pub(crate) async fn read_body_capped(
     mut response: reqwest::Response,
     cap: usize,
 ) -> Result<bytes::Bytes, ErrorClass> {
-    if response
-        .content_length()
-        .is_some_and(|len| len > cap as u64)
-    {
+    let declared = response.content_length();
+    if declared.is_some_and(|len| len > cap as u64) {
         return Err(ErrorClass::TooLarge);
     }
-    let mut body = bytes::BytesMut::new();
     let mut budget = BodyBudget::new(&SHARED_BODIES);
+    let mut body: Vec<u8> = Vec::new();
+    if let Some(len) = declared.and_then(|len| usize::try_from(len).ok()) {
+        budget.grow(0, len)?;
+        body.reserve_exact(len);
+    }
     loop {
         match response.chunk().await {
             Ok(Some(chunk)) => {
-                if body.len() + chunk.len() > cap {
+                let len = body.len() + chunk.len();
+                if len > cap {
                     return Err(ErrorClass::TooLarge);
                 }
-                budget.grow(body.len(), body.len() + chunk.len())?;
+                if len > body.capacity() {
+                    let grown = grown_capacity(body.capacity(), len, cap);
+                    budget.grow(body.capacity(), grown)?;
+                    body.reserve_exact(grown - body.len());
+                }
                 body.extend_from_slice(&chunk);
             }
-            Ok(None) => return Ok(body.freeze()),
+            Ok(None) => {
+                // What is kept (a cached answer may share these bytes) holds no doubling slack.
+                if body.capacity() - body.len() > body.len() / 4 {
+                    body.shrink_to_fit();
+                }
+                return Ok(bytes::Bytes::from(body));
+            }
             Err(err) if err.is_timeout() => return Err(ErrorClass::Timeout),
             Err(_) => return Err(ErrorClass::Truncated),
         }
     }
+}
+
+/// The capacity a body buffer of `capacity` grows to when it must hold `needed` bytes: double
+/// (so a long body is copied a bounded number of times), at least `needed`, at most `cap`.
+fn grown_capacity(capacity: usize, needed: usize, cap: usize) -> usize {
+    capacity.saturating_mul(2).clamp(needed, cap.max(needed))
 }
 
 /// The response's `Retry-After` (delta-seconds or HTTP-date), if it has a readable one.
@@ -175,6 +199,18 @@ mod tests {
         assert_eq!(
             second.grow(BODY_ALLOWANCE, BODY_ALLOWANCE + 600 * 1024),
             Ok(())
+        );
+    }
+
+    #[test]
+    fn body_buffers_double_within_the_cap() {
+        assert_eq!(grown_capacity(0, 8_192, BODY_CAP), 8_192);
+        assert_eq!(grown_capacity(8_192, 9_000, BODY_CAP), 16_384);
+        assert_eq!(grown_capacity(8_192, 40_000, BODY_CAP), 40_000);
+        assert_eq!(
+            grown_capacity(6 * 1024 * 1024, 6 * 1024 * 1024 + 1, BODY_CAP),
+            BODY_CAP,
+            "never past the cap"
         );
     }
 
