@@ -133,11 +133,11 @@ pub fn init(config: &Config, to: LogTo) -> Result<Telemetry, TelemetryError> {
 /// same text — `message` bare, then `name=value` with the value's `Debug`, space-separated — written
 /// directly, where the default formatter still sends every name through its styling code with the
 /// colours off (≈ 12 % of a cache hit's instructions; BENCHMARKS.md, issue #16).
-fn text_fields(terminal: bool) -> BoxedFields {
+fn text_fields(terminal: bool) -> TextFields {
     if terminal {
-        return BoxedFields::Default(tracing_subscriber::fmt::format::DefaultFields::new());
+        return TextFields::Default(tracing_subscriber::fmt::format::DefaultFields::new());
     }
-    BoxedFields::Plain(
+    TextFields::Plain(
         tracing_subscriber::fmt::format::debug_fn(plain_field as PlainField).delimited(" "),
     )
 }
@@ -157,7 +157,7 @@ fn plain_field(
 }
 
 /// The two field formatters of [`text_fields`] as one type.
-enum BoxedFields {
+enum TextFields {
     Default(tracing_subscriber::fmt::format::DefaultFields),
     Plain(
         tracing_subscriber::field::delimited::Delimited<
@@ -167,15 +167,15 @@ enum BoxedFields {
     ),
 }
 
-impl<'w> FormatFields<'w> for BoxedFields {
+impl<'w> FormatFields<'w> for TextFields {
     fn format_fields<R: tracing_subscriber::field::RecordFields>(
         &self,
         writer: Writer<'w>,
         fields: R,
     ) -> fmt::Result {
         match self {
-            BoxedFields::Default(inner) => inner.format_fields(writer, fields),
-            BoxedFields::Plain(inner) => inner.format_fields(writer, fields),
+            TextFields::Default(inner) => inner.format_fields(writer, fields),
+            TextFields::Plain(inner) => inner.format_fields(writer, fields),
         }
     }
 }

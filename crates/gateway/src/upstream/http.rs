@@ -88,14 +88,23 @@ pub(crate) fn classify_transport(err: &reqwest::Error) -> ErrorClass {
 /// exactly, and a body of unknown length grows by doubling (amortised copying) but never past the
 /// cap, so what the budget counts is what the allocator holds.
 pub(crate) async fn read_body_capped(
+    response: reqwest::Response,
+    cap: usize,
+) -> Result<bytes::Bytes, ErrorClass> {
+    read_body(response, cap, &SHARED_BODIES).await
+}
+
+/// [`read_body_capped`] against a given shared budget.
+async fn read_body(
     mut response: reqwest::Response,
     cap: usize,
+    shared: &Semaphore,
 ) -> Result<bytes::Bytes, ErrorClass> {
     let declared = response.content_length();
     if declared.is_some_and(|len| len > cap as u64) {
         return Err(ErrorClass::TooLarge);
     }
-    let mut budget = BodyBudget::new(&SHARED_BODIES);
+    let mut budget = BodyBudget::new(shared);
     let mut body: Vec<u8> = Vec::new();
     if let Some(len) = declared.and_then(|len| usize::try_from(len).ok()) {
         budget.grow(0, len)?;
@@ -211,6 +220,72 @@ mod tests {
             grown_capacity(6 * 1024 * 1024, 6 * 1024 * 1024 + 1, BODY_CAP),
             BODY_CAP,
             "never past the cap"
+        );
+    }
+
+    fn response(body: Vec<u8>) -> reqwest::Response {
+        reqwest::Response::from(axum::http::Response::new(body))
+    }
+
+    /// A body that declares `0` bytes and fails when read: reading it gives `Truncated`.
+    struct Unreadable(u64);
+
+    impl hyper::body::Body for Unreadable {
+        type Data = bytes::Bytes;
+        type Error = std::io::Error;
+
+        fn poll_frame(
+            self: std::pin::Pin<&mut Self>,
+            _: &mut std::task::Context<'_>,
+        ) -> std::task::Poll<Option<Result<hyper::body::Frame<bytes::Bytes>, std::io::Error>>>
+        {
+            std::task::Poll::Ready(Some(Err(std::io::Error::other("read"))))
+        }
+
+        fn size_hint(&self) -> hyper::body::SizeHint {
+            hyper::body::SizeHint::with_exact(self.0)
+        }
+    }
+
+    #[tokio::test]
+    async fn a_declared_length_the_budget_cannot_cover_is_refused_before_reading() {
+        let declared = (BODY_ALLOWANCE + 64 * 1024) as u64;
+        let unreadable = || {
+            reqwest::Response::from(axum::http::Response::new(reqwest::Body::wrap(Unreadable(
+                declared,
+            ))))
+        };
+        assert_eq!(unreadable().content_length(), Some(declared));
+        let short = Semaphore::new(1024);
+        assert_eq!(
+            read_body(unreadable(), BODY_CAP, &short).await,
+            Err(ErrorClass::TooLarge),
+            "refused without reading"
+        );
+        let enough = Semaphore::new(1024 * 1024);
+        assert_eq!(
+            read_body(unreadable(), BODY_CAP, &enough).await,
+            Err(ErrorClass::Truncated),
+            "the control: read when the budget covers it"
+        );
+        let body = vec![b'x'; BODY_ALLOWANCE + 64 * 1024];
+        assert_eq!(
+            read_body(response(body.clone()), BODY_CAP, &short).await,
+            Err(ErrorClass::TooLarge)
+        );
+        assert_eq!(short.available_permits(), 1024, "nothing held after");
+        let enough = Semaphore::new(1024 * 1024);
+        let read = read_body(response(body.clone()), BODY_CAP, &enough).await;
+        assert_eq!(read.as_deref(), Ok(&body[..]));
+        assert_eq!(
+            enough.available_permits(),
+            1024 * 1024,
+            "given back when the read ends"
+        );
+        assert_eq!(
+            read_body(response(body), BODY_ALLOWANCE, &enough).await,
+            Err(ErrorClass::TooLarge),
+            "over the cap"
         );
     }
 
