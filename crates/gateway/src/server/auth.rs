@@ -1,4 +1,4 @@
-//! The inbound-key check, in front of every search surface and `/status`: one axum middleware,
+//! The inbound-key check, in front of every search surface and `/status`: one layer ([`GateLayer`]),
 //! so a new surface merged into the `surfaces` router is covered without a line of its own.
 //! `/healthz`, `/readyz` and the metrics path stay outside it.
 //!
@@ -14,13 +14,24 @@
 //! `WWW-Authenticate: Bearer`, 429 `Retry-After` in whole seconds. The admitted caller goes to the
 //! handlers as an [`Admitted`] request extension, with whether its premium budget allows premium
 //! calls; a spent budget is said on the response as `X-Gateway-Premium: budget_spent`.
+//!
+//! The layer is a hand-made `tower` service ([`Admit`]), not `axum::middleware::from_fn`, so the
+//! common case (a key in the head, or none needed) adds no allocation per request; only a request
+//! whose key may be in its body is handled by a boxed future, which reads the body first.
+
+use std::convert::Infallible;
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{ready, Context, Poll};
 
 use axum::body::Body;
-use axum::extract::{Request, State};
+use axum::extract::Request;
 use axum::http::{header, HeaderMap, HeaderValue, Method};
-use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
+use futures::future::BoxFuture;
 use serde_json::Value;
+use tower_layer::Layer;
+use tower_service::Service;
 
 use super::body;
 use super::error::ApiError;
@@ -69,11 +80,29 @@ fn premium_for(clients: &Clients, caller: &Caller) -> Premium {
 /// The response header that tells a client its premium budget is spent.
 pub(super) const PREMIUM_HEADER: &str = "x-gateway-premium";
 
-/// What the middleware needs.
+/// The layer in front of the surfaces: what it checks callers against.
 #[derive(Debug, Clone)]
-pub(super) struct Gate {
+pub(super) struct GateLayer {
     pub(super) clients: Clients,
     pub(super) limits: ServerLimits,
+}
+
+impl<S> Layer<S> for GateLayer {
+    type Service = Admit<S>;
+
+    fn layer(&self, inner: S) -> Admit<S> {
+        Admit {
+            gate: self.clone(),
+            inner,
+        }
+    }
+}
+
+/// [`GateLayer`]'s service.
+#[derive(Debug, Clone)]
+pub(super) struct Admit<S> {
+    gate: GateLayer,
+    inner: S,
 }
 
 /// Which error shape a refusal takes.
@@ -111,11 +140,92 @@ impl Refused {
     }
 }
 
-/// The middleware.
-pub(super) async fn admit(State(gate): State<Gate>, request: Request, next: Next) -> Response {
-    let shape = Shape::of(request.uri().path());
-    let (request, key) = match key_of(&gate, request).await {
-        Ok(found) => found,
+impl<S> Service<Request> for Admit<S>
+where
+    S: Service<Request, Response = Response, Error = Infallible> + Clone + Send + 'static,
+    S::Future: Send + 'static,
+{
+    type Response = Response;
+    type Error = Infallible;
+    type Future = Admission<S::Future>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, mut request: Request) -> Self::Future {
+        let shape = Shape::of(request.uri().path());
+        let key = match key_in_head(&self.gate, &request) {
+            InHead::Found(key) => key,
+            InHead::InBody => {
+                // The service that was made ready goes with the future; a clone stays here.
+                let ready = self.inner.clone();
+                let inner = std::mem::replace(&mut self.inner, ready);
+                return Admission::Body {
+                    future: Box::pin(admit_after_body(self.gate.clone(), shape, request, inner)),
+                };
+            }
+        };
+        match self.gate.admit(key.as_deref(), &mut request) {
+            Ok(premium) => Admission::Admitted {
+                future: self.inner.call(request),
+                premium,
+            },
+            Err(refused) => Admission::Refused {
+                response: Some(refusal(shape, refused)),
+            },
+        }
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// The response to a request at the gate.
+    #[project = AdmissionProj]
+    pub(super) enum Admission<F> {
+        /// Admitted: the surface's answer, marked when the premium budget is spent.
+        Admitted { #[pin] future: F, premium: Premium },
+        /// Turned away.
+        Refused { response: Option<Response> },
+        /// The key may be in the body: read it, then admit or refuse.
+        Body { future: BoxFuture<'static, Response> },
+    }
+}
+
+impl<F> Future for Admission<F>
+where
+    F: Future<Output = Result<Response, Infallible>>,
+{
+    type Output = Result<Response, Infallible>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let response = match self.project() {
+            AdmissionProj::Admitted { future, premium } => {
+                let response = ready!(future.poll(cx))?;
+                mark_budget(response, *premium)
+            }
+            AdmissionProj::Refused { response } => response
+                .take()
+                .unwrap_or_else(|| ApiError::Internal.into_response()),
+            AdmissionProj::Body { future } => ready!(future.as_mut().poll(cx)),
+        };
+        Poll::Ready(Ok(response))
+    }
+}
+
+/// A request whose key may be in its body: the body is read (and put back), then the caller
+/// admitted or refused.
+async fn admit_after_body<S>(
+    gate: GateLayer,
+    shape: Shape,
+    request: Request,
+    mut inner: S,
+) -> Response
+where
+    S: Service<Request, Response = Response, Error = Infallible>,
+{
+    let (parts, body) = request.into_parts();
+    let bytes = match body::read(&gate.limits, &parts.headers, body).await {
+        Ok(bytes) => bytes,
         Err(err) => {
             return match shape {
                 Shape::Api => ApiError::Body(err).into_response(),
@@ -123,30 +233,49 @@ pub(super) async fn admit(State(gate): State<Gate>, request: Request, next: Next
             }
         }
     };
-    let caller = match gate.clients.authenticate(key.as_deref()) {
-        Ok(caller) => caller,
-        Err(why) => {
-            gate.clients.count_unauthorized();
-            return refuse(shape, Refused::Unauthorized(why), None);
-        }
-    };
-    if let Err(limited) = gate.clients.admit(&caller) {
-        return refuse(shape, Refused::RateLimited(limited), Some(&caller));
+    let key = from_body(&parts.headers, &bytes);
+    let mut request = Request::from_parts(parts, Body::from(bytes));
+    match gate.admit(key.as_deref(), &mut request) {
+        Ok(premium) => match inner.call(request).await {
+            Ok(response) => mark_budget(response, premium),
+            Err(never) => match never {},
+        },
+        Err(refused) => refusal(shape, refused),
     }
-    let premium = premium_for(&gate.clients, &caller);
-    let request_id = request
-        .extensions()
-        .get::<RequestId>()
-        .cloned()
-        .unwrap_or_else(RequestId::none);
-    let mut request = request;
-    request.extensions_mut().insert(Admitted {
-        caller,
-        clients: gate.clients.clone(),
-        premium,
-        request_id,
-    });
-    let mut response = next.run(request).await;
+}
+
+impl GateLayer {
+    /// Authenticates `key` and asks the caller's token bucket; an admitted caller goes on the
+    /// request as [`Admitted`], a refusal is logged.
+    fn admit(&self, key: Option<&str>, request: &mut Request) -> Result<Premium, Refused> {
+        let caller = match self.clients.authenticate(key) {
+            Ok(caller) => caller,
+            Err(why) => {
+                self.clients.count_unauthorized();
+                return Err(refused(Refused::Unauthorized(why), None));
+            }
+        };
+        if let Err(limited) = self.clients.admit(&caller) {
+            return Err(refused(Refused::RateLimited(limited), Some(&caller)));
+        }
+        let premium = premium_for(&self.clients, &caller);
+        let request_id = request
+            .extensions()
+            .get::<RequestId>()
+            .cloned()
+            .unwrap_or_else(RequestId::none);
+        request.extensions_mut().insert(Admitted {
+            caller,
+            clients: self.clients.clone(),
+            premium,
+            request_id,
+        });
+        Ok(premium)
+    }
+}
+
+/// Says on the response when the caller's premium budget is spent.
+fn mark_budget(mut response: Response, premium: Premium) -> Response {
     if premium == Premium::BudgetSpent {
         response
             .headers_mut()
@@ -155,30 +284,38 @@ pub(super) async fn admit(State(gate): State<Gate>, request: Request, next: Next
     response
 }
 
-fn refuse(shape: Shape, refused: Refused, caller: Option<&Caller>) -> Response {
+/// Logs a refusal (the caller's name, when it is known).
+fn refused(refused: Refused, caller: Option<&Caller>) -> Refused {
     let client = caller.map_or("-", |c| c.name.as_str());
     tracing::info!(client, error = refused.code(), "request refused");
+    refused
+}
+
+/// A refusal in the surface's error shape.
+fn refusal(shape: Shape, refused: Refused) -> Response {
     match shape {
         Shape::Api => ApiError::from(refused).into_response(),
         Shape::Tavily => tavily::refusal(refused),
     }
 }
 
-/// The key the request carries, if any; a POST's body is read (and put back) only when keys are
-/// required and none came in the head.
-async fn key_of(
-    gate: &Gate,
-    request: Request,
-) -> Result<(Request, Option<String>), body::BodyError> {
+/// Where the request's key is, as far as its head tells.
+enum InHead {
+    /// In the head, or nowhere (no key, or keys not required).
+    Found(Option<String>),
+    /// Not in the head of a POST to a surface with a body while keys are required: the body is
+    /// read (and put back) to look for it.
+    InBody,
+}
+
+fn key_in_head(gate: &GateLayer, request: &Request) -> InHead {
     let in_head = from_headers(request.headers()).or_else(|| from_query(request.uri().query()));
     let surface_with_body = request.method() == Method::POST && request.uri().path() != mcp::PATH;
     if in_head.is_some() || !surface_with_body || !gate.clients.requires_keys() {
-        return Ok((request, in_head));
+        InHead::Found(in_head)
+    } else {
+        InHead::InBody
     }
-    let (parts, body) = request.into_parts();
-    let bytes = body::read(&gate.limits, &parts.headers, body).await?;
-    let key = from_body(&parts.headers, &bytes);
-    Ok((Request::from_parts(parts, Body::from(bytes)), key))
 }
 
 fn from_headers(headers: &HeaderMap) -> Option<String> {
@@ -201,7 +338,18 @@ fn from_headers(headers: &HeaderMap) -> Option<String> {
 }
 
 fn from_query(query: Option<&str>) -> Option<String> {
-    from_form(query?.as_bytes())
+    let query = query?;
+    // Every request passes here: the query is decoded only when a parameter's name could decode
+    // to `api_key` (it is `api_key`, or it has an escape).
+    let may_carry_key = query.split('&').any(|pair| {
+        let name = pair.split_once('=').map_or(pair, |(name, _)| name);
+        name == KEY_PARAMETER || name.contains('%')
+    });
+    if may_carry_key {
+        from_form(query.as_bytes())
+    } else {
+        None
+    }
 }
 
 fn from_form(encoded: &[u8]) -> Option<String> {
@@ -249,6 +397,9 @@ mod tests {
             Some("k 3")
         );
         assert_eq!(from_query(Some("q=x&api_key=")), None);
+        assert_eq!(from_query(Some("api%5Fkey=k4&q=x")).as_deref(), Some("k4"));
+        assert_eq!(from_query(Some("q=caf%C3%A9&format=json")), None);
+        assert_eq!(from_query(Some("q=api_key&format=json")), None);
     }
 
     #[test]

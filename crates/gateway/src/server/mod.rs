@@ -77,7 +77,7 @@ pub(crate) fn mcp_web_search(body: &[u8], urls: &[&str]) -> bool {
 fn router(gateway: Gateway, clients: Clients, mcp_shutdown: CancellationToken) -> Router {
     let metrics_path = gateway.config().metrics_path.clone();
     let admin = admin::routes(&gateway, &clients);
-    let gate = auth::Gate {
+    let gate = auth::GateLayer {
         clients: clients.clone(),
         limits: gateway.config().server_limits,
     };
@@ -89,10 +89,10 @@ fn router(gateway: Gateway, clients: Clients, mcp_shutdown: CancellationToken) -
     let surfaces = Router::new()
         .merge(searxng_api::routes())
         .merge(tavily::routes())
-        .layer(axum::middleware::from_fn(search_span::traced))
+        .layer(search_span::TracedLayer)
         .merge(mcp::routes(gateway.clone(), clients, mcp_shutdown))
         .route(operations::STATUS_PATH, get(operations::status))
-        .layer(axum::middleware::from_fn_with_state(gate, auth::admit));
+        .layer(gate);
     let mut router = Router::new().merge(surfaces);
     // The operator's actions exist only with `ADMIN_TOKEN`.
     if let Some(admin) = admin {
@@ -104,7 +104,7 @@ fn router(gateway: Gateway, clients: Clients, mcp_shutdown: CancellationToken) -
         .route(&metrics_path, get(operations::metrics))
         .fallback(operations::not_found)
         .method_not_allowed_fallback(operations::method_not_allowed)
-        .layer(axum::middleware::from_fn(request_id::tag))
+        .layer(request_id::TagLayer)
         .with_state(gateway)
 }
 

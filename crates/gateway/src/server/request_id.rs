@@ -6,11 +6,21 @@
 //! The ID is made and kept as a `HeaderValue` (cheap to clone, written to the response as is), and
 //! a fresh one comes from a thread-local generator (uuid's `fast-rng`), not a `getrandom` system
 //! call per request: it labels a request, it guards nothing.
+//!
+//! The layer is a hand-made `tower` service ([`Tag`]) rather than `axum::middleware::from_fn`: it
+//! runs on every request, and `from_fn` clones and boxes the inner service and boxes its future
+//! per request (measured in BENCHMARKS.md, #16).
+
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{ready, Context, Poll};
 
 use axum::extract::Request;
 use axum::http::{HeaderName, HeaderValue};
-use axum::middleware::Next;
 use axum::response::Response;
+use tower_layer::Layer;
+use tower_service::Service;
+use tracing::instrument::Instrumented;
 use tracing::Instrument;
 
 /// The header that carries the ID both ways.
@@ -40,22 +50,80 @@ impl RequestId {
     }
 }
 
-/// The middleware: adopt or make the ID, run the request in its span, return the ID.
-pub(super) async fn tag(mut request: Request, next: Next) -> Response {
-    let id = request
-        .headers()
-        .get(&HEADER)
-        .filter(|v| v.to_str().is_ok_and(sane))
-        .map_or_else(RequestId::fresh, |v| RequestId(v.clone()));
-    let span = tracing::info_span!(
-        target: crate::trace::REQUEST_TARGET,
-        "request",
-        request_id = %id.as_str()
-    );
-    request.extensions_mut().insert(id.clone());
-    let mut response = next.run(request).instrument(span).await;
-    response.headers_mut().insert(HEADER, id.0);
-    response
+/// The layer: adopt or make the ID, run the request in its span, return the ID.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct TagLayer;
+
+impl<S> Layer<S> for TagLayer {
+    type Service = Tag<S>;
+
+    fn layer(&self, inner: S) -> Tag<S> {
+        Tag { inner }
+    }
+}
+
+/// [`TagLayer`]'s service.
+#[derive(Debug, Clone)]
+pub(super) struct Tag<S> {
+    inner: S,
+}
+
+impl<S> Service<Request> for Tag<S>
+where
+    S: Service<Request, Response = Response>,
+{
+    type Response = Response;
+    type Error = S::Error;
+    type Future = Tagged<S::Future>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), S::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, mut request: Request) -> Self::Future {
+        let id = request
+            .headers()
+            .get(&HEADER)
+            .filter(|v| v.to_str().is_ok_and(sane))
+            .map_or_else(RequestId::fresh, |v| RequestId(v.clone()));
+        let span = tracing::info_span!(
+            target: crate::trace::REQUEST_TARGET,
+            "request",
+            request_id = %id.as_str()
+        );
+        request.extensions_mut().insert(id.clone());
+        // The layers below may log while they are called (a refused key), not only when polled.
+        let inner = span.in_scope(|| self.inner.call(request));
+        Tagged {
+            inner: inner.instrument(span),
+            id: Some(id.0),
+        }
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// The response of a tagged request, with the ID added to its headers.
+    pub(super) struct Tagged<F> {
+        #[pin]
+        inner: Instrumented<F>,
+        id: Option<HeaderValue>,
+    }
+}
+
+impl<F, E> Future for Tagged<F>
+where
+    F: Future<Output = Result<Response, E>>,
+{
+    type Output = Result<Response, E>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.project();
+        let mut response = ready!(this.inner.poll(cx))?;
+        if let Some(id) = this.id.take() {
+            response.headers_mut().insert(HEADER, id);
+        }
+        Poll::Ready(Ok(response))
+    }
 }
 
 fn sane(id: &str) -> bool {
