@@ -42,6 +42,7 @@ pub mod bench;
 
 mod breaker;
 mod cache;
+mod canonical_url;
 pub mod clients;
 mod merge;
 mod metrics;

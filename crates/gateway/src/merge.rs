@@ -111,150 +111,6 @@ impl Merged {
     }
 }
 
-/// Query parameters that only track the click, never select content.
-fn is_tracking_param(name: &str) -> bool {
-    name.as_bytes()
-        .get(..4)
-        .is_some_and(|prefix| prefix.eq_ignore_ascii_case(b"utm_"))
-        || [
-            "gclid",
-            "fbclid",
-            "msclkid",
-            "dclid",
-            "yclid",
-            "igshid",
-            "mc_cid",
-            "mc_eid",
-            "_ga",
-            "_hsenc",
-            "_hsmi",
-            "mkt_tok",
-            "oly_anon_id",
-            "oly_enc_id",
-            "vero_id",
-            "wickedid",
-        ]
-        .iter()
-        .any(|tracking| name.eq_ignore_ascii_case(tracking))
-}
-
-/// The deduplication key of a URL: scheme-less, lower-case host without `www.`, no fragment, no
-/// trailing `/`, no tracking parameters, remaining parameters sorted.
-///
-/// Nearly every URL a search engine returns is a plain `http(s)://host/path?query` in printable
-/// ASCII, where parsing with `url::Url` (WHATWG normalisation, a copy of the whole URL) is most of
-/// the cost: [`canonical_url_ascii`] builds the same key straight from the text, and anything it is
-/// not sure of goes through `url::Url`. A test compares both on every edge we know of.
-pub(crate) fn canonical_url(raw: &str) -> String {
-    let raw = raw.trim();
-    canonical_url_ascii(raw).unwrap_or_else(|| canonical_url_parsed(raw))
-}
-
-/// The key of a URL that `url::Url` would leave as it is apart from lower-casing the host: `http`
-/// or `https`, a host of letters, digits, `-` and `.` (not numeric, no IDNA label, no port, no
-/// user), a path without dot segments, percent signs or characters the parser would escape. `None`
-/// for anything else.
-fn canonical_url_ascii(raw: &str) -> Option<String> {
-    let rest = raw
-        .strip_prefix("https://")
-        .or_else(|| raw.strip_prefix("http://"))?;
-    if !rest.bytes().all(|b| b.is_ascii_graphic() && b != b'\\') {
-        return None;
-    }
-    let rest = rest.split_once('#').map_or(rest, |(before, _)| before);
-    let (rest, query) = match rest.split_once('?') {
-        Some((before, query)) => (before, Some(query)),
-        None => (rest, None),
-    };
-    let (host, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
-    let host = host.to_ascii_lowercase();
-    let host_ok = host
-        .bytes()
-        .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'.')
-        && !host.starts_with('.')
-        && !host.ends_with('.')
-        && !host.contains("..")
-        && !host.contains("xn--")
-        // The last label starts with a letter: the host is a domain, never an IPv4 address.
-        && host
-            .rsplit('.')
-            .next()
-            .is_some_and(|label| label.starts_with(|c: char| c.is_ascii_alphabetic()));
-    let path_ok = path.bytes().all(|b| PLAIN_PATH_BYTES[usize::from(b)])
-        && !(path.contains("/.") && path.split('/').any(|s| s == "." || s == ".."));
-    if !host_ok || !path_ok {
-        return None;
-    }
-    let host = host.strip_prefix("www.").unwrap_or(&host);
-    let path = path.trim_end_matches('/');
-    let mut key =
-        String::with_capacity(2 + host.len() + path.len() + query.map_or(0, str::len) + 1);
-    key.push_str("//");
-    key.push_str(host);
-    key.push_str(path);
-    if let Some(query) = query {
-        push_params(&mut key, url::form_urlencoded::parse(query.as_bytes()));
-    }
-    Some(key)
-}
-
-/// Path bytes `url::Url` keeps as they are: letters, digits and `-._~!$&'()*+,;=:@/`.
-const PLAIN_PATH_BYTES: [bool; 256] = {
-    let mut plain = [false; 256];
-    let mut b = 0;
-    while b < 256 {
-        plain[b] = (b as u8).is_ascii_alphanumeric();
-        b += 1;
-    }
-    let punctuation = b"-._~!$&'()*+,;=:@/";
-    let mut i = 0;
-    while i < punctuation.len() {
-        plain[punctuation[i] as usize] = true;
-        i += 1;
-    }
-    plain
-};
-
-/// `?k=v&…` for the parameters that are not tracking ones, sorted; nothing when none is left.
-fn push_params<'a>(
-    key: &mut String,
-    pairs: impl Iterator<Item = (std::borrow::Cow<'a, str>, std::borrow::Cow<'a, str>)>,
-) {
-    let mut params: Vec<_> = pairs.filter(|(k, _)| !is_tracking_param(k)).collect();
-    if params.is_empty() {
-        return;
-    }
-    params.sort();
-    for (i, (k, v)) in params.iter().enumerate() {
-        key.push(if i == 0 { '?' } else { '&' });
-        key.push_str(k);
-        key.push('=');
-        key.push_str(v);
-    }
-}
-
-/// [`canonical_url`] through `url::Url`: any URL it can parse; the trimmed text lower-cased when it
-/// cannot.
-fn canonical_url_parsed(raw: &str) -> String {
-    let Ok(url) = url::Url::parse(raw) else {
-        return raw.trim().to_ascii_lowercase();
-    };
-    let host = url.host_str().unwrap_or("").to_ascii_lowercase();
-    let host = host.strip_prefix("www.").unwrap_or(&host);
-    let scheme = match url.scheme() {
-        "http" | "https" => "",
-        other => other,
-    };
-    let port = match url.port() {
-        Some(p) => format!(":{p}"),
-        None => String::new(),
-    };
-    let path = url.path().trim_end_matches('/');
-    let mut key = format!("{scheme}//{host}{port}{path}");
-    push_params(&mut key, url.query_pairs());
-    key
-}
-
 struct Group {
     score: f64,
     /// (rank, source) of the best single occurrence, and where it is.
@@ -274,13 +130,20 @@ fn better(a: (usize, Source), b: (usize, Source)) -> bool {
 /// The number of distinct canonical URLs seen so far: what the fallback compares with its target,
 /// kept up to date as answers arrive instead of re-merging everything after each one.
 #[derive(Debug, Default)]
-pub(crate) struct DistinctUrls(std::collections::HashSet<String>);
+pub(crate) struct DistinctUrls(KeySet<String>);
+
+/// A set of canonical keys on the miss path: foldhash (hashbrown's default hasher, seeded per
+/// process) instead of SipHash, which cost more than the set's work for these short keys.
+type KeySet<K> = std::collections::HashSet<K, foldhash::fast::RandomState>;
 
 impl DistinctUrls {
     /// Counts one source's results in.
     pub(crate) fn add(&mut self, answer: &SourceResults) {
+        self.0.reserve(answer.results.len());
         for obj in &answer.results {
-            self.0.insert(canonical_url(obj.url()));
+            if !self.0.contains(obj.key()) {
+                self.0.insert(obj.key().to_owned());
+            }
         }
     }
 
@@ -308,14 +171,14 @@ pub(crate) fn merge_owned(mut answers: Vec<SourceResults>) -> Merged {
     for (a, answer) in answers.iter().enumerate() {
         let mut seen_in_source = BTreeSet::new();
         for (i, obj) in answer.results.iter().enumerate() {
-            let key = canonical_url(obj.url());
-            if !seen_in_source.insert(key.clone()) {
+            let key = obj.key();
+            if !seen_in_source.insert(key) {
                 // A source listing the same URL twice is not two votes.
                 continue;
             }
             let rank = seen_in_source.len();
             let contribution = fused_contribution(rank);
-            let entry = groups.entry(key).or_insert_with(|| Group {
+            let entry = groups.entry(key.to_owned()).or_insert_with(|| Group {
                 score: 0.0,
                 best: (rank, answer.source),
                 at: (a, i),
@@ -367,9 +230,17 @@ pub(crate) fn merge_owned(mut answers: Vec<SourceResults>) -> Merged {
 /// One source's answer as it came, minus repeated URLs (the first occurrence stays).
 fn single_source(answer: SourceResults) -> Merged {
     let mut merged = Merged::default();
-    let mut seen = std::collections::HashSet::new();
-    for obj in answer.results {
-        if !seen.insert(canonical_url(obj.url())) {
+    let first: Vec<bool> = {
+        let mut seen = KeySet::with_capacity_and_hasher(answer.results.len(), Default::default());
+        answer
+            .results
+            .iter()
+            .map(|obj| seen.insert(obj.key()))
+            .collect()
+    };
+    merged.results.reserve(answer.results.len());
+    for (obj, first) in answer.results.into_iter().zip(first) {
+        if !first {
             continue;
         }
         merged.engines.extend(obj.engines().iter().cloned());
@@ -419,105 +290,6 @@ mod tests {
     }
 
     #[test]
-    fn canonical_url_folds_cosmetic_differences() {
-        let same = [
-            "https://www.Example.org/a/?utm_source=x&b=2&a=1#frag",
-            "http://example.org/a?a=1&b=2",
-            "HTTPS://EXAMPLE.ORG/a?gclid=123&a=1&b=2&fbclid=9",
-        ];
-        let keys: BTreeSet<String> = same.iter().map(|u| canonical_url(u)).collect();
-        assert_eq!(keys.len(), 1, "{keys:?}");
-        assert_ne!(
-            canonical_url("https://example.org/a"),
-            canonical_url("https://example.org/b")
-        );
-        assert_ne!(
-            canonical_url("https://example.org/a?x=1"),
-            canonical_url("https://example.org/a?x=2")
-        );
-        assert_ne!(
-            canonical_url("https://example.org:8443/a"),
-            canonical_url("https://example.org/a")
-        );
-    }
-
-    #[test]
-    fn the_ascii_fast_path_gives_the_parsers_key_or_steps_aside() {
-        let schemes = ["https://", "http://", "HTTPS://", "ftp://", ""];
-        let hosts = [
-            "www.Example.org",
-            "a.b",
-            "EXAMPLE.org",
-            "127.0.0.1",
-            "0x7f.1",
-            "example.123",
-            "xn--bcher-kva.example",
-            "exa_mple.org",
-            "host.",
-            ".host",
-            "a..b",
-            "",
-            "ex%61mple.org",
-            "user@host.org",
-            "Bücher.example",
-            "www",
-        ];
-        let ports = ["", ":80", ":443", ":8080", ":0443", ":"];
-        let paths = [
-            "",
-            "/",
-            "/a",
-            "/A/b/",
-            "/a//",
-            "/./x",
-            "/x/../y",
-            "/%2e/",
-            "/a%20b",
-            "/a b",
-            "/ü",
-            "//",
-            "/a;b=c,d",
-            "/~user/(x)",
-            "/a\\b",
-            "/a|b",
-            "/'q'",
-        ];
-        let queries = [
-            "",
-            "?",
-            "?a=1&b=2",
-            "?utm_source=x&z=%20",
-            "?b=+&a",
-            "?&&a=1=2",
-            "?a=%zz",
-            "?ü=1",
-            "?UTM_Medium=1&Gclid=2&q",
-            "?a=\"x\"&b=<y>",
-            "?a=1?b",
-        ];
-        let fragments = ["", "#f", "#a?b=1"];
-        let mut fast = 0;
-        for scheme in schemes {
-            for host in hosts {
-                for port in ports {
-                    for path in paths {
-                        for query in queries {
-                            for fragment in fragments {
-                                let url = format!("{scheme}{host}{port}{path}{query}{fragment}");
-                                if let Some(key) = canonical_url_ascii(&url) {
-                                    fast += 1;
-                                    assert_eq!(key, canonical_url_parsed(&url), "{url}");
-                                }
-                            }
-                        }
-                    }
-                }
-            }
-        }
-        assert!(fast > 1000, "the fast path takes plain URLs ({fast})");
-    }
-
-    #[test]
     fn duplicates_list_every_source_and_every_source_contributes() {
         let merged = merge(&[
             premium(ProviderKind::Brave, &["https://example.org/a"]),
@@ -555,8 +327,12 @@ mod tests {
         assert_eq!(distinct.len(), merge(&answers).results.len());
     }
 
-    fn urls(merged: &Merged) -> Vec<&str> {
-        merged.results.iter().map(|r| r.url()).collect()
+    fn urls(merged: &Merged) -> Vec<String> {
+        merged
+            .results
+            .iter()
+            .map(|r| r.to_object()["url"].as_str().unwrap().to_owned())
+            .collect()
     }
 
     #[test]

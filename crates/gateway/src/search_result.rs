@@ -18,10 +18,13 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
+use crate::canonical_url::canonical_url;
+
 /// One result: what the merge reads, and the object the client gets.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub(crate) struct SearchResult {
-    url: String,
+    /// The deduplication key of the result's `url` ([`canonical_url`]), computed once.
+    key: String,
     engine: Option<String>,
     engines: Vec<String>,
     positions: Vec<u64>,
@@ -62,7 +65,7 @@ impl SearchResult {
         let fields: Fields = serde_json::from_str(raw.get()).ok()?;
         let url = fields.url.filter(|_| fields.title)?;
         Some(Self {
-            url,
+            key: canonical_url(&url),
             engine: fields.engine,
             engines: fields.engines,
             positions: fields.positions,
@@ -76,7 +79,7 @@ impl SearchResult {
     /// A result the gateway built; `url`, `engine`, `engines` and `positions` are read from it
     /// (the object must have a string `url`).
     pub(crate) fn from_built(object: Map<String, Value>) -> Option<Self> {
-        let url = object.get("url")?.as_str()?.to_owned();
+        let url = object.get("url")?.as_str()?;
         let engine = object
             .get("engine")
             .and_then(Value::as_str)
@@ -93,7 +96,7 @@ impl SearchResult {
             _ => Vec::new(),
         };
         Some(Self {
-            url,
+            key: canonical_url(url),
             engine,
             engines,
             positions,
@@ -109,9 +112,9 @@ impl SearchResult {
         Self::from_sent(raw, &body)
     }
 
-    /// The result's `url`.
-    pub(crate) fn url(&self) -> &str {
-        &self.url
+    /// The deduplication key of the result's `url`.
+    pub(crate) fn key(&self) -> &str {
+        &self.key
     }
 
     /// The result's `engine`, when it is a string.
@@ -458,7 +461,7 @@ mod tests {
         let text = r#"{"url": "https://a.example/", "title": "A", "engine": "alpha",
             "engines": ["alpha", 3, "beta"], "positions": [2, -1, "x", 5], "content": "\u00e9", "x": {"y": [1.50]}}"#;
         let result = sent(text).unwrap();
-        assert_eq!(result.url(), "https://a.example/");
+        assert_eq!(result.key(), "//a.example");
         assert_eq!(result.engine(), Some("alpha"));
         assert_eq!(result.engines(), ["alpha", "beta"]);
         assert_eq!(result.positions(), [2, 5]);
@@ -481,7 +484,7 @@ mod tests {
     fn a_repeated_key_counts_once_with_its_last_value() {
         let result =
             sent(r#"{"url": "a", "title": "t", "url": "b", "score": 1, "score": 2}"#).unwrap();
-        assert_eq!(result.url(), "b");
+        assert_eq!(result.key(), "b");
         assert_eq!(
             result.to_object(),
             *json!({"url": "b", "title": "t", "score": 2})

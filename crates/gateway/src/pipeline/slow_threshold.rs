@@ -28,16 +28,17 @@ impl LatencyWindow {
 
     /// The 95th percentile of the window, if there are samples.
     pub(crate) fn p95(&self) -> Option<Duration> {
-        let mut sorted: Vec<Duration> = {
+        // Asked on every miss: the rank is selected (linear), not found by sorting the window.
+        let mut samples: Vec<Duration> = {
             let samples = self.samples.lock().unwrap_or_else(|p| p.into_inner());
             samples.iter().copied().collect()
         };
-        if sorted.is_empty() {
+        if samples.is_empty() {
             return None;
         }
-        sorted.sort_unstable();
-        let index = ((sorted.len() as f64) * 0.95).ceil() as usize;
-        sorted.get(index.saturating_sub(1)).copied()
+        let index = ((samples.len() as f64) * 0.95).ceil() as usize;
+        let (_, p95, _) = samples.select_nth_unstable(index.saturating_sub(1));
+        Some(*p95)
     }
 
     /// The wait before the fallback starts alongside SearXNG, for a request with `budget`.

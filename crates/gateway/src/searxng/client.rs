@@ -232,13 +232,22 @@ impl SearxngClient {
             engine: engine.to_owned(),
             instance: self.instance.clone(),
         };
+        // Counted per engine first: one metric lookup (labels built and hashed) per engine, not
+        // one per result and engine.
+        let mut per_engine: Vec<(&str, u64)> = Vec::new();
         for result in &answer.results {
             for engine in result_engines(result) {
-                self.metrics
-                    .engine_results
-                    .get_or_create(&labels(engine))
-                    .inc();
+                match per_engine.iter_mut().find(|(name, _)| *name == engine) {
+                    Some((_, count)) => *count += 1,
+                    None => per_engine.push((engine, 1)),
+                }
             }
+        }
+        for (engine, count) in per_engine {
+            self.metrics
+                .engine_results
+                .get_or_create(&labels(engine))
+                .inc_by(count);
         }
         for engine in answer.engines_with_results() {
             self.metrics
