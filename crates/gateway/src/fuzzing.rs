@@ -37,7 +37,23 @@ pub fn search_params(input: &[u8]) {
 
 /// A SearXNG `/search` body through the answer decoder and the per-engine accounting it feeds.
 pub fn searxng_answer(input: &[u8]) {
-    if let Some(answer) = crate::searxng::parse_answer(input) {
+    let answer = crate::searxng::parse_answer(input);
+    // The one-pass reader accepts what a tree of the body accepts: one JSON object whose
+    // `results` is an array. (Each result gets serde_json's nesting limit of its own, so a body
+    // nested deeper than the limit allows from the top may be read where a tree is refused.)
+    match serde_json::from_slice::<serde_json::Value>(input) {
+        Ok(tree) => assert_eq!(
+            answer.is_some(),
+            tree.get("results").is_some_and(serde_json::Value::is_array)
+        ),
+        Err(_) => assert!(
+            answer.is_none()
+                || serde_json::from_slice::<&serde_json::value::RawValue>(input).is_ok()
+                || input.iter().filter(|&&b| b == b'[' || b == b'{').count() > 120,
+            "only JSON is read"
+        ),
+    }
+    if let Some(answer) = answer {
         let _ = answer.is_degraded();
         let engines = answer.engines_with_results();
         for result in &answer.results {

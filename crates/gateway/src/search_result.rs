@@ -60,9 +60,18 @@ struct MergedFields {
 impl SearchResult {
     /// A result from an upstream's JSON value `raw`, read from `body` (kept as a slice of
     /// `body`, not a copy): `None` unless it is an object with a string `url` and a string `title`.
+    #[cfg(test)]
     pub(crate) fn from_sent(raw: &RawValue, body: &Bytes) -> Option<Self> {
-        let object = slice_of(body, raw.get().as_bytes())?;
-        let fields: Fields = serde_json::from_str(raw.get()).ok()?;
+        let element: SentElement = serde_json::from_str(raw.get()).ok()?;
+        Self::from_element(element, raw.get(), body)
+    }
+
+    /// A result from one element of an upstream's result list, read where it is: `element` is
+    /// what was read of `text`, a part of `body` (kept as a slice of `body`, not a copy). `None`
+    /// unless it is an object with a string `url` and a string `title`.
+    pub(crate) fn from_element(element: SentElement, text: &str, body: &Bytes) -> Option<Self> {
+        let fields = element.0?;
+        let object = slice_of(body, text.as_bytes())?;
         let url = fields.url.filter(|_| fields.title)?;
         Some(Self {
             key: canonical_url(&url),
@@ -341,49 +350,80 @@ enum Key {
     Other,
 }
 
-impl<'de> Deserialize<'de> for Fields {
+/// One element of an upstream's result list: the [`Fields`] of an object, `None` for any other
+/// value (read and skipped).
+pub(crate) struct SentElement(Option<Fields>);
+
+impl<'de> Deserialize<'de> for SentElement {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct FieldsVisitor;
-        impl<'de> Visitor<'de> for FieldsVisitor {
-            type Value = Fields;
+        deserializer.deserialize_any(FieldsVisitor)
+    }
+}
 
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("a search result object")
-            }
+struct FieldsVisitor;
 
-            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Fields, A::Error> {
-                // A repeated key: the last value counts, as in a tree of the object.
-                let mut fields = Fields::default();
-                while let Some(key) = map.next_key::<Key>()? {
-                    match key {
-                        Key::Url => fields.url = into_string(map.next_value()?),
-                        Key::Title => fields.title = map.next_value::<IsString>()?.0,
-                        Key::Engine => fields.engine = into_string(map.next_value()?),
-                        Key::Engines => {
-                            fields.engines = match map.next_value()? {
-                                Value::Array(list) => {
-                                    list.into_iter().filter_map(into_string).collect()
-                                }
-                                _ => Vec::new(),
-                            }
-                        }
-                        Key::Positions => {
-                            fields.positions = match map.next_value()? {
-                                Value::Array(list) => {
-                                    list.iter().filter_map(Value::as_u64).collect()
-                                }
-                                _ => Vec::new(),
-                            }
-                        }
-                        Key::Other => {
-                            map.next_value::<IgnoredAny>()?;
-                        }
+impl<'de> Visitor<'de> for FieldsVisitor {
+    type Value = SentElement;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a search result object")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<SentElement, A::Error> {
+        // A repeated key: the last value counts, as in a tree of the object.
+        let mut fields = Fields::default();
+        while let Some(key) = map.next_key::<Key>()? {
+            match key {
+                Key::Url => fields.url = into_string(map.next_value()?),
+                Key::Title => fields.title = map.next_value::<IsString>()?.0,
+                Key::Engine => fields.engine = into_string(map.next_value()?),
+                Key::Engines => {
+                    fields.engines = match map.next_value()? {
+                        Value::Array(list) => list.into_iter().filter_map(into_string).collect(),
+                        _ => Vec::new(),
                     }
                 }
-                Ok(fields)
+                Key::Positions => {
+                    fields.positions = match map.next_value()? {
+                        Value::Array(list) => list.iter().filter_map(Value::as_u64).collect(),
+                        _ => Vec::new(),
+                    }
+                }
+                Key::Other => {
+                    map.next_value::<IgnoredAny>()?;
+                }
             }
         }
-        deserializer.deserialize_map(FieldsVisitor)
+        Ok(SentElement(Some(fields)))
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<SentElement, A::Error> {
+        while seq.next_element::<IgnoredAny>()?.is_some() {}
+        Ok(SentElement(None))
+    }
+
+    fn visit_str<E>(self, _: &str) -> Result<SentElement, E> {
+        Ok(SentElement(None))
+    }
+
+    fn visit_bool<E>(self, _: bool) -> Result<SentElement, E> {
+        Ok(SentElement(None))
+    }
+
+    fn visit_i64<E>(self, _: i64) -> Result<SentElement, E> {
+        Ok(SentElement(None))
+    }
+
+    fn visit_u64<E>(self, _: u64) -> Result<SentElement, E> {
+        Ok(SentElement(None))
+    }
+
+    fn visit_f64<E>(self, _: f64) -> Result<SentElement, E> {
+        Ok(SentElement(None))
+    }
+
+    fn visit_unit<E>(self) -> Result<SentElement, E> {
+        Ok(SentElement(None))
     }
 }
 
