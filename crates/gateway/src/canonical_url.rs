@@ -70,7 +70,8 @@ fn canonical_url_ascii(raw: &str) -> Option<String> {
     let mut key =
         String::with_capacity(2 + host.len() + path.len() + query.map_or(0, str::len) + 1);
     key.push_str("//");
-    key.extend(host.bytes().map(|b| char::from(b.to_ascii_lowercase())));
+    key.push_str(host);
+    key[2..].make_ascii_lowercase();
     key.push_str(path);
     if let Some(query) = query {
         push_params(&mut key, url::form_urlencoded::parse(query.as_bytes()));

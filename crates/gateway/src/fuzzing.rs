@@ -74,7 +74,7 @@ pub fn searxng_answer(input: &[u8]) {
                 assert!(object.get("title").is_some_and(|t| t.is_string()));
             }
             for engine in crate::searxng::result_engines(result) {
-                assert!(engines.iter().any(|e| e == engine));
+                assert!(engines.contains(&engine));
             }
         }
     }

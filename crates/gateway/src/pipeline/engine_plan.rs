@@ -134,7 +134,7 @@ impl EnginePlan {
         catalog.is_some_and(|c| {
             with_results
                 .iter()
-                .map(String::as_str)
+                .copied()
                 .chain(answer.unresponsive.iter().map(|u| u.engine.as_str()))
                 .any(|name| !c.knows(name))
         })

@@ -34,17 +34,27 @@ impl SearxngAnswer {
         self.results.is_empty() && !self.unresponsive.is_empty()
     }
 
-    /// SearXNG engine names that returned at least one result (each engine of a result once).
-    pub(crate) fn engines_with_results(&self) -> Vec<String> {
-        let mut names: Vec<String> = Vec::new();
+    /// SearXNG engine names that returned at least one result (each engine once, in the order
+    /// they first appear), with how many results each returned.
+    pub(crate) fn results_per_engine(&self) -> Vec<(&str, u64)> {
+        let mut per_engine: Vec<(&str, u64)> = Vec::new();
         for result in &self.results {
             for engine in result_engines(result) {
-                if !names.iter().any(|n| n == engine) {
-                    names.push(engine.to_owned());
+                match per_engine.iter_mut().find(|(name, _)| *name == engine) {
+                    Some((_, count)) => *count += 1,
+                    None => per_engine.push((engine, 1)),
                 }
             }
         }
-        names
+        per_engine
+    }
+
+    /// SearXNG engine names that returned at least one result (each engine once).
+    pub(crate) fn engines_with_results(&self) -> Vec<&str> {
+        self.results_per_engine()
+            .into_iter()
+            .map(|(name, _)| name)
+            .collect()
     }
 }
 
@@ -93,14 +103,15 @@ impl TopLevel {
 /// The engines a result came from: `engines`, or `engine` when `engines` is absent — never both,
 /// so a result is not counted twice for the same engine.
 pub(crate) fn result_engines(result: &SearchResult) -> Vec<&str> {
-    let mut names: Vec<&str> = result.engines().iter().map(String::as_str).collect();
-    if names.is_empty() {
-        if let Some(engine) = result.engine() {
+    let mut names: Vec<&str> = Vec::with_capacity(result.engines().len().max(1));
+    for engine in result.engines() {
+        if !names.contains(&engine.as_str()) {
             names.push(engine);
         }
     }
-    names.sort_unstable();
-    names.dedup();
+    if names.is_empty() {
+        names.extend(result.engine());
+    }
     names
 }
 
@@ -375,6 +386,10 @@ mod tests {
         )
         .unwrap();
         assert_eq!(result_engines(&answer.results[0]), ["alpha", "beta"]);
+        assert_eq!(
+            answer.results_per_engine(),
+            [("alpha", 1), ("beta", 1), ("gamma", 1)]
+        );
         assert_eq!(result_engines(&answer.results[1]), ["gamma"]);
         assert_eq!(answer.engines_with_results(), ["alpha", "beta", "gamma"]);
     }

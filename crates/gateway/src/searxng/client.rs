@@ -12,7 +12,7 @@ use serde_json::Value;
 use tokio::time::Instant;
 use url::Url;
 
-use super::answer::{decode_answer, result_engines, SearxngAnswer};
+use super::answer::{decode_answer, SearxngAnswer};
 use super::metrics::{
     AttemptError, AttemptLabels, AttemptResult, EngineLabels, EngineReasonLabels, ErrorClassLabels,
     ResultLabels, SearxngMetrics, SearxngResult,
@@ -234,26 +234,13 @@ impl SearxngClient {
         };
         // Counted per engine first: one metric lookup (labels built and hashed) per engine, not
         // one per result and engine.
-        let mut per_engine: Vec<(&str, u64)> = Vec::new();
-        for result in &answer.results {
-            for engine in result_engines(result) {
-                match per_engine.iter_mut().find(|(name, _)| *name == engine) {
-                    Some((_, count)) => *count += 1,
-                    None => per_engine.push((engine, 1)),
-                }
-            }
-        }
-        for (engine, count) in per_engine {
+        for (engine, count) in answer.results_per_engine() {
+            let labels = labels(engine);
             self.metrics
                 .engine_results
-                .get_or_create(&labels(engine))
+                .get_or_create(&labels)
                 .inc_by(count);
-        }
-        for engine in answer.engines_with_results() {
-            self.metrics
-                .engine_status
-                .get_or_create(&labels(&engine))
-                .set(1);
+            self.metrics.engine_status.get_or_create(&labels).set(1);
         }
         for u in &answer.unresponsive {
             self.metrics
