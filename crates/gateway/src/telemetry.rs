@@ -18,11 +18,13 @@ use opentelemetry_otlp::{Protocol, WithExportConfig};
 use opentelemetry_sdk::propagation::TraceContextPropagator;
 use opentelemetry_sdk::trace::SdkTracerProvider;
 use opentelemetry_sdk::Resource;
+use tracing::field::{Field, Visit};
 use tracing::{Event, Subscriber};
 use tracing_opentelemetry::OpenTelemetrySpanExt;
-use tracing_subscriber::field::MakeExt;
+use tracing_subscriber::field::RecordFields;
 use tracing_subscriber::filter::{EnvFilter, Targets};
 use tracing_subscriber::fmt::format::Writer;
+use tracing_subscriber::fmt::time::FormatTime;
 use tracing_subscriber::fmt::writer::BoxMakeWriter;
 use tracing_subscriber::fmt::{FmtContext, FormatEvent, FormatFields};
 use tracing_subscriber::layer::SubscriberExt;
@@ -86,6 +88,7 @@ pub fn init(config: &Config, to: LogTo) -> Result<Telemetry, TelemetryError> {
         } else {
             tracing_subscriber::fmt::layer()
                 .with_writer(to.writer())
+                .with_timer(LineTime)
                 .with_target(false)
                 .with_ansi(to.is_terminal())
                 .fmt_fields(text_fields(to.is_terminal()))
@@ -113,7 +116,9 @@ pub fn init(config: &Config, to: LogTo) -> Result<Telemetry, TelemetryError> {
             .with_ansi(false)
             .fmt_fields(text_fields(false))
             .event_format(WithTraceId::text(
-                tracing_subscriber::fmt::format().with_target(false),
+                tracing_subscriber::fmt::format()
+                    .with_timer(LineTime)
+                    .with_target(false),
             ))
             .with_filter(log_filter)
             .boxed()
@@ -130,54 +135,164 @@ pub fn init(config: &Config, to: LogTo) -> Result<Telemetry, TelemetryError> {
 }
 
 /// A text line's fields: on a terminal, tracing-subscriber's own (names in italics); elsewhere the
-/// same text — `message` bare, then `name=value` with the value's `Debug`, space-separated — written
-/// directly, where the default formatter still sends every name through its styling code with the
-/// colours off (≈ 12 % of a cache hit's instructions; BENCHMARKS.md, issue #16).
+/// same text written by [`PlainFields`].
 fn text_fields(terminal: bool) -> TextFields {
     if terminal {
-        return TextFields::Default(tracing_subscriber::fmt::format::DefaultFields::new());
-    }
-    TextFields::Plain(
-        tracing_subscriber::fmt::format::debug_fn(plain_field as PlainField).delimited(" "),
-    )
-}
-
-type PlainField = fn(&mut Writer<'_>, &tracing::field::Field, &dyn fmt::Debug) -> fmt::Result;
-
-fn plain_field(
-    writer: &mut Writer<'_>,
-    field: &tracing::field::Field,
-    value: &dyn fmt::Debug,
-) -> fmt::Result {
-    if field.name() == "message" {
-        write!(writer, "{value:?}")
+        TextFields::Default(tracing_subscriber::fmt::format::DefaultFields::new())
     } else {
-        write!(writer, "{}={value:?}", field.name())
+        TextFields::Plain(PlainFields)
     }
 }
 
 /// The two field formatters of [`text_fields`] as one type.
 enum TextFields {
     Default(tracing_subscriber::fmt::format::DefaultFields),
-    Plain(
-        tracing_subscriber::field::delimited::Delimited<
-            &'static str,
-            tracing_subscriber::fmt::format::FieldFn<PlainField>,
-        >,
-    ),
+    Plain(PlainFields),
 }
 
 impl<'w> FormatFields<'w> for TextFields {
-    fn format_fields<R: tracing_subscriber::field::RecordFields>(
-        &self,
-        writer: Writer<'w>,
-        fields: R,
-    ) -> fmt::Result {
+    fn format_fields<R: RecordFields>(&self, writer: Writer<'w>, fields: R) -> fmt::Result {
         match self {
             TextFields::Default(inner) => inner.format_fields(writer, fields),
             TextFields::Plain(inner) => inner.format_fields(writer, fields),
         }
     }
+}
+
+/// The default field formatter's text without colours — `message` bare, then `name=value` with
+/// the value's `Debug`, space-separated — written directly: the default formatter sends every name
+/// through its styling code even with colours off, and every value through `fmt`'s machinery.
+/// Every search logs a line (≈ a quarter of a cache hit's instructions; BENCHMARKS.md, issue #16),
+/// so the common values take short cuts that give the same text: a string of printable ASCII
+/// without `"` or `\\` is its `Debug` between quotes, an integer its digits.
+#[derive(Debug, Clone, Copy)]
+struct PlainFields;
+
+impl<'w> FormatFields<'w> for PlainFields {
+    fn format_fields<R: RecordFields>(&self, writer: Writer<'w>, fields: R) -> fmt::Result {
+        let mut visitor = PlainVisitor {
+            writer,
+            first: true,
+            result: Ok(()),
+        };
+        fields.record(&mut visitor);
+        visitor.result
+    }
+}
+
+struct PlainVisitor<'w> {
+    writer: Writer<'w>,
+    first: bool,
+    result: fmt::Result,
+}
+
+impl PlainVisitor<'_> {
+    /// The separator and `name=` (nothing for `message`).
+    fn name(&mut self, field: &Field) -> fmt::Result {
+        if !std::mem::take(&mut self.first) {
+            self.writer.write_char(' ')?;
+        }
+        if field.name() != "message" {
+            self.writer.write_str(field.name())?;
+            self.writer.write_char('=')?;
+        }
+        Ok(())
+    }
+
+    fn str_field(&mut self, field: &Field, value: &str) -> fmt::Result {
+        self.name(field)?;
+        if field.name() == "message" {
+            self.writer.write_str(value)
+        } else if value
+            .bytes()
+            .all(|b| (b' '..=b'~').contains(&b) && b != b'"' && b != b'\\')
+        {
+            self.writer.write_char('"')?;
+            self.writer.write_str(value)?;
+            self.writer.write_char('"')
+        } else {
+            write!(self.writer, "{value:?}")
+        }
+    }
+
+    fn digits(&mut self, field: &Field, digits: &str) -> fmt::Result {
+        self.name(field)?;
+        self.writer.write_str(digits)
+    }
+
+    fn debug_field(&mut self, field: &Field, value: &dyn fmt::Debug) -> fmt::Result {
+        self.name(field)?;
+        write!(self.writer, "{value:?}")
+    }
+}
+
+impl Visit for PlainVisitor<'_> {
+    fn record_str(&mut self, field: &Field, value: &str) {
+        if self.result.is_ok() {
+            self.result = self.str_field(field, value);
+        }
+    }
+
+    fn record_u64(&mut self, field: &Field, value: u64) {
+        if self.result.is_ok() {
+            self.result = self.digits(field, itoa::Buffer::new().format(value));
+        }
+    }
+
+    fn record_i64(&mut self, field: &Field, value: i64) {
+        if self.result.is_ok() {
+            self.result = self.digits(field, itoa::Buffer::new().format(value));
+        }
+    }
+
+    fn record_error(&mut self, field: &Field, value: &(dyn std::error::Error + 'static)) {
+        // As the default formatter: the error, then its sources as `NAME.sources=[a, b]`.
+        let sources = ErrorSources(value.source());
+        match value.source() {
+            Some(_) => self.record_debug(
+                field,
+                &format_args!("{value} {}.sources={sources}", field.name()),
+            ),
+            None => self.record_debug(field, &format_args!("{value}")),
+        }
+    }
+
+    fn record_debug(&mut self, field: &Field, value: &dyn fmt::Debug) {
+        if self.result.is_ok() {
+            self.result = self.debug_field(field, value);
+        }
+    }
+}
+
+/// An error's sources as `[a, b]`.
+struct ErrorSources<'a>(Option<&'a (dyn std::error::Error + 'static)>);
+
+impl fmt::Display for ErrorSources<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut list = f.debug_list();
+        let mut next = self.0;
+        while let Some(source) = next {
+            list.entry(&format_args!("{source}"));
+            next = source.source();
+        }
+        list.finish()
+    }
+}
+
+/// The time at the start of a log line: RFC 3339 in UTC with microseconds, as tracing-subscriber's
+/// default writes it, written by `humantime` (digits straight into a buffer, where the default
+/// goes through `fmt`'s padding code for each of its seven numbers).
+#[derive(Debug, Clone, Copy)]
+struct LineTime;
+
+impl FormatTime for LineTime {
+    fn format_time(&self, w: &mut Writer<'_>) -> fmt::Result {
+        write_time(w, std::time::SystemTime::now())
+    }
+}
+
+fn write_time(w: &mut impl fmt::Write, at: std::time::SystemTime) -> fmt::Result {
+    write!(w, "{}", humantime::format_rfc3339_micros(at))
 }
 
 /// `LOG_FORMAT=json`: one JSON object per line, the event's fields under `fields` and the
@@ -193,8 +308,10 @@ where
 }
 
 /// The JSON line's layout (see [`json_lines`]).
-fn json_format() -> tracing_subscriber::fmt::format::Format<tracing_subscriber::fmt::format::Json> {
+fn json_format(
+) -> tracing_subscriber::fmt::format::Format<tracing_subscriber::fmt::format::Json, LineTime> {
     tracing_subscriber::fmt::format()
+        .with_timer(LineTime)
         .json()
         .with_target(false)
         .with_current_span(true)
@@ -344,6 +461,14 @@ mod tests {
             let _entered = span.enter();
             tracing::info!(
                 surface = "searxng",
+                empty = "",
+                apostrophe = "it's",
+                accented = "café ☕",
+                control = "a\tb\nc\u{7f}",
+                backslash = "a\\b",
+                message_like = "x",
+                big = u64::MAX,
+                negative = i64::MIN,
                 quoted = "a \"b\" c",
                 status = 200u16,
                 elapsed = -4i64,
@@ -354,10 +479,40 @@ mod tests {
                 "search"
             );
             tracing::warn!("no fields: {}", 42);
+            tracing::info!(message = "a str message", n = 1u64);
+            let io = std::io::Error::other("disk gone");
+            let err = anyhow::Error::new(io).context("while saving");
+            let err: &(dyn std::error::Error + 'static) = err.as_ref();
+            tracing::warn!(error = err, "failed");
+            let plain = std::io::Error::other("plain");
+            tracing::warn!(
+                error = &plain as &(dyn std::error::Error + 'static),
+                "failed"
+            );
         });
         let default = String::from_utf8(default.0.lock().unwrap().clone()).unwrap();
         let plain = String::from_utf8(plain.0.lock().unwrap().clone()).unwrap();
         assert!(default.contains("request_id=\"r-1\""), "{default}");
+        assert!(default.contains("error.sources=[disk gone]"), "{default}");
         assert_eq!(plain, default);
+    }
+
+    #[test]
+    fn a_line_time_is_rfc_3339_in_utc_with_microseconds_as_the_default_writes_it() {
+        let at = std::time::UNIX_EPOCH + std::time::Duration::new(1_796_135_553, 123_456_789);
+        let mut text = String::new();
+        write_time(&mut text, at).unwrap();
+        assert_eq!(text, "2026-12-01T14:32:33.123456Z");
+        // The default's layout, character class by character class.
+        let mut default = String::new();
+        tracing_subscriber::fmt::time::SystemTime
+            .format_time(&mut Writer::new(&mut default))
+            .unwrap();
+        let shape = |s: &str| -> String {
+            s.chars()
+                .map(|c| if c.is_ascii_digit() { '0' } else { c })
+                .collect()
+        };
+        assert_eq!(shape(&text), shape(&default));
     }
 }
