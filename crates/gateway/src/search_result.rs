@@ -1,13 +1,14 @@
 //! One search result as the gateway carries it from an upstream to the answer: the few fields the
-//! merge and the engine accounting read (`url`, `engine`, `engines`, `positions`), decoded once,
-//! and the result's JSON object itself — SearXNG's own bytes, or an object built from a premium
+//! merge and the engine accounting read (`url`'s deduplication key, `engine`, `engines`,
+//! `positions`), decoded once, and the result's JSON object itself — SearXNG's own bytes, or an object built from a premium
 //! hit — with the fields the merge set. A result is rendered once, into the answer: SearXNG's bytes
 //! are copied as they came unless the merge changed the result, so a miss never builds a tree of
 //! every field SearXNG sent (decoding and freeing that tree was half of a miss's CPU, issue #16).
 //!
-//! Written over serde_json's `RawValue` (which finds where each value is in the text): no crate
-//! reads "these few fields, and where every value is" in one pass. A field of the wrong type is read
-//! as absent, never as an error, as the tree the gateway used before read it.
+//! An upstream's result list is read where it is ([`SentElement`], by `crate::searxng`'s one-pass
+//! reader, which keeps each element's text); a result the merge changed is written back over
+//! serde_json's `RawValue` (which finds where each value is in the text). A field of the wrong type
+//! is read as absent, never as an error, as the tree the gateway used before read it.
 
 use std::borrow::Cow;
 use std::fmt;
