@@ -1,6 +1,6 @@
 //! The deduplication key of a result's URL ([`canonical_url`]): what the merge groups results by
 //! and the fan-out counts distinct results with. Each result's key is computed once, when the
-//! result is decoded ([`crate::search_result`]).
+//! result is decoded (`search_result.rs`).
 
 /// Query parameters that only track the click, never select content.
 fn is_tracking_param(name: &str) -> bool {

@@ -5,10 +5,10 @@
 //! are copied as they came unless the merge changed the result, so a miss never builds a tree of
 //! every field SearXNG sent (decoding and freeing that tree was half of a miss's CPU, issue #16).
 //!
-//! An upstream's result list is read where it is ([`SentElement`], by `crate::searxng`'s one-pass
-//! reader, which keeps each element's text); a result the merge changed is written back over
-//! serde_json's `RawValue` (which finds where each value is in the text). A field of the wrong type
-//! is read as absent, never as an error, as the tree the gateway used before read it.
+//! An upstream's result list is read where it is ([`SentElement`], by the SearXNG answer's
+//! one-pass reader, which keeps each element's text); a result the merge changed is written back
+//! over serde_json's `RawValue` (which finds where each value is in the text). A field of the wrong
+//! type is read as absent, never as an error, as the tree the gateway used before read it.
 
 use std::borrow::Cow;
 use std::fmt;
