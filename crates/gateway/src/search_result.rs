@@ -1,9 +1,10 @@
 //! One search result as the gateway carries it from an upstream to the answer: the few fields the
 //! merge and the engine accounting read (`url`'s deduplication key, `engine`, `engines`,
-//! `positions`), decoded once, and the result's JSON object itself — SearXNG's own bytes, or an object built from a premium
-//! hit — with the fields the merge set. A result is rendered once, into the answer: SearXNG's bytes
-//! are copied as they came unless the merge changed the result, so a miss never builds a tree of
-//! every field SearXNG sent (decoding and freeing that tree was half of a miss's CPU, issue #16).
+//! `positions`), decoded once, and the result's JSON object itself — SearXNG's own bytes, or an
+//! object built from a premium hit — with the fields the merge set. A result is rendered once,
+//! into the answer: SearXNG's bytes are copied as they came unless the merge changed the result,
+//! so a miss never builds a tree of every field SearXNG sent (decoding and freeing that tree was
+//! half of a miss's CPU, issue #16).
 //!
 //! An upstream's result list is read where it is ([`SentElement`], by the SearXNG answer's
 //! one-pass reader, which keeps each element's text); a result the merge changed is written back
