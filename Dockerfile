@@ -9,6 +9,11 @@
 FROM rust:1.95-slim-bookworm AS builder
 WORKDIR /build
 
+# jemalloc, the gateway's allocator, is built from source (tikv-jemalloc-sys): it needs make, which the
+# slim image lacks (it has the C compiler). A builder that has make installs nothing.
+RUN command -v make >/dev/null \
+    || (apt-get update && apt-get install -y --no-install-recommends make && rm -rf /var/lib/apt/lists/*)
+
 # Strip symbols from the release binary; set once so both builds below share one fingerprint.
 ENV CARGO_PROFILE_RELEASE_STRIP=symbols \
     CARGO_TERM_COLOR=never

@@ -13,13 +13,15 @@ use searxng_gateway::config::variables;
 use searxng_gateway::telemetry::LogTo;
 use searxng_gateway::Config;
 
-/// The allocator: mimalloc, which gives freed memory back to the system within milliseconds. With
-/// glibc's malloc the soak with faults (BENCHMARKS.md, g.) showed resident memory stepping up
-/// after every pass of 20 MB upstream bodies and staying up (66 → 93 → 116 MB between huge-body
-/// phases): once a large body buffer is freed, glibc raises its mmap threshold to that size, so
-/// later buffers come from arenas that fragment and are never returned.
+/// The allocator: jemalloc, with its background threads returning freed pages to the system (dirty
+/// pages after 10 s of disuse, none kept lazily). What the soak with faults (BENCHMARKS.md, g.)
+/// measured: glibc's malloc stepped up after every pass of 20 MB upstream bodies and stayed up (it
+/// raises its mmap threshold to the largest freed block, so later buffers fragment its arenas);
+/// mimalloc held no steps but its resident memory swung by a third between samples of the same
+/// steady load (39–64 MB) and peaked at 160–180 MB while bodies were huge; jemalloc follows the live
+/// heap within a few MB (36–41 MB) and peaks at 100–112 MB.
 #[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
 /// A decision proxy in front of SearXNG: cache, retries, premium fallback, circuit breakers,
 /// Prometheus metrics. Configured by environment variables (below).
