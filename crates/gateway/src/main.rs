@@ -15,11 +15,10 @@ use searxng_gateway::Config;
 
 /// The allocator: jemalloc, with its background threads returning freed pages to the system (dirty
 /// pages after 10 s of disuse, none kept lazily). What the soak with faults (BENCHMARKS.md, g.)
-/// measured: glibc's malloc stepped up after every pass of 20 MB upstream bodies and stayed up (it
-/// raises its mmap threshold to the largest freed block, so later buffers fragment its arenas);
-/// mimalloc held no steps but its resident memory swung by a third between samples of the same
-/// steady load (39–64 MB) and peaked at 160–180 MB while bodies were huge; jemalloc follows the live
-/// heap within a few MB (36–41 MB) and peaks at 100–112 MB.
+/// measured once the premium-budget log no longer grew: mimalloc's resident memory swung by a third
+/// between samples of the same steady load (39–64 MB) and peaked at 160–180 MB while upstream bodies
+/// were 20 MB; jemalloc follows the live heap within a few MB (35–41 MB) and peaks at 110–139 MB.
+/// (glibc's malloc, measured before that fix, stepped up after every pass of huge bodies.)
 #[global_allocator]
 static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 

@@ -67,7 +67,7 @@ impl Log {
                 break;
             }
             self.minutes.pop_front();
-            self.total -= calls;
+            self.total = self.total.saturating_sub(calls);
         }
     }
 
