@@ -1,19 +1,20 @@
-//! The inbound-key check, in front of every search surface and `/status`: one layer ([`GateLayer`]),
-//! so a new surface merged into the `surfaces` router is covered without a line of its own.
+//! The inbound-key check, in front of every search surface and `/status`: a layer each surface's
+//! router puts on itself ([`Gate::layer`]), parameterised by the surface's own [`Refusals`] — how
+//! it answers a refused caller, and whether its key may ride in a POST body. This module knows no
+//! surface: a new one implements [`Refusals`] and layers its routes, and is covered.
 //! `/healthz`, `/readyz` and the metrics path stay outside it.
 //!
 //! A key is taken from `Authorization: Bearer KEY`, then `X-API-Key: KEY`, then an `api_key`
-//! query parameter, then (a POST only, when keys are required) `api_key` in a form body (SearXNG
-//! API) or a JSON body (Tavily API). The key is checked by [`Clients::authenticate`] (SHA-256,
-//! constant-time comparison) and never logged; the surfaces' parsers ignore `api_key`, so it never
-//! reaches SearXNG or a cache key. Then the caller's token bucket is asked ([`Clients::admit`]).
+//! query parameter, then (a POST to a surface whose [`Refusals::KEY_IN_BODY`] says so, when keys
+//! are required) `api_key` in a form or JSON body. The key is checked by
+//! [`Clients::authenticate`] (SHA-256, constant-time comparison) and never logged; the surfaces'
+//! parsers ignore `api_key`, so it never reaches SearXNG or a cache key. Then the caller's token
+//! bucket is asked ([`Clients::admit`]).
 //!
-//! A refusal is answered in the surface's own error shape: SearXNG API, MCP and `/status`
-//! `{"error":"unauthorized"|"rate_limited","message":…}`; Tavily API `{"detail":{"error":…}}` (so
-//! tavily-python raises `InvalidAPIKeyError` / `UsageLimitExceededError`). 401 carries
-//! `WWW-Authenticate: Bearer`, 429 `Retry-After` in whole seconds. The admitted caller goes to the
-//! handlers as an [`Admitted`] request extension, with whether its premium budget allows premium
-//! calls; a spent budget is said on the response as `X-Gateway-Premium: budget_spent`.
+//! 401 carries `WWW-Authenticate: Bearer`, 429 `Retry-After` in whole seconds (each surface's
+//! renderer keeps these). The admitted caller goes to the handlers as an [`Admitted`] request
+//! extension, with whether its premium budget allows premium calls; a spent budget is said on the
+//! response as `X-Gateway-Premium: budget_spent`.
 //!
 //! The layer is a hand-made `tower` service ([`Admit`]), not `axum::middleware::from_fn`, so the
 //! common case (a key in the head, or none needed) adds no allocation per request; only a request
@@ -27,16 +28,14 @@ use std::task::{ready, Context, Poll};
 use axum::body::Body;
 use axum::extract::Request;
 use axum::http::{header, HeaderMap, HeaderValue, Method};
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 use futures::future::BoxFuture;
 use serde_json::Value;
 use tower_layer::Layer;
 use tower_service::Service;
 
-use super::body;
-use super::error::ApiError;
+use super::body::{self, BodyError};
 use super::request_id::RequestId;
-use super::{mcp, tavily};
 use crate::clients::rate_limit::RateLimited;
 use crate::clients::{Caller, Clients, Unauthorized};
 use crate::config::limits::ServerLimits;
@@ -80,50 +79,6 @@ fn premium_for(clients: &Clients, caller: &Caller) -> Premium {
 /// The response header that tells a client its premium budget is spent.
 pub(super) const PREMIUM_HEADER: &str = "x-gateway-premium";
 
-/// The layer in front of the surfaces: what it checks callers against.
-#[derive(Debug, Clone)]
-pub(super) struct GateLayer {
-    pub(super) clients: Clients,
-    pub(super) limits: ServerLimits,
-}
-
-impl<S> Layer<S> for GateLayer {
-    type Service = Admit<S>;
-
-    fn layer(&self, inner: S) -> Admit<S> {
-        Admit {
-            gate: self.clone(),
-            inner,
-        }
-    }
-}
-
-/// [`GateLayer`]'s service.
-#[derive(Debug, Clone)]
-pub(super) struct Admit<S> {
-    gate: GateLayer,
-    inner: S,
-}
-
-/// Which error shape a refusal takes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Shape {
-    /// `{"error":…,"message":…}` (SearXNG API, MCP, `/status`).
-    Api,
-    /// `{"detail":{"error":…}}`.
-    Tavily,
-}
-
-impl Shape {
-    fn of(path: &str) -> Self {
-        if path == tavily::PATH {
-            Self::Tavily
-        } else {
-            Self::Api
-        }
-    }
-}
-
 /// Why a request is turned away before any search.
 #[derive(Debug, Clone, Copy)]
 pub(super) enum Refused {
@@ -140,10 +95,69 @@ impl Refused {
     }
 }
 
-impl<S> Service<Request> for Admit<S>
+/// How one surface answers the gate: its own error shape for a refused caller and for a body the
+/// gate could not read, and whether a POST to it may carry its key in the body.
+pub(super) trait Refusals: Clone + Send + Sync + 'static {
+    /// A POST may carry `api_key` in a form or JSON body (read only when keys are required and
+    /// the head has none).
+    const KEY_IN_BODY: bool;
+
+    /// A refused caller, in the surface's shape (401 with `WWW-Authenticate: Bearer`, 429 with
+    /// `Retry-After`).
+    fn refused(&self, refused: Refused) -> Response;
+
+    /// A body the gate could not read while looking for a key (too large, too slow, unreadable).
+    fn unreadable(&self, err: BodyError) -> Response;
+}
+
+/// What callers are checked against. Each surface turns it into its own layer with
+/// [`Gate::layer`].
+#[derive(Debug, Clone)]
+pub(super) struct Gate {
+    pub(super) clients: Clients,
+    pub(super) limits: ServerLimits,
+}
+
+impl Gate {
+    /// The gate in front of a surface whose refusals `refusals` renders.
+    pub(super) fn layer<R: Refusals>(&self, refusals: R) -> GateLayer<R> {
+        GateLayer {
+            gate: self.clone(),
+            refusals,
+        }
+    }
+}
+
+/// The layer in front of one surface.
+#[derive(Debug, Clone)]
+pub(super) struct GateLayer<R> {
+    gate: Gate,
+    refusals: R,
+}
+
+impl<S, R: Refusals> Layer<S> for GateLayer<R> {
+    type Service = Admit<S, R>;
+
+    fn layer(&self, inner: S) -> Admit<S, R> {
+        Admit {
+            layer: self.clone(),
+            inner,
+        }
+    }
+}
+
+/// [`GateLayer`]'s service.
+#[derive(Debug, Clone)]
+pub(super) struct Admit<S, R> {
+    layer: GateLayer<R>,
+    inner: S,
+}
+
+impl<S, R> Service<Request> for Admit<S, R>
 where
     S: Service<Request, Response = Response, Error = Infallible> + Clone + Send + 'static,
     S::Future: Send + 'static,
+    R: Refusals,
 {
     type Response = Response;
     type Error = Infallible;
@@ -154,25 +168,25 @@ where
     }
 
     fn call(&mut self, mut request: Request) -> Self::Future {
-        let shape = Shape::of(request.uri().path());
-        let key = match key_in_head(&self.gate, &request) {
+        let gate = &self.layer.gate;
+        let key = match key_in_head::<R>(gate, &request) {
             InHead::Found(key) => key,
             InHead::InBody => {
                 // The service that was made ready goes with the future; a clone stays here.
                 let ready = self.inner.clone();
                 let inner = std::mem::replace(&mut self.inner, ready);
                 return Admission::Body {
-                    future: Box::pin(admit_after_body(self.gate.clone(), shape, request, inner)),
+                    future: Box::pin(admit_after_body(self.layer.clone(), request, inner)),
                 };
             }
         };
-        match self.gate.admit(key.as_deref(), &mut request) {
+        match gate.admit(key.as_deref(), &mut request) {
             Ok(premium) => Admission::Admitted {
                 future: self.inner.call(request),
                 premium,
             },
             Err(refused) => Admission::Refused {
-                response: Some(refusal(shape, refused)),
+                response: Some(self.layer.refusals.refused(refused)),
             },
         }
     }
@@ -184,7 +198,7 @@ pin_project_lite::pin_project! {
     pub(super) enum Admission<F> {
         /// Admitted: the surface's answer, marked when the premium budget is spent.
         Admitted { #[pin] future: F, premium: Premium },
-        /// Turned away.
+        /// Turned away (taken once, when polled).
         Refused { response: Option<Response> },
         /// The key may be in the body: read it, then admit or refuse.
         Body { future: BoxFuture<'static, Response> },
@@ -203,9 +217,8 @@ where
                 let response = ready!(future.poll(cx))?;
                 mark_budget(response, *premium)
             }
-            AdmissionProj::Refused { response } => response
-                .take()
-                .unwrap_or_else(|| ApiError::Internal.into_response()),
+            // A future is not polled again after it is ready: the response is always there.
+            AdmissionProj::Refused { response } => response.take().unwrap_or_default(),
             AdmissionProj::Body { future } => ready!(future.as_mut().poll(cx)),
         };
         Poll::Ready(Ok(response))
@@ -214,37 +227,28 @@ where
 
 /// A request whose key may be in its body: the body is read (and put back), then the caller
 /// admitted or refused.
-async fn admit_after_body<S>(
-    gate: GateLayer,
-    shape: Shape,
-    request: Request,
-    mut inner: S,
-) -> Response
+async fn admit_after_body<S, R>(layer: GateLayer<R>, request: Request, mut inner: S) -> Response
 where
     S: Service<Request, Response = Response, Error = Infallible>,
+    R: Refusals,
 {
     let (parts, body) = request.into_parts();
-    let bytes = match body::read(&gate.limits, &parts.headers, body).await {
+    let bytes = match body::read(&layer.gate.limits, &parts.headers, body).await {
         Ok(bytes) => bytes,
-        Err(err) => {
-            return match shape {
-                Shape::Api => ApiError::Body(err).into_response(),
-                Shape::Tavily => tavily::body_error(err),
-            }
-        }
+        Err(err) => return layer.refusals.unreadable(err),
     };
     let key = from_body(&parts.headers, &bytes);
     let mut request = Request::from_parts(parts, Body::from(bytes));
-    match gate.admit(key.as_deref(), &mut request) {
+    match layer.gate.admit(key.as_deref(), &mut request) {
         Ok(premium) => match inner.call(request).await {
             Ok(response) => mark_budget(response, premium),
             Err(never) => match never {},
         },
-        Err(refused) => refusal(shape, refused),
+        Err(refused) => layer.refusals.refused(refused),
     }
 }
 
-impl GateLayer {
+impl Gate {
     /// Authenticates `key` and asks the caller's token bucket; an admitted caller goes on the
     /// request as [`Admitted`], a refusal is logged.
     fn admit(&self, key: Option<&str>, request: &mut Request) -> Result<Premium, Refused> {
@@ -291,27 +295,19 @@ fn refused(refused: Refused, caller: Option<&Caller>) -> Refused {
     refused
 }
 
-/// A refusal in the surface's error shape.
-fn refusal(shape: Shape, refused: Refused) -> Response {
-    match shape {
-        Shape::Api => ApiError::from(refused).into_response(),
-        Shape::Tavily => tavily::refusal(refused),
-    }
-}
-
 /// Where the request's key is, as far as its head tells.
 enum InHead {
     /// In the head, or nowhere (no key, or keys not required).
     Found(Option<String>),
-    /// Not in the head of a POST to a surface with a body while keys are required: the body is
-    /// read (and put back) to look for it.
+    /// Not in the head of a POST to a surface that takes keys in its body, while keys are
+    /// required: the body is read (and put back) to look for it.
     InBody,
 }
 
-fn key_in_head(gate: &GateLayer, request: &Request) -> InHead {
+fn key_in_head<R: Refusals>(gate: &Gate, request: &Request) -> InHead {
     let in_head = from_headers(request.headers()).or_else(|| from_query(request.uri().query()));
-    let surface_with_body = request.method() == Method::POST && request.uri().path() != mcp::PATH;
-    if in_head.is_some() || !surface_with_body || !gate.clients.requires_keys() {
+    let key_in_body = R::KEY_IN_BODY && request.method() == Method::POST;
+    if in_head.is_some() || !key_in_body || !gate.clients.requires_keys() {
         InHead::Found(in_head)
     } else {
         InHead::InBody

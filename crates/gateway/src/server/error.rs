@@ -6,7 +6,7 @@
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 
-use super::auth::Refused;
+use super::auth::{Refusals, Refused};
 use super::body::BodyError;
 use super::metrics::Rejection;
 use crate::request::RequestError;
@@ -56,6 +56,23 @@ impl From<Refused> for ApiError {
             Refused::Unauthorized(why) => Self::Unauthorized(why.message()),
             Refused::RateLimited(limited) => Self::RateLimited(limited.retry_after_seconds()),
         }
+    }
+}
+
+/// The gate's refusals in this shape, for the SearXNG API and `/status`; a POST to `/search` may
+/// carry `api_key` in its form body.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct ApiRefusals;
+
+impl Refusals for ApiRefusals {
+    const KEY_IN_BODY: bool = true;
+
+    fn refused(&self, refused: Refused) -> Response {
+        ApiError::from(refused).into_response()
+    }
+
+    fn unreadable(&self, err: BodyError) -> Response {
+        ApiError::Body(err).into_response()
     }
 }
 

@@ -30,6 +30,7 @@ mod metrics;
 mod operations;
 mod read_guard;
 mod request_id;
+mod search_call;
 mod search_span;
 mod searxng_api;
 mod tavily;
@@ -41,16 +42,13 @@ use axum::Router;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
-use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
-use tracing::Span;
 
 use crate::clients::metrics::ClientMetrics;
 use crate::clients::Clients;
 use crate::config::Config;
-use crate::pipeline::{Gateway, Metrics, SearchError, Served};
-use crate::request::{SearchRequest, Surface};
-use crate::trace;
+use crate::pipeline::{Gateway, Metrics};
+use index::Index;
 
 /// `/search`'s parameter parser, for the fuzz targets.
 #[cfg(any(test, feature = "fuzzing"))]
@@ -74,26 +72,32 @@ pub(crate) fn mcp_web_search(body: &[u8], urls: &[&str]) -> bool {
 
 /// The routes over `gateway`, admitting callers through `clients`. `mcp_shutdown` ends the MCP
 /// transport's open streams.
+///
+/// Every surface a client searches through, and `/status`, is behind the inbound-key check and the
+/// client's rate limit: each surface layers its own routes with the [`auth::Gate`] and its own
+/// refusals. `/healthz`, `/readyz`, the metrics path and the admin routes (their own token) stay
+/// outside. A new surface is merged here, and its link added to the index.
 fn router(gateway: Gateway, clients: Clients, mcp_shutdown: CancellationToken) -> Router {
     let metrics_path = gateway.config().metrics_path.clone();
     let admin = admin::routes(&gateway, &clients);
-    let gate = auth::GateLayer {
-        clients: clients.clone(),
+    let gate = auth::Gate {
+        clients,
         limits: gateway.config().server_limits,
     };
-    // Every surface a client searches through, and `/status`, behind the inbound-key check and
-    // the client's rate limit ([`auth`]); `/healthz`, `/readyz` and the metrics path stay outside.
-    // Each search through the SearXNG API or the Tavily API gets its `search` span
-    // ([`search_span`]); MCP messages are not one search each: the MCP surface opens the span
-    // around each `tools/call` of `web_search` itself.
-    let surfaces = Router::new()
-        .merge(searxng_api::routes())
-        .merge(tavily::routes())
-        .layer(search_span::TracedLayer)
-        .merge(mcp::routes(gateway.clone(), clients, mcp_shutdown))
-        .route(operations::STATUS_PATH, get(operations::status))
-        .layer(gate);
-    let mut router = Router::new().merge(surfaces);
+    let index = Index::new(&[
+        ("search", searxng_api::SEARCH_PATH),
+        ("mcp", mcp::PATH),
+        ("tavily", tavily::PATH),
+        ("status", operations::STATUS_PATH),
+        ("metrics", &metrics_path),
+        ("healthz", operations::HEALTHZ_PATH),
+        ("readyz", operations::READYZ_PATH),
+    ]);
+    let mut router = Router::new()
+        .merge(searxng_api::routes(&gate, index))
+        .merge(tavily::routes(&gate))
+        .merge(mcp::routes(gateway.clone(), &gate, mcp_shutdown))
+        .merge(operations::status_routes(&gate));
     // The operator's actions exist only with `ADMIN_TOKEN`.
     if let Some(admin) = admin {
         router = router.merge(admin);
@@ -106,77 +110,6 @@ fn router(gateway: Gateway, clients: Clients, mcp_shutdown: CancellationToken) -
         .method_not_allowed_fallback(operations::method_not_allowed)
         .layer(request_id::TagLayer)
         .with_state(gateway)
-}
-
-/// Asks the pipeline for one search that came through `surface`, and logs the one line each
-/// search gets. Every surface searches through here.
-async fn search(
-    gateway: &Gateway,
-    surface: Surface,
-    req: SearchRequest,
-    admitted: &auth::Admitted,
-) -> Result<Served, SearchError> {
-    let started = Instant::now();
-    let span = Span::current();
-    let served = match gateway.search(req, surface, admitted.premium).await {
-        Ok(served) => served,
-        Err(err) => {
-            let code = match err {
-                SearchError::Overloaded(_) => "overloaded",
-                SearchError::Lost(_) => "internal_error",
-            };
-            tracing::info!(surface = surface.as_str(), error = code, "search shed");
-            trace::record_error(&span, code);
-            return Err(err);
-        }
-    };
-    admitted
-        .clients
-        .charge(&admitted.caller, served.premium_calls);
-    let cache = served.cache.as_str();
-    span.record("outcome", served.outcome.as_str());
-    span.record("cache", cache);
-    let cache_tier = served.cache.tier().unwrap_or("");
-    if !(200..300).contains(&served.answer.status) {
-        trace::record_error(&span, "all_upstreams_failed");
-    }
-    tracing::info!(
-        surface = surface.as_str(),
-        client = admitted.caller.name.as_str(),
-        status = served.answer.status,
-        outcome = served.outcome.as_str(),
-        cache,
-        premium_calls = served.premium_calls,
-        cache_tier,
-        results = served.answer.result_count,
-        elapsed_ms = started.elapsed().as_millis() as u64,
-        "search"
-    );
-    Ok(served)
-}
-
-/// The headers that say how a search was answered: `X-Cache`, `X-Cache-Tier` (a hit from the
-/// shared tier) and `X-Gateway-Outcome`. Every surface that answers over HTTP sets them.
-/// (Names as constants: a `&str` name is parsed again on every insert.)
-fn set_served_headers(headers: &mut axum::http::HeaderMap, served: &Served) {
-    use axum::http::{HeaderName, HeaderValue};
-    const X_CACHE: HeaderName = HeaderName::from_static("x-cache");
-    const X_CACHE_TIER: HeaderName = HeaderName::from_static("x-cache-tier");
-    const X_GATEWAY_OUTCOME: HeaderName = HeaderName::from_static("x-gateway-outcome");
-    headers.insert(X_CACHE, HeaderValue::from_static(served.cache.as_str()));
-    if let Some(tier) = served.cache.tier() {
-        headers.insert(X_CACHE_TIER, HeaderValue::from_static(tier));
-    }
-    headers.insert(
-        X_GATEWAY_OUTCOME,
-        HeaderValue::from_static(served.outcome.as_str()),
-    );
-}
-
-/// The log line of a search a surface refused before asking the pipeline.
-fn log_refused(surface: Surface, code: &str) {
-    tracing::info!(surface = surface.as_str(), error = code, "search refused");
-    trace::record_error(&Span::current(), code);
 }
 
 /// The pipeline with its background work (SearXNG's engine catalog, the cache sweep) running

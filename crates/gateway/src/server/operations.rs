@@ -5,7 +5,11 @@ use axum::extract::State;
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 
-use super::error::ApiError;
+use axum::routing::get;
+use axum::Router;
+
+use super::auth::Gate;
+use super::error::{ApiError, ApiRefusals};
 use crate::metrics::exposition;
 use crate::pipeline::Gateway;
 
@@ -40,6 +44,13 @@ pub(super) async fn readyz(State(gateway): State<Gateway>) -> Response {
             r#"{"error":"not_ready","message":"SearXNG has not answered recently and no premium provider is usable"}"#.to_owned(),
         )
     }
+}
+
+/// `/status`, behind the gate like the search surfaces (it names clients and their usage).
+pub(super) fn status_routes(gate: &Gate) -> Router<Gateway> {
+    Router::new()
+        .route(STATUS_PATH, get(status))
+        .layer(gate.layer(ApiRefusals))
 }
 
 /// The `/status` document.

@@ -7,7 +7,7 @@
 //! body) it answers `308 Permanent Redirect` to `/search` with the same query string — so a client
 //! configured with the bare origin (LangChain's `SearxSearchWrapper`) follows it, a POST keeps its
 //! method and body, and `/search` stays the one URL that answers searches. Without `q` it answers
-//! the gateway's index ([`super::index`]).
+//! the gateway's index ([`Index`]).
 
 use axum::body::{Body, Bytes};
 use axum::extract::{Extension, RawQuery, State};
@@ -16,23 +16,29 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
 
-use super::auth::Admitted;
+use super::auth::{Admitted, Gate};
 use super::body;
-use super::error::ApiError;
+use super::error::{ApiError, ApiRefusals};
 use super::explain;
 use super::format;
-use super::index;
+use super::index::Index;
+use super::search_call;
+use super::search_span;
 use crate::pipeline::{Gateway, SearchError};
 use crate::request::{Format, RawParams, SearchRequest, Surface};
 
 /// Where searches are answered.
 pub(super) const SEARCH_PATH: &str = "/search";
 
-/// `/search` and `/`.
-pub(super) fn routes() -> Router<Gateway> {
+/// `/search` and `/`, behind the gate with the API's refusals, each search in its span; the root
+/// path answers `index` without a query.
+pub(super) fn routes(gate: &Gate, index: Index) -> Router<Gateway> {
     Router::new()
         .route(SEARCH_PATH, get(search_get).post(search_post))
         .route("/", get(root_get).post(root_post))
+        .layer(Extension(index))
+        .layer(search_span::TracedLayer)
+        .layer(gate.layer(ApiRefusals))
 }
 
 /// A query string or form body as `/search` parameters (each at most once).
@@ -102,20 +108,20 @@ async fn answer(gateway: Gateway, mut raw: RawParams, admitted: &Admitted) -> Re
     let explain = match explain::wanted(raw.explain.take().as_deref()) {
         Ok(explain) => explain,
         Err(message) => {
-            super::log_refused(Surface::Searxng, "invalid_parameter");
+            search_call::log_refused(Surface::Searxng, "invalid_parameter");
             return ApiError::Unreadable(message).into_response();
         }
     };
     let req = match SearchRequest::parse(raw, gateway.config().max_query_bytes) {
         Ok(req) => req,
         Err(err) => {
-            super::log_refused(Surface::Searxng, err.code());
+            search_call::log_refused(Surface::Searxng, err.code());
             return ApiError::from(err).into_response();
         }
     };
     let format = req.format;
     let query = req.query.clone();
-    let served = match super::search(&gateway, Surface::Searxng, req, admitted).await {
+    let served = match search_call::run(&gateway, Surface::Searxng, req, admitted).await {
         Ok(served) => served,
         Err(SearchError::Overloaded(_)) => return ApiError::Overloaded.into_response(),
         Err(SearchError::Lost(_)) => return ApiError::Internal.into_response(),
@@ -144,7 +150,7 @@ async fn answer(gateway: Gateway, mut raw: RawParams, admitted: &Admitted) -> Re
     let mut response = (status, body).into_response();
     let headers = response.headers_mut();
     headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
-    super::set_served_headers(headers, &served);
+    search_call::set_served_headers(headers, &served);
     response
 }
 
@@ -171,16 +177,17 @@ fn redirect_to_search(query: Option<&str>) -> Response {
 }
 
 /// `GET /`: SearXNG's root path.
-async fn root_get(State(gateway): State<Gateway>, RawQuery(query): RawQuery) -> Response {
+async fn root_get(Extension(index): Extension<Index>, RawQuery(query): RawQuery) -> Response {
     if query.as_deref().is_some_and(has_query) {
         return redirect_to_search(query.as_deref());
     }
-    index::response(gateway.config())
+    index.response()
 }
 
 /// `POST /`: a form with `q` is a search, as on SearXNG.
 async fn root_post(
     State(gateway): State<Gateway>,
+    Extension(index): Extension<Index>,
     RawQuery(query): RawQuery,
     headers: HeaderMap,
     body: Body,
@@ -192,7 +199,7 @@ async fn root_post(
     if in_body || query.as_deref().is_some_and(has_query) {
         return redirect_to_search(query.as_deref());
     }
-    index::response(gateway.config())
+    index.response()
 }
 
 #[cfg(test)]

@@ -39,12 +39,14 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use tokio::time::Instant;
 
-use super::auth::{Admitted, Refused};
+use super::auth::{Admitted, Gate, Refusals, Refused};
 use super::body::{self, BodyError};
 use super::document::{Document, FailedUpstream, Found, Hit};
 use super::error::RETRY_AFTER_SECONDS;
 use super::explain;
 use super::json_fields::{field, number_in, InvalidField};
+use super::search_call;
+use super::search_span;
 use crate::pipeline::{Gateway, SearchError};
 use crate::request::{RequestError, SearchInput, SearchRequest, Surface, TimeRange};
 
@@ -56,9 +58,12 @@ const MAX_RESULTS: u32 = 20;
 /// `max_results` when the request has none (Tavily's default).
 const DEFAULT_MAX_RESULTS: u32 = 5;
 
-/// `POST /tavily/search`.
-pub(super) fn routes() -> Router<Gateway> {
-    Router::new().route(PATH, post(search).fallback(wrong_method))
+/// `POST /tavily/search`, behind the gate with Tavily's refusals, each search in its span.
+pub(super) fn routes(gate: &Gate) -> Router<Gateway> {
+    Router::new()
+        .route(PATH, post(search).fallback(wrong_method))
+        .layer(search_span::TracedLayer)
+        .layer(gate.layer(TavilyRefusals))
 }
 
 /// What a Tavily client gets instead of results.
@@ -102,18 +107,27 @@ enum TavilyError {
     RateLimited(u64),
 }
 
-/// A body the key check could not read, in Tavily's shape.
-pub(super) fn body_error(err: BodyError) -> Response {
-    TavilyError::Body(err).into_response()
-}
+/// The gate's refusals in Tavily's shape (`InvalidAPIKeyError`, `UsageLimitExceededError` in
+/// tavily-python); a key may ride in the JSON body as `api_key`, as Tavily's API accepts.
+#[derive(Debug, Clone, Copy)]
+struct TavilyRefusals;
 
-/// A refused key or an empty bucket, in Tavily's shape.
-pub(super) fn refusal(refused: Refused) -> Response {
-    match refused {
-        Refused::Unauthorized(why) => TavilyError::Unauthorized(why.message()),
-        Refused::RateLimited(limited) => TavilyError::RateLimited(limited.retry_after_seconds()),
+impl Refusals for TavilyRefusals {
+    const KEY_IN_BODY: bool = true;
+
+    fn refused(&self, refused: Refused) -> Response {
+        match refused {
+            Refused::Unauthorized(why) => TavilyError::Unauthorized(why.message()),
+            Refused::RateLimited(limited) => {
+                TavilyError::RateLimited(limited.retry_after_seconds())
+            }
+        }
+        .into_response()
     }
-    .into_response()
+
+    fn unreadable(&self, err: BodyError) -> Response {
+        TavilyError::Body(err).into_response()
+    }
 }
 
 fn upstream_list(upstreams: &[FailedUpstream]) -> String {
@@ -232,7 +246,7 @@ async fn search(
     let started = Instant::now();
     // `?explain=1` adds the gateway's `gateway` object to Tavily's reply.
     let Ok(explain) = explain::wanted_in_query(query.as_deref()) else {
-        super::log_refused(Surface::Tavily, "invalid_field");
+        search_call::log_refused(Surface::Tavily, "invalid_field");
         return TavilyError::InvalidExplain.into_response();
     };
     // A client the key check named has shown its key; an anonymous one must still carry one.
@@ -240,12 +254,12 @@ async fn search(
     let (req, options) = match read_request(&gateway, keyed, &headers, body).await {
         Ok(request) => request,
         Err(err) => {
-            super::log_refused(Surface::Tavily, err.code());
+            search_call::log_refused(Surface::Tavily, err.code());
             return err.into_response();
         }
     };
     let echoed = req.query.clone();
-    let served = match super::search(&gateway, Surface::Tavily, req, &admitted).await {
+    let served = match search_call::run(&gateway, Surface::Tavily, req, &admitted).await {
         Ok(served) => served,
         Err(SearchError::Overloaded(_)) => return TavilyError::Overloaded.into_response(),
         Err(SearchError::Lost(_)) => return TavilyError::Internal.into_response(),
@@ -262,7 +276,7 @@ async fn search(
         body = explain::add_to(&body, explain::object(&served, &admitted));
     }
     let mut response = json(StatusCode::OK, body);
-    super::set_served_headers(response.headers_mut(), &served);
+    search_call::set_served_headers(response.headers_mut(), &served);
     response
 }
 

@@ -36,9 +36,11 @@ use rmcp::{RoleServer, ServerHandler, ServiceExt};
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
-use super::auth::Admitted;
+use super::auth::{Admitted, Gate, Refusals, Refused};
 use super::body::{self, BodyError};
 use super::document::Document;
+use super::error::ApiError;
+use super::search_call;
 use super::search_span;
 use crate::clients::Clients;
 use crate::config::limits::ServerLimits;
@@ -73,7 +75,7 @@ impl SearchTools {
                 Err(refusal) => return refused(&refusal),
             };
         let query = req.query.clone();
-        let served = match super::search(&self.gateway, Surface::Mcp, req, admitted).await {
+        let served = match search_call::run(&self.gateway, Surface::Mcp, req, admitted).await {
             Ok(served) => served,
             Err(SearchError::Overloaded(_)) => {
                 return web_search::tool_error(
@@ -96,7 +98,7 @@ fn refused(refusal: &Refusal) -> rmcp::model::CallToolResult {
         Refusal::Argument(_) => "invalid_argument",
         Refusal::Request(err) => err.code(),
     };
-    super::log_refused(Surface::Mcp, code);
+    search_call::log_refused(Surface::Mcp, code);
     web_search::tool_error(refusal.to_string())
 }
 
@@ -152,14 +154,32 @@ impl ServerHandler for SearchTools {
     }
 }
 
-/// `/mcp`: the Streamable HTTP transport, stateless, ending its streams when `shutdown` is
-/// cancelled; requests it cannot read answered as JSON-RPC errors.
+/// The gate's refusals as the SearXNG API answers them (an MCP client reads the HTTP status; a
+/// JSON-RPC message has no place for a key), with the key in the head only.
+#[derive(Debug, Clone, Copy)]
+struct McpRefusals;
+
+impl Refusals for McpRefusals {
+    const KEY_IN_BODY: bool = false;
+
+    fn refused(&self, refused: Refused) -> Response {
+        ApiError::from(refused).into_response()
+    }
+
+    fn unreadable(&self, err: BodyError) -> Response {
+        unreadable_body(err)
+    }
+}
+
+/// `/mcp`: the Streamable HTTP transport behind the gate, stateless, ending its streams when
+/// `shutdown` is cancelled; requests it cannot read answered as JSON-RPC errors.
 pub(super) fn routes(
     gateway: Gateway,
-    clients: Clients,
+    gate: &Gate,
     shutdown: CancellationToken,
 ) -> Router<Gateway> {
     let limits = gateway.config().server_limits;
+    let clients = gate.clients.clone();
     let config = StreamableHttpServerConfig::default()
         .with_legacy_session_mode(false)
         .with_json_response(true)
@@ -179,6 +199,7 @@ pub(super) fn routes(
             limits,
             readable_requests,
         ))
+        .layer(gate.layer(McpRefusals))
 }
 
 /// Serves the tool on stdin/stdout until the client closes stdin.

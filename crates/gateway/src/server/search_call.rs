@@ -1,0 +1,83 @@
+//! One search on behalf of a surface: the pipeline asked ([`run`]), the client charged for the
+//! premium calls it led, the one log line each search gets, and the headers that say how it was
+//! answered. Every surface searches through here, so every search is logged and charged the same
+//! way; a search a surface refuses before asking is logged by [`log_refused`].
+
+use tokio::time::Instant;
+use tracing::Span;
+
+use super::auth;
+use crate::pipeline::{Gateway, SearchError, Served};
+use crate::request::{SearchRequest, Surface};
+use crate::trace;
+
+/// Asks the pipeline for one search that came through `surface`, and logs the one line each
+/// search gets. Every surface searches through here.
+pub(super) async fn run(
+    gateway: &Gateway,
+    surface: Surface,
+    req: SearchRequest,
+    admitted: &auth::Admitted,
+) -> Result<Served, SearchError> {
+    let started = Instant::now();
+    let span = Span::current();
+    let served = match gateway.search(req, surface, admitted.premium).await {
+        Ok(served) => served,
+        Err(err) => {
+            let code = match err {
+                SearchError::Overloaded(_) => "overloaded",
+                SearchError::Lost(_) => "internal_error",
+            };
+            tracing::info!(surface = surface.as_str(), error = code, "search shed");
+            trace::record_error(&span, code);
+            return Err(err);
+        }
+    };
+    admitted
+        .clients
+        .charge(&admitted.caller, served.premium_calls);
+    let cache = served.cache.as_str();
+    span.record("outcome", served.outcome.as_str());
+    span.record("cache", cache);
+    let cache_tier = served.cache.tier().unwrap_or("");
+    if !(200..300).contains(&served.answer.status) {
+        trace::record_error(&span, "all_upstreams_failed");
+    }
+    tracing::info!(
+        surface = surface.as_str(),
+        client = admitted.caller.name.as_str(),
+        status = served.answer.status,
+        outcome = served.outcome.as_str(),
+        cache,
+        premium_calls = served.premium_calls,
+        cache_tier,
+        results = served.answer.result_count,
+        elapsed_ms = started.elapsed().as_millis() as u64,
+        "search"
+    );
+    Ok(served)
+}
+
+/// The headers that say how a search was answered: `X-Cache`, `X-Cache-Tier` (a hit from the
+/// shared tier) and `X-Gateway-Outcome`. Every surface that answers over HTTP sets them.
+/// (Names as constants: a `&str` name is parsed again on every insert.)
+pub(super) fn set_served_headers(headers: &mut axum::http::HeaderMap, served: &Served) {
+    use axum::http::{HeaderName, HeaderValue};
+    const X_CACHE: HeaderName = HeaderName::from_static("x-cache");
+    const X_CACHE_TIER: HeaderName = HeaderName::from_static("x-cache-tier");
+    const X_GATEWAY_OUTCOME: HeaderName = HeaderName::from_static("x-gateway-outcome");
+    headers.insert(X_CACHE, HeaderValue::from_static(served.cache.as_str()));
+    if let Some(tier) = served.cache.tier() {
+        headers.insert(X_CACHE_TIER, HeaderValue::from_static(tier));
+    }
+    headers.insert(
+        X_GATEWAY_OUTCOME,
+        HeaderValue::from_static(served.outcome.as_str()),
+    );
+}
+
+/// The log line of a search a surface refused before asking the pipeline.
+pub(super) fn log_refused(surface: Surface, code: &str) {
+    tracing::info!(surface = surface.as_str(), error = code, "search refused");
+    trace::record_error(&Span::current(), code);
+}
