@@ -44,6 +44,7 @@ mod breaker;
 mod cache;
 mod canonical_url;
 pub mod clients;
+mod env;
 mod merge;
 mod metrics;
 mod pipeline;

@@ -92,7 +92,7 @@ impl DemoOptions {
 
 /// `--listen`'s parser: the gateway's own reading of `LISTEN_ADDR`.
 fn parse_listen(raw: &str) -> Result<SocketAddr, String> {
-    gateway_listen_addr(raw).map_err(|err| err.problem)
+    gateway_listen_addr(raw).map_err(|err| err.problem.to_string())
 }
 
 fn gateway_listen_addr(raw: &str) -> Result<SocketAddr, ConfigError> {

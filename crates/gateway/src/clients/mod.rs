@@ -19,6 +19,7 @@ pub(crate) mod budget;
 pub mod keys_file;
 pub(crate) mod metrics;
 pub(crate) mod rate_limit;
+pub(crate) mod settings;
 
 use std::path::PathBuf;
 use std::sync::Arc;

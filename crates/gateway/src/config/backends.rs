@@ -10,8 +10,7 @@
 
 use url::Url;
 
-use super::parse::{self, Env};
-use super::ConfigError;
+use crate::env::{self, ConfigError, Env, Problem};
 
 /// At most this many instances: the `searxng_instance` label stays a small closed set.
 pub(crate) const MAX_INSTANCES: usize = 32;
@@ -31,21 +30,21 @@ pub(super) fn read(env: &Env<'_>, name: &str) -> Result<Vec<SearxngBackend>, Con
     let mut urls: Vec<Url> = Vec::new();
     for entry in raw.text.split(',').map(str::trim) {
         if entry.is_empty() {
-            return Err(raw.error("has an empty entry: separate SearXNG URLs with single commas"));
+            return Err(raw.error(Problem::EmptyEntry));
         }
-        let mut url = parse::http_url(&raw, entry)?;
+        let mut url = env::http_url(&raw, entry)?;
         let trimmed = url.path().trim_end_matches('/').to_owned();
         url.set_path(&trimmed);
         if urls.contains(&url) {
-            return Err(raw.error(format!("lists {url} twice")));
+            return Err(raw.error(Problem::ListedTwice(url.to_string())));
         }
         urls.push(url);
     }
     if urls.len() > MAX_INSTANCES {
-        return Err(raw.error(format!(
-            "lists {} instances; at most {MAX_INSTANCES} are supported",
-            urls.len()
-        )));
+        return Err(raw.error(Problem::TooMany {
+            count: urls.len(),
+            max: MAX_INSTANCES,
+        }));
     }
     Ok(name_instances(urls))
 }
@@ -118,20 +117,33 @@ mod tests {
     #[test]
     fn a_bad_list_names_the_variable_and_the_problem() {
         for (value, problem) in [
-            ("http://a:1,,http://b:2", "empty entry"),
-            ("http://a:1,", "empty entry"),
-            ("http://a:1,http://a:1/", "twice"),
-            ("http://a:1,ftp://b", "http:// or https://"),
-            ("http://a:1,not a url", "not a URL"),
+            ("http://a:1,,http://b:2", Problem::EmptyEntry),
+            ("http://a:1,", Problem::EmptyEntry),
+            (
+                "http://a:1,http://a:1/",
+                Problem::ListedTwice("http://a:1/".into()),
+            ),
+            ("http://a:1,ftp://b", Problem::NotHttpUrl),
         ] {
             let err = read_value(value).unwrap_err();
             assert_eq!(err.variable, "SEARXNG_BACKEND_URL", "{value}");
-            assert!(err.problem.contains(problem), "{value}: {}", err.problem);
+            assert_eq!(err.problem, problem, "{value}");
         }
+        let err = read_value("http://a:1,not a url").unwrap_err();
+        assert!(
+            matches!(err.problem, Problem::NotAUrl { ref entry, .. } if entry == "not a url"),
+            "{err}"
+        );
         let many: Vec<String> = (0..=MAX_INSTANCES)
             .map(|i| format!("http://h{i}:1"))
             .collect();
         let err = read_value(&many.join(",")).unwrap_err();
-        assert!(err.problem.contains("at most"), "{}", err.problem);
+        assert_eq!(
+            err.problem,
+            Problem::TooMany {
+                count: MAX_INSTANCES + 1,
+                max: MAX_INSTANCES
+            }
+        );
     }
 }

@@ -4,8 +4,7 @@
 
 use std::time::Duration;
 
-use super::parse::Env;
-use super::ConfigError;
+use crate::env::{ConfigError, Env};
 
 /// Load shedding in front of the upstreams (`MAX_CONCURRENT_MISSES`, `MAX_MISS_WAIT_MS`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

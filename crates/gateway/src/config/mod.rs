@@ -1,50 +1,29 @@
-//! Environment → typed, validated [`Config`]. [`variables`] lists every variable once, with its
-//! default and meaning (which also feed `--help`, `--config-table` and the README table);
-//! [`parse`] reads and checks one value. A value that does not parse, is out of range, or names an
-//! unknown provider is a [`ConfigError`] naming the variable — nothing falls back to a default
-//! silently. Provider settings are built here but belong to [`crate::providers`].
+//! The whole validated configuration: [`Config`], put together from the sections each owner reads
+//! through [`crate::env`] (the providers' keys and origins, the clients' keys file, the shared
+//! tier's URL) and the sections nobody else owns, read here: the listen address, the SearXNG
+//! backends, the fan-out's numbers, the cache, breakers, limits, logs and traces. A value that does
+//! not parse, is out of range, or names an unknown provider is a [`ConfigError`] naming the
+//! variable — nothing falls back to a default silently.
 
 pub(crate) mod access;
 mod backends;
 pub(crate) mod limits;
 pub(crate) mod otlp;
-mod parse;
-pub(crate) mod redis;
-pub mod variables;
 
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use crate::providers::{ApiKey, ProviderKind, ProviderSettings};
-use access::Access;
-pub use access::LogFormat;
+use crate::clients::settings::ClientSettings;
+pub use crate::env::variables;
+use crate::env::Env;
+pub use crate::env::{ConfigError, Problem};
+use crate::providers::settings as provider_settings;
+use crate::providers::{ProviderKind, ProviderSettings};
+use crate::shared::RedisSettings;
+use access::AdminToken;
 pub(crate) use backends::SearxngBackend;
 use limits::{ServerLimits, Shedding};
 use otlp::OtlpExport;
-use parse::Env;
-use redis::RedisSettings;
-
-/// A configuration problem: which variable, and what is wrong with it.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("invalid {variable}={value:?}: {problem}")]
-pub struct ConfigError {
-    /// The variable at fault.
-    pub variable: String,
-    /// The value found (never an API key's: those are only checked for presence).
-    pub value: String,
-    /// What is wrong.
-    pub problem: String,
-}
-
-impl ConfigError {
-    fn new(variable: &str, value: &str, problem: impl Into<String>) -> Self {
-        Self {
-            variable: variable.to_owned(),
-            value: value.to_owned(),
-            problem: problem.into(),
-        }
-    }
-}
 
 /// `LOG_LEVEL`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -62,6 +41,8 @@ pub enum LogLevel {
 }
 
 impl LogLevel {
+    const NAMES: &'static [&'static str] = &["error", "warn", "info", "debug", "trace"];
+
     /// The `tracing` filter directive.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -86,6 +67,15 @@ impl LogLevel {
     }
 }
 
+/// `LOG_FORMAT`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LogFormat {
+    /// One human-readable line per event (the default).
+    Text,
+    /// One JSON object per line.
+    Json,
+}
+
 /// `SEARXNG_SLOW_SECONDS`.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(crate) enum SlowThreshold {
@@ -105,6 +95,8 @@ pub(crate) enum ProviderPolicy {
 }
 
 impl ProviderPolicy {
+    const NAMES: &'static [&'static str] = &["rotate", "ordered"];
+
     fn parse(raw: &str) -> Option<Self> {
         match raw.trim().to_ascii_lowercase().as_str() {
             "rotate" => Some(Self::Rotate),
@@ -138,7 +130,12 @@ pub struct Config {
     /// `FALLBACK_PROVIDERS`, in preference order.
     pub(crate) fallback_providers: Vec<ProviderKind>,
     pub(crate) provider_policy: ProviderPolicy,
+    /// `T1_PREMIUM_COUNT` as it takes effect: at most the active providers (see
+    /// [`Config::t1_requested`]).
     pub(crate) t1_premium_count: usize,
+    /// `T1_PREMIUM_COUNT` as set; more than the active providers is cut to them, with a warning at
+    /// start (a compose file whose keys come later still starts, keyless).
+    pub(crate) t1_requested: usize,
     pub(crate) sufficient_min_results: usize,
     /// `FALLBACK_TIMEOUT_SECONDS`: the hard request budget.
     pub(crate) request_budget: Duration,
@@ -169,8 +166,10 @@ pub struct Config {
     pub(crate) otlp: Option<OtlpExport>,
     /// `QUOTA_PARK_SECONDS`: how long a spent quota without a reset hint parks its provider.
     pub(crate) quota_park: Duration,
-    /// Inbound keys, per-client limits, the admin token.
-    pub(crate) access: Access,
+    /// Inbound keys and per-client limits.
+    pub(crate) clients: ClientSettings,
+    /// `ADMIN_TOKEN`; `None`: no admin routes.
+    pub(crate) admin_token: Option<AdminToken>,
     /// `LOG_FORMAT`.
     pub(crate) log_format: LogFormat,
     /// `REDIS_URL` and friends; `None`: nothing is shared with other replicas.
@@ -194,10 +193,10 @@ impl Config {
 
         let searxng = backends::read(env, "SEARXNG_BACKEND_URL")?;
 
-        let fallback_providers = fallback_providers(env)?;
+        let fallback_providers = provider_settings::read_fallback_list(env)?;
         let provider_policy = match env.value("PROVIDER_POLICY") {
             Some(raw) => ProviderPolicy::parse(&raw.text)
-                .ok_or_else(|| raw.error("must be rotate or ordered"))?,
+                .ok_or_else(|| raw.error(Problem::NotOneOf(ProviderPolicy::NAMES)))?,
             None => ProviderPolicy::Rotate,
         };
         let sufficient_min_results = env.integer("SUFFICIENT_MIN_RESULTS", 0usize, 1000)?;
@@ -210,24 +209,24 @@ impl Config {
             .max(searxng_fail_cooldown);
         let searxng_slow = match env.value("SEARXNG_SLOW_SECONDS") {
             Some(raw) if raw.text.eq_ignore_ascii_case("auto") => SlowThreshold::Auto,
-            Some(raw) => SlowThreshold::Fixed(parse::seconds(&raw)?),
+            Some(raw) => SlowThreshold::Fixed(crate::env::seconds(&raw)?),
             None => SlowThreshold::Auto,
         };
         let cache_size = env.integer("CACHE_SIZE", 0usize, 10_000_000)?;
         let cache_ttl = env.seconds("CACHE_TTL_SECONDS")?;
         let cache_stale = match env.value("CACHE_STALE_SECONDS") {
             Some(raw) if raw.text.parse::<f64>() == Ok(0.0) => Duration::ZERO,
-            Some(raw) => parse::seconds(&raw)?,
+            Some(raw) => crate::env::seconds(&raw)?,
             None => Duration::ZERO,
         };
         let log_level = match env.value("LOG_LEVEL") {
             Some(raw) => LogLevel::parse(&raw.text)
-                .ok_or_else(|| raw.error("must be one of error, warn, info, debug, trace"))?,
+                .ok_or_else(|| raw.error(Problem::NotOneOf(LogLevel::NAMES)))?,
             None => LogLevel::Info,
         };
         let metrics_path = metrics_path(env)?;
         let max_query_bytes = env.integer("MAX_QUERY_BYTES", 1usize, 65_536)?;
-        let providers = provider_settings(env)?;
+        let providers = provider_settings::read(env)?;
 
         let breaker_open = env.seconds("BREAKER_OPEN_SECONDS")?;
         let breaker_max_open = env.seconds("BREAKER_MAX_OPEN_SECONDS")?;
@@ -235,7 +234,7 @@ impl Config {
             return Err(ConfigError::new(
                 "BREAKER_MAX_OPEN_SECONDS",
                 &format!("{}", breaker_max_open.as_secs_f64()),
-                "must not be smaller than BREAKER_OPEN_SECONDS",
+                Problem::SmallerThan("BREAKER_OPEN_SECONDS"),
             ));
         }
         let breaker_failure_threshold = env.integer("BREAKER_FAILURE_THRESHOLD", 1u32, 10_000)?;
@@ -243,9 +242,11 @@ impl Config {
         let server_limits = ServerLimits::read(env)?;
         let otlp = OtlpExport::read(env)?;
         let quota_park = env.seconds("QUOTA_PARK_SECONDS")?;
-        let access = Access::read(env)?;
-        let log_format = access::log_format(env)?;
+        let clients = ClientSettings::read(env)?;
+        let admin_token = AdminToken::read(env)?;
+        let log_format = log_format(env)?;
         let redis = RedisSettings::read(env)?;
+        let t1_requested = env.integer("T1_PREMIUM_COUNT", 0usize, 16)?;
 
         let config = Self {
             listen_addr,
@@ -253,6 +254,7 @@ impl Config {
             fallback_providers,
             provider_policy,
             t1_premium_count: 0,
+            t1_requested,
             sufficient_min_results,
             request_budget,
             searxng_timeout,
@@ -274,11 +276,12 @@ impl Config {
             server_limits,
             otlp,
             quota_park,
-            access,
+            clients,
+            admin_token,
             log_format,
             redis,
         };
-        let t1_premium_count = t1_premium_count(env, &config.active_providers())?;
+        let t1_premium_count = t1_requested.min(config.active_providers().len());
         Ok(Self {
             t1_premium_count,
             ..config
@@ -310,6 +313,12 @@ impl Config {
         self.providers.iter().find(|p| p.kind == kind)
     }
 
+    /// `T1_PREMIUM_COUNT` was set above the active providers and cut to them: the start-up line
+    /// warns about it.
+    pub(crate) fn t1_cut(&self) -> bool {
+        self.t1_requested > self.t1_premium_count
+    }
+
     /// Providers in `FALLBACK_PROVIDERS` order that have a key.
     pub(crate) fn active_providers(&self) -> Vec<ProviderKind> {
         self.fallback_providers
@@ -318,43 +327,6 @@ impl Config {
             .filter(|k| self.provider(*k).is_some_and(|p| p.key.is_some()))
             .collect()
     }
-}
-
-fn fallback_providers(env: &Env<'_>) -> Result<Vec<ProviderKind>, ConfigError> {
-    let Some(raw) = env.value("FALLBACK_PROVIDERS") else {
-        return Ok(Vec::new());
-    };
-    let mut providers = Vec::new();
-    for name in raw.text.split(',').map(str::trim).filter(|s| !s.is_empty()) {
-        let kind = ProviderKind::from_name(name).ok_or_else(|| {
-            raw.error(format!(
-                "unknown provider {name:?} (known: brave, exa, jina, tavily)"
-            ))
-        })?;
-        if providers.contains(&kind) {
-            return Err(raw.error(format!("provider {name:?} is listed twice")));
-        }
-        providers.push(kind);
-    }
-    Ok(providers)
-}
-
-fn t1_premium_count(env: &Env<'_>, active: &[ProviderKind]) -> Result<usize, ConfigError> {
-    let count = env.integer("T1_PREMIUM_COUNT", 0usize, 16)?;
-    if count > active.len() {
-        let names: Vec<&str> = active.iter().map(|k| k.as_str()).collect();
-        let active = if names.is_empty() {
-            "none (a provider is active when it is in FALLBACK_PROVIDERS and its <NAME>_API_KEY is set)".to_owned()
-        } else {
-            names.join(", ")
-        };
-        return Err(ConfigError::new(
-            "T1_PREMIUM_COUNT",
-            &count.to_string(),
-            format!("is more than the active premium providers: {active}"),
-        ));
-    }
-    Ok(count)
 }
 
 fn metrics_path(env: &Env<'_>) -> Result<String, ConfigError> {
@@ -368,7 +340,7 @@ fn metrics_path(env: &Env<'_>) -> Result<String, ConfigError> {
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, '/' | '-' | '_' | '.'));
     if !well_formed {
-        return Err(raw.error("must be an absolute path such as /metrics"));
+        return Err(raw.error(Problem::NotAnAbsolutePath));
     }
     let bare = path.trim_end_matches('/');
     let admin = bare == RESERVED_PREFIX
@@ -376,38 +348,20 @@ fn metrics_path(env: &Env<'_>) -> Result<String, ConfigError> {
             .strip_prefix(RESERVED_PREFIX)
             .is_some_and(|rest| rest.starts_with('/'));
     if bare.is_empty() || RESERVED_PATHS.contains(&bare) || admin {
-        return Err(raw.error("collides with a route the gateway already serves"));
+        return Err(raw.error(Problem::CollidesWithRoute));
     }
     Ok(path.clone())
 }
 
-fn provider_settings(env: &Env<'_>) -> Result<Vec<ProviderSettings>, ConfigError> {
-    let mut providers = Vec::new();
-    for kind in ProviderKind::ALL {
-        let prefix = kind.env_prefix();
-        // An API key is only checked for presence: its value never reaches an error message.
-        let key = env
-            .value(&format!("{prefix}_API_KEY"))
-            .map(|raw| ApiKey::new(raw.text));
-        let timeout = env.seconds(&format!("{prefix}_TIMEOUT_SECONDS"))?;
-        let base_name = format!("{prefix}_BASE_URL");
-        let mut base_url = env.url(&base_name)?;
-        if !matches!(base_url.path(), "" | "/") {
-            return Err(ConfigError::new(
-                &base_name,
-                base_url.as_str(),
-                "must be an origin (scheme://host[:port]) without a path: the provider's path is added",
-            ));
-        }
-        base_url.set_path("");
-        providers.push(ProviderSettings {
-            kind,
-            key,
-            base_url,
-            timeout,
-        });
+fn log_format(env: &Env<'_>) -> Result<LogFormat, ConfigError> {
+    match env.value("LOG_FORMAT") {
+        Some(raw) => match raw.text.to_ascii_lowercase().as_str() {
+            "text" => Ok(LogFormat::Text),
+            "json" => Ok(LogFormat::Json),
+            _ => Err(raw.error(Problem::NotOneOf(&["text", "json"]))),
+        },
+        None => Ok(LogFormat::Text),
     }
-    Ok(providers)
 }
 
 #[cfg(test)]

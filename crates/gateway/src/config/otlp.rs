@@ -5,8 +5,7 @@
 
 use url::Url;
 
-use super::parse::Env;
-use super::ConfigError;
+use crate::env::{ConfigError, Env, Problem};
 
 /// Where and as whom spans are exported.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -24,9 +23,9 @@ impl OtlpExport {
         let traces = env.optional_url("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")?;
         if let Some(raw) = env.value("OTEL_EXPORTER_OTLP_PROTOCOL") {
             if raw.text != "http/protobuf" {
-                return Err(raw.error(
-                    "only http/protobuf is supported (the OTLP default); grpc and http/json are not built in",
-                ));
+                return Err(raw.error(Problem::Unsupported(
+                    "http/protobuf (the OTLP default); grpc and http/json are not built in",
+                )));
             }
         }
         let service_name = env
@@ -45,7 +44,7 @@ impl OtlpExport {
             return Err(ConfigError::new(
                 variable,
                 traces_url.as_str(),
-                "must be an http:// URL: this build exports to a collector without TLS (a local agent or sidecar)",
+                Problem::NotPlainHttp,
             ));
         }
         Ok(Some(Self {

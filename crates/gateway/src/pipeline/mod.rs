@@ -52,8 +52,12 @@ pub(crate) use fanout::finish_answered;
 pub(crate) use metrics::Metrics;
 pub(crate) use outcome::Outcome;
 
-use crate::breaker::{BreakerBoard, BreakerKind, BreakerPolicy, BreakerState};
-use crate::cache::{AnswerCache, CacheCounters, CacheStatus, ComputationLost};
+/// The breaker namespaces an operator names (`/admin/breakers/{namespace}/{name}`).
+pub(crate) use crate::breaker::BreakerKind;
+use crate::breaker::{BreakerBoard, BreakerPolicy, BreakerState};
+/// How an answer was obtained (`X-Cache`, `explain`).
+pub(crate) use crate::cache::CacheStatus;
+use crate::cache::{AnswerCache, CacheCounters, ComputationLost};
 use crate::config::Config;
 use crate::providers::quota::QuotaBoard;
 use crate::providers::ProviderClient;
@@ -432,6 +436,10 @@ impl Gateway {
                         .collect(),
                 })
                 .collect(),
+            t1_premium_count: status::T1Status {
+                effective: inner.config.t1_premium_count,
+                configured: inner.config.t1_requested,
+            },
             searxng: status::SearxngStatus::of(&inner.pool),
             cache: status::CacheStatus {
                 size: inner.cache.len(),

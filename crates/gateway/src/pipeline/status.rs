@@ -16,10 +16,19 @@ use crate::providers::ProviderKind;
 pub(crate) struct Status {
     pub(crate) breakers: Vec<BreakerStatus>,
     pub(crate) providers: Vec<ProviderStatus>,
+    /// `T1_PREMIUM_COUNT`: providers called alongside SearXNG on every miss.
+    pub(crate) t1_premium_count: T1Status,
     pub(crate) searxng: SearxngStatus,
     pub(crate) cache: CacheStatus,
     /// The tier shared with other replicas: `null` when `REDIS_URL` is unset.
     pub(crate) redis: Option<RedisStatus>,
+}
+
+/// `T1_PREMIUM_COUNT` as set, and as it takes effect (at most the active providers: keyless, 0).
+#[derive(Debug, Serialize)]
+pub(crate) struct T1Status {
+    pub(crate) effective: usize,
+    pub(crate) configured: usize,
 }
 
 /// The shared Redis tier, as this replica sees it.

@@ -1,6 +1,7 @@
-//! What one premium provider is configured with: its key, origin and call timeout. The
-//! configuration module builds these from `<NAME>_API_KEY`, `<NAME>_BASE_URL` and
-//! `<NAME>_TIMEOUT_SECONDS`; the provider client consumes them.
+//! What the premium providers are configured with, read from the environment here (their owner):
+//! `FALLBACK_PROVIDERS` (which ones, in which order), and per provider its key, origin and call
+//! timeout (`<NAME>_API_KEY`, `<NAME>_BASE_URL`, `<NAME>_TIMEOUT_SECONDS`). The provider client
+//! consumes them.
 
 use std::fmt;
 use std::time::Duration;
@@ -8,6 +9,7 @@ use std::time::Duration;
 use url::Url;
 
 use super::ProviderKind;
+use crate::env::{ConfigError, Env, Problem};
 
 /// An API key. Its `Debug` and `Display` never show the key; only the HTTP client reads it, to put
 /// it where the provider's declared [`super::api::Auth`] says.
@@ -49,6 +51,49 @@ pub(crate) struct ProviderSettings {
     pub(crate) base_url: Url,
     /// Call timeout.
     pub(crate) timeout: Duration,
+}
+
+/// Reads `FALLBACK_PROVIDERS`: the providers to call, in preference order (unset: none).
+pub(crate) fn read_fallback_list(env: &Env<'_>) -> Result<Vec<ProviderKind>, ConfigError> {
+    let Some(raw) = env.value("FALLBACK_PROVIDERS") else {
+        return Ok(Vec::new());
+    };
+    let mut providers = Vec::new();
+    for name in raw.text.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+        let kind = ProviderKind::from_name(name).ok_or_else(|| {
+            raw.error(Problem::UnknownName {
+                kind: "provider",
+                name: name.to_owned(),
+                known: ProviderKind::ALL.iter().map(|k| k.as_str()).collect(),
+            })
+        })?;
+        if providers.contains(&kind) {
+            return Err(raw.error(Problem::ListedTwice(format!("provider {name:?}"))));
+        }
+        providers.push(kind);
+    }
+    Ok(providers)
+}
+
+/// Reads every provider's settings (active or not), in [`ProviderKind::ALL`] order.
+pub(crate) fn read(env: &Env<'_>) -> Result<Vec<ProviderSettings>, ConfigError> {
+    let mut providers = Vec::new();
+    for kind in ProviderKind::ALL {
+        let prefix = kind.env_prefix();
+        // An API key is only checked for presence: its value never reaches an error message.
+        let key = env
+            .value(&format!("{prefix}_API_KEY"))
+            .map(|raw| ApiKey::new(raw.text));
+        let timeout = env.seconds(&format!("{prefix}_TIMEOUT_SECONDS"))?;
+        let base_url = env.origin(&format!("{prefix}_BASE_URL"))?;
+        providers.push(ProviderSettings {
+            kind,
+            key,
+            base_url,
+            timeout,
+        });
+    }
+    Ok(providers)
 }
 
 #[cfg(test)]

@@ -27,10 +27,9 @@ use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
 use super::error::ApiError;
-use crate::breaker::BreakerKind;
 use crate::clients::Clients;
 use crate::config::access::AdminToken;
-use crate::pipeline::Gateway;
+use crate::pipeline::{BreakerKind, Gateway};
 
 /// The longest breaker open period an operator may set (a day).
 const MAX_OPEN_SECONDS: u64 = 86_400;
@@ -47,7 +46,7 @@ pub(super) fn routes<S>(gateway: &Gateway, clients: &Clients) -> Option<Router<S
 where
     S: Clone + Send + Sync + 'static,
 {
-    let token = gateway.config().access.admin_token.clone()?;
+    let token = gateway.config().admin_token.clone()?;
     let admin = Admin {
         gateway: gateway.clone(),
         clients: clients.clone(),

@@ -137,8 +137,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::cache::CacheStatus;
-    use crate::pipeline::{Answer, Outcome};
+    use crate::pipeline::{Answer, CacheStatus, Outcome};
 
     fn served(status: u16, body: Value) -> Served {
         Served {

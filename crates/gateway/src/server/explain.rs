@@ -10,8 +10,7 @@
 use serde_json::{json, Map, Value};
 
 use super::auth::Admitted;
-use crate::cache::CacheStatus;
-use crate::pipeline::{Premium, Served};
+use crate::pipeline::{CacheStatus, Premium, Served};
 
 /// The query or form parameter.
 pub(super) const PARAMETER: &str = "explain";

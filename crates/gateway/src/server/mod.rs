@@ -127,8 +127,8 @@ impl Running {
         let mut metrics = Metrics::new();
         let server_metrics = metrics::ServerMetrics::new(metrics.registry_mut());
         let clients = Clients::new(
-            config.access.keys.as_ref(),
-            config.access.defaults,
+            config.clients.keys.as_ref(),
+            config.clients.defaults,
             ClientMetrics::new(metrics.registry_mut()),
         );
         let gateway = Gateway::new(config, metrics);
@@ -197,6 +197,7 @@ pub async fn serve(
 /// carries the protocol only; the caller sends logs to stderr.
 pub async fn serve_mcp_stdio(config: Config) -> std::io::Result<()> {
     let running = Running::start(config);
+    warn_t1_cut(running.gateway.config());
     tracing::info!(
         searxng = %crate::pipeline::status::redact_urls(running.gateway.config()),
         providers = %provider_names(running.gateway.config()),
@@ -237,6 +238,20 @@ async fn reload_on_sighup(clients: Clients) {
     }
 }
 
+/// Keyless mode with a `T1_PREMIUM_COUNT` meant for keys that are not there yet (a compose file
+/// whose keys come later): one warning naming the variable; the gateway runs with what is active.
+fn warn_t1_cut(config: &Config) {
+    if config.t1_cut() {
+        tracing::warn!(
+            variable = "T1_PREMIUM_COUNT",
+            configured = config.t1_requested,
+            effective = config.t1_premium_count,
+            active_providers = %provider_names(config),
+            "T1_PREMIUM_COUNT is more than the active premium providers (a provider is active when it is in FALLBACK_PROVIDERS and its <NAME>_API_KEY is set): using the active ones"
+        );
+    }
+}
+
 /// One line saying what is being served, with nothing secret in it; a warning when anyone on the
 /// network can search (no keys, not on loopback).
 fn log_start(listener: &TcpListener, config: &Config, clients: &Clients) {
@@ -249,6 +264,7 @@ fn log_start(listener: &TcpListener, config: &Config, clients: &Clients) {
             "the gateway is open: no API_KEYS_FILE, and it listens beyond loopback, so anyone who reaches it can search and spend the premium quota"
         );
     }
+    warn_t1_cut(config);
     tracing::info!(
         listen = %listen,
         searxng = %crate::pipeline::status::redact_urls(config),

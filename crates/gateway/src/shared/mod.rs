@@ -17,6 +17,7 @@
 
 mod keys;
 mod metrics;
+pub(crate) mod settings;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -32,10 +33,11 @@ use tracing::Instrument;
 pub(crate) use keys::Board;
 pub(crate) use metrics::{SharedLookup, SharedMetrics};
 
-use crate::config::redis::{masked, RedisSettings};
 use crate::trace::TARGET;
 use keys::Keys;
 use metrics::{LookupLabels, OpResult, Operation, OperationLabels};
+use settings::masked;
+pub(crate) use settings::RedisSettings;
 
 /// How long a computation's lease lives without renewal: a leader that dies is replaced this
 /// soon. The leader renews it every third of it.

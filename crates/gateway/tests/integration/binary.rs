@@ -205,6 +205,48 @@ async fn sigterm_stops_the_gateway_cleanly() {
     assert!(output.contains("stopped"), "{output}");
 }
 
+/// Keyless mode: a compose file that lists providers and asks for a T1 call before any key is
+/// added starts, warns once naming the variable, and runs on SearXNG alone; `/status` shows the
+/// value in effect.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_t1_count_beyond_the_keys_given_starts_keyless_with_one_warning() {
+    let searxng = SimulatedSearxng::start(&["alpha"])
+        .await
+        .expect("simulator");
+    let mut gateway = GatewayProcess::start(&[
+        ("SEARXNG_BACKEND_URL", &searxng.base_url()),
+        ("LISTEN_ADDR", "127.0.0.1:0"),
+        ("FALLBACK_PROVIDERS", "brave,exa"),
+        ("T1_PREMIUM_COUNT", "1"),
+    ]);
+    let url = gateway.url().await;
+    let status: serde_json::Value = reqwest::get(format!("{url}/status"))
+        .await
+        .expect("answer")
+        .json()
+        .await
+        .expect("JSON");
+    assert_eq!(
+        status["t1_premium_count"],
+        serde_json::json!({"effective": 0, "configured": 1})
+    );
+    let reply = reqwest::get(format!("{url}/search?q=keyless"))
+        .await
+        .expect("answer");
+    assert_eq!(reply.status(), 200, "SearXNG alone answers");
+    assert_eq!(gateway.terminate().await.code(), Some(0));
+    let output = gateway.output().await;
+    let warnings: Vec<&str> = output
+        .lines()
+        .filter(|l| l.contains("WARN") && l.contains("T1_PREMIUM_COUNT"))
+        .collect();
+    assert_eq!(
+        warnings.len(),
+        1,
+        "one warning naming the variable:\n{output}"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn the_live_exposition_passes_promtool_check_metrics() {
     let s = SimStack::start(&[Brave], &[("T1_PREMIUM_COUNT", "1")]).await;

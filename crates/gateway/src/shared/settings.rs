@@ -1,13 +1,13 @@
-//! The shared Redis/Valkey tier (`REDIS_URL`, `REDIS_KEY_PREFIX`, `REDIS_TIMEOUT_MS`): off unless a
-//! URL is set. The URL is checked here, so a typo stops start-up naming the variable — and the
-//! value shown in that error has its password masked.
+//! The shared tier's settings, read from the environment here (their owner): `REDIS_URL`,
+//! `REDIS_KEY_PREFIX`, `REDIS_TIMEOUT_MS` — off unless a URL is set. The URL is checked at
+//! start-up, so a typo stops the process naming the variable — and the value shown in that error
+//! has its password masked.
 
 use std::time::Duration;
 
 use url::Url;
 
-use super::parse::Env;
-use super::ConfigError;
+use crate::env::{ConfigError, Env, Problem};
 
 /// Where the shared tier lives and how long any one operation may take.
 #[derive(Clone, PartialEq, Eq)]
@@ -32,42 +32,35 @@ impl std::fmt::Debug for RedisSettings {
 
 impl RedisSettings {
     /// `None` when `REDIS_URL` is unset: one process, nothing shared.
-    pub(super) fn read(env: &Env<'_>) -> Result<Option<Self>, ConfigError> {
+    pub(crate) fn read(env: &Env<'_>) -> Result<Option<Self>, ConfigError> {
         // Read (and checked) even without a URL, so a typo is caught before it matters.
         let key_prefix = env.required("REDIS_KEY_PREFIX")?;
         if key_prefix.text.contains(['{', '}']) || key_prefix.text.chars().any(char::is_whitespace)
         {
-            return Err(key_prefix.error(
-                "must not contain braces (they are the keys' Redis Cluster hash tags) or spaces",
-            ));
+            return Err(key_prefix.error(Problem::ForbiddenCharacters(
+                "braces (they are the keys' Redis Cluster hash tags) or spaces",
+            )));
         }
         let timeout = Duration::from_millis(env.integer("REDIS_TIMEOUT_MS", 1u64, 10_000)?);
         let Some(raw) = env.value("REDIS_URL") else {
             return Ok(None);
         };
-        let refuse = |shown: &str, problem: &str| ConfigError::new("REDIS_URL", shown, problem);
-        let url = Url::parse(&raw.text).map_err(|_| {
-            refuse(
-                "(not shown: it may hold a password)",
-                "not a URL: expected redis://[user:pass@]host:port/db",
-            )
-        })?;
+        let refuse = |shown: &str, problem| ConfigError::new("REDIS_URL", shown, problem);
+        let url = Url::parse(&raw.text)
+            .map_err(|_| refuse("(not shown: it may hold a password)", Problem::NotARedisUrl))?;
         let shown = masked(&url);
         if !matches!(url.scheme(), "redis" | "rediss") {
-            return Err(refuse(
-                &shown,
-                "the scheme must be redis:// or rediss:// (TLS)",
-            ));
+            return Err(refuse(&shown, Problem::RedisScheme));
         }
         if url.host_str().is_none_or(str::is_empty) {
-            return Err(refuse(&shown, "no host"));
+            return Err(refuse(&shown, Problem::NoHost));
         }
         let db = url.path().trim_start_matches('/');
         if !db.is_empty() && db.parse::<u16>().is_err() {
-            return Err(refuse(&shown, "the path must be a database number (/0)"));
+            return Err(refuse(&shown, Problem::NotADatabase));
         }
         if redis::Client::open(url.as_str()).is_err() {
-            return Err(refuse(&shown, "not usable by the Redis client"));
+            return Err(refuse(&shown, Problem::UnusableRedisUrl));
         }
         Ok(Some(Self {
             url,
@@ -116,7 +109,7 @@ mod tests {
         assert_eq!(e.variable, "REDIS_URL");
         assert!(!e.to_string().contains("secret"), "{e}");
         let e = read("redis://host:6379/x").unwrap_err();
-        assert!(e.problem.contains("database"), "{e}");
+        assert_eq!(e.problem, Problem::NotADatabase, "{e}");
         let e = read("not a url at all:secret").unwrap_err();
         assert!(!e.to_string().contains("secret"), "{e}");
     }
