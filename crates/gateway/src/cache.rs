@@ -15,6 +15,7 @@
 
 use std::collections::HashMap;
 use std::future::Future;
+use std::hash::Hash;
 use std::num::NonZeroUsize;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
@@ -128,9 +129,9 @@ impl<V> Entry<V> {
 type Shared<V> = Option<(V, CacheStatus)>;
 type Flight<V> = Arc<watch::Sender<Shared<V>>>;
 
-struct Inner<V> {
-    entries: Option<LruCache<String, Entry<V>>>,
-    in_flight: HashMap<String, Flight<V>>,
+struct Inner<K, V> {
+    entries: Option<LruCache<K, Entry<V>>>,
+    in_flight: HashMap<K, Flight<V>>,
 }
 
 /// The counters the cache keeps up to date.
@@ -144,14 +145,14 @@ pub(crate) struct CacheCounters {
     pub(crate) refreshes: Counter,
 }
 
-/// The cache. Cheap to clone.
-pub(crate) struct AnswerCache<V> {
-    inner: Arc<Mutex<Inner<V>>>,
+/// The cache of values `V` under keys `K`. Cheap to clone.
+pub(crate) struct AnswerCache<K, V> {
+    inner: Arc<Mutex<Inner<K, V>>>,
     stale: Duration,
     counters: CacheCounters,
 }
 
-impl<V> Clone for AnswerCache<V> {
+impl<K, V> Clone for AnswerCache<K, V> {
     fn clone(&self) -> Self {
         Self {
             inner: Arc::clone(&self.inner),
@@ -176,7 +177,11 @@ enum Found<V> {
     Nothing,
 }
 
-impl<V: Clone + Send + Sync + 'static> AnswerCache<V> {
+/// What a cache key must be.
+pub(crate) trait Key: Hash + Eq + Clone + Send + Sync + 'static {}
+impl<K: Hash + Eq + Clone + Send + Sync + 'static> Key for K {}
+
+impl<K: Key, V: Clone + Send + Sync + 'static> AnswerCache<K, V> {
     /// A cache of `capacity` entries (0 disables storage; coalescing still works) that keeps
     /// complete answers `stale` past their expiry. `counters.size` always shows the current number
     /// of entries.
@@ -192,14 +197,14 @@ impl<V: Clone + Send + Sync + 'static> AnswerCache<V> {
         }
     }
 
-    fn lock(&self) -> MutexGuard<'_, Inner<V>> {
+    fn lock(&self) -> MutexGuard<'_, Inner<K, V>> {
         // A panic while holding this lock leaves plain data behind; keep serving.
         self.inner
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
-    fn publish_size(&self, inner: &Inner<V>) {
+    fn publish_size(&self, inner: &Inner<K, V>) {
         let len = inner.entries.as_ref().map_or(0, LruCache::len);
         self.counters
             .size
@@ -207,7 +212,7 @@ impl<V: Clone + Send + Sync + 'static> AnswerCache<V> {
     }
 
     /// Looks `key` up at `now`, counting the hit; a dead entry is removed on the way.
-    fn find(&self, inner: &mut Inner<V>, key: &str, now: Instant) -> Found<V> {
+    fn find(&self, inner: &mut Inner<K, V>, key: &K, now: Instant) -> Found<V> {
         let refresh_possible = !inner.in_flight.contains_key(key);
         let Some(entries) = inner.entries.as_mut() else {
             return Found::Nothing;
@@ -238,7 +243,7 @@ impl<V: Clone + Send + Sync + 'static> AnswerCache<V> {
 
     /// The live value under `key`, if any (a dead entry is removed on the way).
     #[cfg(test)]
-    pub(crate) fn get(&self, key: &str) -> Option<V> {
+    pub(crate) fn get(&self, key: &K) -> Option<V> {
         let mut inner = self.lock();
         match self.find(&mut inner, key, Instant::now()) {
             Found::Live { value, .. } => Some(value),
@@ -248,7 +253,7 @@ impl<V: Clone + Send + Sync + 'static> AnswerCache<V> {
 
     /// Stores `value` under `key` as `keep` says.
     #[cfg(test)]
-    pub(crate) fn insert(&self, key: &str, value: V, keep: Keep) {
+    pub(crate) fn insert(&self, key: &K, value: V, keep: Keep) {
         let mut inner = self.lock();
         self.store(&mut inner, key, value, keep, Instant::now());
         self.publish_size(&inner);
@@ -260,11 +265,11 @@ impl<V: Clone + Send + Sync + 'static> AnswerCache<V> {
     }
 
     /// Drops every entry whose key `matches`; returns how many went.
-    pub(crate) fn purge(&self, matches: impl Fn(&str) -> bool) -> usize {
+    pub(crate) fn purge(&self, matches: impl Fn(&K) -> bool) -> usize {
         let mut inner = self.lock();
         let mut purged = 0;
         if let Some(entries) = inner.entries.as_mut() {
-            let doomed: Vec<String> = entries
+            let doomed: Vec<K> = entries
                 .iter()
                 .filter(|(k, _)| matches(k))
                 .map(|(k, _)| k.clone())
@@ -284,7 +289,7 @@ impl<V: Clone + Send + Sync + 'static> AnswerCache<V> {
         let now = Instant::now();
         let mut inner = self.lock();
         if let Some(entries) = inner.entries.as_mut() {
-            let dead: Vec<String> = entries
+            let dead: Vec<K> = entries
                 .iter()
                 .filter(|(_, e)| e.is_dead(now))
                 .map(|(k, _)| k.clone())
@@ -303,7 +308,7 @@ impl<V: Clone + Send + Sync + 'static> AnswerCache<V> {
     /// whether it hit.
     pub(crate) async fn get_or_compute<F, Fut>(
         &self,
-        key: &str,
+        key: &K,
         lookup: &tracing::Span,
         compute: F,
     ) -> Result<(V, CacheStatus), ComputationLost>
@@ -337,7 +342,7 @@ impl<V: Clone + Send + Sync + 'static> AnswerCache<V> {
                         return Err(ComputationLost);
                     };
                     let sender = Arc::new(watch::channel(None).0);
-                    inner.in_flight.insert(key.to_owned(), Arc::clone(&sender));
+                    inner.in_flight.insert(key.clone(), Arc::clone(&sender));
                     Step::Lead(sender, compute)
                 }
             };
@@ -359,15 +364,15 @@ impl<V: Clone + Send + Sync + 'static> AnswerCache<V> {
 
     /// Starts `work` as the key's flight in a task of its own (nobody waits for it; identical
     /// misses arriving meanwhile follow it as usual).
-    fn refresh_in_background<Fut>(&self, inner: &mut Inner<V>, key: &str, work: Fut)
+    fn refresh_in_background<Fut>(&self, inner: &mut Inner<K, V>, key: &K, work: Fut)
     where
         Fut: Future<Output = Computed<V>> + Send + 'static,
     {
         let sender = Arc::new(watch::channel(None).0);
-        inner.in_flight.insert(key.to_owned(), Arc::clone(&sender));
+        inner.in_flight.insert(key.clone(), Arc::clone(&sender));
         self.counters.refreshes.inc();
         let cache = self.clone();
-        let key = key.to_owned();
+        let key = key.clone();
         tokio::spawn(async move {
             let _ = cache.lead(&key, sender, work).await;
         });
@@ -378,7 +383,7 @@ impl<V: Clone + Send + Sync + 'static> AnswerCache<V> {
     /// last complete answer when the computation failed outright.
     async fn lead<Fut>(
         &self,
-        key: &str,
+        key: &K,
         sender: Flight<V>,
         work: Fut,
     ) -> Result<(V, CacheStatus), ComputationLost>
@@ -390,7 +395,7 @@ impl<V: Clone + Send + Sync + 'static> AnswerCache<V> {
         // followers, seeing the sender gone, start again.
         let _leave = LeaveFlight {
             cache: self.clone(),
-            key: key.to_owned(),
+            key: key.clone(),
             sender: Arc::clone(&sender),
         };
         let (value, keep) = std::panic::AssertUnwindSafe(work)
@@ -428,8 +433,8 @@ impl<V: Clone + Send + Sync + 'static> AnswerCache<V> {
     /// The last complete answer under `key` while its stale window lasts.
     fn stale_answer(
         &self,
-        inner: &mut Inner<V>,
-        key: &str,
+        inner: &mut Inner<K, V>,
+        key: &K,
         now: Instant,
     ) -> Option<(V, CacheStatus)> {
         let entry = inner.entries.as_mut()?.peek(key)?;
@@ -442,7 +447,7 @@ impl<V: Clone + Send + Sync + 'static> AnswerCache<V> {
         ))
     }
 
-    fn store(&self, inner: &mut Inner<V>, key: &str, value: V, keep: Keep, now: Instant) {
+    fn store(&self, inner: &mut Inner<K, V>, key: &K, value: V, keep: Keep, now: Instant) {
         let Some(entries) = inner.entries.as_mut() else {
             return;
         };
@@ -474,7 +479,7 @@ impl<V: Clone + Send + Sync + 'static> AnswerCache<V> {
                     let Some(live) = previous else { return };
                     // A refresh that came back partial: the complete answer stays while it lives
                     // (and is not refreshed again: one attempt per entry).
-                    entries.put(key.to_owned(), live);
+                    entries.put(key.clone(), live);
                     return;
                 }
                 Entry {
@@ -488,7 +493,7 @@ impl<V: Clone + Send + Sync + 'static> AnswerCache<V> {
                 }
             }
         };
-        entries.put(key.to_owned(), entry);
+        entries.put(key.clone(), entry);
     }
 }
 
@@ -498,7 +503,7 @@ enum Step<V, F> {
 }
 
 /// Removes `key`'s flight from the map if it is still this one.
-fn leave_flight<V>(inner: &mut Inner<V>, key: &str, sender: &Flight<V>) {
+fn leave_flight<K: Key, V>(inner: &mut Inner<K, V>, key: &K, sender: &Flight<V>) {
     if inner
         .in_flight
         .get(key)
@@ -508,13 +513,13 @@ fn leave_flight<V>(inner: &mut Inner<V>, key: &str, sender: &Flight<V>) {
     }
 }
 
-struct LeaveFlight<V: Clone + Send + Sync + 'static> {
-    cache: AnswerCache<V>,
-    key: String,
+struct LeaveFlight<K: Key, V: Clone + Send + Sync + 'static> {
+    cache: AnswerCache<K, V>,
+    key: K,
     sender: Flight<V>,
 }
 
-impl<V: Clone + Send + Sync + 'static> Drop for LeaveFlight<V> {
+impl<K: Key, V: Clone + Send + Sync + 'static> Drop for LeaveFlight<K, V> {
     fn drop(&mut self) {
         let mut inner = self.cache.lock();
         leave_flight(&mut inner, &self.key, &self.sender);
@@ -531,33 +536,33 @@ mod tests {
     const MINUTE: Duration = Duration::from_secs(60);
     const STALE: Duration = Duration::from_secs(600);
 
-    fn cache(capacity: usize) -> AnswerCache<u32> {
+    fn cache(capacity: usize) -> AnswerCache<&'static str, u32> {
         AnswerCache::new(capacity, STALE, CacheCounters::default())
     }
 
     #[tokio::test(start_paused = true)]
     async fn entries_expire_after_their_ttl() {
         let c = cache(10);
-        c.insert("k", 1, Keep::Complete(Duration::from_secs(60)));
-        c.insert("p", 2, Keep::Partial(Duration::from_secs(60)));
-        assert_eq!(c.get("k"), Some(1));
+        c.insert(&"k", 1, Keep::Complete(Duration::from_secs(60)));
+        c.insert(&"p", 2, Keep::Partial(Duration::from_secs(60)));
+        assert_eq!(c.get(&"k"), Some(1));
         tokio::time::advance(Duration::from_secs(61)).await;
-        assert_eq!((c.get("k"), c.get("p")), (None, None));
+        assert_eq!((c.get(&"k"), c.get(&"p")), (None, None));
         assert_eq!(c.counters.size.get(), 1, "the gauge follows the expiry");
         tokio::time::advance(STALE).await;
-        assert_eq!(c.get("k"), None);
+        assert_eq!(c.get(&"k"), None);
         assert_eq!(c.counters.size.get(), 0, "and the end of the stale window");
     }
 
     #[tokio::test(start_paused = true)]
     async fn capacity_evicts_the_least_recently_used() {
         let c = cache(2);
-        c.insert("a", 1, Keep::Complete(Duration::from_secs(60)));
-        c.insert("b", 2, Keep::Complete(Duration::from_secs(60)));
-        c.get("a");
-        c.insert("c", 3, Keep::Complete(Duration::from_secs(60)));
+        c.insert(&"a", 1, Keep::Complete(Duration::from_secs(60)));
+        c.insert(&"b", 2, Keep::Complete(Duration::from_secs(60)));
+        c.get(&"a");
+        c.insert(&"c", 3, Keep::Complete(Duration::from_secs(60)));
         assert_eq!(
-            (c.get("a"), c.get("b"), c.get("c")),
+            (c.get(&"a"), c.get(&"b"), c.get(&"c")),
             (Some(1), None, Some(3))
         );
         assert_eq!(c.counters.size.get(), 2);
@@ -566,9 +571,9 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn purge_drops_expired_entries_and_updates_the_gauge() {
         let c = cache(10);
-        c.insert("short", 1, Keep::Partial(Duration::from_secs(5)));
-        c.insert("long", 2, Keep::Complete(Duration::from_secs(500)));
-        c.insert("stale", 3, Keep::Complete(Duration::from_secs(1)));
+        c.insert(&"short", 1, Keep::Partial(Duration::from_secs(5)));
+        c.insert(&"long", 2, Keep::Complete(Duration::from_secs(500)));
+        c.insert(&"stale", 3, Keep::Complete(Duration::from_secs(1)));
         tokio::time::advance(Duration::from_secs(6)).await;
         c.purge_expired();
         assert_eq!(
@@ -591,7 +596,7 @@ mod tests {
             let c = c.clone();
             let calls = Arc::clone(&calls);
             tasks.push(tokio::spawn(async move {
-                c.get_or_compute("k", &Span::none(), move || async move {
+                c.get_or_compute(&"k", &Span::none(), move || async move {
                     calls.fetch_add(1, Ordering::SeqCst);
                     tokio::time::sleep(Duration::from_millis(100)).await;
                     (7, Keep::Complete(MINUTE))
@@ -606,7 +611,7 @@ mod tests {
         assert_eq!(calls.load(Ordering::SeqCst), 1);
         assert_eq!(c.counters.coalesced.get(), 19);
         assert_eq!(
-            c.get_or_compute("k", &Span::none(), || async { (0, Keep::Never) })
+            c.get_or_compute(&"k", &Span::none(), || async { (0, Keep::Never) })
                 .await
                 .unwrap(),
             (7, CacheStatus::Hit)
@@ -617,11 +622,11 @@ mod tests {
     async fn uncacheable_results_are_shared_but_not_stored() {
         let c = cache(10);
         let (v, status) = c
-            .get_or_compute("k", &Span::none(), || async { (5, Keep::Never) })
+            .get_or_compute(&"k", &Span::none(), || async { (5, Keep::Never) })
             .await
             .unwrap();
         assert_eq!((v, status), (5, CacheStatus::Miss));
-        assert_eq!(c.get("k"), None);
+        assert_eq!(c.get(&"k"), None);
         assert_eq!(c.counters.size.get(), 0);
     }
 
@@ -633,7 +638,7 @@ mod tests {
         let waiter = tokio::spawn({
             let c = c.clone();
             async move {
-                c.get_or_compute("k", &Span::none(), move || async move {
+                c.get_or_compute(&"k", &Span::none(), move || async move {
                     tokio::time::sleep(Duration::from_secs(10)).await;
                     f.fetch_add(1, Ordering::SeqCst);
                     (1, Keep::Complete(MINUTE))
@@ -654,7 +659,7 @@ mod tests {
         let leader = tokio::spawn({
             let c = c.clone();
             async move {
-                c.get_or_compute("k", &Span::none(), || async {
+                c.get_or_compute(&"k", &Span::none(), || async {
                     tokio::time::sleep(Duration::from_secs(10)).await;
                     (1, Keep::Complete(MINUTE))
                 })
@@ -665,7 +670,7 @@ mod tests {
         let follower = tokio::spawn({
             let c = c.clone();
             async move {
-                c.get_or_compute("k", &Span::none(), || async {
+                c.get_or_compute(&"k", &Span::none(), || async {
                     tokio::time::sleep(Duration::from_secs(1)).await;
                     (2, Keep::Complete(MINUTE))
                 })
@@ -682,11 +687,13 @@ mod tests {
     async fn a_panicking_computation_does_not_wedge_its_key() {
         let c = cache(10);
         let lost = c
-            .get_or_compute("k", &Span::none(), || async { panic!("computation bug") })
+            .get_or_compute(&"k", &Span::none(), || async { panic!("computation bug") })
             .await;
         assert_eq!(lost, Err(ComputationLost));
         let (v, status) = c
-            .get_or_compute("k", &Span::none(), || async { (3, Keep::Complete(MINUTE)) })
+            .get_or_compute(&"k", &Span::none(), || async {
+                (3, Keep::Complete(MINUTE))
+            })
             .await
             .unwrap();
         assert_eq!(
@@ -699,13 +706,13 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn zero_capacity_disables_storage() {
         let c = cache(0);
-        c.insert("k", 1, Keep::Complete(Duration::from_secs(60)));
-        assert_eq!(c.get("k"), None);
+        c.insert(&"k", 1, Keep::Complete(Duration::from_secs(60)));
+        assert_eq!(c.get(&"k"), None);
         assert_eq!(c.len(), 0);
     }
 
-    async fn failing(c: &AnswerCache<u32>) -> (u32, CacheStatus) {
-        c.get_or_compute("k", &Span::none(), || async { (0, Keep::Never) })
+    async fn failing(c: &AnswerCache<&'static str, u32>) -> (u32, CacheStatus) {
+        c.get_or_compute(&"k", &Span::none(), || async { (0, Keep::Never) })
             .await
             .unwrap()
     }
@@ -713,7 +720,7 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn when_every_upstream_fails_the_last_complete_answer_is_served_stale() {
         let c = cache(10);
-        c.insert("k", 1, Keep::Complete(MINUTE));
+        c.insert(&"k", 1, Keep::Complete(MINUTE));
         tokio::time::advance(MINUTE + Duration::from_secs(5)).await;
         assert_eq!(
             failing(&c).await,
@@ -735,7 +742,7 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn a_zero_stale_window_never_serves_stale() {
         let c = AnswerCache::new(10, Duration::ZERO, CacheCounters::default());
-        c.insert("k", 1, Keep::Complete(MINUTE));
+        c.insert(&"k", 1, Keep::Complete(MINUTE));
         tokio::time::advance(MINUTE).await;
         assert_eq!(failing(&c).await, (0, CacheStatus::Miss));
     }
@@ -743,16 +750,16 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn a_partial_answer_never_replaces_a_live_complete_one_and_keeps_it_as_fallback() {
         let c = cache(10);
-        c.insert("k", 1, Keep::Complete(MINUTE));
-        c.insert("k", 2, Keep::Partial(Duration::from_secs(30)));
+        c.insert(&"k", 1, Keep::Complete(MINUTE));
+        c.insert(&"k", 2, Keep::Partial(Duration::from_secs(30)));
         assert_eq!(
-            c.get("k"),
+            c.get(&"k"),
             Some(1),
             "the complete answer stays while it lives"
         );
         tokio::time::advance(MINUTE).await;
-        c.insert("k", 2, Keep::Partial(Duration::from_secs(30)));
-        assert_eq!(c.get("k"), Some(2));
+        c.insert(&"k", 2, Keep::Partial(Duration::from_secs(30)));
+        assert_eq!(c.get(&"k"), Some(2));
         tokio::time::advance(Duration::from_secs(30)).await;
         assert_eq!(
             failing(&c).await,
@@ -769,13 +776,13 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn followers_of_a_failed_computation_get_the_stale_answer_too() {
         let c = cache(10);
-        c.insert("k", 1, Keep::Complete(MINUTE));
+        c.insert(&"k", 1, Keep::Complete(MINUTE));
         tokio::time::advance(MINUTE).await;
         let mut tasks = Vec::new();
         for _ in 0..3 {
             let c = c.clone();
             tasks.push(tokio::spawn(async move {
-                c.get_or_compute("k", &Span::none(), || async {
+                c.get_or_compute(&"k", &Span::none(), || async {
                     tokio::time::sleep(Duration::from_secs(1)).await;
                     (0, Keep::Never)
                 })
@@ -803,10 +810,10 @@ mod tests {
     async fn a_popular_entry_is_refreshed_in_the_background_shortly_before_it_expires() {
         let c = cache(10);
         let calls = Arc::new(AtomicUsize::new(0));
-        c.insert("k", 1, Keep::Complete(Duration::from_secs(100)));
+        c.insert(&"k", 1, Keep::Complete(Duration::from_secs(100)));
         for _ in 0..REFRESH_MIN_HITS {
             let hit = c
-                .get_or_compute("k", &Span::none(), || counting(&calls, 2))
+                .get_or_compute(&"k", &Span::none(), || counting(&calls, 2))
                 .await
                 .unwrap();
             assert_eq!(hit, (1, CacheStatus::Hit));
@@ -816,7 +823,7 @@ mod tests {
         tokio::time::advance(Duration::from_secs(91)).await;
         for _ in 0..5 {
             let hit = c
-                .get_or_compute("k", &Span::none(), || counting(&calls, 2))
+                .get_or_compute(&"k", &Span::none(), || counting(&calls, 2))
                 .await
                 .unwrap();
             assert_eq!(hit, (1, CacheStatus::Hit));
@@ -826,17 +833,17 @@ mod tests {
         assert_eq!(calls.load(Ordering::SeqCst), 1);
         // Past the old expiry the refreshed answer is live: the query never fell off the cache.
         tokio::time::advance(Duration::from_secs(10)).await;
-        assert_eq!(c.get("k"), Some(2));
+        assert_eq!(c.get(&"k"), Some(2));
     }
 
     #[tokio::test(start_paused = true)]
     async fn an_unpopular_entry_simply_expires() {
         let c = cache(10);
         let calls = Arc::new(AtomicUsize::new(0));
-        c.insert("k", 1, Keep::Complete(Duration::from_secs(100)));
+        c.insert(&"k", 1, Keep::Complete(Duration::from_secs(100)));
         tokio::time::advance(Duration::from_secs(95)).await;
         let hit = c
-            .get_or_compute("k", &Span::none(), || counting(&calls, 2))
+            .get_or_compute(&"k", &Span::none(), || counting(&calls, 2))
             .await
             .unwrap();
         assert_eq!(hit, (1, CacheStatus::Hit));

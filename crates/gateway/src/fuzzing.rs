@@ -29,8 +29,10 @@ pub fn search_params(input: &[u8]) {
     };
     if let Some(raw) = crate::server::parse_params(text) {
         if let Ok(req) = SearchRequest::parse(raw, 2048) {
-            let key = req.cache_key();
-            assert!(key.len() >= req.query.split_whitespace().count());
+            let key = req.cache_key(crate::request::AnswerScope::WithPremium);
+            assert!(key.as_str().len() >= req.query.split_whitespace().count());
+            assert!(key.as_str().starts_with(key.query()));
+            assert!(key.is_of_query(&req.query));
         }
     }
 }

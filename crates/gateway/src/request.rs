@@ -399,25 +399,86 @@ impl SearchRequest {
         }
     }
 
-    /// The cache key: the query lower-cased with whitespace collapsed, plus every forwarded parameter.
-    /// The output format is not part of it: csv and rss are rendered from the same merged answer.
-    pub(crate) fn cache_key(&self) -> String {
-        // \u{1f} cannot appear in a validated parameter, so fields cannot run into each other.
-        let mut key = String::with_capacity(self.query.len() + 32);
-        push_normalised(&mut key, &self.query);
-        key.push_str("\u{1f}p=");
-        let _ = write!(key, "{}", self.pageno);
-        key.push_str("\u{1f}c=");
-        push_sorted(&mut key, &self.categories);
-        key.push_str("\u{1f}e=");
-        push_sorted(&mut key, &self.engines);
-        key.push_str("\u{1f}l=");
-        key.push_str(self.language.as_deref().unwrap_or(""));
-        key.push_str("\u{1f}t=");
-        key.push_str(self.time_range.map_or("", TimeRange::as_str));
-        key.push_str("\u{1f}s=");
-        key.push_str(self.safesearch.map_or("", SafeSearch::as_str));
-        key
+    /// The key its answer is cached and shared under, for answers of `scope`.
+    pub(crate) fn cache_key(&self, scope: AnswerScope) -> CacheKey {
+        CacheKey::new(self, scope)
+    }
+}
+
+/// Which answers a cached entry holds: the whole fan-out's, or SearXNG's alone — a client whose
+/// premium budget is spent gets a fan-out of its own, so it never shares (and never spends or
+/// worsens) one that makes premium calls.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) enum AnswerScope {
+    /// SearXNG and the premium providers, as the pipeline decides.
+    WithPremium,
+    /// SearXNG and the cache only.
+    SearxngOnly,
+}
+
+/// The key an answer is cached and shared under: the query lower-cased with whitespace collapsed,
+/// every forwarded parameter, and the answer's [`AnswerScope`]. The output format is not part of
+/// it: csv and rss are rendered from the same merged answer. Its text (what the shared tier
+/// hashes into Redis keys) spells the fields apart with `\u{1f}`, which cannot appear in a
+/// validated parameter; its parts are read back by structure ([`CacheKey::query`],
+/// [`CacheKey::scope`]), never by parsing the text.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(crate) struct CacheKey {
+    text: String,
+    query_len: usize,
+    scope: AnswerScope,
+}
+
+/// Ends the text of a [`AnswerScope::SearxngOnly`] key (so it never equals a full one's).
+const SEARXNG_ONLY: &str = "\u{1f}searxng-only";
+
+impl CacheKey {
+    fn new(req: &SearchRequest, scope: AnswerScope) -> Self {
+        let mut text = String::with_capacity(req.query.len() + 32);
+        push_normalised(&mut text, &req.query);
+        let query_len = text.len();
+        text.push_str("\u{1f}p=");
+        let _ = write!(text, "{}", req.pageno);
+        text.push_str("\u{1f}c=");
+        push_sorted(&mut text, &req.categories);
+        text.push_str("\u{1f}e=");
+        push_sorted(&mut text, &req.engines);
+        text.push_str("\u{1f}l=");
+        text.push_str(req.language.as_deref().unwrap_or(""));
+        text.push_str("\u{1f}t=");
+        text.push_str(req.time_range.map_or("", TimeRange::as_str));
+        text.push_str("\u{1f}s=");
+        text.push_str(req.safesearch.map_or("", SafeSearch::as_str));
+        if scope == AnswerScope::SearxngOnly {
+            text.push_str(SEARXNG_ONLY);
+        }
+        Self {
+            text,
+            query_len,
+            scope,
+        }
+    }
+
+    /// The normalised query.
+    pub(crate) fn query(&self) -> &str {
+        &self.text[..self.query_len]
+    }
+
+    /// Which answers it holds.
+    pub(crate) fn scope(&self) -> AnswerScope {
+        self.scope
+    }
+
+    /// Whether it is a key of `query` (as a client spells it), whatever its other parameters.
+    pub(crate) fn is_of_query(&self, query: &str) -> bool {
+        let mut normalised = String::with_capacity(query.len());
+        push_normalised(&mut normalised, query);
+        self.query() == normalised
+    }
+
+    /// The whole key as text (what the shared tier hashes).
+    pub(crate) fn as_str(&self) -> &str {
+        &self.text
     }
 }
 
@@ -445,14 +506,6 @@ fn push_normalised(key: &mut String, query: &str) {
             key.extend(word.chars().flat_map(char::to_lowercase));
         }
     }
-}
-
-/// What every cache key of `query` starts with, whatever its other parameters (to purge them).
-pub(crate) fn cache_key_prefix(query: &str) -> String {
-    let mut prefix = String::with_capacity(query.len() + 1);
-    push_normalised(&mut prefix, query);
-    prefix.push('\u{1f}');
-    prefix
 }
 
 #[cfg(test)]
@@ -570,7 +623,10 @@ mod tests {
     fn cache_key_normalises_the_query_only() {
         let a = SearchRequest::simple("Rust   ASYNC\tbook");
         let b = SearchRequest::simple("rust async book");
-        assert_eq!(a.cache_key(), b.cache_key());
+        assert_eq!(
+            a.cache_key(AnswerScope::WithPremium),
+            b.cache_key(AnswerScope::WithPremium)
+        );
     }
 
     #[test]
@@ -602,8 +658,11 @@ mod tests {
                 ..base.clone()
             },
         ];
-        let mut keys: Vec<String> = variants.iter().map(SearchRequest::cache_key).collect();
-        keys.push(base.cache_key());
+        let mut keys: Vec<CacheKey> = variants
+            .iter()
+            .map(|v| v.cache_key(AnswerScope::WithPremium))
+            .collect();
+        keys.push(base.cache_key(AnswerScope::WithPremium));
         let unique: std::collections::HashSet<_> = keys.iter().collect();
         assert_eq!(unique.len(), keys.len());
     }
@@ -618,10 +677,26 @@ mod tests {
             pageno: 3,
             ..SearchRequest::simple("Grüße  AUS Köln")
         };
+        let key = req.cache_key(AnswerScope::WithPremium);
         assert_eq!(
-            req.cache_key(),
+            key.as_str(),
             "grüße aus köln\u{1f}p=3\u{1f}c=it,news\u{1f}e=a,b\u{1f}l=de\u{1f}t=day\u{1f}s="
         );
+        assert_eq!(key.query(), "grüße aus köln");
+        assert!(!key.is_of_query("  GRÜSSE aus Köln "));
+        assert!(key.is_of_query(" Grüße   aus KÖLN "));
+        assert_eq!(key.scope(), AnswerScope::WithPremium);
+    }
+
+    #[test]
+    fn a_searxng_only_answer_has_a_key_of_its_own_of_the_same_query() {
+        let req = SearchRequest::simple("Rust");
+        let full = req.cache_key(AnswerScope::WithPremium);
+        let alone = req.cache_key(AnswerScope::SearxngOnly);
+        assert_ne!(full, alone);
+        assert_ne!(full.as_str(), alone.as_str());
+        assert_eq!(alone.scope(), AnswerScope::SearxngOnly);
+        assert!(alone.is_of_query("rust") && full.is_of_query("RUST"));
     }
 
     #[test]
@@ -635,7 +710,10 @@ mod tests {
             format: Format::Csv,
             ..SearchRequest::simple("x")
         };
-        assert_eq!(a.cache_key(), b.cache_key());
+        assert_eq!(
+            a.cache_key(AnswerScope::WithPremium),
+            b.cache_key(AnswerScope::WithPremium)
+        );
     }
 
     #[test]

@@ -61,7 +61,7 @@ use crate::cache::{AnswerCache, CacheCounters, ComputationLost};
 use crate::config::Config;
 use crate::providers::quota::QuotaBoard;
 use crate::providers::ProviderClient;
-use crate::request::{SearchRequest, Surface};
+use crate::request::{AnswerScope, CacheKey, SearchRequest, Surface};
 use crate::shared::SharedTier;
 use crate::trace::TARGET;
 use crate::upstream::http_client;
@@ -125,7 +125,7 @@ struct Inner {
     rotation: Rotation,
     /// The providers' breakers (each instance's engine breakers are its own).
     breakers: BreakerBoard,
-    cache: AnswerCache<FanOutResult>,
+    cache: AnswerCache<CacheKey, FanOutResult>,
     /// Fan-out slots (load shedding).
     admission: Admission,
     quota: QuotaBoard,
@@ -239,16 +239,15 @@ impl Gateway {
         premium: Premium,
     ) -> Result<Served, SearchError> {
         let started = Instant::now();
-        let key = req.cache_key();
         let lookup = tracing::info_span!(target: TARGET, "cache_lookup", hit = Empty);
         // A client whose premium budget is spent gets a SearXNG-only fan-out of its own, cached
         // under its own key: it never shares (and so never worsens) a fan-out or a cached answer
         // other clients get with premium results, and never spends premium calls it has no
         // budget for by joining one.
-        let key = match premium {
-            Premium::Allowed => key,
-            Premium::BudgetSpent => format!("{key}\u{1f}searxng-only"),
-        };
+        let key = req.cache_key(match premium {
+            Premium::Allowed => AnswerScope::WithPremium,
+            Premium::BudgetSpent => AnswerScope::SearxngOnly,
+        });
         let led = Arc::new(std::sync::atomic::AtomicBool::new(false));
         let leader = Arc::clone(&led);
         let inner = Arc::clone(&self.inner);
@@ -258,7 +257,7 @@ impl Gateway {
             .cache
             .get_or_compute(&key, &lookup, move || {
                 leader.store(true, std::sync::atomic::Ordering::Relaxed);
-                shared_answer::compute(inner, req, shared_key, premium)
+                shared_answer::compute(inner, req, shared_key)
             })
             .await?;
         let led = led.load(std::sync::atomic::Ordering::Relaxed);
@@ -355,10 +354,7 @@ impl Gateway {
     pub(crate) fn purge_cache(&self, query: Option<&str>) -> usize {
         match query {
             None => self.inner.cache.purge(|_| true),
-            Some(query) => {
-                let prefix = crate::request::cache_key_prefix(query);
-                self.inner.cache.purge(|key| key.starts_with(&prefix))
-            }
+            Some(query) => self.inner.cache.purge(|key| key.is_of_query(query)),
         }
     }
 

@@ -27,7 +27,7 @@ use super::outcome::Outcome;
 use super::provider_rotation::Premium;
 use super::{fanout, shared_breakers, Answer, FanOutResult, Inner};
 use crate::cache::{refresh_window, Computed, Keep, Lifetime};
-use crate::request::SearchRequest;
+use crate::request::{AnswerScope, CacheKey, SearchRequest};
 use crate::shared::{
     Claim, FlightState, Lease, SharedLookup, SharedTier, StoredAnswer, LEASE_TTL, POLL_INTERVAL,
 };
@@ -41,13 +41,19 @@ const FOLLOW_SHARE: u32 = 2;
 /// Leases claimed in a row before a miss stops coordinating and fans out itself.
 const MAX_CLAIMS: usize = 3;
 
-/// Computes a miss: through the shared tier when there is one, else by a local fan-out.
+/// Computes a miss: through the shared tier when there is one, else by a local fan-out. The key's
+/// scope says whether the fan-out may call premium providers, so an answer is never stored under a
+/// key whose scope it does not fit.
 pub(super) async fn compute(
     inner: Arc<Inner>,
     req: SearchRequest,
-    key: String,
-    premium: Premium,
+    key: CacheKey,
 ) -> Computed<FanOutResult> {
+    let premium = match key.scope() {
+        AnswerScope::WithPremium => Premium::Allowed,
+        AnswerScope::SearxngOnly => Premium::BudgetSpent,
+    };
+    let key = key.as_str();
     let started = Instant::now();
     let budget = inner.config.request_budget;
     let Some(tier) = inner.shared.clone() else {
@@ -55,7 +61,7 @@ pub(super) async fn compute(
     };
     let boards = shared_breakers::board_ids(&inner);
     let rotate = inner.rotation.shares_counter(inner.providers.len());
-    if let Some(read) = tier.read_miss(&key, &boards, rotate).await {
+    if let Some(read) = tier.read_miss(key, &boards, rotate).await {
         shared_breakers::adopt(&inner, &tier, &read.boards).await;
         if let Some(counter) = read.rotation {
             inner.rotation.follow(counter);
@@ -77,13 +83,13 @@ pub(super) async fn compute(
     }
     let give_up_at = started + budget / FOLLOW_SHARE;
     for _ in 0..MAX_CLAIMS {
-        match tier.claim_lease(&key).await {
+        match tier.claim_lease(key).await {
             None => break,
             Some(Claim::Won(lease)) => {
                 let left = budget.saturating_sub(started.elapsed());
-                return lead(&inner, &tier, req, &key, lease, left, premium).await;
+                return lead(&inner, &tier, req, key, lease, left, premium).await;
             }
-            Some(Claim::Held) => match follow(&tier, &key, give_up_at).await {
+            Some(Claim::Held) => match follow(&tier, key, give_up_at).await {
                 Followed::Answered(stored) => {
                     if let Some(answer) = decode(&stored) {
                         tier.count_coalesced();

@@ -319,7 +319,7 @@ pub(super) fn exercise(body: &[u8], urls: &[&str]) -> Result<usize, StatusCode> 
     headers.insert(header::AUTHORIZATION, HeaderValue::from_static("Bearer k"));
     let (req, options) =
         decode(false, &headers, body, 2048).map_err(|err| err.into_response().status())?;
-    let _ = req.cache_key();
+    let _ = req.cache_key(crate::request::AnswerScope::WithPremium);
     let hits = urls
         .iter()
         .map(|url| Hit {

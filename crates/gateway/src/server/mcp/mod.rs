@@ -307,7 +307,7 @@ pub(super) fn exercise(body: &[u8], urls: &[&str]) -> bool {
             return false;
         }
     };
-    let _ = req.cache_key();
+    let _ = req.cache_key(crate::request::AnswerScope::WithPremium);
     web_search::exercise_output(req.query, urls, max_results)
 }
 
