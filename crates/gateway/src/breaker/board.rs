@@ -1,6 +1,7 @@
-//! A set of breakers, keyed by namespace ([`BreakerKind`]) and name, created closed on first use:
-//! the providers' on one board, each SearXNG instance's engines on its own — so SearXNG's `brave`
-//! engine and the Brave API never share a breaker or a series, and neither do two instances'.
+//! A set of breakers of one namespace ([`BreakerKind`]), keyed by a type of its own
+//! ([`BreakerKey`]: a provider, an engine), created closed on first use: the providers' on one
+//! board, each SearXNG instance's engines on its own — so SearXNG's `brave` engine and the Brave
+//! API never share a breaker or a series, and neither do two instances'.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -31,30 +32,42 @@ impl BreakerKind {
     }
 }
 
-/// Every provider and engine breaker. Cheap to clone.
-#[derive(Debug, Clone)]
-pub(crate) struct BreakerBoard {
-    shared: Arc<Shared>,
+/// What names a breaker on a board: a closed set (a provider) or a name checked before it gets
+/// here (an engine the catalogue reported), so a board, and the label values its breakers carry,
+/// stay bounded.
+pub(crate) trait BreakerKey: Ord + Clone + Send + Sync + 'static {
+    /// The namespace of every breaker keyed by this type.
+    const KIND: BreakerKind;
+
+    /// Its name, as `/status` and the `engine` label say it.
+    fn name(&self) -> &str;
+}
+
+/// The breakers of one namespace, keyed by `K`, created closed on first use. Cheap to clone.
+#[derive(Debug)]
+pub(crate) struct BreakerBoard<K> {
+    shared: Arc<Shared<K>>,
+}
+
+impl<K> Clone for BreakerBoard<K> {
+    fn clone(&self) -> Self {
+        Self {
+            shared: Arc::clone(&self.shared),
+        }
+    }
 }
 
 #[derive(Debug)]
-struct Shared {
+struct Shared<K> {
     policy: BreakerPolicy,
     /// The SearXNG instance whose engines this board holds (none: providers, or one instance).
     instance: InstanceLabel,
     metrics: BreakerMetrics,
-    /// Providers, then engines; each map sorted by name.
-    breakers: Mutex<[BTreeMap<String, Arc<Breaker>>; 2]>,
+    /// Sorted by key.
+    breakers: Mutex<BTreeMap<K, Arc<Breaker>>>,
 }
 
-fn slot(kind: BreakerKind) -> usize {
-    match kind {
-        BreakerKind::Provider => 0,
-        BreakerKind::Engine | BreakerKind::Searxng => 1,
-    }
-}
-
-impl BreakerBoard {
+impl<K: BreakerKey> BreakerBoard<K> {
     /// An empty board; breakers appear as [`BreakerBoard::get`] first names them.
     pub(crate) fn new(policy: BreakerPolicy, metrics: BreakerMetrics) -> Self {
         Self::of_instance(policy, metrics, InstanceLabel::single())
@@ -71,36 +84,37 @@ impl BreakerBoard {
                 policy,
                 instance,
                 metrics,
-                breakers: Mutex::new([BTreeMap::new(), BTreeMap::new()]),
+                breakers: Mutex::new(BTreeMap::new()),
             }),
         }
     }
 
-    /// The breaker of `name` in the `kind` namespace, created closed on first use.
-    pub(crate) fn get(&self, kind: BreakerKind, name: &str) -> Arc<Breaker> {
+    /// The breaker of `key`, created closed on first use.
+    pub(crate) fn get(&self, key: &K) -> Arc<Breaker> {
         let mut breakers = self.lock();
-        let map = &mut breakers[slot(kind)];
-        if let Some(breaker) = map.get(name) {
+        if let Some(breaker) = breakers.get(key) {
             return Arc::clone(breaker);
         }
         let breaker = Arc::new(Breaker::new(
-            kind,
-            name,
+            K::KIND,
+            key.name(),
             self.shared.instance.clone(),
             self.shared.policy,
             &self.shared.metrics,
         ));
-        map.insert(name.to_owned(), Arc::clone(&breaker));
+        breakers.insert(key.clone(), Arc::clone(&breaker));
         breaker
     }
 
-    /// Every breaker, providers first, then engines, each sorted by name. Collected so no breaker
-    /// lock is ever taken under the board lock.
+    /// The breaker of `key` if it exists (never creates one).
+    pub(crate) fn existing(&self, key: &K) -> Option<Arc<Breaker>> {
+        self.lock().get(key).cloned()
+    }
+
+    /// Every breaker, sorted by key. Collected so no breaker lock is ever taken under the board
+    /// lock.
     pub(crate) fn all(&self) -> Vec<Arc<Breaker>> {
-        self.lock()
-            .iter()
-            .flat_map(|map| map.values().cloned())
-            .collect()
+        self.lock().values().cloned().collect()
     }
 
     /// Sets every `circuit_breaker_state` gauge from the state now; call before rendering metrics.
@@ -110,7 +124,7 @@ impl BreakerBoard {
         }
     }
 
-    fn lock(&self) -> MutexGuard<'_, [BTreeMap<String, Arc<Breaker>>; 2]> {
+    fn lock(&self) -> MutexGuard<'_, BTreeMap<K, Arc<Breaker>>> {
         // Inserting into a map cannot leave it half-updated, so a poisoned lock is still usable.
         self.shared
             .breakers

@@ -25,7 +25,7 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use tokio::time::Instant;
 
-pub(crate) use board::{BreakerBoard, BreakerKind};
+pub(crate) use board::{BreakerBoard, BreakerKey, BreakerKind};
 pub(crate) use machine::{BreakerState, SharedOpen, Snapshot};
 pub(crate) use metrics::BreakerMetrics;
 pub(crate) use policy::BreakerPolicy;

@@ -20,7 +20,29 @@ fn policy() -> BreakerPolicy {
 
 use crate::metrics::Registry;
 
-fn board() -> (BreakerBoard, Registry) {
+/// A provider's name, as a test key.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+struct P(&'static str);
+
+impl BreakerKey for P {
+    const KIND: BreakerKind = BreakerKind::Provider;
+    fn name(&self) -> &str {
+        self.0
+    }
+}
+
+/// An engine's name, as a test key.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+struct E(&'static str);
+
+impl BreakerKey for E {
+    const KIND: BreakerKind = BreakerKind::Engine;
+    fn name(&self) -> &str {
+        self.0
+    }
+}
+
+fn board() -> (BreakerBoard<P>, Registry) {
     let mut registry = Registry::new();
     let metrics = BreakerMetrics::new(&mut registry);
     (BreakerBoard::new(policy(), metrics), registry)
@@ -40,7 +62,7 @@ fn trips(metrics: &Registry, kind: &str, name: &str, reason: &str) -> Option<f64
 #[tokio::test(start_paused = true)]
 async fn transitions_reach_the_state_gauge_trips_and_recoveries() {
     let (board, metrics) = board();
-    let breaker = board.get(BreakerKind::Provider, "brave");
+    let breaker = board.get(&P("brave"));
     assert_eq!(gauge(&metrics, "provider", "brave"), Some(0.0));
 
     breaker
@@ -85,7 +107,7 @@ async fn transitions_reach_the_state_gauge_trips_and_recoveries() {
 #[tokio::test(start_paused = true)]
 async fn a_dropped_probe_permit_frees_the_slot() {
     let (board, _) = board();
-    let breaker = board.get(BreakerKind::Engine, "google");
+    let breaker = board.get(&P("google"));
     breaker.record(Signal::stop(TripReason::Captcha));
     tokio::time::advance(BASE).await;
     let cancelled = breaker.admit().unwrap();
@@ -100,7 +122,7 @@ async fn a_dropped_probe_permit_frees_the_slot() {
 #[tokio::test(start_paused = true)]
 async fn a_pause_is_neither_a_trip_nor_a_recovery() {
     let (board, metrics) = board();
-    let brave = board.get(BreakerKind::Provider, "brave");
+    let brave = board.get(&P("brave"));
     brave.pause(TripReason::RateLimited, Duration::from_secs(1));
     assert!(brave.admit().is_none());
     tokio::time::advance(Duration::from_millis(1001)).await;
@@ -121,14 +143,14 @@ async fn a_pause_is_neither_a_trip_nor_a_recovery() {
 async fn exactly_one_probe_is_admitted_among_many_concurrent_callers() {
     const CALLERS: usize = 50;
     // A zero open period makes the breaker half-open the moment it trips.
-    let board = BreakerBoard::new(
+    let board: BreakerBoard<P> = BreakerBoard::new(
         BreakerPolicy {
             open_base: Duration::ZERO,
             ..policy()
         },
         BreakerMetrics::new(&mut Registry::new()),
     );
-    let breaker = board.get(BreakerKind::Provider, "test");
+    let breaker = board.get(&P("test"));
     breaker.record(Signal::stop(TripReason::RateLimited));
     assert_eq!(breaker.state(), BreakerState::HalfOpen);
 
@@ -156,14 +178,18 @@ async fn exactly_one_probe_is_admitted_among_many_concurrent_callers() {
 
 #[tokio::test(start_paused = true)]
 async fn an_engine_and_a_provider_with_the_same_name_are_separate_breakers_and_series() {
-    let (board, metrics) = board();
-    let engine = board.get(BreakerKind::Engine, "brave");
-    let provider = board.get(BreakerKind::Provider, "brave");
+    let mut metrics = Registry::new();
+    let families = BreakerMetrics::new(&mut metrics);
+    let providers: BreakerBoard<P> = BreakerBoard::new(policy(), families.clone());
+    let engines: BreakerBoard<E> = BreakerBoard::new(policy(), families);
+    let engine = engines.get(&E("brave"));
+    let provider = providers.get(&P("brave"));
     assert!(!Arc::ptr_eq(&engine, &provider));
-    assert!(Arc::ptr_eq(
-        &engine,
-        &board.get(BreakerKind::Engine, "brave")
-    ));
+    assert!(Arc::ptr_eq(&engine, &engines.get(&E("brave"))));
+    assert_eq!(
+        (engine.kind(), provider.kind()),
+        (BreakerKind::Engine, BreakerKind::Provider)
+    );
 
     engine.record(Signal::stop(TripReason::Captcha));
 
@@ -176,28 +202,15 @@ async fn an_engine_and_a_provider_with_the_same_name_are_separate_breakers_and_s
 }
 
 #[tokio::test(start_paused = true)]
-async fn the_board_lists_providers_before_engines_each_sorted_by_name() {
+async fn a_board_lists_its_breakers_sorted_by_key_and_creates_none_when_asked_if_one_exists() {
     let (board, _) = board();
-    for (kind, name) in [
-        (BreakerKind::Engine, "wikipedia"),
-        (BreakerKind::Provider, "tavily"),
-        (BreakerKind::Engine, "bing"),
-        (BreakerKind::Provider, "brave"),
-    ] {
-        board.get(kind, name);
+    assert!(board.existing(&P("tavily")).is_none());
+    for name in ["tavily", "brave", "exa"] {
+        board.get(&P(name));
     }
-    let listed: Vec<(BreakerKind, String)> = board
-        .all()
-        .iter()
-        .map(|b| (b.kind(), b.name().to_owned()))
-        .collect();
-    assert_eq!(
-        listed,
-        [
-            (BreakerKind::Provider, "brave".to_owned()),
-            (BreakerKind::Provider, "tavily".to_owned()),
-            (BreakerKind::Engine, "bing".to_owned()),
-            (BreakerKind::Engine, "wikipedia".to_owned()),
-        ]
-    );
+    let listed: Vec<String> = board.all().iter().map(|b| b.name().to_owned()).collect();
+    assert_eq!(listed, ["brave", "exa", "tavily"]);
+    assert!(board.existing(&P("tavily")).is_some());
+    assert!(board.existing(&P("jina")).is_none());
+    assert_eq!(board.all().len(), 3);
 }

@@ -14,7 +14,6 @@ use tokio::time::Instant;
 
 use super::pool::Instance;
 use super::{breaker_signals, Gateway, Inner};
-use crate::breaker::BreakerKind;
 use crate::searxng::engine_errors::blocked_engines;
 use crate::searxng::EngineCatalog;
 
@@ -150,10 +149,13 @@ async fn seed_engine_health(instance: &Instance, last_read: &mut Option<Instant>
         }
     };
     for blocked in blocked_engines(&stats) {
-        if blocked.percentage < SEED_MIN_PERCENT || !catalog.knows(&blocked.engine) {
+        if blocked.percentage < SEED_MIN_PERCENT {
             continue;
         }
-        let breaker = instance.engines.get(BreakerKind::Engine, &blocked.engine);
+        let Some(engine) = catalog.engine(&blocked.engine) else {
+            continue;
+        };
+        let breaker = instance.engines.get(&engine);
         if breaker.seed(breaker_signals::for_engine(blocked.reason), *last_read) {
             tracing::info!(
                 instance = %instance.name,

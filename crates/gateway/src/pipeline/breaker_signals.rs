@@ -1,10 +1,28 @@
 //! What upstream facts mean for circuit breakers: the pipeline's policy, kept in one place. The
 //! upstream modules report facts (an error class, SearXNG's reason for an engine); the breakers
-//! only react to signals.
+//! only react to signals. Which upstream a breaker is for is typed too: a provider's breaker is
+//! keyed by its [`ProviderKind`], an engine's by its checked [`EngineName`].
 
-use crate::breaker::{Signal, TripReason};
-use crate::searxng::EngineReason;
+use crate::breaker::{BreakerKey, BreakerKind, Signal, TripReason};
+use crate::providers::ProviderKind;
+use crate::searxng::{EngineName, EngineReason};
 use crate::upstream::UpstreamError;
+
+impl BreakerKey for ProviderKind {
+    const KIND: BreakerKind = BreakerKind::Provider;
+
+    fn name(&self) -> &str {
+        self.as_str()
+    }
+}
+
+impl BreakerKey for EngineName {
+    const KIND: BreakerKind = BreakerKind::Engine;
+
+    fn name(&self) -> &str {
+        self.as_str()
+    }
+}
 
 /// A classified failure of a premium call or a SearXNG call.
 pub(crate) fn for_error(err: &UpstreamError) -> Signal {

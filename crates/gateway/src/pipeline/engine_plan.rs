@@ -9,9 +9,9 @@ use std::sync::{Arc, RwLock};
 use tokio::sync::Notify;
 
 use super::breaker_signals;
-use crate::breaker::{BreakerBoard, BreakerKind, Permit, Signal};
+use crate::breaker::{BreakerBoard, Permit, Signal};
 use crate::request::SearchRequest;
-use crate::searxng::{EngineCatalog, SearxngAnswer};
+use crate::searxng::{EngineCatalog, EngineName, SearxngAnswer};
 use prometheus_client::metrics::counter::Counter;
 
 /// The latest catalog, shared with the task that refreshes it.
@@ -44,8 +44,9 @@ pub(crate) struct EnginePlan {
     pub(crate) explicit: Option<Vec<String>>,
     /// The engines left out because their breaker is open (when `explicit` is set).
     pub(crate) excluded: Vec<String>,
-    /// Permits of the engines this request includes; the answer decides each.
-    permits: Vec<(String, Permit)>,
+    /// The engines this request includes, each with its breaker's permit (none for a name that
+    /// fails [`EngineName::checked`]: it has no breaker); the answer decides each.
+    permits: Vec<(String, Option<Permit>)>,
 }
 
 impl EnginePlan {
@@ -53,7 +54,7 @@ impl EnginePlan {
     pub(crate) fn new(
         catalog: Option<&EngineCatalog>,
         req: &SearchRequest,
-        board: &BreakerBoard,
+        board: &BreakerBoard<EngineName>,
         overridden: &Counter,
     ) -> Self {
         let Some(catalog) = catalog.filter(|c| !c.is_empty()) else {
@@ -67,8 +68,12 @@ impl EnginePlan {
         let mut permits = Vec::with_capacity(targets.len());
         let mut excluded = Vec::new();
         for name in &targets {
-            match board.get(BreakerKind::Engine, name).admit() {
-                Some(permit) => permits.push((name.clone(), permit)),
+            let Some(engine) = EngineName::checked(name) else {
+                permits.push((name.clone(), None));
+                continue;
+            };
+            match board.get(&engine).admit() {
+                Some(permit) => permits.push((name.clone(), Some(permit))),
                 None => excluded.push(name.clone()),
             }
         }
@@ -106,18 +111,26 @@ impl EnginePlan {
     pub(crate) fn settle(
         self,
         answer: &SearxngAnswer,
-        board: &BreakerBoard,
+        board: &BreakerBoard<EngineName>,
         catalog: Option<&EngineCatalog>,
     ) -> bool {
         let with_results = answer.engines_with_results();
         let mut permits = self.permits;
         let mut signal_for = |name: &str, signal: Signal| {
             if let Some(i) = permits.iter().position(|(n, _)| n == name) {
-                let (_, permit) = permits.swap_remove(i);
-                permit.record(signal);
+                if let (_, Some(permit)) = permits.swap_remove(i) {
+                    permit.record(signal);
+                }
             } else if !matches!(signal, Signal::Success) {
-                // Not planned (no catalog yet, or an override): failures still count.
-                board.get(BreakerKind::Engine, name).record(signal);
+                // Not planned (no catalog yet, or an override): failures still count — for a name
+                // the catalog reported when there is one (the board stays a closed set).
+                let engine = match catalog {
+                    Some(catalog) => catalog.engine(name),
+                    None => EngineName::checked(name),
+                };
+                if let Some(engine) = engine {
+                    board.get(&engine).record(signal);
+                }
             }
         };
         for u in &answer.unresponsive {
@@ -166,7 +179,7 @@ mod tests {
         ])
     }
 
-    fn board() -> BreakerBoard {
+    fn board() -> BreakerBoard<EngineName> {
         BreakerBoard::new(
             BreakerPolicy {
                 open_base: Duration::from_secs(10),
@@ -180,9 +193,13 @@ mod tests {
         )
     }
 
-    fn trip(board: &BreakerBoard, name: &str) {
+    fn engine(name: &str) -> EngineName {
+        EngineName::checked(name).unwrap()
+    }
+
+    fn trip(board: &BreakerBoard<EngineName>, name: &str) {
         board
-            .get(BreakerKind::Engine, name)
+            .get(&engine(name))
             .record(Signal::stop(TripReason::RateLimited));
     }
 
@@ -303,10 +320,7 @@ mod tests {
         assert_eq!(first.explicit, None, "the probe request searches beta");
         assert_eq!(second.explicit, Some(vec!["alpha".to_owned()]));
         first.settle(&answer(&["alpha", "beta"], &[]), &b, Some(&catalog()));
-        assert_eq!(
-            b.get(BreakerKind::Engine, "beta").state(),
-            BreakerState::Closed
-        );
+        assert_eq!(b.get(&engine("beta")).state(), BreakerState::Closed);
     }
 
     #[tokio::test(start_paused = true)]
@@ -331,13 +345,7 @@ mod tests {
             Some(&catalog()),
         );
         assert!(unknown, "zeta is not in the catalog: refresh it");
-        assert_eq!(
-            b.get(BreakerKind::Engine, "beta").state(),
-            BreakerState::Open
-        );
-        assert_eq!(
-            b.get(BreakerKind::Engine, "alpha").state(),
-            BreakerState::Closed
-        );
+        assert_eq!(b.get(&engine("beta")).state(), BreakerState::Open);
+        assert_eq!(b.get(&engine("alpha")).state(), BreakerState::Closed);
     }
 }

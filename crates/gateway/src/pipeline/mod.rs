@@ -60,7 +60,7 @@ pub(crate) use crate::cache::CacheStatus;
 use crate::cache::{AnswerCache, CacheCounters, ComputationLost};
 use crate::config::Config;
 use crate::providers::quota::QuotaBoard;
-use crate::providers::ProviderClient;
+use crate::providers::{ProviderClient, ProviderKind};
 use crate::request::{AnswerScope, CacheKey, SearchRequest, Surface};
 use crate::shared::SharedTier;
 use crate::trace::TARGET;
@@ -124,7 +124,7 @@ struct Inner {
     providers: Vec<Arc<ProviderClient>>,
     rotation: Rotation,
     /// The providers' breakers (each instance's engine breakers are its own).
-    breakers: BreakerBoard,
+    breakers: BreakerBoard<ProviderKind>,
     cache: AnswerCache<CacheKey, FanOutResult>,
     /// Fan-out slots (load shedding).
     admission: Admission,
@@ -185,7 +185,7 @@ impl Gateway {
         let breakers = BreakerBoard::new(policy, metrics.breakers.clone());
         for provider in &providers {
             // Provider breakers exist up front so their series are there from the first scrape.
-            breakers.get(BreakerKind::Provider, provider.kind().as_str());
+            breakers.get(&provider.kind());
         }
         let cache = AnswerCache::new(
             config.cache_size,
@@ -367,13 +367,11 @@ impl Gateway {
             .unwrap_or_else(PoisonError::into_inner)
             .is_some_and(|at| at.elapsed() < READY_WINDOW);
         searxng_recent
-            || self.inner.providers.iter().any(|p| {
-                self.inner
-                    .breakers
-                    .get(BreakerKind::Provider, p.kind().as_str())
-                    .state()
-                    != BreakerState::Open
-            })
+            || self
+                .inner
+                .providers
+                .iter()
+                .any(|p| self.inner.breakers.get(&p.kind()).state() != BreakerState::Open)
     }
 
     fn mark_searxng_ok(inner: &Inner) {
@@ -416,7 +414,7 @@ impl Gateway {
                     let active = inner.providers.iter().any(|p| p.kind() == *kind);
                     // Inactive providers have no breaker: asking the board would create one.
                     let parked = active
-                        .then(|| inner.breakers.get(BreakerKind::Provider, kind.as_str()))
+                        .then(|| inner.breakers.get(kind))
                         .and_then(|breaker| ProviderStatus::quota_parked_for(&breaker));
                     (kind, active, parked)
                 })

@@ -17,7 +17,7 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use crate::breaker::{Breaker, BreakerBoard, BreakerKind, Permit};
+use crate::breaker::{Breaker, BreakerBoard, Permit};
 use crate::config::ProviderPolicy;
 use crate::providers::quota::QuotaBoard;
 use crate::providers::{ProviderClient, ProviderKind};
@@ -95,7 +95,7 @@ pub(crate) struct Admitted {
 /// One request's walk over the providers, starting where the rotation says.
 pub(crate) struct ProviderWalk<'a> {
     providers: &'a [Arc<ProviderClient>],
-    breakers: &'a BreakerBoard,
+    breakers: &'a BreakerBoard<ProviderKind>,
     rotation: &'a Rotation,
     quota: &'a QuotaBoard,
     premium: Premium,
@@ -107,7 +107,7 @@ impl<'a> ProviderWalk<'a> {
     /// A walk over `providers` (active ones, in configured order).
     pub(crate) fn new(
         providers: &'a [Arc<ProviderClient>],
-        breakers: &'a BreakerBoard,
+        breakers: &'a BreakerBoard<ProviderKind>,
         rotation: &'a Rotation,
         quota: &'a QuotaBoard,
         premium: Premium,
@@ -146,9 +146,7 @@ impl<'a> ProviderWalk<'a> {
         while let Some(&index) = order.get(self.offered) {
             let provider = &self.providers[index];
             self.offered += 1;
-            let breaker = self
-                .breakers
-                .get(BreakerKind::Provider, provider.kind().as_str());
+            let breaker = self.breakers.get(&provider.kind());
             match breaker.admit() {
                 Some(permit) => {
                     return Some(Admitted {

@@ -22,8 +22,10 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use bytes::Bytes;
 use tokio::time::Instant;
 
+use super::pool::Instance;
 use super::Inner;
-use crate::breaker::{Breaker, BreakerBoard, BreakerKind, SharedOpen, TripReason};
+use crate::breaker::{Breaker, BreakerBoard, BreakerKey, SharedOpen, TripReason};
+use crate::providers::ProviderKind;
 use crate::shared::{Board, SharedTier};
 
 /// Record version written by this build; a record of another version is ignored.
@@ -51,21 +53,23 @@ struct Mirrored<'a> {
 }
 
 enum Source<'a> {
-    Board(&'a BreakerBoard, BreakerKind),
+    Providers(&'a BreakerBoard<ProviderKind>),
+    /// An instance's engines, named as its catalogue says.
+    Engines(&'a Instance),
     Cooldowns,
 }
 
 fn boards(inner: &Inner) -> Vec<Mirrored<'_>> {
     let mut boards = vec![Mirrored {
         board: Board::Providers,
-        source: Source::Board(&inner.breakers, BreakerKind::Provider),
+        source: Source::Providers(&inner.breakers),
     }];
     for instance in inner.pool.instances() {
         boards.push(Mirrored {
             board: Board::Engines {
                 instance: &instance.name,
             },
-            source: Source::Board(&instance.engines, BreakerKind::Engine),
+            source: Source::Engines(instance),
         });
     }
     boards.push(Mirrored {
@@ -78,12 +82,8 @@ fn boards(inner: &Inner) -> Vec<Mirrored<'_>> {
 impl Mirrored<'_> {
     fn breakers(&self, inner: &Inner) -> Vec<(String, Arc<Breaker>)> {
         match self.source {
-            Source::Board(board, kind) => board
-                .all()
-                .into_iter()
-                .filter(|b| b.kind() == kind)
-                .map(|b| (b.name().to_owned(), b))
-                .collect(),
+            Source::Providers(board) => named(board),
+            Source::Engines(instance) => named(&instance.engines),
             Source::Cooldowns => inner
                 .pool
                 .instances()
@@ -95,7 +95,14 @@ impl Mirrored<'_> {
 
     fn get(&self, inner: &Inner, name: &str) -> Option<Arc<Breaker>> {
         match self.source {
-            Source::Board(board, kind) => Some(board.get(kind, name)),
+            // Another replica's name: only one of the closed set (a provider this build knows,
+            // an engine this instance's catalogue reported) gets a breaker here.
+            Source::Providers(board) => ProviderKind::from_name(name).map(|kind| board.get(&kind)),
+            Source::Engines(instance) => instance
+                .catalog
+                .get()
+                .and_then(|catalog| catalog.engine(name))
+                .map(|engine| instance.engines.get(&engine)),
             Source::Cooldowns => inner
                 .pool
                 .instances()
@@ -104,6 +111,15 @@ impl Mirrored<'_> {
                 .map(|i| Arc::clone(&i.cooldown)),
         }
     }
+}
+
+/// Every breaker of `board` with its name.
+fn named<K: BreakerKey>(board: &BreakerBoard<K>) -> Vec<(String, Arc<Breaker>)> {
+    board
+        .all()
+        .into_iter()
+        .map(|b| (b.name().to_owned(), b))
+        .collect()
 }
 
 /// The field of an instance's cooldown (the only instance has no name of its own).

@@ -3,6 +3,7 @@
 //! names and, when none is known, searches every default engine).
 
 use std::collections::BTreeSet;
+use std::sync::Arc;
 
 use serde::Deserialize;
 use serde_json::Value;
@@ -11,6 +12,32 @@ use crate::request::SearchRequest;
 
 /// The category SearXNG searches when a request names neither engines nor categories.
 pub(crate) const DEFAULT_CATEGORY: &str = "general";
+
+/// A SearXNG engine's name, checked: 1–64 bytes of what SearXNG's settings use for names
+/// (letters, digits, spaces, `_`, `-`, `.`). A name that fails the check is not passed on — to a
+/// breaker, a metric label or `engines=` — so a garbled answer cannot grow either.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub(crate) struct EngineName(Arc<str>);
+
+/// The longest engine name taken.
+const MAX_ENGINE_NAME: usize = 64;
+
+impl EngineName {
+    /// `name`, if it is one.
+    pub(crate) fn checked(name: &str) -> Option<Self> {
+        let fits = !name.is_empty()
+            && name.len() <= MAX_ENGINE_NAME
+            && name
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b' ' | b'_' | b'-' | b'.'));
+        fits.then(|| Self(Arc::from(name)))
+    }
+
+    /// The name.
+    pub(crate) fn as_str(&self) -> &str {
+        &self.0
+    }
+}
 
 /// One engine of the instance.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
@@ -55,6 +82,13 @@ impl EngineCatalog {
     /// Whether `/config` reported this engine.
     pub(crate) fn knows(&self, name: &str) -> bool {
         self.engines.iter().any(|e| e.name == name)
+    }
+
+    /// `name` as an engine of this instance: one `/config` reported (a closed set), checked.
+    pub(crate) fn engine(&self, name: &str) -> Option<EngineName> {
+        self.knows(name)
+            .then(|| EngineName::checked(name))
+            .flatten()
     }
 
     /// Number of engines known.

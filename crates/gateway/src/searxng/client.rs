@@ -228,8 +228,9 @@ impl SearxngClient {
     }
 
     fn account_engines(&self, answer: &SearxngAnswer) {
+        let names = &self.metrics.engine_labels;
         let labels = |engine: &str| EngineLabels {
-            engine: engine.to_owned(),
+            engine: names.value(engine),
             instance: self.instance.clone(),
         };
         // Counted per engine first: one metric lookup (labels built and hashed) per engine, not
@@ -246,7 +247,7 @@ impl SearxngClient {
             self.metrics
                 .engine_unresponsive
                 .get_or_create(&EngineReasonLabels {
-                    engine: u.engine.clone(),
+                    engine: names.value(&u.engine),
                     reason: u.reason,
                     instance: self.instance.clone(),
                 })

@@ -7,6 +7,10 @@ use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use super::catalog::EngineName;
 use super::EngineReason;
 use crate::metrics::{
     label_value_as_str, latency_family, HistogramFamily, InstanceLabel, Registry,
@@ -98,7 +102,40 @@ pub(crate) struct ResultLabels {
     pub(crate) instance: InstanceLabel,
 }
 
-/// `{engine}`: a name SearXNG reported.
+/// Engine names seen as label values, bounded: a name that fails [`EngineName::checked`], or one
+/// beyond the first [`MAX_ENGINE_LABELS`] distinct names, is counted as `other` — so whatever
+/// SearXNG sends, the engine families stay a bounded set of series. (SearXNG ships about 250
+/// engines; an instance enables a few dozen.)
+#[derive(Debug, Clone, Default)]
+pub(crate) struct EngineLabelSet {
+    seen: Arc<Mutex<HashSet<Arc<str>>>>,
+}
+
+/// Distinct engine label values kept per process.
+pub(crate) const MAX_ENGINE_LABELS: usize = 512;
+
+/// The label value of names beyond the bound.
+const OTHER: &str = "other";
+
+impl EngineLabelSet {
+    /// The label value for `name`.
+    pub(crate) fn value(&self, name: &str) -> String {
+        if EngineName::checked(name).is_none() {
+            return OTHER.to_owned();
+        }
+        let mut seen = self.seen.lock().unwrap_or_else(PoisonError::into_inner);
+        if seen.contains(name) {
+            return name.to_owned();
+        }
+        if seen.len() < MAX_ENGINE_LABELS {
+            seen.insert(Arc::from(name));
+            return name.to_owned();
+        }
+        OTHER.to_owned()
+    }
+}
+
+/// `{engine}`: a name SearXNG reported, bounded ([`EngineLabelSet`]).
 #[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
 pub(crate) struct EngineLabels {
     pub(crate) engine: String,
@@ -134,6 +171,8 @@ pub(crate) struct SearxngMetrics {
     pub(crate) engine_unresponsive: Family<EngineReasonLabels, Counter>,
     /// `engine_status{engine}`: 1 when its last answer was healthy, 0 when unresponsive.
     pub(crate) engine_status: Family<EngineLabels, Gauge>,
+    /// The engine label values in use (shared by every instance's client).
+    pub(crate) engine_labels: EngineLabelSet,
 }
 
 impl SearxngMetrics {
@@ -148,6 +187,7 @@ impl SearxngMetrics {
             engine_results: Family::default(),
             engine_unresponsive: Family::default(),
             engine_status: Family::default(),
+            engine_labels: EngineLabelSet::default(),
         };
         r.register(
             "retry_attempts",
@@ -190,5 +230,27 @@ impl SearxngMetrics {
             m.engine_status.clone(),
         );
         m
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn engine_label_values_are_checked_names_up_to_a_bound_then_other() {
+        let labels = EngineLabelSet::default();
+        assert_eq!(labels.value("google images"), "google images");
+        assert_eq!(labels.value("<script>"), "other");
+        assert_eq!(labels.value(&"x".repeat(65)), "other");
+        for i in 1..MAX_ENGINE_LABELS {
+            assert_eq!(labels.value(&format!("engine{i}")), format!("engine{i}"));
+        }
+        assert_eq!(labels.value("one too many"), "other");
+        assert_eq!(
+            labels.value("google images"),
+            "google images",
+            "a name seen stays"
+        );
     }
 }

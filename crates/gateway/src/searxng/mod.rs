@@ -14,7 +14,7 @@ pub(crate) use answer::decode_answer;
 #[cfg(any(test, feature = "fuzzing", feature = "bench"))]
 pub(crate) use answer::parse_answer;
 pub(crate) use answer::{SearxngAnswer, TopLevel};
-pub(crate) use catalog::EngineCatalog;
+pub(crate) use catalog::{EngineCatalog, EngineName};
 pub(crate) use client::{backoff_delay, SearxngClient, MAX_ATTEMPTS};
 pub(crate) use metrics::SearxngMetrics;
 pub(crate) use unresponsive::EngineReason;

@@ -10,9 +10,10 @@ use tokio::time::Instant;
 use url::Url;
 
 use super::choice::Candidate;
-use crate::breaker::{Breaker, BreakerBoard, BreakerKind, BreakerState};
+use crate::breaker::{Breaker, BreakerBoard, BreakerState};
 use crate::pipeline::engine_plan::CatalogHandle;
 use crate::request::SearchRequest;
+use crate::searxng::EngineName;
 use crate::searxng::SearxngClient;
 
 /// Weight of the newest sample in the latency estimate (an exponentially weighted mean).
@@ -37,7 +38,7 @@ pub(crate) struct Instance {
     /// Skips it after repeated failures, then lets one request probe it.
     pub(crate) cooldown: Arc<Breaker>,
     /// Its engines' breakers.
-    pub(crate) engines: BreakerBoard,
+    pub(crate) engines: BreakerBoard<EngineName>,
     load: Mutex<Load>,
     in_flight: Arc<AtomicUsize>,
 }
@@ -88,7 +89,7 @@ impl Instance {
         url: Url,
         client: SearxngClient,
         cooldown: Breaker,
-        engines: BreakerBoard,
+        engines: BreakerBoard<EngineName>,
     ) -> Self {
         Self {
             name,
@@ -134,7 +135,7 @@ impl Instance {
         self.engines
             .all()
             .iter()
-            .filter(|b| b.kind() == BreakerKind::Engine && b.state() == BreakerState::Open)
+            .filter(|b| b.state() == BreakerState::Open)
             .map(|b| b.name().to_owned())
             .collect()
     }
@@ -148,7 +149,9 @@ impl Instance {
             .targets(req)
             .iter()
             .filter(|name| {
-                self.engines.get(BreakerKind::Engine, name).state() == BreakerState::Open
+                EngineName::checked(name)
+                    .and_then(|engine| self.engines.existing(&engine))
+                    .is_some_and(|breaker| breaker.state() == BreakerState::Open)
             })
             .count()
     }
