@@ -51,7 +51,7 @@ ALLOWED = {
     "env": set(),
     "metrics": set(),
     "request": set(),
-    "trace": set(),
+    "trace": {"upstream"},
     "upstream": set(),
 }
 

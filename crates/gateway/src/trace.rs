@@ -13,6 +13,8 @@ use axum::http::HeaderMap;
 use opentelemetry_http::HeaderExtractor;
 use tracing_opentelemetry::OpenTelemetrySpanExt;
 
+use crate::upstream::ErrorClass;
+
 /// The target of each request's `request` span (its `request_id`), which the log lines carry at
 /// every `LOG_LEVEL`; never exported.
 pub(crate) const REQUEST_TARGET: &str = "searxng_gateway::request";
@@ -31,8 +33,41 @@ pub(crate) fn continue_client_trace(span: &tracing::Span, headers: &HeaderMap) {
     let _ = span.set_parent(parent);
 }
 
-/// Marks `span` as failed with `error_class` (`otel.status_code` ERROR).
-pub(crate) fn record_error(span: &tracing::Span, error_class: &str) {
-    span.record("error_class", error_class);
+/// Why a span failed: its `error_class` attribute, from a closed set.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum SpanError {
+    /// An upstream call failed with this class.
+    Upstream(ErrorClass),
+    /// The request's budget ended before the call did.
+    Deadline,
+    /// Every upstream failed: the answer is the 502.
+    AllUpstreamsFailed,
+    /// The gateway shed the request (no fan-out slot in time).
+    Overloaded,
+    /// The shared computation was lost.
+    Internal,
+    /// A surface refused the request: its stable error code (the surface's error type says it).
+    Refused(&'static str),
+    /// A round trip to the shared tier did not complete: `error` or `timeout`.
+    Redis(&'static str),
+}
+
+impl SpanError {
+    /// The attribute's value.
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            Self::Upstream(class) => class.as_str(),
+            Self::Deadline => "deadline",
+            Self::AllUpstreamsFailed => "all_upstreams_failed",
+            Self::Overloaded => "overloaded",
+            Self::Internal => "internal_error",
+            Self::Refused(code) | Self::Redis(code) => code,
+        }
+    }
+}
+
+/// Marks `span` as failed with `error` (`otel.status_code` ERROR).
+pub(crate) fn record_error(span: &tracing::Span, error: SpanError) {
+    span.record("error_class", error.as_str());
     span.record("otel.status_code", "ERROR");
 }

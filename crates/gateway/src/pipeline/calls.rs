@@ -14,7 +14,7 @@ use crate::breaker::{Signal, TripReason};
 use crate::providers::{Park, ProviderAnswer, ProviderKind};
 use crate::request::SearchRequest;
 use crate::searxng::SearxngAnswer;
-use crate::trace::{self, TARGET};
+use crate::trace::{self, SpanError, TARGET};
 use crate::upstream::{ErrorClass, UpstreamError};
 
 /// Upstream calls end this much before the request deadline, so their own timeouts are recorded
@@ -81,7 +81,7 @@ pub(super) async fn provider(
     let call = tokio::time::timeout_at(call_deadline, client.search(&req)).instrument(span.clone());
     let Ok(result) = call.await else {
         // Cut by our budget, not by the provider's own timeout: not the provider's failure.
-        trace::record_error(&span, "deadline");
+        trace::record_error(&span, SpanError::Deadline);
         drop(permit);
         return Event::Provider {
             kind,
@@ -93,7 +93,7 @@ pub(super) async fn provider(
         Ok(answer) if answer.hits.is_empty() => span.record("outcome", "empty"),
         Ok(_) => span.record("outcome", "ok"),
         Err(err) => {
-            trace::record_error(&span, err.class.as_str());
+            trace::record_error(&span, SpanError::Upstream(err.class));
             span.record("outcome", err.class.as_str())
         }
     };

@@ -11,7 +11,8 @@ use serde::Serialize;
 use tokio::time::Instant;
 
 use super::calls::{Event, Pass};
-use super::failure::{Shortfall, UpstreamFailure};
+use super::failure::{Shortfall, Upstream, UpstreamFailure};
+use crate::upstream::ErrorClass;
 
 /// Why the fallback loop started.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -29,19 +30,76 @@ pub(crate) enum FallbackReason {
     BelowTarget,
 }
 
+/// Which part of the fan-out made a call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum CallPass {
+    /// The SearXNG call.
+    Searxng,
+    /// A provider started with SearXNG (`T1_PREMIUM_COUNT`).
+    T1,
+    /// A provider started by the fallback.
+    Fallback,
+}
+
+/// How a call ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum CallOutcome {
+    /// Results.
+    Ok,
+    /// A provider answered with none.
+    Empty,
+    /// SearXNG answered with none while its engines failed.
+    Degraded,
+    /// It failed with this class.
+    Failed(ErrorClass),
+    /// It was still running when the target was met or the budget ended.
+    Cancelled,
+}
+
+impl CallOutcome {
+    fn as_str(self) -> &'static str {
+        match self {
+            Self::Ok => "ok",
+            Self::Empty => "empty",
+            Self::Degraded => "degraded",
+            Self::Failed(class) => class.as_str(),
+            Self::Cancelled => "cancelled",
+        }
+    }
+}
+
+impl Serialize for CallOutcome {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
+}
+
+impl Serialize for Upstream {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
+}
+
+impl Serialize for Shortfall {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
+}
+
 /// One upstream call.
 #[derive(Debug, Clone, Serialize)]
 pub(crate) struct CallRecord {
     /// `searxng` or the provider's name.
-    pub(crate) name: &'static str,
+    pub(crate) name: Upstream,
     /// `searxng`, `t1` or `fallback`.
-    pub(crate) pass: &'static str,
+    pub(crate) pass: CallPass,
     /// Milliseconds from the fan-out's start to the call's start.
     pub(crate) start_ms: u64,
     /// How long it ran; `None` when it was cancelled (target met, or the budget ended).
     pub(crate) duration_ms: Option<u64>,
     /// `ok`, `empty`, `degraded`, an error class, or `cancelled`.
-    pub(crate) outcome: &'static str,
+    pub(crate) outcome: CallOutcome,
     /// Results it returned.
     pub(crate) results: usize,
 }
@@ -49,8 +107,8 @@ pub(crate) struct CallRecord {
 /// An upstream not called, and why.
 #[derive(Debug, Clone, Serialize)]
 pub(crate) struct Skipped {
-    pub(crate) name: &'static str,
-    pub(crate) why: &'static str,
+    pub(crate) name: Upstream,
+    pub(crate) why: Shortfall,
 }
 
 /// One fan-out's record.
@@ -90,43 +148,49 @@ impl FanOutRecord {
     pub(super) fn searxng_started(&mut self) {
         let start_ms = self.offset();
         self.calls.push(CallRecord {
-            name: "searxng",
-            pass: "searxng",
+            name: Upstream::Searxng,
+            pass: CallPass::Searxng,
             start_ms,
             duration_ms: None,
-            outcome: "cancelled",
+            outcome: CallOutcome::Cancelled,
             results: 0,
         });
     }
 
     /// A provider was called.
-    pub(super) fn provider_started(&mut self, name: &'static str, pass: Pass) {
+    pub(super) fn provider_started(&mut self, name: Upstream, pass: Pass) {
         let start_ms = self.offset();
         self.premium_calls += 1;
         self.calls.push(CallRecord {
             name,
             pass: match pass {
-                Pass::Speculative => "t1",
-                Pass::Fallback => "fallback",
+                Pass::Speculative => CallPass::T1,
+                Pass::Fallback => CallPass::Fallback,
             },
             start_ms,
             duration_ms: None,
-            outcome: "cancelled",
+            outcome: CallOutcome::Cancelled,
             results: 0,
         });
     }
 
     /// A call ended with `event`.
     pub(super) fn ended(&mut self, event: &Event) {
+        let searxng = Upstream::Searxng;
         let (name, outcome, results) = match event {
-            Event::Searxng(Ok(answer)) if answer.is_degraded() => ("searxng", "degraded", 0),
-            Event::Searxng(Ok(answer)) => ("searxng", "ok", answer.results.len()),
-            Event::Searxng(Err(err)) => ("searxng", err.class.as_str(), 0),
-            Event::Provider { kind, result, .. } => match result {
-                Ok(answer) if answer.hits.is_empty() => (kind.as_str(), "empty", 0),
-                Ok(answer) => (kind.as_str(), "ok", answer.hits.len()),
-                Err(err) => (kind.as_str(), err.class.as_str(), 0),
-            },
+            Event::Searxng(Ok(answer)) if answer.is_degraded() => {
+                (searxng, CallOutcome::Degraded, 0)
+            }
+            Event::Searxng(Ok(answer)) => (searxng, CallOutcome::Ok, answer.results.len()),
+            Event::Searxng(Err(err)) => (searxng, CallOutcome::Failed(err.class), 0),
+            Event::Provider { kind, result, .. } => {
+                let provider = Upstream::Provider(*kind);
+                match result {
+                    Ok(answer) if answer.hits.is_empty() => (provider, CallOutcome::Empty, 0),
+                    Ok(answer) => (provider, CallOutcome::Ok, answer.hits.len()),
+                    Err(err) => (provider, CallOutcome::Failed(err.class), 0),
+                }
+            }
         };
         let now = self.offset();
         if let Some(call) = self
@@ -161,8 +225,8 @@ impl FanOutRecord {
                 )
             })
             .map(|f| Skipped {
-                name: f.upstream.as_str(),
-                why: f.why.as_str(),
+                name: f.upstream,
+                why: f.why,
             })
             .collect();
         self.elapsed_ms = ms(elapsed);

@@ -348,8 +348,10 @@ pub(crate) async fn run(
         let Some(admitted) = walk.next_admitted(fan.failures_mut()) else {
             break;
         };
-        fan.record_mut()
-            .provider_started(admitted.client.kind().as_str(), Pass::Speculative);
+        fan.record_mut().provider_started(
+            Upstream::Provider(admitted.client.kind()),
+            Pass::Speculative,
+        );
         calls.push(Box::pin(calls::provider(
             admitted,
             req.clone(),
@@ -369,8 +371,10 @@ pub(crate) async fn run(
                             "fallback call"
                         );
                         fan.fallback_started();
-                        fan.record_mut()
-                            .provider_started(admitted.client.kind().as_str(), Pass::Fallback);
+                        fan.record_mut().provider_started(
+                            Upstream::Provider(admitted.client.kind()),
+                            Pass::Fallback,
+                        );
                         calls.push(Box::pin(calls::provider(
                             admitted,
                             req.clone(),

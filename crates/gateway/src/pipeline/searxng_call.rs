@@ -25,7 +25,7 @@ use super::{Gateway, Inner};
 use crate::breaker::{Permit, Signal};
 use crate::request::SearchRequest;
 use crate::searxng::{backoff_delay, EngineCatalog, SearxngAnswer, MAX_ATTEMPTS};
-use crate::trace::{self, TARGET};
+use crate::trace::{self, SpanError, TARGET};
 use crate::upstream::{ErrorClass, UpstreamError};
 
 /// A retry must have at least this much of the budget left to be worth making.
@@ -98,12 +98,12 @@ pub(super) async fn searxng(
         match result {
             Ok(answer) if answer.is_degraded() => {
                 span.record("result", "degraded");
-                trace::record_error(&span, ErrorClass::Degraded.as_str());
+                trace::record_error(&span, SpanError::Upstream(ErrorClass::Degraded));
             }
             Ok(_) => {
                 span.record("result", "ok");
             }
-            Err(err) => trace::record_error(&span, err.class.as_str()),
+            Err(err) => trace::record_error(&span, SpanError::Upstream(err.class)),
         }
     }
     event
@@ -155,7 +155,7 @@ async fn call(
                 .await
         };
         if let Err(err) = &result {
-            trace::record_error(&attempt_span, err.class.as_str());
+            trace::record_error(&attempt_span, SpanError::Upstream(err.class));
         }
         instance.record_latency(attempt_started.elapsed(), result.is_ok());
         instance

@@ -9,7 +9,7 @@ use tracing::Span;
 use super::auth;
 use crate::pipeline::{Gateway, SearchError, Served};
 use crate::request::{SearchRequest, Surface};
-use crate::trace;
+use crate::trace::{self, SpanError};
 
 /// Asks the pipeline for one search that came through `surface`, and logs the one line each
 /// search gets. Every surface searches through here.
@@ -24,12 +24,16 @@ pub(super) async fn run(
     let served = match gateway.search(req, surface, admitted.premium).await {
         Ok(served) => served,
         Err(err) => {
-            let code = match err {
-                SearchError::Overloaded(_) => "overloaded",
-                SearchError::Lost(_) => "internal_error",
+            let error = match err {
+                SearchError::Overloaded(_) => SpanError::Overloaded,
+                SearchError::Lost(_) => SpanError::Internal,
             };
-            tracing::info!(surface = surface.as_str(), error = code, "search shed");
-            trace::record_error(&span, code);
+            tracing::info!(
+                surface = surface.as_str(),
+                error = error.as_str(),
+                "search shed"
+            );
+            trace::record_error(&span, error);
             return Err(err);
         }
     };
@@ -41,7 +45,7 @@ pub(super) async fn run(
     span.record("cache", cache);
     let cache_tier = served.cache.tier().unwrap_or("");
     if !(200..300).contains(&served.answer.status) {
-        trace::record_error(&span, "all_upstreams_failed");
+        trace::record_error(&span, SpanError::AllUpstreamsFailed);
     }
     tracing::info!(
         surface = surface.as_str(),
@@ -77,7 +81,7 @@ pub(super) fn set_served_headers(headers: &mut axum::http::HeaderMap, served: &S
 }
 
 /// The log line of a search a surface refused before asking the pipeline.
-pub(super) fn log_refused(surface: Surface, code: &str) {
+pub(super) fn log_refused(surface: Surface, code: &'static str) {
     tracing::info!(surface = surface.as_str(), error = code, "search refused");
-    trace::record_error(&Span::current(), code);
+    trace::record_error(&Span::current(), SpanError::Refused(code));
 }

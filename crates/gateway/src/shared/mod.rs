@@ -33,7 +33,7 @@ use tracing::Instrument;
 pub(crate) use keys::Board;
 pub(crate) use metrics::{SharedLookup, SharedMetrics};
 
-use crate::trace::TARGET;
+use crate::trace::{SpanError, TARGET};
 use keys::Keys;
 use metrics::{LookupLabels, OpResult, Operation, OperationLabels};
 use settings::masked;
@@ -266,7 +266,7 @@ impl SharedTier {
         };
         span.record("result", result.as_str());
         if result != OpResult::Ok {
-            crate::trace::record_error(&span, result.as_str());
+            crate::trace::record_error(&span, SpanError::Redis(result.as_str()));
         }
         self.count(operation, result);
         self.set_health(if value.is_some() {
