@@ -94,37 +94,9 @@ fn start_published_date(range: TimeRange, now: SystemTime) -> String {
     iso8601(start)
 }
 
-/// Formats an instant as ISO 8601 UTC, without pulling in a calendar crate for one line.
+/// Formats an instant as ISO 8601 UTC with milliseconds (RFC 3339, through `humantime`).
 fn iso8601(at: SystemTime) -> String {
-    let secs = at.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
-    let (days, rem) = (secs / 86_400, secs % 86_400);
-    let (year, month, day) = civil_from_days(days);
-    format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.000Z",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60
-    )
-}
-
-/// The proleptic Gregorian date `days` after 1970-01-01 (the usual era-of-400-years method:
-/// shift to a March-based year so the leap day is the last day of the year).
-fn civil_from_days(days: u64) -> (u64, u64, u64) {
-    let z = days + 719_468;
-    let era = z / 146_097;
-    let day_of_era = z % 146_097;
-    let year_of_era =
-        (day_of_era - day_of_era / 1460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
-    let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
-    let month_from_march = (5 * day_of_year + 2) / 153;
-    let day = day_of_year - (153 * month_from_march + 2) / 5 + 1;
-    let month = if month_from_march < 10 {
-        month_from_march + 3
-    } else {
-        month_from_march - 9
-    };
-    let year = year_of_era + era * 400 + u64::from(month <= 2);
-    (year, month, day)
+    humantime::format_rfc3339_millis(at).to_string()
 }
 
 /// Exa's JSON, only the parts we read.
@@ -325,15 +297,12 @@ mod tests {
     }
 
     #[test]
-    fn civil_dates_are_right_across_month_year_and_leap_boundaries() {
-        assert_eq!(civil_from_days(0), (1970, 1, 1));
-        assert_eq!(civil_from_days(59), (1970, 3, 1));
-        assert_eq!(civil_from_days(11_016), (2000, 2, 29));
-        assert_eq!(civil_from_days(11_017), (2000, 3, 1));
-        assert_eq!(civil_from_days(19_782), (2024, 2, 29));
-        assert_eq!(civil_from_days(20_818), (2026, 12, 31));
-        assert_eq!(civil_from_days(20_819), (2027, 1, 1));
-        assert_eq!(civil_from_days(47_540), (2100, 2, 28));
-        assert_eq!(civil_from_days(47_541), (2100, 3, 1));
+    fn start_dates_are_right_across_month_year_and_leap_boundaries() {
+        let day = |d: u64| UNIX_EPOCH + Duration::from_secs(d * 86_400);
+        assert_eq!(iso8601(day(0)), "1970-01-01T00:00:00.000Z");
+        assert_eq!(iso8601(day(11_016)), "2000-02-29T00:00:00.000Z");
+        assert_eq!(iso8601(day(19_782)), "2024-02-29T00:00:00.000Z");
+        assert_eq!(iso8601(day(20_819)), "2027-01-01T00:00:00.000Z");
+        assert_eq!(iso8601(day(47_541)), "2100-03-01T00:00:00.000Z");
     }
 }
