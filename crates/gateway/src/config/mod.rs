@@ -158,6 +158,8 @@ pub struct Config {
     pub(crate) breaker_open: Duration,
     pub(crate) breaker_max_open: Duration,
     pub(crate) breaker_failure_threshold: u32,
+    /// `BREAKER_JITTER`: the random share of an open period.
+    pub(crate) breaker_jitter: f64,
     /// `MAX_CONCURRENT_MISSES`, `MAX_MISS_WAIT_MS`.
     pub(crate) shedding: Shedding,
     /// What the HTTP server accepts from a client.
@@ -238,6 +240,7 @@ impl Config {
             ));
         }
         let breaker_failure_threshold = env.integer("BREAKER_FAILURE_THRESHOLD", 1u32, 10_000)?;
+        let breaker_jitter = env.number("BREAKER_JITTER", 0.0, 1.0)?;
         let shedding = Shedding::read(env)?;
         let server_limits = ServerLimits::read(env)?;
         let otlp = OtlpExport::read(env)?;
@@ -272,6 +275,7 @@ impl Config {
             breaker_open,
             breaker_max_open,
             breaker_failure_threshold,
+            breaker_jitter,
             shedding,
             server_limits,
             otlp,

@@ -58,6 +58,9 @@ pub enum Problem {
         /// The largest accepted value.
         max: String,
     },
+    /// Not a number.
+    #[error("not a number")]
+    NotANumber,
     /// Not a number of seconds.
     #[error("not a number of seconds")]
     NotSeconds,
@@ -226,6 +229,22 @@ impl<'a> Env<'a> {
             .parse()
             .map_err(|_| raw.error(Problem::NotAWholeNumber))?;
         if value < min || value > max {
+            return Err(raw.error(Problem::OutOfRange {
+                min: min.to_string(),
+                max: max.to_string(),
+            }));
+        }
+        Ok(value)
+    }
+
+    /// A finite number between `min` and `max`.
+    pub(crate) fn number(&self, name: &str, min: f64, max: f64) -> Result<f64, ConfigError> {
+        let raw = self.required(name)?;
+        let value: f64 = raw
+            .text
+            .parse()
+            .map_err(|_| raw.error(Problem::NotANumber))?;
+        if !value.is_finite() || value < min || value > max {
             return Err(raw.error(Problem::OutOfRange {
                 min: min.to_string(),
                 max: max.to_string(),

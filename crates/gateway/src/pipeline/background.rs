@@ -13,7 +13,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use super::pool::Instance;
-use super::{breaker_signals, Gateway, Inner};
+use super::{breaker_signals, Inner};
 use crate::searxng::engine_errors::blocked_engines;
 use crate::searxng::EngineCatalog;
 
@@ -27,7 +27,7 @@ const CACHE_SWEEP: Duration = Duration::from_secs(10);
 /// Runs until `shutdown` resolves.
 pub(super) async fn run(inner: Arc<Inner>, shutdown: impl Future<Output = ()>) {
     let catalogs = futures::future::join_all(
-        (0..inner.pool.instances().len()).map(|index| keep_catalog(&inner, index)),
+        (0..inner.fanout.searxng.pool.instances().len()).map(|index| keep_catalog(&inner, index)),
     );
     let sweep = async {
         let mut sweep = tokio::time::interval(CACHE_SWEEP);
@@ -64,7 +64,7 @@ async fn keep_shared(inner: &Arc<Inner>) {
 
 /// Keeps instance `index`'s catalog and seeded engine health fresh, forever.
 async fn keep_catalog(inner: &Inner, index: usize) {
-    let instance = inner.pool.get(index);
+    let instance = inner.fanout.searxng.pool.get(index);
     let mut health_read: Option<Instant> = None;
     refresh_catalog(inner, instance, true).await;
     seed_engine_health(instance, &mut health_read).await;
@@ -111,7 +111,7 @@ async fn refresh_catalog(inner: &Inner, instance: &Instance, first: bool) {
                     "SearXNG engine catalog refreshed"
                 );
                 instance.catalog.set(catalog);
-                Gateway::mark_searxng_ok(inner);
+                inner.fanout.searxng.mark_ok();
             }
             None => tracing::warn!(
                 instance = name,

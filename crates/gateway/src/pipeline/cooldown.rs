@@ -9,35 +9,49 @@
 //! the load meanwhile, and a flapping instance is probed less and less often), with a little
 //! jitter so instances ejected together are not probed together.
 
+use std::time::Duration;
+
 use crate::breaker::{Breaker, BreakerKind, BreakerMetrics, BreakerPolicy};
-use crate::config::Config;
 use crate::metrics::InstanceLabel;
+
+/// The cooldown's numbers, from the configuration.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct CooldownSettings {
+    /// `SEARXNG_FAIL_THRESHOLD`: failed calls in a row that start it.
+    pub(crate) threshold: u32,
+    /// `SEARXNG_FAIL_COOLDOWN_SECONDS`: its first period.
+    pub(crate) period: Duration,
+    /// `SEARXNG_MAX_COOLDOWN_SECONDS`: a pool member's longest period.
+    pub(crate) max_period: Duration,
+    /// `BREAKER_JITTER`: a pool member's random share of its period.
+    pub(crate) jitter: f64,
+}
 
 /// The cooldown breaker of one instance: `instance` names a pool member, or is empty for the only
 /// instance.
 pub(super) fn searxng_cooldown(
-    config: &Config,
+    settings: &CooldownSettings,
     metrics: &BreakerMetrics,
     instance: InstanceLabel,
 ) -> Breaker {
     let pooled = instance.name().is_some();
     let (open_max, jitter) = if pooled {
-        (config.searxng_max_cooldown, 0.1)
+        (settings.max_period, settings.jitter)
     } else {
-        (config.searxng_fail_cooldown, 0.0)
+        (settings.period, 0.0)
     };
     Breaker::new(
         BreakerKind::Searxng,
         "searxng",
         instance,
         BreakerPolicy {
-            open_base: config.searxng_fail_cooldown,
+            open_base: settings.period,
             open_max,
-            failure_threshold: config.searxng_fail_threshold,
+            failure_threshold: settings.threshold,
             jitter,
             // Each cooldown period spent healthy halves the doubling again.
-            healthy_interval: config.searxng_fail_cooldown,
-            quota_park: config.searxng_fail_cooldown,
+            healthy_interval: settings.period,
+            quota_park: settings.period,
         },
         metrics,
     )
@@ -52,15 +66,21 @@ mod tests {
     use super::*;
     use crate::breaker::{BreakerState, Signal};
 
-    fn config(vars: &[(&str, &str)]) -> Config {
+    fn config(vars: &[(&str, &str)]) -> CooldownSettings {
         let vars: Vec<(String, String)> = vars
             .iter()
             .map(|(k, v)| ((*k).into(), (*v).into()))
             .collect();
-        Config::from_lookup(&move |name| {
+        let config = crate::config::Config::from_lookup(&move |name| {
             vars.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone())
         })
-        .unwrap()
+        .unwrap();
+        CooldownSettings {
+            threshold: config.searxng_fail_threshold,
+            period: config.searxng_fail_cooldown,
+            max_period: config.searxng_max_cooldown,
+            jitter: config.breaker_jitter,
+        }
     }
 
     #[tokio::test(start_paused = true)]

@@ -26,7 +26,8 @@ use super::failure::{Failures, Shortfall, Upstream, UpstreamFailure};
 use super::outcome::{Contribution, Outcome};
 use super::provider_rotation::{Premium, ProviderWalk};
 use super::searxng_call;
-use super::{Inner, SHORT_TTL};
+use super::upstreams::FanOutContext;
+use super::SHORT_TTL;
 use crate::cache::{Computed, Keep};
 use crate::merge::{merge_owned, DistinctUrls, Source, SourceResults};
 use crate::request::SearchRequest;
@@ -304,7 +305,7 @@ fn answer_keep(complete: bool, configured: Duration) -> Keep {
 /// Runs one fan-out within `budget` (the request budget, less what coordinating with other
 /// replicas took) and returns the answer with its cache lifetime.
 pub(crate) async fn run(
-    inner: Arc<Inner>,
+    ctx: FanOutContext,
     req: SearchRequest,
     budget: Duration,
     premium: Premium,
@@ -312,20 +313,21 @@ pub(crate) async fn run(
     let started = Instant::now();
     let deadline = started + budget;
     let slow_at = started
-        + inner
+        + ctx
+            .searxng
             .latency
-            .slow_threshold(inner.config.searxng_slow, budget);
-    let mut fan = FanOut::new(inner.config.sufficient_min_results, slow_at, deadline);
+            .slow_threshold(ctx.settings.searxng_slow, budget);
+    let mut fan = FanOut::new(ctx.settings.sufficient_min_results, slow_at, deadline);
     fan.record_mut().set_budget(budget);
     let excluded = Arc::new(std::sync::OnceLock::new());
     let mut calls: FuturesUnordered<BoxFuture<'static, Event>> = FuturesUnordered::new();
 
     // SearXNG (unless every instance is cooling down) and the T1 pass start together.
-    match inner.pool.choose(&req, &[], None) {
+    match ctx.searxng.pool.choose(&req, &[], None) {
         Some(chosen) => {
             fan.record_mut().searxng_started();
             calls.push(Box::pin(searxng_call::searxng(
-                Arc::clone(&inner),
+                Arc::clone(&ctx.searxng),
                 req.clone(),
                 deadline,
                 chosen,
@@ -333,18 +335,19 @@ pub(crate) async fn run(
             )));
         }
         None => {
-            inner.metrics.requests.searxng_skipped.inc();
+            ctx.searxng_skipped.inc();
             fan.searxng_skipped();
         }
     }
+    let side = &ctx.premium;
     let mut walk = ProviderWalk::new(
-        &inner.providers,
-        &inner.breakers,
-        &inner.rotation,
-        &inner.quota,
+        &side.providers,
+        &side.breakers,
+        &side.rotation,
+        &side.quota,
         premium,
     );
-    for _ in 0..inner.config.t1_premium_count {
+    for _ in 0..ctx.settings.t1_premium_count {
         let Some(admitted) = walk.next_admitted(fan.failures_mut()) else {
             break;
         };
@@ -406,7 +409,7 @@ pub(crate) async fn run(
     if let Some(excluded) = Arc::into_inner(excluded).and_then(std::sync::OnceLock::into_inner) {
         fan.record_mut().engines_excluded = excluded;
     }
-    fan.finish(&req.query, inner.config.cache_ttl, started.elapsed())
+    fan.finish(&req.query, ctx.settings.cache_ttl, started.elapsed())
 }
 
 /// The CPU part of a miss with no I/O: SearXNG's decoded answer and the providers' answers fed to

@@ -38,8 +38,9 @@ mod shared_answer;
 mod shared_breakers;
 mod slow_threshold;
 pub(crate) mod status;
+mod upstreams;
 
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::time::Instant;
@@ -60,17 +61,18 @@ pub(crate) use crate::cache::CacheStatus;
 use crate::cache::{AnswerCache, CacheCounters, ComputationLost};
 use crate::config::Config;
 use crate::providers::quota::QuotaBoard;
-use crate::providers::{ProviderClient, ProviderKind};
+use crate::providers::ProviderClient;
 use crate::request::{AnswerScope, CacheKey, SearchRequest, Surface};
 use crate::shared::SharedTier;
 use crate::trace::TARGET;
 use crate::upstream::http_client;
+use cooldown::CooldownSettings;
 use metrics::{OutcomeLabels, SurfaceLabels};
-use pool::SearxngPool;
+use pool::{PoolSettings, SearxngPool};
 pub(crate) use provider_rotation::Premium;
 use provider_rotation::Rotation;
-use slow_threshold::LatencyWindow;
 use status::{BreakerStatus, ProviderStatus, Status};
+use upstreams::{FanOutContext, FanOutSettings, PremiumSide, SearxngSide};
 
 /// Degraded or below-target answers are kept at most this long.
 const SHORT_TTL: Duration = Duration::from_secs(60);
@@ -118,30 +120,22 @@ pub(crate) struct Gateway {
 /// Everything the pipeline owns, shared by every request.
 struct Inner {
     config: Config,
-    /// The SearXNG instances, each with its catalog, cooldown and engine breakers.
-    pool: SearxngPool,
-    /// Active providers in `FALLBACK_PROVIDERS` order.
-    providers: Vec<Arc<ProviderClient>>,
-    rotation: Rotation,
-    /// The providers' breakers (each instance's engine breakers are its own).
-    breakers: BreakerBoard<ProviderKind>,
+    /// What a fan-out calls and how: the SearXNG side, the premium side, its numbers.
+    fanout: FanOutContext,
     cache: AnswerCache<CacheKey, FanOutResult>,
     /// Fan-out slots (load shedding).
     admission: Admission,
-    quota: QuotaBoard,
     /// The tier shared with other replicas (`REDIS_URL`); `None`: this process alone.
     shared: Option<SharedTier>,
     /// What this process last published of its breakers to the shared tier.
     mirror: shared_breakers::Mirror,
     metrics: Arc<Metrics>,
-    latency: LatencyWindow,
-    last_searxng_ok: Mutex<Option<Instant>>,
 }
 
 impl std::fmt::Debug for Gateway {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Gateway")
-            .field("providers", &self.inner.providers.len())
+            .field("providers", &self.inner.fanout.premium.providers.len())
             .finish_non_exhaustive()
     }
 }
@@ -175,12 +169,26 @@ impl Gateway {
             open_base: config.breaker_open,
             open_max: config.breaker_max_open,
             failure_threshold: config.breaker_failure_threshold,
-            jitter: 0.1,
+            jitter: config.breaker_jitter,
             // Envoy-style decay: each open_base spent healthy halves the multiplier again.
             healthy_interval: config.breaker_open,
             quota_park: config.quota_park,
         };
-        let pool = SearxngPool::new(&config, &http, &metrics, policy);
+        let pool = SearxngPool::new(
+            &PoolSettings {
+                backends: config.searxng.clone(),
+                attempt_timeout: config.searxng_timeout,
+                cooldown: CooldownSettings {
+                    threshold: config.searxng_fail_threshold,
+                    period: config.searxng_fail_cooldown,
+                    max_period: config.searxng_max_cooldown,
+                    jitter: config.breaker_jitter,
+                },
+            },
+            &http,
+            &metrics,
+            policy,
+        );
         let rotation = Rotation::new(config.provider_policy);
         let breakers = BreakerBoard::new(policy, metrics.breakers.clone());
         for provider in &providers {
@@ -205,21 +213,34 @@ impl Gateway {
             config.shedding.max_concurrent_misses,
             config.shedding.max_wait,
         );
-        Self {
-            inner: Arc::new(Inner {
-                config,
+        let fanout = FanOutContext {
+            searxng: Arc::new(SearxngSide::new(
                 pool,
+                metrics.requests.engine_exclusion_overridden.clone(),
+            )),
+            premium: Arc::new(PremiumSide {
                 providers,
                 rotation,
                 breakers,
+                quota,
+            }),
+            settings: FanOutSettings {
+                t1_premium_count: config.t1_premium_count,
+                sufficient_min_results: config.sufficient_min_results,
+                searxng_slow: config.searxng_slow,
+                cache_ttl: config.cache_ttl,
+            },
+            searxng_skipped: metrics.requests.searxng_skipped.clone(),
+        };
+        Self {
+            inner: Arc::new(Inner {
+                config,
+                fanout,
                 cache,
                 admission,
-                quota,
                 shared,
                 mirror: shared_breakers::Mirror::default(),
                 metrics: Arc::new(metrics),
-                latency: LatencyWindow::default(),
-                last_searxng_ok: Mutex::new(None),
             }),
         }
     }
@@ -330,8 +351,8 @@ impl Gateway {
         name: &str,
         open_for: Option<Duration>,
     ) -> bool {
-        let mut breakers = self.inner.breakers.all();
-        for instance in self.inner.pool.instances() {
+        let mut breakers = self.inner.fanout.premium.breakers.all();
+        for instance in self.inner.fanout.searxng.pool.instances() {
             breakers.push(Arc::clone(&instance.cooldown));
             breakers.extend(instance.engines.all());
         }
@@ -360,33 +381,22 @@ impl Gateway {
 
     /// Ready when SearXNG answered recently or at least one provider is usable.
     pub(crate) fn is_ready(&self) -> bool {
-        let searxng_recent = self
-            .inner
-            .last_searxng_ok
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .is_some_and(|at| at.elapsed() < READY_WINDOW);
-        searxng_recent
-            || self
-                .inner
+        let premium = &self.inner.fanout.premium;
+        self.inner.fanout.searxng.answered_within(READY_WINDOW)
+            || premium
                 .providers
                 .iter()
-                .any(|p| self.inner.breakers.get(&p.kind()).state() != BreakerState::Open)
-    }
-
-    fn mark_searxng_ok(inner: &Inner) {
-        *inner
-            .last_searxng_ok
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner) = Some(Instant::now());
+                .any(|p| premium.breakers.get(&p.kind()).state() != BreakerState::Open)
     }
 
     /// Refreshes the gauges computed from time (breaker states, the cooldown) and renders the
     /// exposition, as OpenMetrics or Prometheus text.
     pub(crate) fn render_metrics(&self, openmetrics: bool) -> String {
         let inner = &self.inner;
-        inner.breakers.refresh_metrics();
+        inner.fanout.premium.breakers.refresh_metrics();
         inner
+            .fanout
+            .searxng
             .pool
             .refresh_metrics(&inner.metrics.requests.searxng_cooldown_active);
         inner.metrics.render(openmetrics)
@@ -396,12 +406,14 @@ impl Gateway {
     pub(crate) fn status(&self) -> Status {
         let inner = &self.inner;
         let mut breakers: Vec<BreakerStatus> = inner
+            .fanout
+            .premium
             .breakers
             .all()
             .iter()
             .map(|b| BreakerStatus::of(b))
             .collect();
-        for instance in inner.pool.instances() {
+        for instance in inner.fanout.searxng.pool.instances() {
             breakers.extend(instance.engines.all().iter().map(|b| BreakerStatus::of(b)));
         }
         Status {
@@ -411,10 +423,15 @@ impl Gateway {
                 .fallback_providers
                 .iter()
                 .map(|kind| {
-                    let active = inner.providers.iter().any(|p| p.kind() == *kind);
+                    let active = inner
+                        .fanout
+                        .premium
+                        .providers
+                        .iter()
+                        .any(|p| p.kind() == *kind);
                     // Inactive providers have no breaker: asking the board would create one.
                     let parked = active
-                        .then(|| inner.breakers.get(kind))
+                        .then(|| inner.fanout.premium.breakers.get(kind))
                         .and_then(|breaker| ProviderStatus::quota_parked_for(&breaker));
                     (kind, active, parked)
                 })
@@ -423,6 +440,8 @@ impl Gateway {
                     active,
                     quota_parked_for_seconds,
                     quota_windows: inner
+                        .fanout
+                        .premium
                         .quota
                         .windows(*kind)
                         .into_iter()
@@ -434,7 +453,7 @@ impl Gateway {
                 effective: inner.config.t1_premium_count,
                 configured: inner.config.t1_requested,
             },
-            searxng: status::SearxngStatus::of(&inner.pool),
+            searxng: status::SearxngStatus::of(&inner.fanout.searxng.pool),
             cache: status::CacheStatus {
                 size: inner.cache.len(),
                 capacity: inner.config.cache_size,
@@ -449,5 +468,68 @@ impl Gateway {
     /// Runs the background work (see [`background`]) until `shutdown` resolves.
     pub(crate) async fn run_background(&self, shutdown: impl std::future::Future<Output = ()>) {
         background::run(Arc::clone(&self.inner), shutdown).await;
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use crate::breaker::{Signal, TripReason};
+    use crate::providers::ProviderKind;
+
+    fn gateway(vars: &[(&str, &str)]) -> Gateway {
+        let vars: Vec<(String, String)> = vars
+            .iter()
+            .map(|(k, v)| ((*k).into(), (*v).into()))
+            .collect();
+        let config = Config::from_lookup(&move |name| {
+            vars.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone())
+        })
+        .unwrap();
+        Gateway::new(config, Metrics::new())
+    }
+
+    /// `BREAKER_JITTER=0` makes a tripped breaker's period exact, so a test on a paused clock can
+    /// name the instant it ends; the default spreads it by up to a tenth.
+    #[tokio::test(start_paused = true)]
+    async fn breaker_jitter_comes_from_the_configuration() {
+        let exact = gateway(&[
+            ("BRAVE_API_KEY", "k"),
+            ("BREAKER_OPEN_SECONDS", "30"),
+            ("BREAKER_JITTER", "0"),
+        ]);
+        let brave = exact
+            .inner
+            .fanout
+            .premium
+            .breakers
+            .get(&ProviderKind::Brave);
+        brave.record(Signal::stop(TripReason::RateLimited));
+        assert_eq!(brave.snapshot().open_for, Some(Duration::from_secs(30)));
+        tokio::time::advance(Duration::from_secs(30)).await;
+        assert_eq!(brave.state(), BreakerState::HalfOpen, "open exactly 30 s");
+
+        let spread = gateway(&[("BRAVE_API_KEY", "k"), ("BREAKER_OPEN_SECONDS", "30")]);
+        let periods: Vec<Duration> = (0..20)
+            .filter_map(|_| {
+                let brave = spread
+                    .inner
+                    .fanout
+                    .premium
+                    .breakers
+                    .get(&ProviderKind::Brave);
+                brave.force_close();
+                brave.record(Signal::stop(TripReason::RateLimited));
+                brave.snapshot().open_for
+            })
+            .collect();
+        assert!(periods
+            .iter()
+            .all(|p| *p >= Duration::from_secs(30) && *p <= Duration::from_secs(33)));
+        assert!(
+            periods.iter().any(|p| *p > Duration::from_secs(30)),
+            "{periods:?}"
+        );
     }
 }

@@ -21,7 +21,7 @@ use tracing::{Instrument, Span};
 use super::calls::{Event, DEADLINE_MARGIN};
 use super::engine_plan::EnginePlan;
 use super::pool::{Chosen, Instance};
-use super::{Gateway, Inner};
+use super::upstreams::SearxngSide;
 use crate::breaker::{Permit, Signal};
 use crate::request::SearchRequest;
 use crate::searxng::{backoff_delay, EngineCatalog, SearxngAnswer, MAX_ATTEMPTS};
@@ -42,14 +42,14 @@ struct Planned {
 }
 
 impl Planned {
-    fn new(inner: &Inner, req: &SearchRequest, chosen: Chosen) -> Self {
-        let instance = inner.pool.get(chosen.index);
+    fn new(side: &SearxngSide, req: &SearchRequest, chosen: Chosen) -> Self {
+        let instance = side.pool.get(chosen.index);
         let catalog = instance.catalog.get();
         let plan = EnginePlan::new(
             catalog.as_deref(),
             req,
             &instance.engines,
-            &inner.metrics.requests.engine_exclusion_overridden,
+            &side.exclusion_overridden,
         );
         let mut to_send = req.clone();
         if plan.explicit.is_some() {
@@ -76,7 +76,7 @@ impl Planned {
 /// One SearXNG call for `req`, starting on the instance `first` chose, inside its `searxng` span;
 /// the engines it left out go to `excluded` for the fan-out's record.
 pub(super) async fn searxng(
-    inner: Arc<Inner>,
+    side: Arc<SearxngSide>,
     req: SearchRequest,
     deadline: Instant,
     first: Chosen,
@@ -91,7 +91,7 @@ pub(super) async fn searxng(
         error_class = Empty,
         otel.status_code = Empty,
     );
-    let event = call(inner, req, deadline, first, span.clone(), excluded)
+    let event = call(side, req, deadline, first, span.clone(), excluded)
         .instrument(span.clone())
         .await;
     if let Event::Searxng(result) = &event {
@@ -110,7 +110,7 @@ pub(super) async fn searxng(
 }
 
 async fn call(
-    inner: Arc<Inner>,
+    side: Arc<SearxngSide>,
     req: SearchRequest,
     deadline: Instant,
     first: Chosen,
@@ -120,7 +120,7 @@ async fn call(
     let call_deadline = deadline.checked_sub(DEADLINE_MARGIN).unwrap_or(deadline);
     let started = Instant::now();
     let mut tried: Vec<usize> = Vec::new();
-    let mut planned = Planned::new(&inner, &req, first);
+    let mut planned = Planned::new(&side, &req, first);
     if !planned.plan.excluded.is_empty() {
         span.record("excluded_engines", planned.plan.excluded.join(",").as_str());
         // For the fan-out's record (`explain`): the engines left out on the first instance.
@@ -128,7 +128,7 @@ async fn call(
     }
     let mut attempt = 1;
     loop {
-        let instance = inner.pool.get(planned.index);
+        let instance = side.pool.get(planned.index);
         if !tried.contains(&planned.index) {
             tried.push(planned.index);
         }
@@ -162,7 +162,7 @@ async fn call(
             .client
             .count_attempt(attempt, result.as_ref().map(|_| ()).map_err(|e| e.class));
         let err = match result {
-            Ok(answer) => return answered(&inner, instance, planned, started, answer),
+            Ok(answer) => return answered(&side, instance, planned, started, answer),
             Err(err) => err,
         };
         if !err.class.is_transient() {
@@ -172,10 +172,10 @@ async fn call(
                 _ => Signal::Transient,
             };
             planned.record(signal);
-            return failed(&inner, instance, started, err, false);
+            return failed(&side, instance, started, err, false);
         }
         let next = (attempt < MAX_ATTEMPTS)
-            .then(|| inner.pool.choose(&req, &tried, Some(planned.index)))
+            .then(|| side.pool.choose(&req, &tried, Some(planned.index)))
             .flatten();
         let same_instance = next.as_ref().is_some_and(|c| c.index == planned.index);
         let delay = if same_instance {
@@ -193,7 +193,7 @@ async fn call(
                 "SearXNG retries exhausted"
             );
             planned.record(Signal::Transient);
-            return failed(&inner, instance, started, err, true);
+            return failed(&side, instance, started, err, true);
         };
         tracing::debug!(
             attempt,
@@ -206,7 +206,7 @@ async fn call(
             tokio::time::sleep_until(next_start).await;
         } else {
             planned.record(Signal::Transient);
-            planned = Planned::new(&inner, &req, next);
+            planned = Planned::new(&side, &req, next);
         }
         attempt += 1;
     }
@@ -214,7 +214,7 @@ async fn call(
 
 /// The instance answered: its cooldown and engine breakers learn from the answer.
 fn answered(
-    inner: &Inner,
+    side: &SearxngSide,
     instance: &Instance,
     planned: Planned,
     started: Instant,
@@ -232,7 +232,7 @@ fn answered(
         // before the fallback.
         Signal::Transient
     } else {
-        Gateway::mark_searxng_ok(inner);
+        side.mark_ok();
         Signal::Success
     };
     if let Some(permit) = permit {
@@ -243,12 +243,12 @@ fn answered(
     }
     let result = Ok(answer);
     instance.client.count_call(started, &result, false);
-    inner.latency.record(started.elapsed());
+    side.latency.record(started.elapsed());
     Event::Searxng(result)
 }
 
 fn failed(
-    inner: &Inner,
+    side: &SearxngSide,
     instance: &Instance,
     started: Instant,
     err: UpstreamError,
@@ -256,6 +256,6 @@ fn failed(
 ) -> Event {
     let result = Err(err);
     instance.client.count_call(started, &result, exhausted);
-    inner.latency.record(started.elapsed());
+    side.latency.record(started.elapsed());
     Event::Searxng(result)
 }

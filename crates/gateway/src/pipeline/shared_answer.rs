@@ -60,11 +60,15 @@ pub(super) async fn compute(
         return fan_out(&inner, req, budget, premium).await;
     };
     let boards = shared_breakers::board_ids(&inner);
-    let rotate = inner.rotation.shares_counter(inner.providers.len());
+    let rotate = inner
+        .fanout
+        .premium
+        .rotation
+        .shares_counter(inner.fanout.premium.providers.len());
     if let Some(read) = tier.read_miss(key, &boards, rotate).await {
         shared_breakers::adopt(&inner, &tier, &read.boards).await;
         if let Some(counter) = read.rotation {
-            inner.rotation.follow(counter);
+            inner.fanout.premium.rotation.follow(counter);
         }
         // A complete answer about to expire is left to this miss to refresh (and share again), so
         // refresh-ahead of popular entries keeps working across replicas.
@@ -119,7 +123,7 @@ async fn fan_out(
     let Ok(_slot) = inner.admission.admit().await else {
         return (Err(Overloaded), Keep::Never);
     };
-    let (answer, keep) = fanout::run(Arc::clone(inner), req, budget, premium).await;
+    let (answer, keep) = fanout::run(inner.fanout.clone(), req, budget, premium).await;
     (Ok(answer), keep)
 }
 

@@ -62,9 +62,9 @@ enum Source<'a> {
 fn boards(inner: &Inner) -> Vec<Mirrored<'_>> {
     let mut boards = vec![Mirrored {
         board: Board::Providers,
-        source: Source::Providers(&inner.breakers),
+        source: Source::Providers(&inner.fanout.premium.breakers),
     }];
-    for instance in inner.pool.instances() {
+    for instance in inner.fanout.searxng.pool.instances() {
         boards.push(Mirrored {
             board: Board::Engines {
                 instance: &instance.name,
@@ -85,6 +85,8 @@ impl Mirrored<'_> {
             Source::Providers(board) => named(board),
             Source::Engines(instance) => named(&instance.engines),
             Source::Cooldowns => inner
+                .fanout
+                .searxng
                 .pool
                 .instances()
                 .iter()
@@ -104,6 +106,8 @@ impl Mirrored<'_> {
                 .and_then(|catalog| catalog.engine(name))
                 .map(|engine| instance.engines.get(&engine)),
             Source::Cooldowns => inner
+                .fanout
+                .searxng
                 .pool
                 .instances()
                 .iter()

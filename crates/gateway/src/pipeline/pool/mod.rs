@@ -15,9 +15,11 @@ use prometheus_client::metrics::gauge::Gauge;
 
 pub(crate) use instance::Instance;
 
-use super::cooldown::searxng_cooldown;
+use std::time::Duration;
+
+use super::cooldown::{searxng_cooldown, CooldownSettings};
 use crate::breaker::{BreakerBoard, BreakerPolicy, BreakerState, Permit};
-use crate::config::Config;
+use crate::config::SearxngBackend;
 use crate::metrics::InstanceLabel;
 use crate::pipeline::Metrics;
 use crate::request::SearchRequest;
@@ -32,22 +34,33 @@ pub(crate) struct Chosen {
     pub(crate) permit: Option<Permit>,
 }
 
+/// What the pool is built from.
+#[derive(Debug, Clone)]
+pub(crate) struct PoolSettings {
+    /// `SEARXNG_BACKEND_URL`, in order.
+    pub(crate) backends: Vec<SearxngBackend>,
+    /// `SEARXNG_TIMEOUT_SECONDS`: one attempt's timeout.
+    pub(crate) attempt_timeout: Duration,
+    /// Each instance's cooldown.
+    pub(crate) cooldown: CooldownSettings,
+}
+
 /// Every configured instance, in the configured order.
 pub(crate) struct SearxngPool {
     instances: Vec<Instance>,
 }
 
 impl SearxngPool {
-    /// The instances of `config`, each with its own cooldown and engine board (`engine_policy`).
+    /// The instances of `settings`, each with its own cooldown and engine board (`engine_policy`).
     pub(crate) fn new(
-        config: &Config,
+        settings: &PoolSettings,
         http: &reqwest::Client,
         metrics: &Metrics,
         engine_policy: BreakerPolicy,
     ) -> Self {
-        let pooled = config.searxng.len() > 1;
-        let instances = config
-            .searxng
+        let pooled = settings.backends.len() > 1;
+        let instances = settings
+            .backends
             .iter()
             .map(|backend| {
                 let label = if pooled {
@@ -58,7 +71,7 @@ impl SearxngPool {
                 let client = SearxngClient::new(
                     http.clone(),
                     backend.url.clone(),
-                    config.searxng_timeout,
+                    settings.attempt_timeout,
                     metrics.searxng.clone(),
                     label.clone(),
                 );
@@ -70,7 +83,7 @@ impl SearxngPool {
                     backend.name.clone(),
                     backend.url.clone(),
                     client,
-                    searxng_cooldown(config, &metrics.breakers, label.clone()),
+                    searxng_cooldown(&settings.cooldown, &metrics.breakers, label.clone()),
                     BreakerBoard::of_instance(engine_policy, metrics.breakers.clone(), label),
                 )
             })
