@@ -49,6 +49,7 @@ mod merge;
 mod metrics;
 mod pipeline;
 mod providers;
+mod reader;
 mod request;
 mod search_result;
 mod searxng;

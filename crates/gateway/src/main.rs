@@ -101,7 +101,13 @@ fn main() -> ExitCode {
     } else {
         None
     };
-    let runtime = match tokio::runtime::Runtime::new() {
+    // 8 MiB per thread: a page's HTML is parsed on a blocking thread, and a parser recurses with
+    // its nesting (the reader refuses markup deeper than a few hundred levels; the rest fits).
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .thread_stack_size(8 * 1024 * 1024)
+        .build()
+    {
         Ok(rt) => rt,
         Err(err) => {
             eprintln!("searxng-gateway: cannot start the async runtime: {err}");

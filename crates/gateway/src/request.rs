@@ -54,6 +54,38 @@ impl Format {
     }
 }
 
+/// What text a page is read into: Markdown (headings, links, lists kept) or plain text.
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize,
+)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum ReadFormat {
+    /// Markdown (the default, as Tavily's).
+    #[default]
+    Markdown,
+    /// Plain text.
+    Text,
+}
+
+impl ReadFormat {
+    /// From a client's spelling (`markdown`, `text`, case-insensitive).
+    pub(crate) fn parse(raw: &str) -> Option<Self> {
+        match raw.trim().to_ascii_lowercase().as_str() {
+            "markdown" | "md" => Some(Self::Markdown),
+            "text" | "plain" | "txt" => Some(Self::Text),
+            _ => None,
+        }
+    }
+
+    /// The name (`markdown`, `text`).
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            Self::Markdown => "markdown",
+            Self::Text => "text",
+        }
+    }
+}
+
 /// SearXNG's `time_range` values.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub(crate) enum TimeRange {

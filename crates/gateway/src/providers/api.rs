@@ -1,5 +1,6 @@
 //! How a premium provider speaks, with no I/O: what to send ([`ApiRequest`], without the key) and
-//! how to read the answer. The steps every provider shares are written once in [`interpret`]:
+//! how to read the answer — for a search ([`PremiumApi`]) or for a page (the readers, which share
+//! [`Wire`] and [`decode`]). The steps every provider shares are written once in [`decode`]:
 //! a 5xx is `server_error`; any other non-2xx is decoded leniently as the provider's error body
 //! and classified by the adapter; a 2xx is decoded as the provider's success body (a body that does
 //! not decode is `malformed`: schema drift is an outage) and mapped to hits by the adapter; the
@@ -64,12 +65,8 @@ impl From<ErrorClass> for Refusal {
     }
 }
 
-/// One provider's wire protocol.
-pub(crate) trait PremiumApi: Send + Sync + 'static {
-    /// The success body, only the parts the adapter reads.
-    type Success: DeserializeOwned;
-    /// The error body, only the parts the adapter reads (`None` when a body does not decode).
-    type Failure: DeserializeOwned;
+/// One provider's search protocol (its answers are read as its [`Wire`] says).
+pub(crate) trait PremiumApi: Wire + Send + Sync + 'static {
     /// Which provider this is.
     const KIND: ProviderKind;
     /// Where the key goes.
@@ -77,9 +74,6 @@ pub(crate) trait PremiumApi: Send + Sync + 'static {
 
     /// The request for `req`.
     fn request(&self, req: &SearchRequest) -> ApiRequest;
-
-    /// Classifies a non-2xx, non-5xx answer from its status, its decoded error body and headers.
-    fn refusal(&self, status: u16, body: Option<Self::Failure>, headers: &HeaderMap) -> Refusal;
 
     /// Maps a decoded 2xx body to the answer; an `Err` is a body of the wrong shape.
     fn answer(
@@ -106,13 +100,35 @@ pub(crate) fn class_for_status(status: u16) -> ErrorClass {
     }
 }
 
-/// Reads one complete response of provider `api`: results, empty, or a classified failure.
-pub(crate) fn interpret<A: PremiumApi>(
-    api: &A,
+/// How a premium API's answers are read, whatever it is asked (a search, a page): its error
+/// bodies classified, its success body decoded. [`decode`] runs the steps every answer shares.
+pub(crate) trait Wire {
+    /// The success body, only the parts the adapter reads.
+    type Success: DeserializeOwned;
+    /// The error body, only the parts the adapter reads (`None` when a body does not decode).
+    type Failure: DeserializeOwned;
+
+    /// Classifies a non-2xx, non-5xx answer from its status, its decoded error body and headers.
+    fn refusal(&self, status: u16, body: Option<Self::Failure>, headers: &HeaderMap) -> Refusal;
+}
+
+/// What one complete response decodes to.
+pub(crate) enum Decoded<S> {
+    /// A 2xx body of the expected shape.
+    Success(S),
+    /// The provider's way of saying "nothing" (Jina's 422).
+    Nothing,
+}
+
+/// The steps every premium answer shares: a 5xx is `server_error`; an HTML page where JSON should
+/// be is `blocked`; any other non-2xx is classified by the adapter from its error body; a 2xx is
+/// decoded (a body of the wrong shape is `malformed`). `Retry-After` travels with every failure.
+pub(crate) fn decode<W: Wire>(
+    api: &W,
     status: u16,
     headers: &HeaderMap,
     body: &[u8],
-) -> Result<ProviderAnswer, UpstreamError> {
+) -> Result<Decoded<W::Success>, UpstreamError> {
     let hint = retry_after(headers);
     if (500..600).contains(&status) {
         return Err(UpstreamError::with_retry_after(ErrorClass::Server, hint));
@@ -121,18 +137,31 @@ pub(crate) fn interpret<A: PremiumApi>(
         return Err(UpstreamError::with_retry_after(ErrorClass::Blocked, hint));
     }
     if !(200..300).contains(&status) {
-        let decoded = serde_json::from_slice::<A::Failure>(body).ok();
+        let decoded = serde_json::from_slice::<W::Failure>(body).ok();
         return match api.refusal(status, decoded, headers) {
-            Refusal::NoResults => Ok(ProviderAnswer::default()),
+            Refusal::NoResults => Ok(Decoded::Nothing),
             Refusal::Failed(err) => Err(UpstreamError::with_retry_after(
                 err.class,
                 err.retry_after.or(hint),
             )),
         };
     }
-    let decoded: A::Success =
-        serde_json::from_slice(body).map_err(|_| UpstreamError::new(ErrorClass::Malformed))?;
-    api.answer(decoded, headers).map_err(UpstreamError::new)
+    serde_json::from_slice(body)
+        .map(Decoded::Success)
+        .map_err(|_| UpstreamError::new(ErrorClass::Malformed))
+}
+
+/// Reads one complete response of provider `api`: results, empty, or a classified failure.
+pub(crate) fn interpret<A: PremiumApi>(
+    api: &A,
+    status: u16,
+    headers: &HeaderMap,
+    body: &[u8],
+) -> Result<ProviderAnswer, UpstreamError> {
+    match decode(api, status, headers, body)? {
+        Decoded::Nothing => Ok(ProviderAnswer::default()),
+        Decoded::Success(body) => api.answer(body, headers).map_err(UpstreamError::new),
+    }
 }
 
 /// Whether a response is an HTML page rather than the JSON the API speaks: declared as

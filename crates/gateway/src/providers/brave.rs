@@ -20,7 +20,7 @@ use std::time::Duration;
 
 use reqwest::header::HeaderMap;
 
-use super::api::{class_for_status, ApiRequest, Auth, Method, PremiumApi, Refusal};
+use super::api::{class_for_status, ApiRequest, Auth, Method, PremiumApi, Refusal, Wire};
 use super::quota::RateWindow;
 use super::{Park, ProviderAnswer, ProviderKind};
 use crate::request::{SafeSearch, SearchRequest, TimeRange};
@@ -53,9 +53,38 @@ const UI_LANGS: &[&str] = &[
     "pl-PL", "pt-BR", "ru-RU", "sv-SE", "tr-TR", "zh-CN", "zh-HK", "zh-TW",
 ];
 
-impl PremiumApi for Brave {
+impl Wire for Brave {
     type Success = wire::Response;
     type Failure = wire::ErrorBody;
+
+    /// The body's `code` first, the status when the body names none.
+    fn refusal(&self, status: u16, body: Option<wire::ErrorBody>, headers: &HeaderMap) -> Refusal {
+        let limits = RateLimits::from_headers(headers);
+        let class = match body.and_then(wire::ErrorBody::code).as_deref() {
+            Some("SUBSCRIPTION_TOKEN_INVALID" | "SUBSCRIPTION_NOT_FOUND") => ErrorClass::Auth,
+            Some("QUOTA_LIMITED") => ErrorClass::Quota,
+            Some("RATE_LIMITED") => ErrorClass::RateLimited,
+            Some("VALIDATION") => ErrorClass::BadRequest,
+            _ => match status {
+                422 => ErrorClass::BadRequest,
+                429 if limits.month().is_some_and(Window::is_exhausted) => ErrorClass::Quota,
+                other => class_for_status(other),
+            },
+        };
+        // Brave sends no Retry-After as far as we know; the exhausted window's reset says the same.
+        let hint = retry_after(headers).or_else(|| match class {
+            ErrorClass::Quota => limits
+                .month()
+                .and_then(Window::reset_duration)
+                .or_else(|| limits.exhausted().and_then(Window::reset_duration)),
+            ErrorClass::RateLimited => limits.exhausted().and_then(Window::reset_duration),
+            _ => None,
+        });
+        Refusal::Failed(UpstreamError::with_retry_after(class, hint))
+    }
+}
+
+impl PremiumApi for Brave {
     const KIND: ProviderKind = ProviderKind::Brave;
     const AUTH: Auth = Auth::Header("x-subscription-token");
 
@@ -101,32 +130,6 @@ impl PremiumApi for Brave {
             headers: vec![("accept", "application/json")],
             body: None,
         }
-    }
-
-    /// The body's `code` first, the status when the body names none.
-    fn refusal(&self, status: u16, body: Option<wire::ErrorBody>, headers: &HeaderMap) -> Refusal {
-        let limits = RateLimits::from_headers(headers);
-        let class = match body.and_then(wire::ErrorBody::code).as_deref() {
-            Some("SUBSCRIPTION_TOKEN_INVALID" | "SUBSCRIPTION_NOT_FOUND") => ErrorClass::Auth,
-            Some("QUOTA_LIMITED") => ErrorClass::Quota,
-            Some("RATE_LIMITED") => ErrorClass::RateLimited,
-            Some("VALIDATION") => ErrorClass::BadRequest,
-            _ => match status {
-                422 => ErrorClass::BadRequest,
-                429 if limits.month().is_some_and(Window::is_exhausted) => ErrorClass::Quota,
-                other => class_for_status(other),
-            },
-        };
-        // Brave sends no Retry-After as far as we know; the exhausted window's reset says the same.
-        let hint = retry_after(headers).or_else(|| match class {
-            ErrorClass::Quota => limits
-                .month()
-                .and_then(Window::reset_duration)
-                .or_else(|| limits.exhausted().and_then(Window::reset_duration)),
-            ErrorClass::RateLimited => limits.exhausted().and_then(Window::reset_duration),
-            _ => None,
-        });
-        Refusal::Failed(UpstreamError::with_retry_after(class, hint))
     }
 
     fn answer(

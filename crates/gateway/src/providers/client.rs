@@ -1,7 +1,6 @@
-//! A premium provider ready to be called: its adapter plus everything needed to reach it, with the
-//! HTTP mechanics written once — origin + path + query, the adapter's headers plus the key where
-//! the adapter's [`Auth`] says (marked sensitive), one timeout over the whole exchange (headers and
-//! body), the shared body cap, transport-error classification, metrics and logging.
+//! A premium provider ready to be called for a search: its adapter plus everything needed to reach
+//! it — the HTTP mechanics ([`KeyedHttp`]: origin + path + query, the key where the adapter's
+//! `Auth` says, one timeout, the body cap), metrics and logging.
 //!
 //! Secrets stay out of logs: no line here carries the key, a URL (a query string may hold the
 //! user's search) or an upstream body; only the provider, status, class and timings.
@@ -9,23 +8,18 @@
 use std::fmt;
 use std::time::{Duration, Instant};
 
-use reqwest::header::{HeaderMap, HeaderName, HeaderValue, AUTHORIZATION};
-use url::Url;
-
-use super::api::{Adapter, ApiRequest, Auth, Method};
+use super::api::Adapter;
+use super::http::KeyedHttp;
 use super::metrics::{CallLabels, CallResult, ProviderLabels, ProviderMetrics, WindowLabels};
 use super::quota::{QuotaBoard, RateWindow};
-use super::{ApiKey, ProviderAnswer, ProviderKind, ProviderSettings};
+use super::{ProviderAnswer, ProviderKind, ProviderSettings};
 use crate::request::SearchRequest;
-use crate::upstream::{classify_transport, read_body_capped, ErrorClass, UpstreamError, BODY_CAP};
+use crate::upstream::{ErrorClass, UpstreamError};
 
 /// A premium provider ready to be called.
 pub(crate) struct ProviderClient {
     adapter: Box<dyn Adapter>,
-    http: reqwest::Client,
-    base_url: Url,
-    timeout: Duration,
-    key: ApiKey,
+    http: KeyedHttp,
     metrics: ProviderMetrics,
     quota: QuotaBoard,
 }
@@ -42,10 +36,7 @@ impl ProviderClient {
         let key = settings.key.clone()?;
         Some(Self {
             adapter: settings.kind.adapter(),
-            http,
-            base_url: settings.base_url.clone(),
-            timeout: settings.timeout,
-            key,
+            http: KeyedHttp::new(http, settings.base_url.clone(), settings.timeout, key),
             metrics,
             quota,
         })
@@ -65,81 +56,21 @@ impl ProviderClient {
     ) -> Result<ProviderAnswer, UpstreamError> {
         let started = Instant::now();
         let mut status = None;
-        let result = tokio::time::timeout(self.timeout, self.exchange(req, &mut status))
+        let api_req = self.adapter.request(req);
+        let result = match self
+            .http
+            .call(self.adapter.auth(), &api_req, &mut status)
             .await
-            .unwrap_or_else(|_| Err(UpstreamError::new(ErrorClass::Timeout)));
+        {
+            Ok(exchanged) => {
+                self.observe_windows(self.adapter.rate_windows(&exchanged.headers));
+                self.adapter
+                    .interpret(exchanged.status, &exchanged.headers, &exchanged.body)
+            }
+            Err(err) => Err(err),
+        };
         self.record(&result, started.elapsed(), status);
         result
-    }
-
-    /// One request/response exchange; `status` is filled in as soon as the headers arrive so the
-    /// log line can name it even when the body then fails.
-    async fn exchange(
-        &self,
-        req: &SearchRequest,
-        status: &mut Option<u16>,
-    ) -> Result<ProviderAnswer, UpstreamError> {
-        let api_req = self.adapter.request(req);
-        let mut builder = match api_req.method {
-            Method::Get => self.http.get(self.url(&api_req)),
-            Method::Post => self.http.post(self.url(&api_req)),
-        }
-        .headers(self.headers(&api_req)?);
-        if let Some(body) = &api_req.body {
-            let bytes =
-                serde_json::to_vec(body).map_err(|_| UpstreamError::new(ErrorClass::BadRequest))?;
-            builder = builder.body(bytes);
-        }
-        let response = builder
-            .send()
-            .await
-            .map_err(|e| UpstreamError::new(classify_transport(&e)))?;
-        let code = response.status().as_u16();
-        *status = Some(code);
-        let headers = response.headers().clone();
-        self.observe_windows(self.adapter.rate_windows(&headers));
-        let body = read_body_capped(response, BODY_CAP)
-            .await
-            .map_err(UpstreamError::new)?;
-        self.adapter.interpret(code, &headers, &body)
-    }
-
-    /// The configured origin with the provider's own path and query.
-    fn url(&self, api_req: &ApiRequest) -> Url {
-        let mut url = self.base_url.clone();
-        url.set_path(api_req.path);
-        url.set_query(None);
-        if !api_req.query.is_empty() {
-            url.query_pairs_mut()
-                .extend_pairs(api_req.query.iter().map(|(k, v)| (*k, v.as_str())));
-        }
-        url
-    }
-
-    /// The adapter's headers plus the key where the adapter's [`Auth`] says, marked sensitive so
-    /// the HTTP stack never prints it. A key that cannot travel in a header is an auth failure.
-    fn headers(&self, api_req: &ApiRequest) -> Result<HeaderMap, UpstreamError> {
-        let mut map = HeaderMap::with_capacity(api_req.headers.len() + 1);
-        for (name, value) in &api_req.headers {
-            map.insert(
-                HeaderName::from_static_lowercase(name)?,
-                HeaderValue::from_static(value),
-            );
-        }
-        let (name, value) = match self.adapter.auth() {
-            Auth::Header(name) => (
-                HeaderName::from_static_lowercase(name)?,
-                HeaderValue::from_str(self.key.expose()),
-            ),
-            Auth::Bearer => (
-                AUTHORIZATION,
-                HeaderValue::from_str(&format!("Bearer {}", self.key.expose())),
-            ),
-        };
-        let mut value = value.map_err(|_| UpstreamError::new(ErrorClass::Auth))?;
-        value.set_sensitive(true);
-        map.insert(name, value);
-        Ok(map)
     }
 
     /// Keeps the windows for `/status`; Brave's also become the `brave_rate_limit_*` gauges.
@@ -234,21 +165,8 @@ impl fmt::Debug for ProviderClient {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ProviderClient")
             .field("kind", &self.kind())
-            .field("base_url", &self.base_url.as_str())
-            .field("timeout", &self.timeout)
+            .field("http", &self.http)
             .finish_non_exhaustive()
-    }
-}
-
-/// Header names adapters declare are static lower-case literals; anything else is our bug.
-trait StaticHeaderName: Sized {
-    fn from_static_lowercase(name: &'static str) -> Result<Self, UpstreamError>;
-}
-
-impl StaticHeaderName for HeaderName {
-    fn from_static_lowercase(name: &'static str) -> Result<Self, UpstreamError> {
-        HeaderName::from_bytes(name.as_bytes())
-            .map_err(|_| UpstreamError::new(ErrorClass::BadRequest))
     }
 }
 
@@ -257,6 +175,9 @@ impl StaticHeaderName for HeaderName {
 mod tests {
     use super::*;
     use crate::metrics::Registry;
+    use crate::providers::ApiKey;
+    use std::time::Duration;
+    use url::Url;
 
     fn client(kind: ProviderKind, key: Option<&str>) -> Option<ProviderClient> {
         let settings = ProviderSettings {
@@ -291,7 +212,9 @@ mod tests {
     #[test]
     fn the_url_is_the_configured_origin_plus_the_providers_path_and_query() {
         let brave = client(ProviderKind::Brave, Some("k")).unwrap();
-        let url = brave.url(&brave.adapter.request(&SearchRequest::simple("rust async")));
+        let url = brave
+            .http
+            .url(&brave.adapter.request(&SearchRequest::simple("rust async")));
         assert_eq!(
             url.origin(),
             Url::parse("http://127.0.0.1:9/").unwrap().origin()
@@ -299,7 +222,9 @@ mod tests {
         assert_eq!(url.path(), "/res/v1/web/search");
         assert!(url.query().unwrap().contains("q=rust+async"));
         let jina = client(ProviderKind::Jina, Some("k")).unwrap();
-        let url = jina.url(&jina.adapter.request(&SearchRequest::simple("x")));
+        let url = jina
+            .http
+            .url(&jina.adapter.request(&SearchRequest::simple("x")));
         assert_eq!(url.as_str(), "http://127.0.0.1:9/");
     }
 
@@ -314,7 +239,11 @@ mod tests {
         for (kind, header, value) in cases {
             let c = client(kind, Some("k-1")).unwrap();
             let headers = c
-                .headers(&c.adapter.request(&SearchRequest::simple("x")))
+                .http
+                .headers(
+                    c.adapter.auth(),
+                    &c.adapter.request(&SearchRequest::simple("x")),
+                )
                 .unwrap();
             assert_eq!(headers[header], value, "{kind:?}");
             assert!(headers[header].is_sensitive(), "{kind:?}");
@@ -330,7 +259,11 @@ mod tests {
     fn a_key_that_cannot_be_a_header_is_an_auth_failure() {
         let c = client(ProviderKind::Exa, Some("bad\nkey")).unwrap();
         let err = c
-            .headers(&c.adapter.request(&SearchRequest::simple("x")))
+            .http
+            .headers(
+                c.adapter.auth(),
+                &c.adapter.request(&SearchRequest::simple("x")),
+            )
             .unwrap_err();
         assert_eq!(err.class, ErrorClass::Auth);
     }

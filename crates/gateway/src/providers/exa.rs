@@ -17,7 +17,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use reqwest::header::HeaderMap;
 use serde_json::json;
 
-use super::api::{class_for_status, ApiRequest, Auth, Method, PremiumApi, Refusal};
+use super::api::{class_for_status, ApiRequest, Auth, Method, PremiumApi, Refusal, Wire};
 use super::{ProviderAnswer, ProviderKind};
 use crate::request::{SearchRequest, TimeRange};
 use crate::upstream::ErrorClass;
@@ -53,15 +53,9 @@ impl Exa {
     }
 }
 
-impl PremiumApi for Exa {
+impl Wire for Exa {
     type Success = wire::Response;
     type Failure = wire::ErrorBody;
-    const KIND: ProviderKind = ProviderKind::Exa;
-    const AUTH: Auth = Auth::Header("x-api-key");
-
-    fn request(&self, req: &SearchRequest) -> ApiRequest {
-        Self::request_at(req, SystemTime::now())
-    }
 
     fn refusal(&self, status: u16, body: Option<wire::ErrorBody>, _: &HeaderMap) -> Refusal {
         let tag = body.and_then(|b| b.tag);
@@ -72,6 +66,15 @@ impl PremiumApi for Exa {
             (other, _) => class_for_status(other),
         }
         .into()
+    }
+}
+
+impl PremiumApi for Exa {
+    const KIND: ProviderKind = ProviderKind::Exa;
+    const AUTH: Auth = Auth::Header("x-api-key");
+
+    fn request(&self, req: &SearchRequest) -> ApiRequest {
+        Self::request_at(req, SystemTime::now())
     }
 
     fn answer(&self, body: wire::Response, _: &HeaderMap) -> Result<ProviderAnswer, ErrorClass> {

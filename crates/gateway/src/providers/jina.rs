@@ -14,7 +14,7 @@
 use reqwest::header::HeaderMap;
 use serde_json::json;
 
-use super::api::{class_for_status, ApiRequest, Auth, Method, PremiumApi, Refusal};
+use super::api::{class_for_status, ApiRequest, Auth, Method, PremiumApi, Refusal, Wire};
 use super::{ProviderAnswer, ProviderKind};
 use crate::request::SearchRequest;
 use crate::upstream::ErrorClass;
@@ -26,9 +26,37 @@ pub(crate) struct Jina;
 const PATH: &str = "/";
 const NUM: u32 = 10;
 
-impl PremiumApi for Jina {
+impl Wire for Jina {
     type Success = wire::Response;
     type Failure = wire::ErrorBody;
+
+    /// Mostly a failure, but Jina's "no search results" 422 is an empty success.
+    fn refusal(&self, status: u16, body: Option<wire::ErrorBody>, _: &HeaderMap) -> Refusal {
+        let name = body.as_ref().and_then(|e| e.name.as_deref());
+        if status == 422 && name == Some("AssertionFailureError") {
+            let message = body
+                .as_ref()
+                .and_then(|e| e.message.as_deref())
+                .unwrap_or_default()
+                .to_ascii_lowercase();
+            // Other assertions (a request we got wrong) share the name; only this one means "nothing".
+            if message.is_empty() || message.contains("no search results") {
+                return Refusal::NoResults;
+            }
+        }
+        match (status, name) {
+            (_, Some("InsufficientBalanceError")) | (402, _) => ErrorClass::Quota,
+            (_, Some("AuthenticationRequiredError" | "AuthenticationFailedError")) => {
+                ErrorClass::Auth
+            }
+            (_, Some("ParamValidationError")) | (422, _) => ErrorClass::BadRequest,
+            (other, _) => class_for_status(other),
+        }
+        .into()
+    }
+}
+
+impl PremiumApi for Jina {
     const KIND: ProviderKind = ProviderKind::Jina;
     const AUTH: Auth = Auth::Bearer;
 
@@ -57,31 +85,6 @@ impl PremiumApi for Jina {
             ],
             body: Some(body),
         }
-    }
-
-    /// Mostly a failure, but Jina's "no search results" 422 is an empty success.
-    fn refusal(&self, status: u16, body: Option<wire::ErrorBody>, _: &HeaderMap) -> Refusal {
-        let name = body.as_ref().and_then(|e| e.name.as_deref());
-        if status == 422 && name == Some("AssertionFailureError") {
-            let message = body
-                .as_ref()
-                .and_then(|e| e.message.as_deref())
-                .unwrap_or_default()
-                .to_ascii_lowercase();
-            // Other assertions (a request we got wrong) share the name; only this one means "nothing".
-            if message.is_empty() || message.contains("no search results") {
-                return Refusal::NoResults;
-            }
-        }
-        match (status, name) {
-            (_, Some("InsufficientBalanceError")) | (402, _) => ErrorClass::Quota,
-            (_, Some("AuthenticationRequiredError" | "AuthenticationFailedError")) => {
-                ErrorClass::Auth
-            }
-            (_, Some("ParamValidationError")) | (422, _) => ErrorClass::BadRequest,
-            (other, _) => class_for_status(other),
-        }
-        .into()
     }
 
     fn answer(&self, body: wire::Response, _: &HeaderMap) -> Result<ProviderAnswer, ErrorClass> {

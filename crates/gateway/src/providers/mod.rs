@@ -13,6 +13,7 @@ pub(crate) mod api;
 mod brave;
 pub(crate) mod client;
 mod exa;
+pub(crate) mod http;
 mod jina;
 mod metrics;
 pub(crate) mod quota;

@@ -13,7 +13,7 @@
 use reqwest::header::HeaderMap;
 use serde_json::json;
 
-use super::api::{class_for_status, ApiRequest, Auth, Method, PremiumApi, Refusal};
+use super::api::{class_for_status, ApiRequest, Auth, Method, PremiumApi, Refusal, Wire};
 use super::{ProviderAnswer, ProviderKind};
 use crate::request::SearchRequest;
 use crate::upstream::ErrorClass;
@@ -25,10 +25,21 @@ pub(crate) struct Tavily;
 const PATH: &str = "/search";
 const MAX_RESULTS: u32 = 10;
 
-impl PremiumApi for Tavily {
+impl Wire for Tavily {
     type Success = wire::Response;
     /// Error bodies (`{"detail":{"error":…}}`) carry free text only: the status alone classifies.
     type Failure = serde::de::IgnoredAny;
+
+    fn refusal(&self, status: u16, _: Option<serde::de::IgnoredAny>, _: &HeaderMap) -> Refusal {
+        match status {
+            432 | 433 => ErrorClass::Quota,
+            other => class_for_status(other),
+        }
+        .into()
+    }
+}
+
+impl PremiumApi for Tavily {
     const KIND: ProviderKind = ProviderKind::Tavily;
     const AUTH: Auth = Auth::Bearer;
 
@@ -51,14 +62,6 @@ impl PremiumApi for Tavily {
             ],
             body: Some(body),
         }
-    }
-
-    fn refusal(&self, status: u16, _: Option<serde::de::IgnoredAny>, _: &HeaderMap) -> Refusal {
-        match status {
-            432 | 433 => ErrorClass::Quota,
-            other => class_for_status(other),
-        }
-        .into()
     }
 
     fn answer(&self, body: wire::Response, _: &HeaderMap) -> Result<ProviderAnswer, ErrorClass> {

@@ -1,0 +1,286 @@
+//! Reading a page directly: one URL in, a [`Document`] out — or a [`ReadFailure`] that knows its
+//! class. Facts only: which decisions follow (the cache, the host's breaker, a premium reader
+//! instead) are the pipeline's (`pipeline::read`).
+//!
+//! - [`address`]: where a read may go (`FETCH_ALLOW_PRIVATE`, `FETCH_ALLOW_HOSTS`,
+//!   `FETCH_DENY_HOSTS`, the gateway's own address), and [`resolve`]: the resolver that connects
+//!   only to addresses it checked.
+//! - [`fetch`]: the page over HTTP — redirects by hand, each hop checked, the timeout and the
+//!   body cap.
+//! - [`wall`]: whether the answer is a wall (403, 429, a bot challenge, an empty script shell).
+//! - [`content`]: the media type and the character encoding.
+//! - [`extract`]: HTML → the readable article → Markdown or text; [`pdf`]: a PDF's text.
+//! - [`metrics`]: bytes read and time spent extracting.
+//!
+//! The CPU part (decoding, extraction) runs on a blocking thread, so a large page never holds up
+//! the tasks serving other requests.
+
+mod address;
+mod content;
+mod extract;
+mod fetch;
+mod metrics;
+mod pdf;
+mod resolve;
+mod wall;
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+use url::Url;
+
+pub(crate) use address::{AddressPolicy, HostList, PrivateAccess};
+pub(crate) use metrics::ReaderMetrics;
+pub(crate) use resolve::{GuardedResolver, Lookup, SystemLookup};
+pub(crate) use wall::Wall;
+
+use crate::request::ReadFormat;
+use crate::upstream::ErrorClass;
+use content::Kind;
+use fetch::{Fetched, Fetcher};
+
+/// A page as read: what every read surface renders.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(crate) struct Document {
+    /// The URL that was asked for.
+    pub(crate) url: String,
+    /// Where it was read from, after redirects.
+    pub(crate) final_url: String,
+    /// Its title, when it has one.
+    pub(crate) title: Option<String>,
+    /// Its readable text, in `format`.
+    pub(crate) content: String,
+    /// Markdown or text.
+    pub(crate) format: ReadFormat,
+    /// When it says it was published.
+    pub(crate) published: Option<String>,
+    /// The language it says it is in.
+    pub(crate) language: Option<String>,
+    /// Images of the article (absolute URLs).
+    pub(crate) images: Vec<String>,
+    /// Its media type (`text/html`, `application/pdf`, …).
+    pub(crate) content_type: String,
+    /// Bytes read (after decompression).
+    pub(crate) bytes_read: u64,
+}
+
+impl Document {
+    /// The number of words of its text.
+    pub(crate) fn words(&self) -> usize {
+        extract::words(&self.content)
+    }
+}
+
+/// Why a page could not be read, as a closed set.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum ReadFailure {
+    /// Not an `http` or `https` URL with a host.
+    #[error("not an http or https URL")]
+    InvalidUrl,
+    /// The address (or host) is one reads may not reach.
+    #[error("the address is not one the gateway reads")]
+    ForbiddenAddress,
+    /// Not a kind of page the reader turns into text.
+    #[error("the content type is not one the gateway reads")]
+    UnsupportedContentType,
+    /// A wall in front of the page.
+    #[error("the site blocked the read ({})", .0.as_str())]
+    Blocked(Wall),
+    /// The page has no text to read.
+    #[error("the page has no readable text")]
+    NoReadableText,
+    /// More redirects than [`fetch::MAX_REDIRECTS`].
+    #[error("too many redirects")]
+    TooManyRedirects,
+    /// A PDF that could not be parsed.
+    #[error("the PDF could not be read")]
+    UnreadablePdf,
+    /// An HTTP status that is neither a page nor a wall (404, 410, …).
+    #[error("the page answered HTTP {0}")]
+    HttpStatus(u16),
+    /// The transport failed (timeout, connection, too large, truncated, 5xx).
+    #[error("{}", .0.as_str())]
+    Upstream(ErrorClass),
+}
+
+impl ReadFailure {
+    /// The stable code logs, metrics and `explain` use.
+    pub(crate) fn code(self) -> &'static str {
+        match self {
+            Self::InvalidUrl => "invalid_url",
+            Self::ForbiddenAddress => "forbidden_address",
+            Self::UnsupportedContentType => "unsupported_content_type",
+            Self::Blocked(_) => "blocked",
+            Self::NoReadableText => "no_readable_text",
+            Self::TooManyRedirects => "too_many_redirects",
+            Self::UnreadablePdf => "unreadable_pdf",
+            Self::HttpStatus(_) => "http_status",
+            Self::Upstream(class) => class.as_str(),
+        }
+    }
+}
+
+/// The direct reader's settings (`FETCH_*`).
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct ReaderSettings {
+    /// `FETCH_TIMEOUT_SECONDS`: one read's time, never beyond the request's budget.
+    pub(crate) timeout: Duration,
+    /// `FETCH_MAX_BYTES`: the most of a body read.
+    pub(crate) max_bytes: usize,
+    /// `FETCH_USER_AGENT`.
+    pub(crate) user_agent: String,
+    /// Where reads may go.
+    pub(crate) policy: AddressPolicy,
+}
+
+/// The direct reader. Cheap to clone.
+#[derive(Debug, Clone)]
+pub(crate) struct Reader {
+    fetcher: Fetcher,
+    metrics: ReaderMetrics,
+}
+
+impl Reader {
+    /// A reader with `settings`, looking names up with `lookup`.
+    pub(crate) fn new(
+        settings: &ReaderSettings,
+        lookup: Arc<dyn Lookup>,
+        metrics: ReaderMetrics,
+    ) -> Self {
+        let resolver = Arc::new(GuardedResolver::new(
+            Arc::new(settings.policy.clone()),
+            lookup,
+        ));
+        Self {
+            fetcher: Fetcher::new(resolver, &settings.user_agent, settings.max_bytes),
+            metrics,
+        }
+    }
+
+    /// Whether `url` may be read at all (scheme and host), before anything is looked up.
+    pub(crate) fn admits(url: &Url) -> Result<(), ReadFailure> {
+        if !matches!(url.scheme(), "http" | "https") || url.host_str().is_none() {
+            return Err(ReadFailure::InvalidUrl);
+        }
+        Ok(())
+    }
+
+    /// Reads `url` as `format` within `timeout`.
+    pub(crate) async fn read(
+        &self,
+        url: &Url,
+        format: ReadFormat,
+        timeout: Duration,
+    ) -> Result<Document, ReadFailure> {
+        Self::admits(url)?;
+        let fetched = self.fetcher.fetch(url, timeout).await?;
+        self.metrics.bytes.inc_by(fetched.body.len() as u64);
+        if let Some(wall) = wall::by_reply(fetched.status, &fetched.headers) {
+            return Err(ReadFailure::Blocked(wall));
+        }
+        match fetched.status {
+            200..=299 => {}
+            500..=599 => return Err(ReadFailure::Upstream(ErrorClass::Server)),
+            status => return Err(ReadFailure::HttpStatus(status)),
+        }
+        let kind = content::kind_of(fetched.content_type(), &fetched.body)
+            .ok_or(ReadFailure::UnsupportedContentType)?;
+        let requested = url.to_string();
+        let metrics = self.metrics.clone();
+        tokio::task::spawn_blocking(move || {
+            let started = Instant::now();
+            let document = into_document(requested, fetched, kind, format);
+            metrics.extraction.observe(started.elapsed().as_secs_f64());
+            document
+        })
+        .await
+        .unwrap_or(Err(ReadFailure::NoReadableText))
+    }
+}
+
+/// The CPU part of a read: the body decoded and its text extracted.
+fn into_document(
+    url: String,
+    fetched: Fetched,
+    kind: Kind,
+    format: ReadFormat,
+) -> Result<Document, ReadFailure> {
+    let content_type = fetched
+        .content_type()
+        .map_or_else(|| default_type(kind).to_owned(), content::essence);
+    let extracted = match kind {
+        Kind::Pdf => extract::passthrough(pdf::text(&fetched.body)?),
+        Kind::Html => {
+            let html = content::decode(&fetched.body, fetched.content_type(), kind);
+            let extracted = extract::html(&html, &fetched.final_url, format)
+                .ok_or(ReadFailure::NoReadableText)?;
+            if let Some(wall) = wall::by_page(&html, extract::words(&extracted.content)) {
+                return Err(ReadFailure::Blocked(wall));
+            }
+            extracted
+        }
+        Kind::Plain | Kind::Markdown | Kind::Json | Kind::Xml => {
+            extract::passthrough(content::decode(&fetched.body, fetched.content_type(), kind))
+        }
+    };
+    if extracted.content.trim().is_empty() {
+        return Err(ReadFailure::NoReadableText);
+    }
+    Ok(Document {
+        url,
+        final_url: fetched.final_url.to_string(),
+        title: extracted.title,
+        content: extracted.content,
+        format,
+        published: extracted.published,
+        language: extracted.language,
+        images: extracted.images,
+        content_type,
+        bytes_read: fetched.body.len() as u64,
+    })
+}
+
+fn default_type(kind: Kind) -> &'static str {
+    match kind {
+        Kind::Html => "text/html",
+        Kind::Plain => "text/plain",
+        Kind::Markdown => "text/markdown",
+        Kind::Json => "application/json",
+        Kind::Xml => "application/xml",
+        Kind::Pdf => "application/pdf",
+    }
+}
+
+/// A body through the extraction entry point as a read would take it (content type and all),
+/// for the fuzz target: whether it became a document.
+#[cfg(any(test, feature = "fuzzing"))]
+pub(crate) fn extract_for_fuzzing(body: &[u8], content_type: Option<&str>) -> bool {
+    let Ok(final_url) = Url::parse("https://fuzz.example/page") else {
+        return false;
+    };
+    let mut headers = reqwest::header::HeaderMap::new();
+    if let Some(value) = content_type.and_then(|ct| ct.parse().ok()) {
+        headers.insert(reqwest::header::CONTENT_TYPE, value);
+    }
+    let fetched = Fetched {
+        final_url,
+        status: 200,
+        headers,
+        body: bytes::Bytes::copy_from_slice(body),
+    };
+    let Some(kind) = content::kind_of(fetched.content_type(), &fetched.body) else {
+        return false;
+    };
+    [ReadFormat::Markdown, ReadFormat::Text]
+        .into_iter()
+        .map(|format| {
+            into_document(
+                "https://fuzz.example/page".into(),
+                fetched.clone(),
+                kind,
+                format,
+            )
+        })
+        .all(|doc| doc.is_ok_and(|d| !d.content.trim().is_empty()))
+}
