@@ -12,6 +12,10 @@
 //! - **Refresh-ahead.** A complete entry hit at least [`REFRESH_MIN_HITS`] times is recomputed in
 //!   the background once less than [`refresh_window`] of its life is left; the hit that notices it
 //!   is answered from the cache at once. Popular queries never fall off the cache under load.
+//!
+//! A cache is bounded by its number of entries ([`AnswerCache::new`], the answers) or by the bytes
+//! its values weigh ([`AnswerCache::weighted`], the pages the reader keeps: one page may be a
+//! hundred times another); either way the least recently used entries go first.
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -107,6 +111,8 @@ struct Fallback<V> {
 
 struct Entry<V> {
     value: V,
+    /// What it weighs (value and stale fallback), in a weighted cache; 0 otherwise.
+    weight: usize,
     expires: Instant,
     /// From then on a hit starts a background refresh (popular complete entries only).
     refresh_at: Option<Instant>,
@@ -132,7 +138,53 @@ type Flight<V> = Arc<watch::Sender<Shared<V>>>;
 struct Inner<K, V> {
     entries: Option<LruCache<K, Entry<V>>>,
     in_flight: HashMap<K, Flight<V>>,
+    /// The weight of every entry together (a weighted cache).
+    weight: usize,
 }
+
+impl<K: Key, V> Inner<K, V> {
+    /// Removes `key`'s entry, keeping the weight.
+    fn take(&mut self, key: &K) -> Option<Entry<V>> {
+        let entry = self.entries.as_mut()?.pop(key)?;
+        self.weight = self.weight.saturating_sub(entry.weight);
+        Some(entry)
+    }
+
+    /// Stores `entry` under `key` (an entry-counted cache may drop its least recently used).
+    fn put(&mut self, key: K, entry: Entry<V>) {
+        let Some(entries) = self.entries.as_mut() else {
+            return;
+        };
+        self.weight += entry.weight;
+        if let Some(old) = entries.put(key, entry) {
+            self.weight = self.weight.saturating_sub(old.weight);
+        }
+    }
+
+    /// Drops the least recently used entries until the weight is at most `max`.
+    fn shrink(&mut self, max: usize) {
+        while self.weight > max {
+            let Some((_, old)) = self.entries.as_mut().and_then(LruCache::pop_lru) else {
+                break;
+            };
+            self.weight = self.weight.saturating_sub(old.weight);
+        }
+    }
+}
+
+/// A byte bound: at most `max` bytes of values, each weighed by `weigh`.
+struct Weighing<V> {
+    max: usize,
+    weigh: fn(&V) -> usize,
+}
+
+impl<V> Clone for Weighing<V> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<V> Copy for Weighing<V> {}
 
 /// The counters the cache keeps up to date.
 #[derive(Debug, Clone, Default)]
@@ -143,6 +195,8 @@ pub(crate) struct CacheCounters {
     pub(crate) coalesced: Counter,
     /// `cache_refreshes_total`: background refreshes started ahead of expiry.
     pub(crate) refreshes: Counter,
+    /// The bytes the entries weigh (a weighted cache).
+    pub(crate) bytes: Gauge,
 }
 
 /// The cache of values `V` under keys `K`. Cheap to clone.
@@ -150,6 +204,7 @@ pub(crate) struct AnswerCache<K, V> {
     inner: Arc<Mutex<Inner<K, V>>>,
     stale: Duration,
     counters: CacheCounters,
+    weighing: Option<Weighing<V>>,
 }
 
 impl<K, V> Clone for AnswerCache<K, V> {
@@ -158,6 +213,7 @@ impl<K, V> Clone for AnswerCache<K, V> {
             inner: Arc::clone(&self.inner),
             stale: self.stale,
             counters: self.counters.clone(),
+            weighing: self.weighing,
         }
     }
 }
@@ -191,9 +247,36 @@ impl<K: Key, V: Clone + Send + Sync + 'static> AnswerCache<K, V> {
             inner: Arc::new(Mutex::new(Inner {
                 entries: NonZeroUsize::new(capacity).map(LruCache::new),
                 in_flight: HashMap::new(),
+                weight: 0,
             })),
             stale,
             counters,
+            weighing: None,
+        }
+    }
+
+    /// A cache of values weighing at most `max_bytes` together (0 disables storage), each value
+    /// weighed by `weigh`; otherwise as [`AnswerCache::new`]. `counters.bytes` shows the weight.
+    pub(crate) fn weighted(
+        max_bytes: usize,
+        weigh: fn(&V) -> usize,
+        stale: Duration,
+        counters: CacheCounters,
+    ) -> Self {
+        counters.size.set(0);
+        counters.bytes.set(0);
+        Self {
+            inner: Arc::new(Mutex::new(Inner {
+                entries: (max_bytes > 0).then(LruCache::unbounded),
+                in_flight: HashMap::new(),
+                weight: 0,
+            })),
+            stale,
+            counters,
+            weighing: Some(Weighing {
+                max: max_bytes,
+                weigh,
+            }),
         }
     }
 
@@ -209,6 +292,18 @@ impl<K: Key, V: Clone + Send + Sync + 'static> AnswerCache<K, V> {
         self.counters
             .size
             .set(i64::try_from(len).unwrap_or(i64::MAX));
+        if self.weighing.is_some() {
+            self.counters
+                .bytes
+                .set(i64::try_from(inner.weight).unwrap_or(i64::MAX));
+        }
+    }
+
+    /// What `value` (and a stale fallback beside it) weighs here.
+    fn weigh(&self, value: &V, fallback: Option<&Fallback<V>>) -> usize {
+        self.weighing.map_or(0, |w| {
+            (w.weigh)(value) + fallback.map_or(0, |f| (w.weigh)(&f.value))
+        })
     }
 
     /// Looks `key` up at `now`, counting the hit; a dead entry is removed on the way.
@@ -235,7 +330,7 @@ impl<K: Key, V: Clone + Send + Sync + 'static> AnswerCache<K, V> {
             };
         }
         if entry.is_dead(now) {
-            entries.pop(key);
+            inner.take(key);
             self.publish_size(inner);
         }
         Found::Nothing
@@ -267,17 +362,16 @@ impl<K: Key, V: Clone + Send + Sync + 'static> AnswerCache<K, V> {
     /// Drops every entry whose key `matches`; returns how many went.
     pub(crate) fn purge(&self, matches: impl Fn(&K) -> bool) -> usize {
         let mut inner = self.lock();
-        let mut purged = 0;
-        if let Some(entries) = inner.entries.as_mut() {
-            let doomed: Vec<K> = entries
+        let doomed: Vec<K> = inner.entries.as_ref().map_or_else(Vec::new, |entries| {
+            entries
                 .iter()
                 .filter(|(k, _)| matches(k))
                 .map(|(k, _)| k.clone())
-                .collect();
-            purged = doomed.len();
-            for key in doomed {
-                entries.pop(&key);
-            }
+                .collect()
+        });
+        let purged = doomed.len();
+        for key in doomed {
+            inner.take(&key);
         }
         self.publish_size(&inner);
         purged
@@ -288,15 +382,15 @@ impl<K: Key, V: Clone + Send + Sync + 'static> AnswerCache<K, V> {
     pub(crate) fn purge_expired(&self) {
         let now = Instant::now();
         let mut inner = self.lock();
-        if let Some(entries) = inner.entries.as_mut() {
-            let dead: Vec<K> = entries
+        let dead: Vec<K> = inner.entries.as_ref().map_or_else(Vec::new, |entries| {
+            entries
                 .iter()
                 .filter(|(_, e)| e.is_dead(now))
                 .map(|(k, _)| k.clone())
-                .collect();
-            for key in dead {
-                entries.pop(&key);
-            }
+                .collect()
+        });
+        for key in dead {
+            inner.take(&key);
         }
         self.publish_size(&inner);
     }
@@ -448,10 +542,10 @@ impl<K: Key, V: Clone + Send + Sync + 'static> AnswerCache<K, V> {
     }
 
     fn store(&self, inner: &mut Inner<K, V>, key: &K, value: V, keep: Keep, now: Instant) {
-        let Some(entries) = inner.entries.as_mut() else {
+        if inner.entries.is_none() {
             return;
-        };
-        let previous = entries.pop(key);
+        }
+        let previous = inner.take(key);
         let entry = match keep {
             Keep::Never | Keep::Shared(_) => return,
             Keep::Complete(ttl) => {
@@ -462,6 +556,8 @@ impl<K: Key, V: Clone + Send + Sync + 'static> AnswerCache<K, V> {
                     until: expires + self.stale,
                 });
                 Entry {
+                    // The fallback is the value itself (shared), weighed once.
+                    weight: self.weigh(&value, None),
                     value,
                     expires,
                     refresh_at: Some(expires - refresh_window(ttl)),
@@ -479,21 +575,26 @@ impl<K: Key, V: Clone + Send + Sync + 'static> AnswerCache<K, V> {
                     let Some(live) = previous else { return };
                     // A refresh that came back partial: the complete answer stays while it lives
                     // (and is not refreshed again: one attempt per entry).
-                    entries.put(key.clone(), live);
+                    inner.put(key.clone(), live);
                     return;
                 }
+                let fallback = previous.and_then(|p| p.fallback).filter(|f| f.until > now);
                 Entry {
+                    weight: self.weigh(&value, fallback.as_ref()),
                     value,
                     expires: now + ttl,
                     refresh_at: None,
                     complete: false,
-                    fallback: previous.and_then(|p| p.fallback).filter(|f| f.until > now),
+                    fallback,
                     hits: 0,
                     refreshing: false,
                 }
             }
         };
-        entries.put(key.clone(), entry);
+        inner.put(key.clone(), entry);
+        if let Some(weighing) = self.weighing {
+            inner.shrink(weighing.max);
+        }
     }
 }
 
@@ -552,6 +653,39 @@ mod tests {
         tokio::time::advance(STALE).await;
         assert_eq!(c.get(&"k"), None);
         assert_eq!(c.counters.size.get(), 0, "and the end of the stale window");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_weighted_cache_keeps_at_most_its_bytes_least_recently_used_first() {
+        let counters = CacheCounters::default();
+        let c: AnswerCache<&'static str, u32> =
+            AnswerCache::weighted(100, |v| *v as usize, STALE, counters.clone());
+        c.insert(&"a", 40, Keep::Complete(MINUTE));
+        c.insert(&"b", 40, Keep::Complete(MINUTE));
+        assert_eq!(counters.bytes.get(), 80);
+        c.get(&"a");
+        c.insert(&"c", 30, Keep::Complete(MINUTE));
+        assert_eq!(
+            (c.get(&"a"), c.get(&"b"), c.get(&"c")),
+            (Some(40), None, Some(30))
+        );
+        assert_eq!((counters.bytes.get(), counters.size.get()), (70, 2));
+        c.insert(&"a", 10, Keep::Complete(MINUTE));
+        assert_eq!(
+            counters.bytes.get(),
+            40,
+            "a replaced value gives its weight back"
+        );
+        c.insert(&"huge", 500, Keep::Complete(MINUTE));
+        assert_eq!(c.get(&"huge"), None, "a value over the bound is not kept");
+        assert_eq!(counters.bytes.get(), 0);
+        c.insert(&"d", 20, Keep::Complete(MINUTE));
+        assert_eq!(c.purge(|_| true), 1);
+        assert_eq!(counters.bytes.get(), 0);
+        let off: AnswerCache<&'static str, u32> =
+            AnswerCache::weighted(0, |v| *v as usize, STALE, CacheCounters::default());
+        off.insert(&"a", 1, Keep::Complete(MINUTE));
+        assert_eq!(off.get(&"a"), None);
     }
 
     #[tokio::test(start_paused = true)]

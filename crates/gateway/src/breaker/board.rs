@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
-use super::{Breaker, BreakerMetrics, BreakerPolicy};
+use super::{Breaker, BreakerMetrics, BreakerPolicy, BreakerState};
 use crate::metrics::InstanceLabel;
 
 /// Which namespace a breaker lives in: the `kind` metric label.
@@ -19,6 +19,10 @@ pub(crate) enum BreakerKind {
     Engine,
     /// The SearXNG instance as a whole: its cooldown (`SEARXNG_FAIL_THRESHOLD`), kept off the board.
     Searxng,
+    /// A premium page reader (Jina Reader, Tavily extract, Exa contents, Firecrawl).
+    Reader,
+    /// A host pages are read from directly: no metric series of its own (hosts are unbounded).
+    Host,
 }
 
 impl BreakerKind {
@@ -28,6 +32,8 @@ impl BreakerKind {
             Self::Provider => "provider",
             Self::Engine => "engine",
             Self::Searxng => "searxng",
+            Self::Reader => "reader",
+            Self::Host => "host",
         }
     }
 }
@@ -62,7 +68,10 @@ struct Shared<K> {
     policy: BreakerPolicy,
     /// The SearXNG instance whose engines this board holds (none: providers, or one instance).
     instance: InstanceLabel,
-    metrics: BreakerMetrics,
+    /// `None`: breakers without series, the board bounded by [`BreakerBoard::unlabelled`].
+    metrics: Option<BreakerMetrics>,
+    /// Breakers kept at most (closed ones nobody holds go first when it is reached).
+    capacity: usize,
     /// Sorted by key.
     breakers: Mutex<BTreeMap<K, Arc<Breaker>>>,
 }
@@ -83,7 +92,23 @@ impl<K: BreakerKey> BreakerBoard<K> {
             shared: Arc::new(Shared {
                 policy,
                 instance,
-                metrics,
+                metrics: Some(metrics),
+                capacity: usize::MAX,
+                breakers: Mutex::new(BTreeMap::new()),
+            }),
+        }
+    }
+
+    /// A board whose breakers have no metric series (their names are no label values) and which
+    /// keeps at most `capacity` of them: when it is full, closed breakers nobody holds are dropped
+    /// (a closed breaker is only a name and a count of recent failures).
+    pub(crate) fn unlabelled(policy: BreakerPolicy, capacity: usize) -> Self {
+        Self {
+            shared: Arc::new(Shared {
+                policy,
+                instance: InstanceLabel::single(),
+                metrics: None,
+                capacity: capacity.max(1),
                 breakers: Mutex::new(BTreeMap::new()),
             }),
         }
@@ -95,13 +120,24 @@ impl<K: BreakerKey> BreakerBoard<K> {
         if let Some(breaker) = breakers.get(key) {
             return Arc::clone(breaker);
         }
-        let breaker = Arc::new(Breaker::new(
-            K::KIND,
-            key.name(),
-            self.shared.instance.clone(),
-            self.shared.policy,
-            &self.shared.metrics,
-        ));
+        let breaker = Arc::new(match &self.shared.metrics {
+            Some(metrics) => Breaker::new(
+                K::KIND,
+                key.name(),
+                self.shared.instance.clone(),
+                self.shared.policy,
+                metrics,
+            ),
+            None => Breaker::unlabelled(K::KIND, key.name(), self.shared.policy),
+        });
+        if breakers.len() >= self.shared.capacity {
+            // Breaker locks never take the board's, so asking their state here cannot deadlock.
+            breakers.retain(|_, b| Arc::strong_count(b) > 1 || b.state() != BreakerState::Closed);
+        }
+        if breakers.len() >= self.shared.capacity {
+            // Every breaker is open or in use: this one serves its call but is not remembered.
+            return breaker;
+        }
         breakers.insert(key.clone(), Arc::clone(&breaker));
         breaker
     }
@@ -109,6 +145,14 @@ impl<K: BreakerKey> BreakerBoard<K> {
     /// The breaker of `key` if it exists (never creates one).
     pub(crate) fn existing(&self, key: &K) -> Option<Arc<Breaker>> {
         self.lock().get(key).cloned()
+    }
+
+    /// How many of its breakers are open now.
+    pub(crate) fn open_count(&self) -> usize {
+        self.all()
+            .iter()
+            .filter(|b| b.state() == BreakerState::Open)
+            .count()
     }
 
     /// Every breaker, sorted by key. Collected so no breaker lock is ever taken under the board

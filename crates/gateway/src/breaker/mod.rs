@@ -44,7 +44,8 @@ pub(crate) struct Breaker {
     instance: InstanceLabel,
     policy: BreakerPolicy,
     machine: Mutex<Machine>,
-    series: Series,
+    /// `None` for a breaker whose name is no label value (a page host: unbounded).
+    series: Option<Series>,
 }
 
 /// The breaker's metric handles, resolved once for its labels.
@@ -84,7 +85,20 @@ impl Breaker {
             instance,
             policy,
             machine: Mutex::new(Machine::new(Instant::now())),
-            series,
+            series: Some(series),
+        }
+    }
+
+    /// A breaker with no metric series of its own: its name (a page's host) is no label value.
+    /// Its transitions are logged like any other's; boards of them are counted as a whole.
+    pub(crate) fn unlabelled(kind: BreakerKind, name: &str, policy: BreakerPolicy) -> Self {
+        Self {
+            kind,
+            name: name.to_owned(),
+            instance: InstanceLabel::single(),
+            policy,
+            machine: Mutex::new(Machine::new(Instant::now())),
+            series: None,
         }
     }
 
@@ -122,7 +136,9 @@ impl Breaker {
         let mut machine = self.lock();
         match machine.admit(now) {
             Admission::Rejected => {
-                self.series.rejections.inc();
+                if let Some(series) = &self.series {
+                    series.rejections.inc();
+                }
                 None
             }
             Admission::Admitted { probe } => {
@@ -232,15 +248,17 @@ impl Breaker {
         match transition {
             Transition::None => {}
             Transition::Tripped(reason) => {
-                self.series
-                    .trips
-                    .get_or_create(&TripLabels {
-                        engine: self.name.clone(),
-                        kind: self.kind,
-                        reason,
-                        instance: self.instance.clone(),
-                    })
-                    .inc();
+                if let Some(series) = &self.series {
+                    series
+                        .trips
+                        .get_or_create(&TripLabels {
+                            engine: self.name.clone(),
+                            kind: self.kind,
+                            reason,
+                            instance: self.instance.clone(),
+                        })
+                        .inc();
+                }
                 let snapshot = machine.snapshot(now);
                 tracing::warn!(
                     kind = self.kind.as_str(),
@@ -253,7 +271,9 @@ impl Breaker {
                 );
             }
             Transition::Recovered => {
-                self.series.recoveries.inc();
+                if let Some(series) = &self.series {
+                    series.recoveries.inc();
+                }
                 tracing::info!(kind = self.kind.as_str(), name = %self.name, instance = self.instance.name().unwrap_or(""), "circuit breaker closed");
             }
         }
@@ -269,7 +289,9 @@ impl Breaker {
 
     /// Called with the lock held, so concurrent transitions reach the gauge in the same order.
     fn publish(&self, machine: &Machine, now: Instant) {
-        self.series.state.set(machine.state_at(now).as_gauge());
+        if let Some(series) = &self.series {
+            series.state.set(machine.state_at(now).as_gauge());
+        }
     }
 
     fn lock(&self) -> MutexGuard<'_, Machine> {

@@ -202,6 +202,7 @@ impl Gateway {
                 size: metrics.requests.cache_size.clone(),
                 coalesced: metrics.requests.cache_coalesced.clone(),
                 refreshes: metrics.requests.cache_refreshes.clone(),
+                bytes: Default::default(),
             },
         );
         let shared = config.redis.as_ref().and_then(|settings| {

@@ -17,6 +17,7 @@ pub(crate) mod http;
 mod jina;
 mod metrics;
 pub(crate) mod quota;
+pub(crate) mod readers;
 pub(crate) mod settings;
 mod tavily;
 

@@ -22,6 +22,7 @@ mod fetch;
 mod metrics;
 mod pdf;
 mod resolve;
+mod settings;
 mod wall;
 
 use std::sync::Arc;
