@@ -30,16 +30,18 @@ ALLOWED = {
     "telemetry": {"config", "trace"},
     # The decisions: everything an answer is made of.
     "pipeline": {
-        "breaker", "cache", "config", "merge", "metrics", "providers", "request",
-        "search_result", "searxng", "shared", "trace", "upstream",
+        "breaker", "cache", "canonical_url", "config", "merge", "metrics", "providers", "reader",
+        "request", "search_result", "searxng", "shared", "trace", "upstream",
     },
     # The whole configuration, put together from the sections each owner reads.
-    "config": {"clients", "env", "providers", "shared"},
+    "config": {"clients", "env", "providers", "reader", "shared"},
     # Who may search and how much.
     "clients": {"env", "metrics"},
     # Upstreams report facts, never policy.
     "providers": {"env", "metrics", "request", "upstream"},
     "searxng": {"metrics", "request", "search_result", "upstream"},
+    # Reading a page directly: facts only (fetch, address policy, extraction).
+    "reader": {"env", "metrics", "request", "upstream"},
     "merge": {"providers", "search_result"},
     # The tier replicas share: typed operations on bytes.
     "shared": {"env", "metrics", "trace"},

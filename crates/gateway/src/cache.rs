@@ -337,8 +337,7 @@ impl<K: Key, V: Clone + Send + Sync + 'static> AnswerCache<K, V> {
     }
 
     /// The live value under `key`, if any (a dead entry is removed on the way).
-    #[cfg(test)]
-    pub(crate) fn get(&self, key: &K) -> Option<V> {
+    pub(crate) fn get_live(&self, key: &K) -> Option<V> {
         let mut inner = self.lock();
         match self.find(&mut inner, key, Instant::now()) {
             Found::Live { value, .. } => Some(value),
@@ -646,12 +645,12 @@ mod tests {
         let c = cache(10);
         c.insert(&"k", 1, Keep::Complete(Duration::from_secs(60)));
         c.insert(&"p", 2, Keep::Partial(Duration::from_secs(60)));
-        assert_eq!(c.get(&"k"), Some(1));
+        assert_eq!(c.get_live(&"k"), Some(1));
         tokio::time::advance(Duration::from_secs(61)).await;
-        assert_eq!((c.get(&"k"), c.get(&"p")), (None, None));
+        assert_eq!((c.get_live(&"k"), c.get_live(&"p")), (None, None));
         assert_eq!(c.counters.size.get(), 1, "the gauge follows the expiry");
         tokio::time::advance(STALE).await;
-        assert_eq!(c.get(&"k"), None);
+        assert_eq!(c.get_live(&"k"), None);
         assert_eq!(c.counters.size.get(), 0, "and the end of the stale window");
     }
 
@@ -663,10 +662,10 @@ mod tests {
         c.insert(&"a", 40, Keep::Complete(MINUTE));
         c.insert(&"b", 40, Keep::Complete(MINUTE));
         assert_eq!(counters.bytes.get(), 80);
-        c.get(&"a");
+        c.get_live(&"a");
         c.insert(&"c", 30, Keep::Complete(MINUTE));
         assert_eq!(
-            (c.get(&"a"), c.get(&"b"), c.get(&"c")),
+            (c.get_live(&"a"), c.get_live(&"b"), c.get_live(&"c")),
             (Some(40), None, Some(30))
         );
         assert_eq!((counters.bytes.get(), counters.size.get()), (70, 2));
@@ -677,7 +676,11 @@ mod tests {
             "a replaced value gives its weight back"
         );
         c.insert(&"huge", 500, Keep::Complete(MINUTE));
-        assert_eq!(c.get(&"huge"), None, "a value over the bound is not kept");
+        assert_eq!(
+            c.get_live(&"huge"),
+            None,
+            "a value over the bound is not kept"
+        );
         assert_eq!(counters.bytes.get(), 0);
         c.insert(&"d", 20, Keep::Complete(MINUTE));
         assert_eq!(c.purge(|_| true), 1);
@@ -685,7 +688,7 @@ mod tests {
         let off: AnswerCache<&'static str, u32> =
             AnswerCache::weighted(0, |v| *v as usize, STALE, CacheCounters::default());
         off.insert(&"a", 1, Keep::Complete(MINUTE));
-        assert_eq!(off.get(&"a"), None);
+        assert_eq!(off.get_live(&"a"), None);
     }
 
     #[tokio::test(start_paused = true)]
@@ -693,10 +696,10 @@ mod tests {
         let c = cache(2);
         c.insert(&"a", 1, Keep::Complete(Duration::from_secs(60)));
         c.insert(&"b", 2, Keep::Complete(Duration::from_secs(60)));
-        c.get(&"a");
+        c.get_live(&"a");
         c.insert(&"c", 3, Keep::Complete(Duration::from_secs(60)));
         assert_eq!(
-            (c.get(&"a"), c.get(&"b"), c.get(&"c")),
+            (c.get_live(&"a"), c.get_live(&"b"), c.get_live(&"c")),
             (Some(1), None, Some(3))
         );
         assert_eq!(c.counters.size.get(), 2);
@@ -760,7 +763,7 @@ mod tests {
             .await
             .unwrap();
         assert_eq!((v, status), (5, CacheStatus::Miss));
-        assert_eq!(c.get(&"k"), None);
+        assert_eq!(c.get_live(&"k"), None);
         assert_eq!(c.counters.size.get(), 0);
     }
 
@@ -841,7 +844,7 @@ mod tests {
     async fn zero_capacity_disables_storage() {
         let c = cache(0);
         c.insert(&"k", 1, Keep::Complete(Duration::from_secs(60)));
-        assert_eq!(c.get(&"k"), None);
+        assert_eq!(c.get_live(&"k"), None);
         assert_eq!(c.len(), 0);
     }
 
@@ -887,13 +890,13 @@ mod tests {
         c.insert(&"k", 1, Keep::Complete(MINUTE));
         c.insert(&"k", 2, Keep::Partial(Duration::from_secs(30)));
         assert_eq!(
-            c.get(&"k"),
+            c.get_live(&"k"),
             Some(1),
             "the complete answer stays while it lives"
         );
         tokio::time::advance(MINUTE).await;
         c.insert(&"k", 2, Keep::Partial(Duration::from_secs(30)));
-        assert_eq!(c.get(&"k"), Some(2));
+        assert_eq!(c.get_live(&"k"), Some(2));
         tokio::time::advance(Duration::from_secs(30)).await;
         assert_eq!(
             failing(&c).await,
@@ -967,7 +970,7 @@ mod tests {
         assert_eq!(calls.load(Ordering::SeqCst), 1);
         // Past the old expiry the refreshed answer is live: the query never fell off the cache.
         tokio::time::advance(Duration::from_secs(10)).await;
-        assert_eq!(c.get(&"k"), Some(2));
+        assert_eq!(c.get_live(&"k"), Some(2));
     }
 
     #[tokio::test(start_paused = true)]

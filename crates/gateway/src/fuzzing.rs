@@ -186,6 +186,18 @@ pub fn mcp_web_search(input: &[u8]) {
     let _ = crate::server::mcp_web_search(input, &REPLY_URLS);
 }
 
+/// A page through the reader's extraction entry point, as a read would take it: the first line is
+/// its `Content-Type` (empty: none), the rest its body — the media type and charset, HTML
+/// extraction behind the nesting guard (as Markdown and as text), PDF, JSON, XML and plain text.
+pub fn page_extraction(input: &[u8]) {
+    let (content_type, body) = match input.iter().position(|b| *b == b'\n') {
+        Some(end) => (std::str::from_utf8(&input[..end]).ok(), &input[end + 1..]),
+        None => (None, input),
+    };
+    let content_type = content_type.map(str::trim).filter(|ct| !ct.is_empty());
+    let _ = crate::reader::extract_for_fuzzing(body, content_type);
+}
+
 /// A fuzz input as a response: two bytes of status (folded into 100–599), header lines up to the
 /// first empty line (`name: value`; unreadable lines are skipped), then the body.
 struct Parts<'a> {
@@ -271,5 +283,6 @@ mod tests {
         replay("canonical_url", super::canonical_url);
         replay("tavily_request", super::tavily_request);
         replay("mcp_web_search", super::mcp_web_search);
+        replay("page_extraction", super::page_extraction);
     }
 }

@@ -68,15 +68,6 @@ pub(crate) enum ReadFormat {
 }
 
 impl ReadFormat {
-    /// From a client's spelling (`markdown`, `text`, case-insensitive).
-    pub(crate) fn parse(raw: &str) -> Option<Self> {
-        match raw.trim().to_ascii_lowercase().as_str() {
-            "markdown" | "md" => Some(Self::Markdown),
-            "text" | "plain" | "txt" => Some(Self::Text),
-            _ => None,
-        }
-    }
-
     /// The name (`markdown`, `text`).
     pub(crate) fn as_str(self) -> &'static str {
         match self {

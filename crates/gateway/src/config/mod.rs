@@ -17,8 +17,10 @@ use crate::clients::settings::ClientSettings;
 pub use crate::env::variables;
 use crate::env::Env;
 pub use crate::env::{ConfigError, Problem};
+use crate::providers::readers::{self, PremiumReaderSettings, ReaderKind};
 use crate::providers::settings as provider_settings;
 use crate::providers::{ProviderKind, ProviderSettings};
+use crate::reader::ReaderSettings;
 use crate::shared::RedisSettings;
 use access::AdminToken;
 pub(crate) use backends::SearxngBackend;
@@ -116,6 +118,7 @@ pub(crate) const RESERVED_PATHS: &[&str] = &[
     "/",
     "/mcp",
     "/tavily/search",
+    "/tavily/extract",
 ];
 /// Every path under it is the admin surface's.
 const RESERVED_PREFIX: &str = "/admin";
@@ -174,6 +177,18 @@ pub struct Config {
     pub(crate) admin_token: Option<AdminToken>,
     /// `LOG_FORMAT`.
     pub(crate) log_format: LogFormat,
+    /// The direct page reader (`FETCH_*`).
+    pub(crate) reader: ReaderSettings,
+    /// `READ_PROVIDERS`, in order.
+    pub(crate) read_providers: Vec<ReaderKind>,
+    /// Every premium reader (active or not), in `ReaderKind::ALL` order.
+    pub(crate) premium_readers: Vec<PremiumReaderSettings>,
+    /// `FETCH_PER_HOST_CONCURRENCY`.
+    pub(crate) fetch_per_host: usize,
+    /// `FETCH_CACHE_TTL_SECONDS`.
+    pub(crate) fetch_cache_ttl: Duration,
+    /// `FETCH_CACHE_BYTES`.
+    pub(crate) fetch_cache_bytes: usize,
     /// `REDIS_URL` and friends; `None`: nothing is shared with other replicas.
     pub(crate) redis: Option<RedisSettings>,
 }
@@ -249,6 +264,12 @@ impl Config {
         let admin_token = AdminToken::read(env)?;
         let log_format = log_format(env)?;
         let redis = RedisSettings::read(env)?;
+        let reader = ReaderSettings::read(env)?;
+        let read_providers = readers::read_list(env)?;
+        let premium_readers = readers::read_settings(env)?;
+        let fetch_per_host = env.integer("FETCH_PER_HOST_CONCURRENCY", 1usize, 1000)?;
+        let fetch_cache_ttl = env.seconds("FETCH_CACHE_TTL_SECONDS")?;
+        let fetch_cache_bytes = env.integer("FETCH_CACHE_BYTES", 0usize, 1 << 40)?;
         let t1_requested = env.integer("T1_PREMIUM_COUNT", 0usize, 16)?;
 
         let config = Self {
@@ -284,6 +305,12 @@ impl Config {
             admin_token,
             log_format,
             redis,
+            reader,
+            read_providers,
+            premium_readers,
+            fetch_per_host,
+            fetch_cache_ttl,
+            fetch_cache_bytes,
         };
         let t1_premium_count = t1_requested.min(config.active_providers().len());
         Ok(Self {

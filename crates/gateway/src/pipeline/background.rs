@@ -34,6 +34,7 @@ pub(super) async fn run(inner: Arc<Inner>, shutdown: impl Future<Output = ()>) {
         loop {
             sweep.tick().await;
             inner.cache.purge_expired();
+            inner.reading.purge_expired();
         }
     };
     let shared = keep_shared(&inner);

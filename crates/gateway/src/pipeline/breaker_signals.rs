@@ -4,12 +4,22 @@
 //! keyed by its [`ProviderKind`], an engine's by its checked [`EngineName`].
 
 use crate::breaker::{BreakerKey, BreakerKind, Signal, TripReason};
+use crate::providers::readers::ReaderKind;
 use crate::providers::ProviderKind;
+use crate::reader::{Document, ReadFailure, Wall};
 use crate::searxng::{EngineName, EngineReason};
 use crate::upstream::UpstreamError;
 
 impl BreakerKey for ProviderKind {
     const KIND: BreakerKind = BreakerKind::Provider;
+
+    fn name(&self) -> &str {
+        self.as_str()
+    }
+}
+
+impl BreakerKey for ReaderKind {
+    const KIND: BreakerKind = BreakerKind::Reader;
 
     fn name(&self) -> &str {
         self.as_str()
@@ -40,6 +50,35 @@ pub(crate) fn for_error(err: &UpstreamError) -> Signal {
         // A 2xx in an unexpected shape is schema drift on their side: an outage for us.
         Server | Timeout | Connect | Truncated | Malformed => Signal::Transient,
         BadRequest | TooLarge | Redirect | Degraded | HttpStatus => Signal::Neutral,
+    }
+}
+
+/// A direct page read, for its host's breaker: a wall trips it at once (the host will not let a
+/// reader through for a while), a transient failure counts towards the threshold, a page that is
+/// simply not there (404), not text, or too large says nothing about the host.
+pub(crate) fn for_read(result: &Result<Document, ReadFailure>) -> Signal {
+    use crate::upstream::ErrorClass::*;
+    match result {
+        Ok(_) => Signal::Success,
+        Err(ReadFailure::Blocked(wall)) => Signal::stop(match wall {
+            Wall::RateLimited => TripReason::RateLimited,
+            Wall::Cloudflare | Wall::Datadome | Wall::Perimeterx | Wall::Captcha => {
+                TripReason::Captcha
+            }
+            Wall::Forbidden | Wall::JavascriptShell => TripReason::AccessDenied,
+        }),
+        Err(ReadFailure::Upstream(Server | Timeout | Connect | Truncated)) => Signal::Transient,
+        Err(
+            ReadFailure::Upstream(_)
+            | ReadFailure::InvalidUrl
+            | ReadFailure::ForbiddenAddress
+            | ReadFailure::UnsupportedContentType
+            | ReadFailure::NoReadableText
+            | ReadFailure::TooManyRedirects
+            | ReadFailure::UnreadablePdf
+            | ReadFailure::HttpStatus(_)
+            | ReadFailure::Internal,
+        ) => Signal::Neutral,
     }
 }
 

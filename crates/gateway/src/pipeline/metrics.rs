@@ -8,13 +8,16 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::Histogram;
 
+use super::read::ReadMetrics;
 use super::Outcome;
 use crate::breaker::BreakerMetrics;
 use crate::metrics::{
     count_histogram, label_value_as_str, latency_family, FloatGauge, HistogramFamily,
     InstanceLabel, Registry,
 };
+use crate::providers::readers::ReaderCallMetrics;
 use crate::providers::ProviderMetrics;
+use crate::reader::ReaderMetrics;
 use crate::request::Surface;
 use crate::searxng::SearxngMetrics;
 use crate::shared::SharedMetrics;
@@ -168,6 +171,12 @@ pub(crate) struct Metrics {
     pub(crate) providers: ProviderMetrics,
     pub(crate) breakers: BreakerMetrics,
     pub(crate) shared: SharedMetrics,
+    /// The direct reader's: bytes read, extraction time.
+    pub(crate) reader: ReaderMetrics,
+    /// The premium readers' calls.
+    pub(crate) reader_calls: ReaderCallMetrics,
+    /// Reads by outcome, their latency, the page cache, open host breakers.
+    pub(crate) reads: ReadMetrics,
 }
 
 impl Metrics {
@@ -180,6 +189,9 @@ impl Metrics {
             providers: ProviderMetrics::new(&mut registry),
             breakers: BreakerMetrics::new(&mut registry),
             shared: SharedMetrics::new(&mut registry),
+            reader: ReaderMetrics::new(&mut registry),
+            reader_calls: ReaderCallMetrics::new(&mut registry),
+            reads: ReadMetrics::new(&mut registry),
             registry,
         }
     }

@@ -33,6 +33,7 @@ mod metrics;
 mod outcome;
 mod pool;
 mod provider_rotation;
+pub(crate) mod read;
 mod searxng_call;
 mod shared_answer;
 mod shared_breakers;
@@ -61,7 +62,9 @@ pub(crate) use crate::cache::CacheStatus;
 use crate::cache::{AnswerCache, CacheCounters, ComputationLost};
 use crate::config::Config;
 use crate::providers::quota::QuotaBoard;
+use crate::providers::readers::PremiumReader;
 use crate::providers::ProviderClient;
+use crate::reader::{Reader, SystemLookup};
 use crate::request::{AnswerScope, CacheKey, SearchRequest, Surface};
 use crate::shared::SharedTier;
 use crate::trace::TARGET;
@@ -71,6 +74,7 @@ use metrics::{OutcomeLabels, SurfaceLabels};
 use pool::{PoolSettings, SearxngPool};
 pub(crate) use provider_rotation::Premium;
 use provider_rotation::Rotation;
+use read::{PageRead, ReadRequest, ReadSettings, Reading};
 use status::{BreakerStatus, ProviderStatus, Status};
 use upstreams::{FanOutContext, FanOutSettings, PremiumSide, SearxngSide};
 
@@ -130,6 +134,36 @@ struct Inner {
     /// What this process last published of its breakers to the shared tier.
     mirror: shared_breakers::Mirror,
     metrics: Arc<Metrics>,
+    /// Reading pages: the direct reader, the premium readers, their breakers and cache.
+    reading: Reading,
+}
+
+/// The premium readers of `READ_PROVIDERS` that have a key, in order (the others are logged once,
+/// inactive: keyless reads are direct only).
+fn premium_readers(
+    config: &Config,
+    http: &reqwest::Client,
+    metrics: &Metrics,
+) -> Vec<Arc<PremiumReader>> {
+    let mut readers = Vec::new();
+    for kind in &config.read_providers {
+        let reader = config
+            .premium_readers
+            .iter()
+            .find(|s| s.kind == *kind)
+            .and_then(|settings| {
+                PremiumReader::new(settings, http.clone(), metrics.reader_calls.clone())
+            });
+        match reader {
+            Some(reader) => readers.push(Arc::new(reader)),
+            None => tracing::info!(
+                reader = kind.as_str(),
+                "premium reader inactive: {}_API_KEY is not set",
+                kind.env_prefix()
+            ),
+        }
+    }
+    readers
 }
 
 impl std::fmt::Debug for Gateway {
@@ -233,6 +267,25 @@ impl Gateway {
             },
             searxng_skipped: metrics.requests.searxng_skipped.clone(),
         };
+        let reading = Reading::new(
+            Reader::new(
+                &config.reader,
+                Arc::new(SystemLookup),
+                metrics.reader.clone(),
+            ),
+            premium_readers(&config, &http, &metrics),
+            policy,
+            BreakerBoard::new(policy, metrics.breakers.clone()),
+            shared.clone(),
+            metrics.reads.clone(),
+            ReadSettings {
+                per_host: config.fetch_per_host,
+                cache_ttl: config.fetch_cache_ttl,
+                cache_bytes: config.fetch_cache_bytes,
+                timeout: config.reader.timeout,
+                stale: config.cache_stale,
+            },
+        );
         Self {
             inner: Arc::new(Inner {
                 config,
@@ -242,6 +295,7 @@ impl Gateway {
                 shared,
                 mirror: shared_breakers::Mirror::default(),
                 metrics: Arc::new(metrics),
+                reading,
             }),
         }
     }
@@ -343,6 +397,17 @@ impl Gateway {
         }
     }
 
+    /// Reads one page for a client whose premium budget says `premium`, within `budget`
+    /// ([`read`]).
+    pub(crate) async fn read(
+        &self,
+        req: ReadRequest,
+        premium: Premium,
+        budget: Duration,
+    ) -> PageRead {
+        self.inner.reading.read(req, premium, budget).await
+    }
+
     /// Opens (`Some(period)`) or closes (`None`) every breaker `kind`/`name`, as `/status` names
     /// it — in a pool, an engine's or the cooldown's breaker on every instance that has one.
     /// `false` when no such breaker exists (a provider not configured, an engine never seen).
@@ -353,6 +418,8 @@ impl Gateway {
         open_for: Option<Duration>,
     ) -> bool {
         let mut breakers = self.inner.fanout.premium.breakers.all();
+        breakers.extend(self.inner.reading.reader_breakers().all());
+        breakers.extend(self.inner.reading.host_breakers().all());
         for instance in self.inner.fanout.searxng.pool.instances() {
             breakers.push(Arc::clone(&instance.cooldown));
             breakers.extend(instance.engines.all());
@@ -371,11 +438,11 @@ impl Gateway {
         found
     }
 
-    /// Drops every cached answer (`None`) or those of one query, whatever their other parameters;
-    /// returns how many went.
+    /// Drops every cached answer and page (`None`), or the answers of one query whatever their
+    /// other parameters; returns how many went.
     pub(crate) fn purge_cache(&self, query: Option<&str>) -> usize {
         match query {
-            None => self.inner.cache.purge(|_| true),
+            None => self.inner.cache.purge(|_| true) + self.inner.reading.purge(),
             Some(query) => self.inner.cache.purge(|key| key.is_of_query(query)),
         }
     }
@@ -395,6 +462,7 @@ impl Gateway {
     pub(crate) fn render_metrics(&self, openmetrics: bool) -> String {
         let inner = &self.inner;
         inner.fanout.premium.breakers.refresh_metrics();
+        inner.reading.refresh_metrics();
         inner
             .fanout
             .searxng
@@ -417,6 +485,24 @@ impl Gateway {
         for instance in inner.fanout.searxng.pool.instances() {
             breakers.extend(instance.engines.all().iter().map(|b| BreakerStatus::of(b)));
         }
+        breakers.extend(
+            inner
+                .reading
+                .reader_breakers()
+                .all()
+                .iter()
+                .map(|b| BreakerStatus::of(b)),
+        );
+        // Hosts are many: only those not closed (open or probing) are listed.
+        breakers.extend(
+            inner
+                .reading
+                .host_breakers()
+                .all()
+                .iter()
+                .filter(|b| b.state() != BreakerState::Closed)
+                .map(|b| BreakerStatus::of(b)),
+        );
         Status {
             breakers,
             providers: inner
@@ -458,6 +544,10 @@ impl Gateway {
             cache: status::CacheStatus {
                 size: inner.cache.len(),
                 capacity: inner.config.cache_size,
+            },
+            reads: status::ReadsStatus {
+                premium_readers: inner.reading.premium_readers(),
+                host_breakers_open: inner.reading.host_breakers().open_count(),
             },
             redis: inner.shared.as_ref().map(|tier| status::RedisStatus {
                 url: tier.url().to_owned(),

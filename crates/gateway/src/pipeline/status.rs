@@ -9,6 +9,7 @@ use serde::{Serialize, Serializer};
 use super::pool::SearxngPool;
 use crate::breaker::{Breaker, BreakerKind, BreakerState, Snapshot, TripReason};
 use crate::providers::quota::RateWindow;
+use crate::providers::readers::ReaderKind;
 use crate::providers::ProviderKind;
 
 /// The whole document.
@@ -20,8 +21,19 @@ pub(crate) struct Status {
     pub(crate) t1_premium_count: T1Status,
     pub(crate) searxng: SearxngStatus,
     pub(crate) cache: CacheStatus,
+    /// Page reads: the premium readers in use and the hosts shut out.
+    pub(crate) reads: ReadsStatus,
     /// The tier shared with other replicas: `null` when `REDIS_URL` is unset.
     pub(crate) redis: Option<RedisStatus>,
+}
+
+/// Page reads.
+#[derive(Debug, Serialize)]
+pub(crate) struct ReadsStatus {
+    /// `READ_PROVIDERS` that have a key, in the order they are tried (empty: direct reads only).
+    pub(crate) premium_readers: Vec<ReaderKind>,
+    /// Hosts whose breaker is open now (each listed in `breakers`, namespace `host`).
+    pub(crate) host_breakers_open: usize,
 }
 
 /// `T1_PREMIUM_COUNT` as set, and as it takes effect (at most the active providers: keyless, 0).

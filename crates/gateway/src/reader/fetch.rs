@@ -104,13 +104,10 @@ impl Fetcher {
                     .get(LOCATION)
                     .and_then(|v| v.to_str().ok())
                     .and_then(|location| url.join(location).ok());
-                match next {
-                    Some(next) => {
-                        url = next;
-                        continue;
-                    }
-                    // A 3xx without a usable `Location` is the page itself.
-                    None => {}
+                // A 3xx without a usable `Location` is the page itself.
+                if let Some(next) = next {
+                    url = next;
+                    continue;
                 }
             }
             let headers = response.headers().clone();

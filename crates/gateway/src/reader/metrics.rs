@@ -21,12 +21,9 @@ impl ReaderMetrics {
     pub(crate) fn new(r: &mut Registry) -> Self {
         let m = Self {
             bytes: Counter::default(),
-            extraction: Histogram::new(
-                [
-                    0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1.0,
-                ]
-                .into_iter(),
-            ),
+            extraction: Histogram::new([
+                0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1.0,
+            ]),
         };
         r.register(
             "read_bytes",

@@ -31,7 +31,7 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 use url::Url;
 
-pub(crate) use address::{AddressPolicy, HostList, PrivateAccess};
+pub(crate) use address::AddressPolicy;
 pub(crate) use metrics::ReaderMetrics;
 pub(crate) use resolve::{GuardedResolver, Lookup, SystemLookup};
 pub(crate) use wall::Wall;
@@ -103,6 +103,9 @@ pub(crate) enum ReadFailure {
     /// The transport failed (timeout, connection, too large, truncated, 5xx).
     #[error("{}", .0.as_str())]
     Upstream(ErrorClass),
+    /// The read was lost inside the gateway (a bug): an error, never a hang.
+    #[error("the gateway failed to read the page")]
+    Internal,
 }
 
 impl ReadFailure {
@@ -118,6 +121,7 @@ impl ReadFailure {
             Self::UnreadablePdf => "unreadable_pdf",
             Self::HttpStatus(_) => "http_status",
             Self::Upstream(class) => class.as_str(),
+            Self::Internal => "internal_error",
         }
     }
 }

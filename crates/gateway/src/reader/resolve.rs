@@ -81,11 +81,6 @@ impl GuardedResolver {
         }
     }
 
-    /// The policy it checks against.
-    pub(crate) fn policy(&self) -> &AddressPolicy {
-        &self.policy
-    }
-
     /// Resolves `host` for a connection to `port`, checks every address, and pins the answer for
     /// the connector. An address literal is checked as it is (the client does not resolve it).
     pub(crate) async fn pin(&self, host: &str, port: u16) -> Result<(), PinError> {

@@ -7,7 +7,7 @@
 //!   (1–86400), by the `namespace` and `name` `/status` shows (`provider`, `engine`, `searxng`);
 //!   not a trip: it does not grow the backoff, and when it ends one request probes as usual;
 //! - `POST /admin/breakers/{namespace}/{name}/close` — close it now;
-//! - `POST /admin/cache/purge` — drop every cached answer, or with `?q=QUERY` those of one query
+//! - `POST /admin/cache/purge` — drop every cached answer and page, or with `?q=QUERY` the answers of one query
 //!   (every page, category and language of it);
 //! - `GET /admin/status` — `/status` plus each client's limits and premium usage.
 //!

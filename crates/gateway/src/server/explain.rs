@@ -10,6 +10,7 @@
 use serde_json::{json, Map, Value};
 
 use super::auth::Admitted;
+use crate::pipeline::read::PageRead;
 use crate::pipeline::{CacheStatus, Premium, Served};
 
 /// The query or form parameter.
@@ -69,6 +70,39 @@ pub(super) fn object(served: &Served, admitted: &Admitted) -> Value {
             "charged": served.premium_calls,
         },
         "fanout": answer.record,
+    })
+}
+
+/// The `gateway` object of one page read: how it was answered (the cache, who read it, the direct
+/// read and the premium readers tried, with their outcomes and times), and the premium budget.
+pub(super) fn read_object(read: &PageRead, admitted: &Admitted) -> Value {
+    let (outcome, source, record) = match &read.result {
+        Ok(done) => ("ok", Value::from(done.source.as_str()), &done.record),
+        Err(failed) => (failed.failure.code(), Value::Null, &failed.record),
+    };
+    let cache = match read.cache {
+        CacheStatus::Hit => json!({"status": "hit", "tier": "memory"}),
+        CacheStatus::SharedHit => json!({"status": "hit", "tier": "redis"}),
+        CacheStatus::Stale { expired_for } => json!({
+            "status": "stale",
+            "expired_for_ms": u64::try_from(expired_for.as_millis()).unwrap_or(u64::MAX),
+            "why": "every read failed: the last page read",
+        }),
+        CacheStatus::Miss => json!({"status": "miss"}),
+    };
+    let spent = admitted.premium == Premium::BudgetSpent;
+    json!({
+        "request_id": admitted.request_id.as_str(),
+        "client": admitted.caller.name.as_str(),
+        "outcome": outcome,
+        "source": source,
+        "cache": cache,
+        "premium": {
+            "allowed": !spent,
+            "reason": if spent { Value::from("budget_spent") } else { Value::Null },
+            "charged": read.premium_calls,
+        },
+        "read": &**record,
     })
 }
 

@@ -28,6 +28,7 @@ mod json_fields;
 mod mcp;
 mod metrics;
 mod operations;
+mod read_call;
 mod read_guard;
 mod request_id;
 mod search_call;
@@ -88,6 +89,7 @@ fn router(gateway: Gateway, clients: Clients, mcp_shutdown: CancellationToken) -
         ("search", searxng_api::SEARCH_PATH),
         ("mcp", mcp::PATH),
         ("tavily", tavily::PATH),
+        ("tavily_extract", tavily::EXTRACT_PATH),
         ("status", operations::STATUS_PATH),
         ("metrics", &metrics_path),
         ("healthz", operations::HEALTHZ_PATH),
@@ -163,9 +165,11 @@ impl Running {
 /// returns. The binary, the demo and the tests all start the gateway this way.
 pub async fn serve(
     listener: TcpListener,
-    config: Config,
+    mut config: Config,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
+    // A page read must never reach the gateway itself (it would loop).
+    config.reader.policy.own.extend(listener.local_addr().ok());
     let running = Running::start(config);
     log_start(&listener, running.gateway.config(), &running.clients);
     let reloads = tokio::spawn(reload_on_sighup(running.clients.clone()));
@@ -288,6 +292,7 @@ mod tests {
             super::searxng_api::SEARCH_PATH,
             super::mcp::PATH,
             super::tavily::PATH,
+            super::tavily::EXTRACT_PATH,
             super::operations::STATUS_PATH,
             super::operations::HEALTHZ_PATH,
             super::operations::READYZ_PATH,

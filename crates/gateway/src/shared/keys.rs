@@ -11,6 +11,7 @@
 //! | `<prefix>{breakers:searxng}` | hash: SearXNG instance → cooldown | fields deleted on close |
 //! | `<prefix>{breakers:…}:probe:<name>:<until>` | who probes that open period | `PX` = the probe hold |
 //! | `<prefix>{rotation}` | the provider round-robin counter | none |
+//! | `<prefix>{p:<hash>}:page` | one page read (versioned blob) | `PX` = `FETCH_CACHE_TTL_SECONDS` |
 //!
 //! `<hash>` is the first 128 bits of SHA-256 of the cache key, hex: fixed length whatever the
 //! query, and free of the braces that would break the hash tag.
@@ -63,6 +64,11 @@ impl Keys {
     /// Where the answer to `cache_key` is kept.
     pub(crate) fn answer(&self, cache_key: &str) -> String {
         format!("{}{{q:{}}}:answer", self.prefix, Self::query_tag(cache_key))
+    }
+
+    /// Where the page read under `page_key` is kept.
+    pub(crate) fn page(&self, page_key: &str) -> String {
+        format!("{}{{p:{}}}:page", self.prefix, Self::query_tag(page_key))
     }
 
     /// Who computes the answer to `cache_key` now.

@@ -31,11 +31,15 @@ pub(crate) enum Operation {
     ProbeClaim,
     /// The background reachability check.
     Ping,
+    /// Reading a page another replica read.
+    PageRead,
+    /// Storing a page read here.
+    PageWrite,
 }
 
 impl Operation {
     /// Every operation, for metric initialisation.
-    pub(crate) const ALL: [Operation; 9] = [
+    pub(crate) const ALL: [Operation; 11] = [
         Self::Read,
         Self::LeaseClaim,
         Self::LeaseRenew,
@@ -45,6 +49,8 @@ impl Operation {
         Self::BreakerWrite,
         Self::ProbeClaim,
         Self::Ping,
+        Self::PageRead,
+        Self::PageWrite,
     ];
 
     /// The label value and span attribute.
@@ -58,6 +64,8 @@ impl Operation {
             Self::LeaseRelease => "lease_release",
             Self::BreakerWrite => "breaker_write",
             Self::ProbeClaim => "probe_claim",
+            Self::PageRead => "page_read",
+            Self::PageWrite => "page_write",
             Self::Ping => "ping",
         }
     }

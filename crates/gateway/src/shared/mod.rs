@@ -412,6 +412,31 @@ impl SharedTier {
             .await;
     }
 
+    /// The page another replica stored under `page_key`, with its remaining lifetime.
+    pub(crate) async fn read_page(&self, page_key: &str) -> Option<StoredAnswer> {
+        let mut pipe = redis::pipe();
+        let key = self.inner.keys.page(page_key);
+        pipe.cmd("GET").arg(&key).cmd("PTTL").arg(&key);
+        let (blob, ttl): (Option<Vec<u8>>, i64) = self
+            .run(Operation::PageRead, &pipe, self.inner.timeout)
+            .await?;
+        stored(blob, ttl)
+    }
+
+    /// Stores a page read here under `page_key` for `ttl` (Redis expires it).
+    pub(crate) async fn store_page(&self, page_key: &str, blob: Bytes, ttl: Duration) {
+        let mut pipe = redis::pipe();
+        pipe.cmd("SET")
+            .arg(self.inner.keys.page(page_key))
+            .arg(blob.as_ref())
+            .arg("PX")
+            .arg(millis(ttl).max(1))
+            .ignore();
+        let _: Option<()> = self
+            .run(Operation::PageWrite, &pipe, self.inner.timeout)
+            .await;
+    }
+
     /// Gives `lease` up without an answer: followers elsewhere stop waiting and compute.
     pub(crate) async fn release_lease(&self, lease: &Lease) {
         let mut pipe = redis::pipe();

@@ -192,7 +192,7 @@ pub(crate) fn interpret<A: ReaderApi>(
 
 /// What one premium reader is configured with.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) struct ReaderSettings {
+pub(crate) struct PremiumReaderSettings {
     pub(crate) kind: ReaderKind,
     /// Its key; `None` makes it inactive.
     pub(crate) key: Option<ApiKey>,
@@ -225,7 +225,7 @@ pub(crate) fn read_list(env: &Env<'_>) -> Result<Vec<ReaderKind>, ConfigError> {
 }
 
 /// Reads every reader's settings (active or not), in [`ReaderKind::ALL`] order.
-pub(crate) fn read_settings(env: &Env<'_>) -> Result<Vec<ReaderSettings>, ConfigError> {
+pub(crate) fn read_settings(env: &Env<'_>) -> Result<Vec<PremiumReaderSettings>, ConfigError> {
     let mut readers = Vec::new();
     for kind in ReaderKind::ALL {
         let prefix = kind.env_prefix();
@@ -233,7 +233,7 @@ pub(crate) fn read_settings(env: &Env<'_>) -> Result<Vec<ReaderSettings>, Config
         let key = env
             .value(&format!("{prefix}_API_KEY"))
             .map(|raw| ApiKey::new(raw.text));
-        readers.push(ReaderSettings {
+        readers.push(PremiumReaderSettings {
             kind,
             key,
             base_url: env.origin(kind.base_variable())?,
@@ -254,7 +254,8 @@ pub(crate) enum ReadCallResult {
 }
 
 impl ReadCallResult {
-    fn as_str(self) -> &'static str {
+    /// The label value.
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Self::Ok => "ok",
             Self::Unreadable => "unreadable",
@@ -309,7 +310,7 @@ impl std::fmt::Debug for PremiumReader {
 impl PremiumReader {
     /// The reader `settings` describe, or `None` without a key (keyless: direct reads only).
     pub(crate) fn new(
-        settings: &ReaderSettings,
+        settings: &PremiumReaderSettings,
         http: reqwest::Client,
         metrics: ReaderCallMetrics,
     ) -> Option<Self> {

@@ -1,6 +1,6 @@
-//! The MCP surface: one tool, [`web_search`], served with the official Rust SDK (`rmcp`) over
-//! Streamable HTTP at `/mcp` and over stdio (`searxng-gateway mcp`), both answering through the
-//! same pipeline as every other surface.
+//! The MCP surface: two tools, [`web_search`] and [`web_fetch`] (read one page), served with the
+//! official Rust SDK (`rmcp`) over Streamable HTTP at `/mcp` and over stdio (`searxng-gateway
+//! mcp`), both answering through the same pipeline as every other surface.
 //!
 //! Over HTTP the server is stateless: each POST is answered on its own with a JSON body, so there
 //! is no session to keep, expire or share between replicas, and a client that never says goodbye
@@ -17,6 +17,7 @@
 //! Each `tools/call` of `web_search` runs in its own `search` span (`search_span::tool_call`),
 //! continuing the `traceparent` of the HTTP request that carried it.
 
+mod web_fetch;
 mod web_search;
 
 use axum::body::{Body, Bytes};
@@ -40,20 +41,24 @@ use super::auth::{Admitted, Gate, Refusals, Refused};
 use super::body::{self, BodyError};
 use super::document::Document;
 use super::error::ApiError;
+use super::read_call;
 use super::search_call;
 use super::search_span;
 use crate::clients::Clients;
 use crate::config::limits::ServerLimits;
+use crate::pipeline::read::Depth;
 use crate::pipeline::{Gateway, SearchError};
 use crate::request::Surface;
+use web_fetch::WebFetchOutput;
 use web_search::{Refusal, WebSearchOutput};
 
 /// Where the Streamable HTTP transport is served.
 pub(super) const PATH: &str = "/mcp";
 
-const INSTRUCTIONS: &str = "Web search through a SearXNG gateway: call web_search with a query. \
-     Results come from SearXNG's engines, with premium search APIs as fallback; repeated queries \
-     are answered from the gateway's cache.";
+const INSTRUCTIONS: &str = "Web search through a SearXNG gateway: call web_search with a query, \
+     and web_fetch with a URL to read a page's text. Results come from SearXNG's engines, with \
+     premium search APIs as fallback; repeated queries and pages are answered from the gateway's \
+     cache.";
 
 /// The MCP server: the tool list and the tool, over the gateway's pipeline.
 #[derive(Debug, Clone)]
@@ -93,6 +98,37 @@ impl SearchTools {
     }
 }
 
+impl SearchTools {
+    /// Runs `web_fetch` with these arguments; every outcome is a tool result.
+    async fn web_fetch(
+        &self,
+        arguments: rmcp::model::JsonObject,
+        admitted: &Admitted,
+    ) -> rmcp::model::CallToolResult {
+        let fetch = match web_fetch::decode(&arguments) {
+            Ok(fetch) => fetch,
+            Err(refusal) => {
+                tracing::info!(error = refusal.code(), "web_fetch refused");
+                return web_search::tool_error(refusal.to_string());
+            }
+        };
+        let budget = self.gateway.config().request_budget;
+        let read = read_call::run(
+            &self.gateway,
+            admitted,
+            fetch.url.clone(),
+            fetch.format,
+            Depth::Basic,
+            budget,
+        )
+        .await;
+        match &read.result {
+            Ok(done) => WebFetchOutput::new(&fetch, &done.document).into_result(),
+            Err(failed) => web_fetch::unread(&failed.failure.to_string()),
+        }
+    }
+}
+
 fn refused(refusal: &Refusal) -> rmcp::model::CallToolResult {
     let code = match refusal {
         Refusal::Argument(_) => "invalid_argument",
@@ -117,11 +153,18 @@ impl ServerHandler for SearchTools {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        Ok(ListToolsResult::with_all_items(vec![web_search::tool()]))
+        Ok(ListToolsResult::with_all_items(vec![
+            web_search::tool(),
+            web_fetch::tool(),
+        ]))
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
-        (name == web_search::NAME).then(web_search::tool)
+        match name {
+            web_search::NAME => Some(web_search::tool()),
+            web_fetch::NAME => Some(web_fetch::tool()),
+            _ => None,
+        }
     }
 
     async fn call_tool(
@@ -129,10 +172,10 @@ impl ServerHandler for SearchTools {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        if request.name != web_search::NAME {
+        if request.name != web_search::NAME && request.name != web_fetch::NAME {
             return Err(ErrorData::invalid_params(
                 format!(
-                    "unknown tool {:?}: this server has web_search",
+                    "unknown tool {:?}: this server has web_search and web_fetch",
                     request.name
                 ),
                 None,
@@ -145,9 +188,13 @@ impl ServerHandler for SearchTools {
             .and_then(|parts| parts.extensions.get::<Admitted>())
             .cloned()
             .unwrap_or_else(|| Admitted::local(&self.clients));
+        let arguments = request.arguments.unwrap_or_default();
+        if request.name == web_fetch::NAME {
+            return Ok(self.web_fetch(arguments, &admitted).await.into());
+        }
         let span = search_span::tool_call(parts);
         Ok(self
-            .web_search(request.arguments.unwrap_or_default(), &admitted)
+            .web_search(arguments, &admitted)
             .instrument(span)
             .await
             .into())

@@ -1,242 +1,49 @@
-//! The Tavily-compatible surface: `POST /tavily/search` takes Tavily's search request and answers
-//! Tavily's response shape, so `TavilyClient(api_base_url="http://gateway:8080/tavily")` and the
-//! tools built on it (LangChain's, Open WebUI's) search through the gateway unmodified.
+//! `POST /tavily/search`: Tavily's search request and response shape.
 //!
 //! Request: `query`; `max_results` (0–20, default 5); `topic` (`general` → SearXNG category
 //! `general`, `news` → `news`, `finance` searched as `general`); `time_range` (`day`…`year` or
 //! `d`…`y`) or else `days` (the shortest SearXNG range covering it); `include_domains` /
 //! `exclude_domains`, applied to the merged results (a domain matches itself and its subdomains);
-//! `include_answer` (the first of SearXNG's `answers`, when it gave one). Every other field Tavily
-//! clients send (`search_depth`, `include_raw_content`, `include_images`, `country`, …) is accepted
-//! and ignored.
+//! `include_answer` (the first of SearXNG's `answers`, when it gave one); `include_raw_content`
+//! (`true` or `"markdown"`: each result returned is read as Markdown; `"text"`: as plain text),
+//! the results read at once within what is left of the request's budget. Every other field Tavily
+//! clients send (`search_depth`, `include_images`, `country`, …) is accepted and ignored.
 //!
 //! Response: `query`, `answer`, `images` (empty), `follow_up_questions` (null), `results[]` with
 //! `title`, `url`, `content`, `score` (the reciprocal of the result's rank: 1, 0.5, 0.33, …),
-//! `raw_content` (null) and `published_date` when the source gave one, and `response_time` in
-//! seconds — plus the gateway's `X-Cache` and `X-Gateway-Outcome` headers.
-//!
-//! Errors are Tavily's `{"detail": {"error": "…"}}`, with the statuses tavily-python turns into its
-//! own exceptions: 400 (`BadRequestError`) for a missing or blank query, a field of the wrong type
-//! or value, or a body that is not a JSON object; 401 (`InvalidAPIKeyError`) for a request that
-//! carries no key at all; 429 (`UsageLimitExceededError`) when every upstream failed because it
-//! was rate-limited or out of quota; 502 when every upstream failed otherwise (naming each
-//! upstream and its error class, never an upstream's body); 413 for a body over the size limit,
-//! 408 for one that did not arrive in time; 503 with `Retry-After` when the gateway sheds load.
-//!
-//! Keys: Tavily's API needs one, and so does this surface — `Authorization: Bearer <key>` or
-//! `api_key` in the body. With `API_KEYS_FILE` the key is checked in front of every surface
-//! ([`super::auth`]: 401 for a wrong one, 429 with `Retry-After` over the client's rate); on an
-//! open gateway any non-blank key is accepted, and tavily-python without a key (its keyless mode)
-//! gets 401.
+//! `raw_content` (the page's text when it was asked for and read, else null) and
+//! `published_date` when the source gave one, and `response_time` in seconds — plus the gateway's
+//! `X-Cache` and `X-Gateway-Outcome` headers.
 
 use axum::body::Body;
 use axum::extract::{Extension, RawQuery, State};
-use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+#[cfg(any(test, feature = "fuzzing"))]
+use axum::http::{header, HeaderValue};
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
-use axum::routing::post;
-use axum::Router;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use tokio::time::Instant;
 
-use super::auth::{Admitted, Gate, Refusals, Refused};
-use super::body::{self, BodyError};
-use super::document::{Document, FailedUpstream, Found, Hit};
-use super::error::RETRY_AFTER_SECONDS;
-use super::explain;
-use super::json_fields::{field, number_in, InvalidField};
-use super::search_call;
-use super::search_span;
+use super::super::auth::Admitted;
+use super::super::body;
+use super::super::document::{Document, Found, Hit};
+use super::super::explain;
+use super::super::json_fields::{field, number_in, InvalidField};
+use super::super::read_call::{self, Asked};
+use super::super::search_call;
+use super::{carries_key, json, TavilyError};
+use crate::pipeline::read::Depth;
 use crate::pipeline::{Gateway, SearchError};
-use crate::request::{RequestError, SearchInput, SearchRequest, Surface, TimeRange};
-
-/// Where the Tavily API is served; clients use its parent (`…/tavily`) as their base URL.
-pub(super) const PATH: &str = "/tavily/search";
+use crate::request::{ReadFormat, SearchInput, SearchRequest, Surface, TimeRange};
 
 /// Tavily's own limit on `max_results`.
 const MAX_RESULTS: u32 = 20;
 /// `max_results` when the request has none (Tavily's default).
 const DEFAULT_MAX_RESULTS: u32 = 5;
 
-/// `POST /tavily/search`, behind the gate with Tavily's refusals, each search in its span.
-pub(super) fn routes(gate: &Gate) -> Router<Gateway> {
-    Router::new()
-        .route(PATH, post(search).fallback(wrong_method))
-        .layer(search_span::TracedLayer)
-        .layer(gate.layer(TavilyRefusals))
-}
-
-/// What a Tavily client gets instead of results.
-#[derive(Debug, thiserror::Error)]
-enum TavilyError {
-    /// Too large or unreadable.
-    #[error(transparent)]
-    Body(#[from] BodyError),
-    /// Not a JSON object.
-    #[error("Invalid request body: expected a JSON object")]
-    NotJson,
-    /// No key at all.
-    #[error("Unauthorized: missing or invalid API key.")]
-    MissingKey,
-    /// A field of the wrong type or out of range.
-    #[error(transparent)]
-    InvalidField(#[from] InvalidField),
-    /// The query or a mapped parameter failed the gateway's validation.
-    #[error("{}", .0.message_naming_query("query"))]
-    Request(#[from] RequestError),
-    /// Every upstream failed.
-    #[error("every upstream failed: {}", upstream_list(.0))]
-    AllUpstreamsFailed(Vec<FailedUpstream>),
-    /// Every fan-out slot stayed taken (load shedding): retry after `Retry-After`.
-    #[error("the gateway is at capacity; retry after {RETRY_AFTER_SECONDS} s")]
-    Overloaded,
-    /// The shared computation was lost (a bug): never a hang.
-    #[error("the gateway failed to compute an answer")]
-    Internal,
-    /// Anything but POST.
-    #[error("Method Not Allowed: use POST")]
-    WrongMethod,
-    /// `?explain=` other than 0 or 1.
-    #[error("Invalid explain: must be 0 or 1")]
-    InvalidExplain,
-    /// A key no client has (when the gateway requires keys).
-    #[error("Unauthorized: {0}")]
-    Unauthorized(&'static str),
-    /// The client's request rate is spent.
-    #[error("Too many requests: retry after {0} s")]
-    RateLimited(u64),
-}
-
-/// The gate's refusals in Tavily's shape (`InvalidAPIKeyError`, `UsageLimitExceededError` in
-/// tavily-python); a key may ride in the JSON body as `api_key`, as Tavily's API accepts.
-#[derive(Debug, Clone, Copy)]
-struct TavilyRefusals;
-
-impl Refusals for TavilyRefusals {
-    const KEY_IN_BODY: bool = true;
-
-    fn refused(&self, refused: Refused) -> Response {
-        match refused {
-            Refused::Unauthorized(why) => TavilyError::Unauthorized(why.message()),
-            Refused::RateLimited(limited) => {
-                TavilyError::RateLimited(limited.retry_after_seconds())
-            }
-        }
-        .into_response()
-    }
-
-    fn unreadable(&self, err: BodyError) -> Response {
-        TavilyError::Body(err).into_response()
-    }
-}
-
-fn upstream_list(upstreams: &[FailedUpstream]) -> String {
-    let named: Vec<String> = upstreams
-        .iter()
-        .map(|u| format!("{}: {}", u.name, u.error_class))
-        .collect();
-    named.join(", ")
-}
-
-impl TavilyError {
-    /// A stable name for the log line.
-    fn code(&self) -> &'static str {
-        match self {
-            Self::Body(BodyError::TooLarge(_)) => "body_too_large",
-            Self::Body(BodyError::Timeout(_)) => "request_timeout",
-            Self::Body(BodyError::Unreadable) => "unreadable_body",
-            Self::NotJson => "not_json",
-            Self::InvalidExplain => "invalid_field",
-            Self::MissingKey => "missing_key",
-            Self::InvalidField(_) => "invalid_field",
-            Self::Request(err) => err.code(),
-            Self::AllUpstreamsFailed(_) => "all_upstreams_failed",
-            Self::Overloaded => "overloaded",
-            Self::Internal => "internal_error",
-            Self::WrongMethod => "method_not_allowed",
-            Self::Unauthorized(_) => "unauthorized",
-            Self::RateLimited(_) => "rate_limited",
-        }
-    }
-
-    fn status(&self) -> StatusCode {
-        match self {
-            Self::Body(BodyError::TooLarge(_)) => StatusCode::PAYLOAD_TOO_LARGE,
-            Self::Body(BodyError::Timeout(_)) => StatusCode::REQUEST_TIMEOUT,
-            Self::Body(BodyError::Unreadable)
-            | Self::NotJson
-            | Self::InvalidExplain
-            | Self::InvalidField(_)
-            | Self::Request(_) => StatusCode::BAD_REQUEST,
-            Self::MissingKey | Self::Unauthorized(_) => StatusCode::UNAUTHORIZED,
-            Self::RateLimited(_) => StatusCode::TOO_MANY_REQUESTS,
-            Self::AllUpstreamsFailed(upstreams) if all_told_to_slow_down(upstreams) => {
-                StatusCode::TOO_MANY_REQUESTS
-            }
-            Self::AllUpstreamsFailed(_) => StatusCode::BAD_GATEWAY,
-            Self::Overloaded => StatusCode::SERVICE_UNAVAILABLE,
-            Self::Internal => StatusCode::INTERNAL_SERVER_ERROR,
-            Self::WrongMethod => StatusCode::METHOD_NOT_ALLOWED,
-        }
-    }
-}
-
-/// Every upstream refused for rate or quota: the client should slow down, as on Tavily's 429.
-fn all_told_to_slow_down(upstreams: &[FailedUpstream]) -> bool {
-    !upstreams.is_empty()
-        && upstreams
-            .iter()
-            .all(|u| matches!(u.error_class.as_str(), "rate_limited" | "quota"))
-}
-
-impl IntoResponse for TavilyError {
-    fn into_response(self) -> Response {
-        let mut detail = Map::new();
-        detail.insert("error".into(), Value::String(self.to_string()));
-        if let Self::AllUpstreamsFailed(upstreams) = &self {
-            let named = upstreams
-                .iter()
-                .map(|u| serde_json::json!({"name": u.name, "error_class": u.error_class}))
-                .collect();
-            detail.insert("upstreams".into(), Value::Array(named));
-        }
-        let body = serde_json::json!({ "detail": detail }).to_string();
-        let mut response = json(self.status(), body);
-        if let Self::Body(err) = &self {
-            err.mark(&mut response);
-        }
-        let headers = response.headers_mut();
-        match self {
-            Self::Overloaded => {
-                headers.insert(header::RETRY_AFTER, HeaderValue::from(RETRY_AFTER_SECONDS));
-            }
-            Self::RateLimited(seconds) => {
-                headers.insert(header::RETRY_AFTER, HeaderValue::from(seconds));
-            }
-            Self::MissingKey | Self::Unauthorized(_) => {
-                headers.insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
-            }
-            _ => {}
-        }
-        response
-    }
-}
-
-fn json(status: StatusCode, body: impl Into<Body>) -> Response {
-    let mut response = (status, body.into()).into_response();
-    response.headers_mut().insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("application/json"),
-    );
-    response
-}
-
-async fn wrong_method() -> Response {
-    TavilyError::WrongMethod.into_response()
-}
-
 /// `POST /tavily/search`.
-async fn search(
+pub(super) async fn search(
     State(gateway): State<Gateway>,
     Extension(admitted): Extension<Admitted>,
     RawQuery(query): RawQuery,
@@ -270,7 +77,21 @@ async fn search(
             return TavilyError::AllUpstreamsFailed(upstreams).into_response()
         }
     };
-    let reply = options.reply(echoed, found, started.elapsed().as_secs_f64());
+    let mut reply = options.reply(echoed, found, started.elapsed().as_secs_f64());
+    if let Some(format) = options.raw_content {
+        let left = gateway
+            .config()
+            .request_budget
+            .saturating_sub(started.elapsed());
+        let asked: Vec<Asked> = reply.results.iter().map(|r| Asked::new(&r.url)).collect();
+        let reads = read_call::many(&gateway, &admitted, &asked, format, Depth::Basic, left).await;
+        for (result, read) in reply.results.iter_mut().zip(reads) {
+            result.raw_content = read
+                .and_then(|read| read.result.ok())
+                .map(|done| done.document.content.clone());
+        }
+        reply.response_time = (started.elapsed().as_secs_f64() * 1000.0).round() / 1000.0;
+    }
     let mut body = serde_json::to_vec(&reply).unwrap_or_default();
     if explain {
         body = explain::add_to(&body, explain::object(&served, &admitted));
@@ -314,7 +135,7 @@ fn decode(
 /// key and the reply over one result at each of `urls`, or the refusal as a response. Returns the
 /// number of results in the reply, or the refusal's status.
 #[cfg(any(test, feature = "fuzzing"))]
-pub(super) fn exercise(body: &[u8], urls: &[&str]) -> Result<usize, StatusCode> {
+pub(in super::super) fn exercise(body: &[u8], urls: &[&str]) -> Result<usize, StatusCode> {
     let mut headers = HeaderMap::new();
     headers.insert(header::AUTHORIZATION, HeaderValue::from_static("Bearer k"));
     let (req, options) =
@@ -338,21 +159,6 @@ pub(super) fn exercise(body: &[u8], urls: &[&str]) -> Result<usize, StatusCode> 
     assert!(reply.results.len() <= options.max_results.min(urls.len()));
     assert!(serde_json::to_string(&reply).is_ok());
     Ok(reply.results.len())
-}
-
-/// A non-blank `Authorization: Bearer` key or `api_key` in the body. #13 turns this presence check
-/// into a check of the key, in the one place every surface is authenticated.
-fn carries_key(headers: &HeaderMap, fields: &Map<String, Value>) -> bool {
-    let bearer = headers
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.trim().strip_prefix("Bearer"))
-        .is_some_and(|key| !key.trim().is_empty());
-    let in_body = fields
-        .get("api_key")
-        .and_then(Value::as_str)
-        .is_some_and(|key| !key.trim().is_empty());
-    bearer || in_body
 }
 
 /// `topic`.
@@ -414,6 +220,32 @@ struct TavilyRequest {
     include_domains: Vec<String>,
     exclude_domains: Vec<String>,
     include_answer: Option<IncludeAnswer>,
+    include_raw_content: Option<RawContent>,
+}
+
+/// `include_raw_content`: a flag (`true` is Markdown) or a format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(untagged)]
+enum RawContent {
+    Flag(bool),
+    Format(RawFormat),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+enum RawFormat {
+    Markdown,
+    Text,
+}
+
+impl RawContent {
+    fn format(self) -> Option<ReadFormat> {
+        match self {
+            Self::Flag(false) => None,
+            Self::Flag(true) | Self::Format(RawFormat::Markdown) => Some(ReadFormat::Markdown),
+            Self::Format(RawFormat::Text) => Some(ReadFormat::Text),
+        }
+    }
 }
 
 impl TavilyRequest {
@@ -437,6 +269,11 @@ impl TavilyRequest {
                 fields,
                 "include_answer",
                 "a boolean, \"basic\" or \"advanced\"",
+            )?,
+            include_raw_content: field(
+                fields,
+                "include_raw_content",
+                "a boolean, \"markdown\" or \"text\"",
             )?,
         })
     }
@@ -466,6 +303,7 @@ impl TavilyRequest {
                 self.include_answer,
                 Some(IncludeAnswer::Flag(true) | IncludeAnswer::Depth(_))
             ),
+            raw_content: self.include_raw_content.and_then(RawContent::format),
         };
         (input, options)
     }
@@ -499,6 +337,8 @@ struct ReplyOptions {
     include: Vec<String>,
     exclude: Vec<String>,
     answer: bool,
+    /// Read each result returned, in this format.
+    raw_content: Option<ReadFormat>,
 }
 
 /// Tavily's response.
@@ -576,7 +416,10 @@ impl ReplyOptions {
 mod tests {
     use serde_json::json;
 
+    use super::super::super::body::BodyError;
+    use super::super::super::document::FailedUpstream;
     use super::*;
+    use crate::request::RequestError;
 
     fn fields(value: Value) -> Map<String, Value> {
         value.as_object().unwrap().clone()
@@ -665,6 +508,7 @@ mod tests {
             include: domains(&["https://www.Example.com/path".into(), "*.rs".into()]),
             exclude: domains(&["ads.example.com".into()]),
             answer: false,
+            raw_content: None,
         };
         assert_eq!(options.include, ["example.com", "rs"]);
         let admitted: Vec<bool> = [
@@ -698,6 +542,7 @@ mod tests {
             include: vec![],
             exclude: vec!["skip.example".into()],
             answer: true,
+            raw_content: None,
         };
         let reply =
             serde_json::to_value(options.reply("q".into(), found.clone(), 0.12345)).unwrap();
