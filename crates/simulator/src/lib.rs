@@ -5,14 +5,20 @@
 //! bodies) that either fake serves. [`script`] makes them misbehave over time — latency distributions, error
 //! rates, quotas, and spells (a CAPTCHA wall, a 429 burst, a slow patch) that lift by themselves.
 //!
+//! [`site`] is a web site for the gateway's page reads (pages, redirects, walls, trickles), and
+//! [`readers`] fakes the premium page readers (Jina Reader, Tavily extract, Exa contents,
+//! Firecrawl scrape).
+//!
 //! This crate knows nothing of the gateway: it fakes the *services*, from their documentation
 //! (shared/spec/PROVIDERS.md, shared/spec/SEARXNG.md), so a test cannot pass by sharing a bug.
 
 pub mod fault;
 mod in_flight;
 pub mod premium;
+pub mod readers;
 pub mod script;
 pub mod searxng;
+pub mod site;
 mod transport;
 
 /// The premium search APIs the simulator fakes.

@@ -9,6 +9,10 @@ them where through the environment:
 - RATE_LIMITED_GATEWAY_URL: a gateway whose only upstream, SearXNG, answers 429;
 - KEYED_GATEWAY_URL: a healthy gateway that requires an inbound key (its API_KEYS_FILE names the key
   test_tavily.py uses);
+- READING_GATEWAY_URL, SITE_URL and WALLED_SITE_URL: a gateway that reads pages, the loopback site it
+  reads (every path a real article; the gateway's SearXNG results point at it), and a site whose
+  every path is a Cloudflare challenge (the gateway's premium reader, a simulated Jina Reader, reads
+  those instead);
 - GATEWAY_BIN and SEARXNG_URL: the binary, and the simulated SearXNG for `searxng-gateway mcp`.
 """
 
@@ -43,6 +47,21 @@ def rate_limited_gateway_url() -> str:
 @pytest.fixture
 def keyed_gateway_url() -> str:
     return _env("KEYED_GATEWAY_URL")
+
+
+@pytest.fixture
+def reading_gateway_url() -> str:
+    return _env("READING_GATEWAY_URL")
+
+
+@pytest.fixture
+def site_url() -> str:
+    return _env("SITE_URL")
+
+
+@pytest.fixture
+def walled_site_url() -> str:
+    return _env("WALLED_SITE_URL")
 
 
 @pytest.fixture

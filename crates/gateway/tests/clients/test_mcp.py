@@ -22,7 +22,7 @@ def test_the_http_client_lists_web_search_with_its_schemas(gateway_url):
         return (await session.list_tools()).tools
 
     tools = asyncio.run(over_http(gateway_url, calls))
-    assert [t.name for t in tools] == ["web_search"]
+    assert [t.name for t in tools] == ["web_search", "web_fetch"]
     tool = tools[0]
     assert tool.input_schema["required"] == ["query"]
     assert "max_results" in tool.input_schema["properties"]
@@ -79,6 +79,42 @@ def test_the_stdio_client_launches_searxng_gateway_mcp(gateway_bin, searxng_url)
                 return tools, result
 
     tools, result = asyncio.run(run())
-    assert [t.name for t in tools] == ["web_search"]
+    assert [t.name for t in tools] == ["web_search", "web_fetch"]
     assert not result.is_error
     assert len(result.structured_content["results"]) == 2
+
+
+def test_web_fetch_reads_a_page_a_window_at_a_time(reading_gateway_url, site_url):
+    page = f"{site_url}/articles/async-rust"
+
+    async def calls(session):
+        tools = {t.name: t for t in (await session.list_tools()).tools}
+        first = await session.call_tool("web_fetch", {"url": page, "format": "text", "max_length": 500})
+        rest = await session.call_tool(
+            "web_fetch",
+            {"url": page, "format": "text", "max_length": 1_000_000, "start_index": first.structured_content["next_start_index"]},
+        )
+        return tools["web_fetch"], first, rest
+
+    tool, first, rest = asyncio.run(over_http(reading_gateway_url, calls))
+    assert tool.input_schema["required"] == ["url"]
+    assert "next_start_index" in tool.output_schema["properties"]
+    assert not first.is_error
+    window = first.structured_content
+    assert window["url"] == page and window["title"]
+    assert len(window["content"]) == 500
+    assert window["next_start_index"] == 500
+    assert window["total_length"] > 500
+    assert "start_index=500" in first.content[0].text
+    assert rest.structured_content["content"]
+    assert "next_start_index" not in rest.structured_content
+    assert len(window["content"]) + len(rest.structured_content["content"]) == window["total_length"]
+
+
+def test_web_fetch_of_a_refused_address_is_a_tool_error(reading_gateway_url):
+    async def calls(session):
+        return await session.call_tool("web_fetch", {"url": "http://169.254.169.254/latest/meta-data/"})
+
+    result = asyncio.run(over_http(reading_gateway_url, calls))
+    assert result.is_error
+    assert "not one the gateway reads" in result.content[0].text

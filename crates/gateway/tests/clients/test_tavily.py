@@ -80,3 +80,34 @@ def test_every_upstream_failing_raises_an_http_error_naming_them(failing_gateway
         client(failing_gateway_url).search("outage")
     assert raised.value.response.status_code == 502
     assert "searxng: server_error" in raised.value.response.json()["detail"]["error"]
+
+
+def test_extract_reads_pages_and_reports_the_ones_it_could_not(reading_gateway_url, site_url, walled_site_url):
+    article = f"{site_url}/2026/12/article"
+    walled = f"{walled_site_url}/story"
+    refused = "http://169.254.169.254/latest/meta-data/"
+    answer = client(reading_gateway_url).extract([article, walled, refused], format="text")
+    results = {r["url"]: r for r in answer["results"]}
+    assert list(results) == [article, walled], "urls as sent, in order"
+    assert "Minecraft" in results[article]["raw_content"], "the article's text"
+    assert "read by the simulated jina reader" in results[walled]["raw_content"]
+    assert answer["failed_results"] == [{"url": refused, "error": "the address is not one the gateway reads"}]
+    assert isinstance(answer["response_time"], float)
+
+
+def test_extract_of_one_url_in_markdown_with_images(reading_gateway_url, site_url):
+    answer = client(reading_gateway_url).extract(f"{site_url}/one", include_images=True)
+    [result] = answer["results"]
+    assert result["url"] == f"{site_url}/one"
+    assert "](" in result["raw_content"] or "#" in result["raw_content"], "Markdown"
+    assert isinstance(result["images"], list)
+
+
+def test_search_with_raw_content_reads_each_result(reading_gateway_url):
+    answer = client(reading_gateway_url).search("async rust", max_results=3, include_raw_content=True)
+    assert len(answer["results"]) == 3
+    for result in answer["results"]:
+        assert "Minecraft" in result["raw_content"], result["url"]
+    text = client(reading_gateway_url).search("async rust", max_results=2, include_raw_content="text")
+    for result in text["results"]:
+        assert "](" not in result["raw_content"]

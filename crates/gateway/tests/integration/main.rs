@@ -17,6 +17,7 @@ mod mcp_surface;
 mod pipeline;
 mod provider_breakers;
 mod provider_contract;
+mod reading;
 mod real_clients;
 mod real_searxng;
 mod real_searxng_pool;

@@ -6,8 +6,9 @@
 //! `.ci/install-clients.sh` builds with pinned versions (`CLIENTS_VENV`, default
 //! `/opt/searxng-gateway/clients-venv`; `scripts/test.sh` installs it), against gateways started here on
 //! loopback in front of the simulators: a healthy one, one whose SearXNG answers 500, one whose SearXNG
-//! answers 429 (neither with a premium provider to fall back to), and one that requires inbound keys
-//! (`API_KEYS_FILE` naming the key the Tavily tests use).
+//! answers 429 (neither with a premium provider to fall back to), one that requires inbound keys
+//! (`API_KEYS_FILE` naming the key the Tavily tests use), and one that reads pages from a loopback
+//! site (tavily-python's `extract` and `include_raw_content`, the MCP SDK's `web_fetch`).
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -16,7 +17,11 @@ use std::time::Duration;
 
 use simulator::searxng::SearxngMode;
 
+use simulator::readers::Reader;
+use simulator::site::{Page, SimulatedSite};
+
 use crate::support::process::BIN;
+use crate::support::reading::{corpus, ReadStack};
 use crate::support::stack::SimStack;
 
 /// Where `.ci/install-clients.sh` puts the virtualenv unless `CLIENTS_VENV` says otherwise.
@@ -30,6 +35,13 @@ const PYTEST_DEADLINE: Duration = Duration::from_secs(300);
 
 /// The gateways the Python tests talk to.
 struct Gateways {
+    /// Reads pages: its SearXNG's results and every path of its site are a real article
+    /// (Readability's `ars-1`), `/blocked` is a Cloudflare challenge read by the simulated Jina
+    /// Reader instead.
+    reading: ReadStack,
+    /// A site answering every path with a Cloudflare challenge (a host of its own, so its breaker
+    /// does not shut out `reading`'s site).
+    walled: SimulatedSite,
     healthy: SimStack,
     failing: SimStack,
     rate_limited: SimStack,
@@ -60,7 +72,13 @@ impl Gateways {
             ],
         )
         .await;
+        let reading = ReadStack::start(&[Reader::Jina], &[]).await;
+        reading.site.set_default(Page::html(corpus("ars-1").0));
+        let walled = SimulatedSite::start().await.expect("site starts");
+        walled.set_default(Page::cloudflare_challenge());
         Self {
+            reading,
+            walled,
             healthy,
             failing,
             rate_limited,
@@ -97,6 +115,9 @@ async fn pytest(file: &str, gateways: &Gateways) {
             &gateways.rate_limited.gateway.url,
         )
         .env("KEYED_GATEWAY_URL", &gateways.keyed.gateway.url)
+        .env("READING_GATEWAY_URL", &gateways.reading.gateway.url)
+        .env("SITE_URL", gateways.reading.site.origin())
+        .env("WALLED_SITE_URL", gateways.walled.origin())
         .env("GATEWAY_BIN", BIN)
         .env("SEARXNG_URL", gateways.healthy.searxng.base_url())
         // Loopback only, whatever proxy the machine is configured with; nothing written to the tree.

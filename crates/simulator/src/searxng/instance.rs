@@ -60,6 +60,8 @@ pub(super) struct Instance {
     pub(super) script: Option<Script<SearxngMode>>,
     /// `Some(n)` sends `"number_of_results": n`; `None` leaves the key out.
     pub(super) number_of_results: Option<u64>,
+    /// `Some(origin)`: every result's URL is on this origin (a loopback site the test serves).
+    pub(super) result_origin: Option<String>,
     /// `/search` requests that arrived.
     pub(super) hits: usize,
     /// `hits`, for waiting on it.
@@ -148,6 +150,7 @@ impl Instance {
             mode: SearxngMode::Normal,
             script: None,
             number_of_results: Some(0),
+            result_origin: None,
             hits: 0,
             hits_watch: watch::channel(0).0,
             config_hits: 0,
@@ -495,7 +498,12 @@ impl Instance {
             outcome.slowest_engine = outcome.slowest_engine.max(took);
             match &behaviour {
                 EngineBehaviour::Ok { results } => {
-                    let found = engine_results(*index, engine, category, *results, request);
+                    let mut found = engine_results(*index, engine, category, *results, request);
+                    if let Some(origin) = &self.result_origin {
+                        for result in &mut found {
+                            result.move_to(origin);
+                        }
+                    }
                     outcome.add_found(&engine.name, found, request);
                 }
                 EngineBehaviour::Empty => {}

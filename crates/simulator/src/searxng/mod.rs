@@ -220,6 +220,12 @@ impl SimulatedSearxng {
         }
     }
 
+    /// `Some(origin)` puts every result's URL on `origin` (`http://127.0.0.1:PORT`, a loopback site a
+    /// test serves), keeping its path; `None` (the default) keeps the `*.example.org` URLs.
+    pub fn set_result_origin(&self, origin: Option<&str>) {
+        self.lock().result_origin = origin.map(str::to_owned);
+    }
+
     /// `Some(n)` sends `"number_of_results": n` like SearXNG before May 2026 (the default, with 0); `None` leaves
     /// the key out like newer SearXNG.
     pub fn set_number_of_results(&self, number: Option<u64>) {

@@ -26,6 +26,13 @@ pub(super) struct EngineResult {
     extra: (&'static str, Value),
 }
 
+impl EngineResult {
+    /// Puts the result on `origin` (`http://127.0.0.1:PORT`), keeping its path.
+    pub(super) fn move_to(&mut self, origin: &str) {
+        self.url = format!("{origin}{}", self.path);
+    }
+}
+
 /// A result after merging: one URL, every engine that found it.
 struct MergedResult {
     first: EngineResult,

@@ -1,4 +1,5 @@
-//! Per host: its breaker's key ([`HostName`]: a page's host, lower-case, never a metric label)
+//! Per host: its breaker's key ([`HostName`]: a page's host and port, lower-case, never a metric
+//! label — two services on one address are two hosts)
 //! and how many direct reads may be in flight to it at once ([`HostSlots`],
 //! `FETCH_PER_HOST_CONCURRENCY`) — one more waits for a slot, within its budget. Slots of hosts
 //! nobody reads are dropped, so the map holds only hosts in use.
@@ -11,12 +12,22 @@ use tokio::time::Instant;
 
 use crate::breaker::{BreakerKey, BreakerKind};
 
-/// A page's host, as its breaker's key.
+/// A page's host (with its port when it is not the scheme's), as its breaker's key.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub(crate) struct HostName(Arc<str>);
 
 impl HostName {
-    /// The host of a URL, lower-case.
+    /// The host of `url`, lower-case, with a port that is not its scheme's default.
+    pub(crate) fn of(url: &url::Url) -> Self {
+        let host = url.host_str().unwrap_or("").to_ascii_lowercase();
+        Self(Arc::from(match url.port() {
+            Some(port) => format!("{host}:{port}"),
+            None => host,
+        }))
+    }
+
+    /// A host name as it is.
+    #[cfg(test)]
     pub(crate) fn new(host: &str) -> Self {
         Self(Arc::from(host.to_ascii_lowercase()))
     }

@@ -11,8 +11,10 @@
 //!    the request's budget. A wall (403, 429, a bot challenge, a script shell) opens the host's
 //!    breaker at once, transient failures after `BREAKER_FAILURE_THRESHOLD` in a row, with the
 //!    backoff and the one probe of every breaker.
-//! 3. The premium fallback, when the direct read was blocked, failed, or found no readable text
-//!    (an advanced read also when the text is thin): `READ_PROVIDERS` in order, each with its
+//! 3. The premium fallback, when the direct read was blocked, failed, or found no readable text or
+//!    too little of it (an HTML page of fewer than twenty words — a page that draws its text with
+//!    scripts —, an advanced read of fewer than 150; when no reader does better, the little there
+//!    is is the answer): `READ_PROVIDERS` in order, each with its
 //!    own breaker and quota parking, each call charged to the client's premium budget; none when
 //!    the budget is spent. A URL the address policy refuses is never sent to a premium reader.
 //! 4. One outcome per read in `reads_total`, the record for `explain`.
@@ -47,9 +49,10 @@ use metrics::{ReadLabels, ReadOutcome};
 pub(crate) use record::ReadRecord;
 use record::{DirectOutcome, FallbackReason, PremiumSkip};
 
-/// Words a page must have to count as read; fewer is no readable text (the fallback may try).
+/// Words an HTML page should have; fewer is thin (a premium reader may find more — a page that
+/// draws its text with scripts).
 const MIN_WORDS: usize = 20;
-/// Words an advanced read wants; fewer is thin (a premium reader may find more).
+/// Words an advanced read wants; fewer is thin.
 const THIN_WORDS: usize = 150;
 /// Host breakers remembered at most (closed ones nobody holds are dropped first).
 const MAX_HOSTS: usize = 4096;
@@ -465,7 +468,7 @@ async fn direct(
     record: &mut ReadRecord,
 ) -> Direct {
     let started_ms = record.offset();
-    let host = HostName::new(req.url.host_str().unwrap_or(""));
+    let host = HostName::of(&req.url);
     if Reader::admits(&req.url).is_err() {
         record.direct(DirectOutcome::Failed(ReadFailure::InvalidUrl), started_ms);
         return Direct::Failed(ReadFailure::InvalidUrl);
@@ -485,11 +488,12 @@ async fn direct(
         .await;
     permit.record(breaker_signals::for_read(&result));
     let (outcome, direct) = match result {
-        Ok(document) if document.words() < MIN_WORDS && document.content_type == "text/html" => (
-            DirectOutcome::Failed(ReadFailure::NoReadableText),
-            Direct::Failed(ReadFailure::NoReadableText),
-        ),
-        Ok(document) if req.depth == Depth::Advanced && document.words() < THIN_WORDS => {
+        // Too little text for an HTML page (or for an advanced read) is a reason to ask a premium
+        // reader; when none reads it, the little there is is the answer.
+        Ok(document)
+            if (document.words() < MIN_WORDS && document.content_type == "text/html")
+                || (req.depth == Depth::Advanced && document.words() < THIN_WORDS) =>
+        {
             (DirectOutcome::Thin, Direct::Thin(document))
         }
         Ok(document) => (DirectOutcome::Ok, Direct::Read(document)),

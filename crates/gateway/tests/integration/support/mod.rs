@@ -7,6 +7,7 @@ pub(crate) mod engine_upstream;
 pub(crate) mod gateway;
 pub(crate) mod ports;
 pub(crate) mod process;
+pub(crate) mod reading;
 pub(crate) mod redis;
 pub(crate) mod searxng;
 pub(crate) mod stack;
