@@ -39,22 +39,25 @@ async fn extract_reads_real_pages_and_reports_each_failure_apart_in_the_order_se
         )
         .await;
     assert_eq!(reply.status, 200, "{}", reply.text);
-    let results = reply.json["results"].as_array().unwrap();
+    let results = reply.json["results"].as_array().expect("a list");
     assert_eq!(results.len(), 2, "{}", reply.json);
     assert_eq!(results[0]["url"], ars, "each url exactly as sent, in order");
-    let text = results[0]["raw_content"].as_str().unwrap();
+    let text = results[0]["raw_content"].as_str().expect("a string");
     assert!(
         recall(text, &expected) > 0.95,
         "the article's words are read"
     );
     assert!(!text.contains("<p>"), "plain text, not markup");
     assert_eq!(results[1]["raw_content"], "Plain notes, kept as they are.");
-    let failed = reply.json["failed_results"].as_array().unwrap();
+    let failed = reply.json["failed_results"].as_array().expect("a list");
     assert_eq!(failed.len(), 2);
     assert_eq!(failed[0]["url"], "not a url");
     assert_eq!(failed[1]["url"], s.site.url("/missing"));
     assert!(
-        failed[1]["error"].as_str().unwrap().contains("404"),
+        failed[1]["error"]
+            .as_str()
+            .expect("a string")
+            .contains("404"),
         "{}",
         failed[1]
     );
@@ -75,7 +78,7 @@ async fn markdown_keeps_the_articles_structure_and_images_are_listed_when_asked(
         )
         .await;
     let result = &reply.json["results"][0];
-    let markdown = result["raw_content"].as_str().unwrap();
+    let markdown = result["raw_content"].as_str().expect("a string");
     assert!(
         markdown.lines().any(|l| l.starts_with('#')),
         "headings in Markdown"
@@ -114,7 +117,7 @@ async fn a_redirect_chain_is_followed_five_hops_and_a_sixth_is_refused() {
     let six = s.extract(json!({"urls": s.site.url("/r0")}), "").await;
     assert!(six.json["failed_results"][0]["error"]
         .as_str()
-        .unwrap()
+        .expect("a string")
         .contains("redirects"));
 }
 
@@ -131,7 +134,10 @@ async fn a_blocked_host_opens_its_breaker_and_is_not_asked_again_meanwhile() {
         .await;
     let failed = &blocked.json["failed_results"][0];
     assert!(
-        failed["error"].as_str().unwrap().contains("cloudflare"),
+        failed["error"]
+            .as_str()
+            .expect("a string")
+            .contains("cloudflare"),
         "{failed}"
     );
     assert_eq!(failed["gateway"]["read"]["direct"]["outcome"], "blocked");
@@ -156,11 +162,11 @@ async fn a_blocked_host_opens_its_breaker_and_is_not_asked_again_meanwhile() {
     assert_eq!(status["reads"]["host_breakers_open"], 1);
     let host = status["breakers"]
         .as_array()
-        .unwrap()
+        .expect("a list")
         .iter()
         .find(|b| b["namespace"] == "host")
         .cloned()
-        .unwrap();
+        .expect("the host's breaker is listed");
     let authority = s.site.origin().trim_start_matches("http://").to_owned();
     assert_eq!(
         (host["name"].as_str(), host["state"].as_str()),
@@ -277,19 +283,22 @@ async fn pdf_json_and_xml_are_read_as_text_and_an_image_is_unsupported() {
             "",
         )
         .await;
-    let results = reply.json["results"].as_array().unwrap();
+    let results = reply.json["results"].as_array().expect("a list");
     assert!(results[0]["raw_content"]
         .as_str()
-        .unwrap()
+        .expect("a string")
         .contains("Attention is all you need"));
     assert_eq!(results[1]["raw_content"], r#"{"answer": 42}"#);
     assert!(results[2]["raw_content"]
         .as_str()
-        .unwrap()
+        .expect("a string")
         .contains("<title>Feed</title>"));
     let failed = &reply.json["failed_results"][0];
     assert_eq!(failed["url"], s.site.url("/logo.png"));
-    assert!(failed["error"].as_str().unwrap().contains("content type"));
+    assert!(failed["error"]
+        .as_str()
+        .expect("a string")
+        .contains("content type"));
     assert_eq!(
         s.reader(Reader::Jina).calls(),
         0,
@@ -339,7 +348,7 @@ async fn a_trickle_runs_out_of_time_a_huge_body_is_too_large_and_a_wrong_charset
             "?explain=1",
         )
         .await;
-    let failed = reply.json["failed_results"].as_array().unwrap();
+    let failed = reply.json["failed_results"].as_array().expect("a list");
     let why = |url: &str| {
         failed
             .iter()
@@ -348,7 +357,7 @@ async fn a_trickle_runs_out_of_time_a_huge_body_is_too_large_and_a_wrong_charset
     };
     assert_eq!(why(&s.site.url("/trickle")), Some(json!("timeout")));
     assert_eq!(why(&s.site.url("/huge")), Some(json!("too_large")));
-    let results = reply.json["results"].as_array().unwrap();
+    let results = reply.json["results"].as_array().expect("a list");
     let text = |url: &str| {
         results
             .iter()
@@ -377,7 +386,7 @@ async fn private_addresses_are_refused_and_never_contacted_unless_allowed() {
             "?explain=1",
         )
         .await;
-    let failed = reply.json["failed_results"].as_array().unwrap();
+    let failed = reply.json["failed_results"].as_array().expect("a list");
     assert_eq!(failed.len(), 5, "{}", reply.json);
     for entry in &failed[..4] {
         assert_eq!(entry["gateway"]["outcome"], "forbidden_address", "{entry}");
@@ -456,10 +465,10 @@ async fn identical_reads_share_one_fetch_and_the_next_is_a_cache_hit() {
         })
         .collect();
     for call in calls {
-        let reply = call.await.unwrap();
+        let reply = call.await.expect("the call finishes");
         assert!(reply.json["results"][0]["raw_content"]
             .as_str()
-            .unwrap()
+            .expect("a string")
             .starts_with("a page that takes"));
     }
     assert_eq!(
@@ -494,13 +503,13 @@ async fn a_search_with_raw_content_reads_the_results_it_returns() {
         .json(&json!({"query": "rust", "max_results": 3}))
         .send()
         .await
-        .unwrap();
-    let plain: Value = search.json().await.unwrap();
+        .expect("an answer");
+    let plain: Value = search.json().await.expect("JSON");
     let urls: Vec<String> = plain["results"]
         .as_array()
-        .unwrap()
+        .expect("a list")
         .iter()
-        .map(|r| r["url"].as_str().unwrap().to_owned())
+        .map(|r| r["url"].as_str().expect("a string").to_owned())
         .collect();
     assert_eq!(urls.len(), 3);
     assert!(
@@ -520,9 +529,9 @@ async fn a_search_with_raw_content_reads_the_results_it_returns() {
         .json(&json!({"query": "rust", "max_results": 3, "include_raw_content": "text"}))
         .send()
         .await
-        .unwrap();
-    let json: Value = reply.json().await.unwrap();
-    let results = json["results"].as_array().unwrap();
+        .expect("an answer");
+    let json: Value = reply.json().await.expect("JSON");
+    let results = json["results"].as_array().expect("a list");
     for (i, result) in results.iter().enumerate() {
         let path = urls[i].trim_start_matches(&s.site.origin());
         if i < 2 {
