@@ -1,6 +1,7 @@
-//! The in-process pipeline benchmark's door to the miss path's CPU work
-//! (`crates/testbed/benches/pipeline.rs`): decoding SearXNG's body and the providers' bodies,
-//! the merge and the rendering of the answer, each through the production code exactly as the
+//! The in-process benchmarks' door to the CPU work of the request path
+//! (`crates/testbed/benches/pipeline.rs`, and the harness's extraction row): decoding SearXNG's
+//! body and the providers' bodies, the merge and the rendering of the answer, and a page's
+//! extraction, each through the production code exactly as the
 //! request path calls it, with no socket and no runtime. Public only with the `bench` feature,
 //! which the testbed enables and the production build never does (the binary, the Docker image and
 //! the harness build `-p searxng-gateway` alone); the functions behind it stay crate-private.
@@ -47,6 +48,20 @@ pub fn miss_answer(
     }
     let answer = crate::pipeline::finish_answered(query, target, searxng, answers);
     (answer.status == 200).then(|| answer.json.clone())
+}
+
+/// A page's body (read from `url`, declared as `content_type`) through the reader's extraction,
+/// as a direct read takes it: its text as Markdown (`text = false`) or plain text, `None` when the
+/// read would fail.
+pub fn read_page(body: &[u8], content_type: &str, url: &str, text: bool) -> Option<String> {
+    let format = if text {
+        crate::request::ReadFormat::Text
+    } else {
+        crate::request::ReadFormat::Markdown
+    };
+    crate::reader::extract_body(body, Some(content_type), url, format)
+        .ok()
+        .map(|document| document.content)
 }
 
 fn premium_answer(one: &PremiumBody<'_>) -> Option<(ProviderKind, ProviderAnswer)> {

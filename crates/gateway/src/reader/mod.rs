@@ -257,13 +257,16 @@ fn default_type(kind: Kind) -> &'static str {
     }
 }
 
-/// A body through the extraction entry point as a read would take it (content type and all),
-/// for the fuzz target: whether it became a document.
-#[cfg(any(test, feature = "fuzzing"))]
-pub(crate) fn extract_for_fuzzing(body: &[u8], content_type: Option<&str>) -> bool {
-    let Ok(final_url) = Url::parse("https://fuzz.example/page") else {
-        return false;
-    };
+/// A body read from `url` through the extraction entry point, as a read would take it (content
+/// type, charset, walls and all), for the fuzz target and the benchmark.
+#[cfg(any(test, feature = "fuzzing", feature = "bench"))]
+pub(crate) fn extract_body(
+    body: &[u8],
+    content_type: Option<&str>,
+    url: &str,
+    format: ReadFormat,
+) -> Result<Document, ReadFailure> {
+    let final_url = Url::parse(url).map_err(|_| ReadFailure::InvalidUrl)?;
     let mut headers = reqwest::header::HeaderMap::new();
     if let Some(value) = content_type.and_then(|ct| ct.parse().ok()) {
         headers.insert(reqwest::header::CONTENT_TYPE, value);
@@ -274,18 +277,17 @@ pub(crate) fn extract_for_fuzzing(body: &[u8], content_type: Option<&str>) -> bo
         headers,
         body: bytes::Bytes::copy_from_slice(body),
     };
-    let Some(kind) = content::kind_of(fetched.content_type(), &fetched.body) else {
-        return false;
-    };
+    let kind = content::kind_of(fetched.content_type(), &fetched.body)
+        .ok_or(ReadFailure::UnsupportedContentType)?;
+    into_document(url.to_owned(), fetched, kind, format)
+}
+
+/// A body through the extraction entry point as Markdown and as text, for the fuzz target:
+/// whether it became a document both ways.
+#[cfg(any(test, feature = "fuzzing"))]
+pub(crate) fn extract_for_fuzzing(body: &[u8], content_type: Option<&str>) -> bool {
     [ReadFormat::Markdown, ReadFormat::Text]
         .into_iter()
-        .map(|format| {
-            into_document(
-                "https://fuzz.example/page".into(),
-                fetched.clone(),
-                kind,
-                format,
-            )
-        })
+        .map(|format| extract_body(body, content_type, "https://fuzz.example/page", format))
         .all(|doc| doc.is_ok_and(|d| !d.content.trim().is_empty()))
 }

@@ -21,9 +21,11 @@ use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::ServiceExt;
 use serde_json::Value;
 use simulator::premium::{ProviderBehaviour, SimError, SimulatedProvider, SIM_KEY};
+use simulator::readers::{Reader, SimulatedReader};
 use simulator::searxng::{
     EngineBehaviour, EngineFailure, SearxngMode, SimulatedSearxng, DEFAULT_RESULTS_PER_ENGINE,
 };
+use simulator::site::{Page, SimulatedSite};
 use simulator::Provider;
 use tempfile::TempDir;
 
@@ -58,10 +60,21 @@ async fn every_dashboard_panel_shows_data_from_a_real_prometheus_scrape() {
     let exa = SimulatedProvider::start(Provider::Exa)
         .await
         .expect("start the simulated Exa API");
+    let site = SimulatedSite::start()
+        .await
+        .expect("start the site pages are read from");
+    let jina = SimulatedReader::start(Reader::Jina)
+        .await
+        .expect("start the simulated Jina Reader");
     let searxng_url = searxng.base_url();
     let brave_url = brave.base_url();
     let exa_url = exa.base_url();
+    let jina_url = jina.base_url();
     let gateway = TestGateway::start(&[
+        ("READ_PROVIDERS", "jina"),
+        ("JINA_READER_BASE_URL", &jina_url),
+        ("JINA_API_KEY", SIM_KEY),
+        ("FETCH_ALLOW_PRIVATE", "127.0.0.0/8"),
         ("SEARXNG_BACKEND_URL", &searxng_url),
         ("FALLBACK_PROVIDERS", "brave,exa"),
         ("BRAVE_API_KEY", SIM_KEY),
@@ -90,6 +103,7 @@ async fn every_dashboard_panel_shows_data_from_a_real_prometheus_scrape() {
     prometheus.wait_for_first_scrape().await;
 
     drive_every_panel(&gateway, &searxng, &brave, &exa).await;
+    read_pages(&gateway, &site, &jina).await;
 
     let queries: Vec<PanelQuery> = load_dashboard()
         .into_iter()
@@ -180,6 +194,45 @@ async fn every_per_instance_panel_shows_data_for_a_pool() {
 }
 
 /// The traffic, in phases; each comment names the panels whose series the phase creates.
+/// "Reading pages": one page read directly, one blocked (a Cloudflare challenge) and read by the
+/// premium reader instead, and the first again from the page cache.
+async fn read_pages(gateway: &TestGateway, site: &SimulatedSite, jina: &SimulatedReader) {
+    site.set(
+        "/article",
+        Page::ok(
+            "text/plain",
+            "An article of plain text, read directly by the gateway.",
+        ),
+    );
+    site.set("/walled", Page::cloudflare_challenge());
+    for urls in [
+        vec![site.url("/article"), site.url("/walled")],
+        vec![site.url("/article")],
+    ] {
+        let response = gateway
+            .http
+            .post(format!("{}/tavily/extract", gateway.url))
+            .bearer_auth("dashboard")
+            .json(&serde_json::json!({ "urls": urls }))
+            .send()
+            .await
+            .expect("extract answers");
+        let reply = TestGateway::reply(response).await;
+        assert_eq!(reply.status, 200, "{}", reply.text);
+        assert_eq!(
+            reply.json["results"].as_array().map(Vec::len),
+            Some(urls.len()),
+            "{}",
+            reply.text
+        );
+    }
+    assert_eq!(
+        jina.calls(),
+        1,
+        "the blocked page went to the premium reader"
+    );
+}
+
 async fn drive_every_panel(
     gateway: &TestGateway,
     searxng: &SimulatedSearxng,

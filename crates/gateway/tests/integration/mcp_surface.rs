@@ -59,7 +59,7 @@ fn urls(results: &Value) -> Vec<String> {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn the_server_lists_web_search_with_an_input_and_an_output_schema() {
+async fn the_server_lists_web_search_and_web_fetch_with_input_and_output_schemas() {
     let s = SimStack::start(&[], &[]).await;
     let client = http_client(&s).await;
     let info = client.peer_info().expect("the server introduced itself");
@@ -68,9 +68,14 @@ async fn the_server_lists_web_search_with_an_input_and_an_output_schema() {
         Some("searxng-gateway")
     );
     let tools = client.list_all_tools().await.expect("tools/list");
-    assert_eq!(tools.len(), 1);
+    let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
+    assert_eq!(names, ["web_search", "web_fetch"]);
+    let fetch = Value::Object((*tools[1].input_schema).clone());
+    assert_eq!(fetch["required"], json!(["url"]));
+    for name in ["format", "max_length", "start_index"] {
+        assert!(fetch["properties"].get(name).is_some(), "{name}");
+    }
     let tool = &tools[0];
-    assert_eq!(tool.name, "web_search");
     let input = Value::Object((*tool.input_schema).clone());
     assert_eq!(input["required"], json!(["query"]));
     for name in [

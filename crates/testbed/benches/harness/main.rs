@@ -24,6 +24,8 @@
 //!   with the target, latency, premium calls, calls into blocked engines, healthy engines left out.
 //! - **j. shared tier** — `REDIS_URL` on a real `redis-server`: a hit from Redis against a local hit
 //!   (latency added on one connection, throughput at 64), Redis round trips per miss, memory per answer.
+//! - **k. reading pages** — the reader's extraction on the Readability corpus: word F1 against the
+//!   expected articles, time per page on one core, bytes per cached page through the gateway.
 //!
 //! `HARNESS_GATEWAY=/path/to/searxng-gateway` measures another build (before/after a change),
 //! `HARNESS_ONLY=a,f` runs only those measurements (report in `target/harness/BENCHMARKS.only.md`),
@@ -318,6 +320,11 @@ async fn run(plan: Plan) -> usize {
                 println!("== j. shared tier (Redis)");
                 let result = bench.shared_tier(&searxng).await;
                 bench.settle("j. shared tier", result);
+            }
+            if wants("k") {
+                println!("== k. reading pages");
+                let result = bench.extraction(&repo).await;
+                bench.settle("k. reading pages", result);
             }
         }
         Err(err) => bench

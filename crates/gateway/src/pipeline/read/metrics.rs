@@ -81,8 +81,10 @@ impl ReadMetrics {
             host_breakers_open: Gauge::default(),
             cache: CacheCounters::default(),
         };
+        // Every series from the first scrape: a rate needs the zero before the first read.
         for outcome in ReadOutcome::ALL {
             let _ = m.reads.get_or_create(&ReadLabels { outcome });
+            let _ = m.duration.get_or_create(&ReadLabels { outcome });
         }
         r.register(
             "reads",

@@ -2,11 +2,13 @@
 //! rows, details and failures: [`cache_hits`] (a), [`miss_path`] (b), [`t1`] (c), [`coalescing`] (d),
 //! [`memory`] (e), [`pool`] (f), [`fault_soak`] (g), [`day`] (h, decision quality over a day of
 //! upstream trouble) and [`tracing_cost`] (i, cache hits with tracing off and on) and
-//! [`shared_tier`] (j, several replicas on one Redis).
+//! [`shared_tier`] (j, several replicas on one Redis) and [`extraction`] (k, the page reader on
+//! the Readability corpus).
 
 mod cache_hits;
 mod coalescing;
 mod day;
+mod extraction;
 mod fault_soak;
 mod memory;
 mod miss_path;
