@@ -1,32 +1,43 @@
-//! searxng-gateway: a decision proxy in front of a self-hosted SearXNG.
+//! searxng-gateway: a decision proxy in front of a self-hosted SearXNG, which also reads the pages
+//! its clients found.
 //!
-//! The request path, one module per step, each depending only on the ones below it:
-//! 0. [`clients`] decides who may search and how much: inbound API keys, a token bucket and a
-//!    premium budget per client (the server asks it before every search).
-//! 1. [`server`] is every front door — SearXNG's API (`/search`, `/`), the MCP tool (`/mcp` and
-//!    stdio), the Tavily-compatible API — each reading its input into one validated
-//!    [`request::SearchRequest`] and rendering the answer in its own shape; it holds no decision.
-//! 2. [`pipeline`] answers from the [`cache`] (identical misses share one fan-out), picks a SearXNG
+//! The request path, top to bottom; each module depends only on the ones below it (the table of
+//! allowed edges is `scripts/module-graph.py`, checked in CI; ARCHITECTURE.md draws it):
+//! 1. [`server`] is every front door — SearXNG's API (`/search`, `/`), the MCP tools (`/mcp` and
+//!    stdio), the Tavily-compatible API — each behind the gate with its own refusals, reading its
+//!    input into one validated [`request::SearchRequest`] (or a page to read) and rendering the
+//!    answer in its own shape; it holds no decision.
+//! 2. [`clients`] decides who may search and how much: inbound API keys, a token bucket and a
+//!    premium budget per client (the server asks it before every search or read).
+//! 3. [`pipeline`] answers from the [`cache`] (identical misses share one fan-out), picks a SearXNG
 //!    instance of the pool (not cooling down, its needed engines not excluded, least loaded), plans
 //!    which of its engines to use from its engine [`breaker`]s and the catalog its `/config`
 //!    reported ([`searxng`]), then fans out: SearXNG and the T1 premium [`providers`] together, the
-//!    fallback one provider at a time, all inside a hard budget; a failed SearXNG attempt is retried
-//!    on another instance.
-//! 3. [`merge`] deduplicates by canonical URL with order-free attribution; one source keeps its
+//!    fallback one provider at a time, all inside a hard budget; labels the outcome, records
+//!    [`metrics`] and caches the rendered answer. Pages are read the same way (`pipeline::read`):
+//!    the page cache, the direct [`reader`] behind a breaker per host, the premium readers as the
+//!    fallback.
+//! 4. [`config`] is the whole configuration, put together from the sections each owner reads
+//!    through [`env`].
+//! 5. Upstreams report facts: [`searxng`], [`providers`] (search APIs and page readers), [`reader`]
+//!    (a page read directly: the address policy, the fetch, the extraction).
+//! 6. [`merge`] deduplicates by canonical URL with order-free attribution; one source keeps its
 //!    order, several are fused by rank. Each result is a [`search_result`]: the fields the merge
 //!    reads, and the object as the upstream sent it (copied into the answer as it came).
-//! 4. [`pipeline`] labels the outcome, records [`metrics`] and caches the rendered answer.
-//! 5. With `REDIS_URL`, [`shared`] is the tier several replicas share below the local one: answers,
-//!    computations in flight (leases), breaker open periods and probes, the rotation counter —
-//!    every operation bounded, skipped while Redis is away.
+//! 7. With `REDIS_URL`, [`shared`] is the tier several replicas share below the local one: answers,
+//!    pages, computations in flight (leases), breaker open periods and probes, the rotation counter
+//!    — every operation bounded, skipped while Redis is away.
+//! 8. Below everything: [`env`] (one variable at a time, its errors as variants), [`breaker`],
+//!    [`upstream`] (error classes, the HTTP client, body cap, `Retry-After`), [`metrics`],
+//!    [`request`], [`trace`] (the OpenTelemetry span names and their closed-set errors).
 //!
-//! Beside the path: [`config`] reads the environment once at start-up; [`upstream`] holds what
-//! every upstream call shares (error classes, the HTTP client, body cap, `Retry-After`);
-//! [`trace`] names the OpenTelemetry spans the path creates, and [`telemetry`] installs the log
-//! lines and, when configured, the trace export.
+//! Beside the path, [`telemetry`] installs the log lines and, when configured, the trace export.
 //!
-//! The public API is what the binary, the demo and the integration tests need: [`Config`],
-//! [`serve`] and [`serve_mcp_stdio`]. Everything else is crate-private.
+//! The public API is what the binary, the demo and the integration tests need: [`Config`] (and
+//! `config::variables`, the table `--help` prints), [`serve`] and [`serve_mcp_stdio`],
+//! `clients::keys_file::hash_line` (the `hash-key` command), and [`telemetry`]'s installer.
+//! Everything else is crate-private (`unreachable_pub` keeps it so); the `fuzzing` and `bench`
+//! features open a door each for the fuzz targets and the benchmarks.
 
 pub mod config;
 
