@@ -146,6 +146,19 @@ fn push_params<'a>(
     }
 }
 
+/// The host a key names — lower-case ASCII, without `www.` or a port — or `None` for a key of a
+/// URL that is not http(s): what domain filters compare a result by, without parsing its URL again.
+pub(crate) fn key_host(key: &str) -> Option<&str> {
+    let rest = key.strip_prefix("//")?;
+    let end = rest.find(['/', '?']).unwrap_or(rest.len());
+    let authority = &rest[..end];
+    let host = match authority.strip_prefix('[') {
+        Some(v6) => &authority[..v6.find(']')? + 2],
+        None => authority.split(':').next().unwrap_or(""),
+    };
+    (!host.is_empty()).then_some(host)
+}
+
 /// [`canonical_url`] through `url::Url`: any URL it can parse; the trimmed text lower-cased when it
 /// cannot.
 fn canonical_url_parsed(raw: &str) -> String {
@@ -173,6 +186,21 @@ fn canonical_url_parsed(raw: &str) -> String {
 mod tests {
     use super::*;
     use std::collections::BTreeSet;
+
+    #[test]
+    fn a_keys_host_is_what_domain_filters_compare() {
+        for (url, host) in [
+            ("https://www.Example.com/a?b=1", Some("example.com")),
+            ("http://docs.example.com:8080/x", Some("docs.example.com")),
+            ("https://bücher.de/", Some("xn--bcher-kva.de")),
+            ("http://[::1]:9000/p", Some("[::1]")),
+            ("https://example.org", Some("example.org")),
+            ("ftp://example.org/file", None),
+            ("not a url", None),
+        ] {
+            assert_eq!(key_host(&canonical_url(url)), host, "{url}");
+        }
+    }
 
     #[test]
     fn canonical_url_folds_cosmetic_differences() {

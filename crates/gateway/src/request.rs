@@ -5,8 +5,13 @@
 
 use std::fmt::Write as _;
 
+mod domains;
+
+pub(crate) use domains::{Domain, DomainFilter, Side};
+
 /// The front door a search came through: SearXNG's API (`/search`, `/`), the MCP tool (HTTP or
-/// stdio) or the Tavily-compatible API. The `surface` label of `surface_requests_total`.
+/// stdio), or one of the APIs other tools speak — Tavily's, Firecrawl's, Perplexity's, Open
+/// WebUI's external search. The `surface` label of `surface_requests_total`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub(crate) enum Surface {
     /// `/search` and the root path.
@@ -15,11 +20,24 @@ pub(crate) enum Surface {
     Mcp,
     /// `POST /tavily/search`.
     Tavily,
+    /// `POST /firecrawl/v1/search`, `/firecrawl/v2/search` (and `/v2/search`).
+    Firecrawl,
+    /// `POST /perplexity/search`.
+    Perplexity,
+    /// `POST /openwebui/search`.
+    OpenWebui,
 }
 
 impl Surface {
     /// Every surface.
-    pub(crate) const ALL: [Surface; 3] = [Self::Searxng, Self::Mcp, Self::Tavily];
+    pub(crate) const ALL: [Surface; 6] = [
+        Self::Searxng,
+        Self::Mcp,
+        Self::Tavily,
+        Self::Firecrawl,
+        Self::Perplexity,
+        Self::OpenWebui,
+    ];
 
     /// The label value.
     pub(crate) fn as_str(self) -> &'static str {
@@ -27,6 +45,9 @@ impl Surface {
             Self::Searxng => "searxng",
             Self::Mcp => "mcp",
             Self::Tavily => "tavily",
+            Self::Firecrawl => "firecrawl",
+            Self::Perplexity => "perplexity",
+            Self::OpenWebui => "openwebui",
         }
     }
 }
@@ -54,26 +75,39 @@ impl Format {
     }
 }
 
-/// What text a page is read into: Markdown (headings, links, lists kept) or plain text.
+/// What a page is read into: Markdown (headings, links, lists kept), plain text, the article's
+/// HTML (the main content, cleaned), or the page's HTML as it came (for Firecrawl's `html` and
+/// `rawHtml`).
 #[derive(
     Debug, Clone, Copy, Default, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize,
 )]
-#[serde(rename_all = "lowercase")]
+#[serde(rename_all = "snake_case")]
 pub(crate) enum ReadFormat {
     /// Markdown (the default, as Tavily's).
     #[default]
     Markdown,
     /// Plain text.
     Text,
+    /// The article's HTML: the main content as the extractor kept it.
+    Html,
+    /// The page's HTML as it came (decoded to UTF-8), nothing taken out.
+    RawHtml,
 }
 
 impl ReadFormat {
-    /// The name (`markdown`, `text`).
+    /// The name (`markdown`, `text`, `html`, `raw_html`).
     pub(crate) fn as_str(self) -> &'static str {
         match self {
             Self::Markdown => "markdown",
             Self::Text => "text",
+            Self::Html => "html",
+            Self::RawHtml => "raw_html",
         }
+    }
+
+    /// Whether its content is markup (words are counted outside the tags).
+    pub(crate) fn is_html(self) -> bool {
+        matches!(self, Self::Html | Self::RawHtml)
     }
 }
 
@@ -239,6 +273,8 @@ pub(crate) struct SearchRequest {
     pub(crate) time_range: Option<TimeRange>,
     /// Safe-search level, if given.
     pub(crate) safesearch: Option<SafeSearch>,
+    /// The domains results must (not) come from.
+    pub(crate) domains: DomainFilter,
 }
 
 /// A search as a surface with typed input states it, before validation: the query as the client
@@ -261,6 +297,8 @@ pub(crate) struct SearchInput {
     pub(crate) time_range: Option<TimeRange>,
     /// Safe-search level.
     pub(crate) safesearch: Option<SafeSearch>,
+    /// Domain filter (built and checked by the surface, which knows its field names).
+    pub(crate) domains: DomainFilter,
 }
 
 /// Raw parameters as they arrive in a query string or form body. Anything else is dropped here —
@@ -356,6 +394,7 @@ impl SearchRequest {
                 language: raw.language,
                 time_range,
                 safesearch,
+                domains: DomainFilter::default(),
             },
             max_query_bytes,
         )
@@ -404,6 +443,7 @@ impl SearchRequest {
             language,
             time_range: input.time_range,
             safesearch: input.safesearch,
+            domains: input.domains,
         })
     }
 
@@ -419,6 +459,17 @@ impl SearchRequest {
             language: None,
             time_range: None,
             safesearch: None,
+            domains: DomainFilter::default(),
+        }
+    }
+
+    /// The query as an upstream that narrows results with a `site:` operator and takes no domain
+    /// list (SearXNG, Brave) is sent it: with ` site:<domain>` when exactly one domain is
+    /// included (several would need `OR`, which SearXNG's engines do not all take alike).
+    pub(crate) fn query_with_site(&self) -> std::borrow::Cow<'_, str> {
+        match self.domains.single_include() {
+            Some(domain) => format!("{} site:{}", self.query, domain.as_str()).into(),
+            None => self.query.as_str().into(),
         }
     }
 
@@ -472,6 +523,7 @@ impl CacheKey {
         text.push_str(req.time_range.map_or("", TimeRange::as_str));
         text.push_str("\u{1f}s=");
         text.push_str(req.safesearch.map_or("", SafeSearch::as_str));
+        req.domains.push_key(&mut text);
         if scope == AnswerScope::SearxngOnly {
             text.push_str(SEARXNG_ONLY);
         }

@@ -128,6 +128,11 @@ impl SearchResult {
         &self.key
     }
 
+    /// The host of the result's `url` ([`crate::canonical_url::key_host`]).
+    pub(crate) fn host(&self) -> Option<&str> {
+        crate::canonical_url::key_host(&self.key)
+    }
+
     /// The result's `engine`, when it is a string.
     pub(crate) fn engine(&self) -> Option<&str> {
         self.engine.as_deref()

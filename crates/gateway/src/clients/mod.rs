@@ -16,6 +16,7 @@
 //! plaintext keys are never stored or logged.
 
 pub(crate) mod budget;
+pub(crate) mod end_users;
 pub mod keys_file;
 pub(crate) mod metrics;
 pub(crate) mod rate_limit;
@@ -28,6 +29,7 @@ use arc_swap::ArcSwap;
 use subtle::{ConditionallySelectable, ConstantTimeEq};
 
 use budget::Budgets;
+use end_users::{EndUser, EndUsers};
 use keys_file::{KeyEntry, KeysFileError};
 use metrics::ClientMetrics;
 use rate_limit::{Buckets, RateLimited};
@@ -64,6 +66,10 @@ pub(crate) struct ClientDefaults {
     pub(crate) requests_per_minute: u32,
     /// `PREMIUM_CALLS_PER_DAY`.
     pub(crate) premium_calls_per_day: u32,
+    /// `OPENWEBUI_USER_RATE_LIMIT_PER_MINUTE` (`None`: each user has its client's rate).
+    pub(crate) user_requests_per_minute: Option<u32>,
+    /// `OPENWEBUI_USER_PREMIUM_CALLS_PER_DAY` (`None`: each user has its client's budget).
+    pub(crate) user_premium_calls_per_day: Option<u32>,
 }
 
 /// `API_KEYS_FILE` as read at start-up.
@@ -89,6 +95,8 @@ pub(crate) struct Caller {
     pub(crate) name: ClientName,
     pub(crate) requests_per_minute: u32,
     pub(crate) premium_calls_per_day: u32,
+    /// The client whose key an end user came through ([`end_users`]): its limits hold too.
+    pub(crate) parent: Option<Box<Caller>>,
 }
 
 /// No key, or a key no client has.
@@ -130,6 +138,7 @@ impl Registry {
             premium_calls_per_day: entry
                 .and_then(|e| e.premium_calls_per_day)
                 .unwrap_or(self.defaults.premium_calls_per_day),
+            parent: None,
         }
     }
 
@@ -149,6 +158,12 @@ pub(crate) struct Usage {
     pub(crate) premium_calls_per_day: u32,
     pub(crate) premium_calls_last_24h: u32,
     pub(crate) premium_allowed: bool,
+    /// For an end user: the client whose key it came through.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) parent: Option<String>,
+    /// For an end user: who it is, as its door named it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) end_user: Option<end_users::Seen>,
 }
 
 /// The handle: registry, buckets, budgets and their metrics. Cheap to clone.
@@ -163,6 +178,7 @@ struct Inner {
     path: Option<PathBuf>,
     buckets: Buckets,
     budgets: Budgets,
+    end_users: EndUsers,
     metrics: ClientMetrics,
 }
 
@@ -184,6 +200,7 @@ impl Clients {
                 path: source.map(|s| s.path.clone()),
                 buckets: Buckets::default(),
                 budgets: Budgets::default(),
+                end_users: EndUsers::default(),
                 metrics,
             }),
         }
@@ -216,8 +233,13 @@ impl Clients {
         let names = next.names();
         self.inner.metrics.show(names.iter().cloned());
         self.inner.registry.store(Arc::new(next));
-        self.inner.buckets.retain(|n| names.contains(n));
-        self.inner.budgets.retain(|n| names.contains(n));
+        let kept = |n: &ClientName| {
+            names.contains(n)
+                || end_users::parent_of(n).is_some_and(|p| names.iter().any(|k| k.as_str() == p))
+        };
+        self.inner.buckets.retain(kept);
+        self.inner.budgets.retain(kept);
+        self.inner.end_users.retain(|n| names.contains(n));
         Some(Ok(count))
     }
 
@@ -247,7 +269,25 @@ impl Clients {
         }
     }
 
-    /// Takes a token from the caller's bucket, counting the request or the refusal.
+    /// `user` behind `caller`'s key, as a sub-client of it ([`end_users`]): its own limits
+    /// (`OPENWEBUI_USER_*`, else the client's) and the client's.
+    pub(crate) fn end_user(&self, caller: Caller, user: &EndUser) -> Caller {
+        let defaults = self.inner.registry.load().defaults;
+        Caller {
+            name: self.inner.end_users.name_for(&caller.name, user),
+            requests_per_minute: defaults
+                .user_requests_per_minute
+                .unwrap_or(caller.requests_per_minute),
+            premium_calls_per_day: defaults
+                .user_premium_calls_per_day
+                .unwrap_or(caller.premium_calls_per_day),
+            parent: Some(Box::new(caller)),
+        }
+    }
+
+    /// Takes a token from the caller's bucket and then, for an end user, from its client's (a
+    /// user over its own rate takes nothing from its client's), counting the request or the
+    /// refusal.
     pub(crate) fn admit(&self, caller: &Caller) -> Result<(), RateLimited> {
         match self
             .inner
@@ -255,6 +295,9 @@ impl Clients {
             .admit(&caller.name, caller.requests_per_minute)
         {
             Ok(()) => {
+                if let Some(parent) = &caller.parent {
+                    self.admit(parent)?;
+                }
                 self.inner.metrics.request(&caller.name);
                 Ok(())
             }
@@ -274,39 +317,76 @@ impl Clients {
             .refused(&ClientName::anonymous(), metrics::Refusal::Unauthorized);
     }
 
-    /// Whether the caller may still call premium APIs.
+    /// Whether the caller (and, for an end user, its client) may still call premium APIs.
     pub(crate) fn premium_allowed(&self, caller: &Caller) -> bool {
-        self.inner
-            .budgets
-            .allows(&caller.name, caller.premium_calls_per_day)
+        caller
+            .parent
+            .as_deref()
+            .is_none_or(|p| self.premium_allowed(p))
+            && self
+                .inner
+                .budgets
+                .allows(&caller.name, caller.premium_calls_per_day)
     }
 
-    /// Charges `calls` premium calls to the caller.
+    /// Charges `calls` premium calls to the caller (and, for an end user, to its client).
     pub(crate) fn charge(&self, caller: &Caller, calls: u32) {
         if calls == 0 {
             return;
+        }
+        if let Some(parent) = &caller.parent {
+            self.charge(parent, calls);
         }
         self.inner.budgets.charge(&caller.name, calls);
         self.inner.metrics.premium_calls(&caller.name, calls);
     }
 
-    /// Every configured client's limits and usage.
+    /// Every configured client's limits and usage, then every end user seen.
     pub(crate) fn usage(&self) -> Vec<Usage> {
         let registry = self.inner.registry.load();
         let callers: Vec<Caller> = match &registry.clients {
             Some(entries) => entries.iter().map(|e| registry.caller(Some(e))).collect(),
             None => vec![registry.caller(None)],
         };
-        callers
-            .into_iter()
+        let mut usage: Vec<Usage> = callers
+            .iter()
             .map(|c| Usage {
                 client: c.name.as_str().to_owned(),
                 requests_per_minute: c.requests_per_minute,
                 premium_calls_per_day: c.premium_calls_per_day,
                 premium_calls_last_24h: self.inner.budgets.used(&c.name),
-                premium_allowed: self.premium_allowed(&c),
+                premium_allowed: self.premium_allowed(c),
+                parent: None,
+                end_user: None,
             })
-            .collect()
+            .collect();
+        for (parent, name, seen) in self.inner.end_users.list() {
+            let Some(client) = callers.iter().find(|c| c.name == parent) else {
+                continue;
+            };
+            let caller = Caller {
+                name,
+                requests_per_minute: registry
+                    .defaults
+                    .user_requests_per_minute
+                    .unwrap_or(client.requests_per_minute),
+                premium_calls_per_day: registry
+                    .defaults
+                    .user_premium_calls_per_day
+                    .unwrap_or(client.premium_calls_per_day),
+                parent: Some(Box::new(client.clone())),
+            };
+            usage.push(Usage {
+                client: caller.name.as_str().to_owned(),
+                requests_per_minute: caller.requests_per_minute,
+                premium_calls_per_day: caller.premium_calls_per_day,
+                premium_calls_last_24h: self.inner.budgets.used(&caller.name),
+                premium_allowed: self.premium_allowed(&caller),
+                parent: Some(parent.as_str().to_owned()),
+                end_user: Some(seen),
+            });
+        }
+        usage
     }
 }
 
@@ -340,6 +420,7 @@ mod tests {
             ClientDefaults {
                 requests_per_minute: 60,
                 premium_calls_per_day: 100,
+                ..ClientDefaults::default()
             },
         );
         assert!(c.requires_keys());
@@ -364,6 +445,49 @@ mod tests {
         assert_eq!(c.authenticate(Some("kc")), Err(Unauthorized::Unknown));
         assert_eq!(c.authenticate(Some("  ")), Err(Unauthorized::Missing));
         assert_eq!(c.authenticate(None), Err(Unauthorized::Missing));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_end_user_has_its_own_limits_and_its_clients_hold_too() {
+        let text = format!("{}:3:4\n", line("alice", "ka"));
+        let c = clients(
+            &text,
+            ClientDefaults {
+                user_requests_per_minute: Some(2),
+                ..ClientDefaults::default()
+            },
+        );
+        let alice = c.authenticate(Some("ka")).unwrap();
+        let user = |id: &str| EndUser::new(Some(id), None, Some("Ada"), Some("user")).unwrap();
+        let ada = c.end_user(alice.clone(), &user("u1"));
+        assert_eq!(ada.name.as_str(), "alice/u1");
+        assert_eq!((ada.requests_per_minute, ada.premium_calls_per_day), (2, 4));
+        assert!(c.admit(&ada).is_ok());
+        assert!(c.admit(&ada).is_ok());
+        assert!(c.admit(&ada).is_err(), "the user's own rate is 2 a minute");
+        let bo = c.end_user(alice.clone(), &user("u2"));
+        assert!(c.admit(&bo).is_ok(), "another user has a rate of its own");
+        assert!(
+            c.admit(&bo).is_err(),
+            "but the client's 3 a minute hold for all its users"
+        );
+        c.charge(&ada, 4);
+        assert!(!c.premium_allowed(&ada));
+        assert!(!c.premium_allowed(&bo), "the client's budget is spent too");
+        assert!(!c.premium_allowed(&alice));
+        let usage = c.usage();
+        let row = usage.iter().find(|u| u.client == "alice/u1").unwrap();
+        assert_eq!(row.parent.as_deref(), Some("alice"));
+        assert_eq!(row.premium_calls_last_24h, 4);
+        assert_eq!(row.end_user.as_ref().unwrap().name.as_deref(), Some("Ada"));
+        assert_eq!(
+            usage
+                .iter()
+                .find(|u| u.client == "alice")
+                .unwrap()
+                .premium_calls_last_24h,
+            4
+        );
     }
 
     #[test]

@@ -119,6 +119,15 @@ pub(crate) const RESERVED_PATHS: &[&str] = &[
     "/mcp",
     "/tavily/search",
     "/tavily/extract",
+    "/firecrawl/v1/search",
+    "/firecrawl/v2/search",
+    "/firecrawl/v1/scrape",
+    "/firecrawl/v2/scrape",
+    "/v2/search",
+    "/v2/scrape",
+    "/perplexity/search",
+    "/openwebui/search",
+    "/openwebui/loader",
 ];
 /// Every path under it is the admin surface's.
 const RESERVED_PREFIX: &str = "/admin";

@@ -237,6 +237,32 @@ impl<'a> Env<'a> {
         Ok(value)
     }
 
+    /// `true` or `false` (also `1`/`0`, `yes`/`no`, `on`/`off`, in any case).
+    pub(crate) fn flag(&self, name: &str) -> Result<bool, ConfigError> {
+        let raw = self.required(name)?;
+        match raw.text.to_ascii_lowercase().as_str() {
+            "true" | "1" | "yes" | "on" => Ok(true),
+            "false" | "0" | "no" | "off" => Ok(false),
+            _ => Err(raw.error(Problem::NotOneOf(&["true", "false"]))),
+        }
+    }
+
+    /// An optional whole number between `min` and `max` (unset: `None`).
+    pub(crate) fn optional_integer<T>(
+        &self,
+        name: &str,
+        min: T,
+        max: T,
+    ) -> Result<Option<T>, ConfigError>
+    where
+        T: FromStr + PartialOrd + fmt::Display + Copy,
+    {
+        match self.value(name) {
+            None => Ok(None),
+            Some(_) => self.integer(name, min, max).map(Some),
+        }
+    }
+
     /// A finite number between `min` and `max`.
     pub(crate) fn number(&self, name: &str, min: f64, max: f64) -> Result<f64, ConfigError> {
         let raw = self.required(name)?;

@@ -30,7 +30,7 @@ use super::upstreams::FanOutContext;
 use super::SHORT_TTL;
 use crate::cache::{Computed, Keep};
 use crate::merge::{merge_owned, DistinctUrls, Source, SourceResults};
-use crate::request::SearchRequest;
+use crate::request::{DomainFilter, SearchRequest};
 use crate::upstream::ErrorClass;
 
 /// Where SearXNG stands in this request.
@@ -81,6 +81,9 @@ pub(super) struct FanOut {
     slow_fired: bool,
     failures: Vec<UpstreamFailure>,
     record: FanOutRecord,
+    /// The client's domain filter, applied to every source's results as they arrive (so the
+    /// target counts only results the client keeps).
+    domains: DomainFilter,
 }
 
 impl FanOut {
@@ -102,7 +105,13 @@ impl FanOut {
             slow_fired: false,
             failures: Vec::new(),
             record: FanOutRecord::starting_now(),
+            domains: DomainFilter::default(),
         }
+    }
+
+    /// Keeps only results from the domains `domains` admits.
+    pub(super) fn filter_domains(&mut self, domains: DomainFilter) {
+        self.domains = domains;
     }
 
     /// Why the fallback is running, for the record.
@@ -236,7 +245,11 @@ impl FanOut {
         }
     }
 
-    fn add(&mut self, results: SourceResults) {
+    fn add(&mut self, mut results: SourceResults) {
+        if !self.domains.is_empty() {
+            let domains = &self.domains;
+            results.results.retain(|r| domains.admits_host(r.host()));
+        }
         self.distinct.add(&results);
         self.answers.push(results);
     }
@@ -318,6 +331,7 @@ pub(crate) async fn run(
             .latency
             .slow_threshold(ctx.settings.searxng_slow, budget);
     let mut fan = FanOut::new(ctx.settings.sufficient_min_results, slow_at, deadline);
+    fan.filter_domains(req.domains.clone());
     fan.record_mut().set_budget(budget);
     let excluded = Arc::new(std::sync::OnceLock::new());
     let mut calls: FuturesUnordered<BoxFuture<'static, Event>> = FuturesUnordered::new();

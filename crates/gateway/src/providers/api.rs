@@ -14,7 +14,7 @@ use serde::de::DeserializeOwned;
 
 use super::quota::RateWindow;
 use super::{ProviderAnswer, ProviderKind};
-use crate::request::SearchRequest;
+use crate::request::{Domain, SearchRequest};
 use crate::upstream::{retry_after, ErrorClass, UpstreamError};
 
 /// How a provider takes its key. The HTTP client puts the key there; no adapter ever sees it.
@@ -86,6 +86,11 @@ pub(crate) trait PremiumApi: Wire + Send + Sync + 'static {
     fn rate_windows(&self, _headers: &HeaderMap) -> Vec<RateWindow> {
         Vec::new()
     }
+}
+
+/// Domains as a provider's JSON list of names (`include_domains`, `includeDomains`).
+pub(crate) fn domain_names(domains: &[Domain]) -> Vec<&str> {
+    domains.iter().map(Domain::as_str).collect()
 }
 
 /// The class a status implies when the body names nothing more specific: the part of error

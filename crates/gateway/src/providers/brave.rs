@@ -90,7 +90,7 @@ impl PremiumApi for Brave {
 
     fn request(&self, req: &SearchRequest) -> ApiRequest {
         let mut query = vec![
-            ("q", req.query.clone()),
+            ("q", req.query_with_site().into_owned()),
             ("count", COUNT.to_string()),
             (
                 "offset",

@@ -17,7 +17,9 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use reqwest::header::HeaderMap;
 use serde_json::json;
 
-use super::api::{class_for_status, ApiRequest, Auth, Method, PremiumApi, Refusal, Wire};
+use super::api::{
+    class_for_status, domain_names, ApiRequest, Auth, Method, PremiumApi, Refusal, Wire,
+};
 use super::{ProviderAnswer, ProviderKind};
 use crate::request::{SearchRequest, TimeRange};
 use crate::upstream::ErrorClass;
@@ -39,6 +41,12 @@ impl Exa {
         });
         if let Some(range) = req.time_range {
             body["startPublishedDate"] = json!(start_published_date(range, now));
+        }
+        if !req.domains.include().is_empty() {
+            body["includeDomains"] = json!(domain_names(req.domains.include()));
+        }
+        if !req.domains.exclude().is_empty() {
+            body["excludeDomains"] = json!(domain_names(req.domains.exclude()));
         }
         ApiRequest {
             method: Method::Post,

@@ -13,7 +13,9 @@
 use reqwest::header::HeaderMap;
 use serde_json::json;
 
-use super::api::{class_for_status, ApiRequest, Auth, Method, PremiumApi, Refusal, Wire};
+use super::api::{
+    class_for_status, domain_names, ApiRequest, Auth, Method, PremiumApi, Refusal, Wire,
+};
 use super::{ProviderAnswer, ProviderKind};
 use crate::request::SearchRequest;
 use crate::upstream::ErrorClass;
@@ -51,6 +53,12 @@ impl PremiumApi for Tavily {
         });
         if let Some(range) = req.time_range {
             body["time_range"] = json!(range.as_str());
+        }
+        if !req.domains.include().is_empty() {
+            body["include_domains"] = json!(domain_names(req.domains.include()));
+        }
+        if !req.domains.exclude().is_empty() {
+            body["exclude_domains"] = json!(domain_names(req.domains.exclude()));
         }
         ApiRequest {
             method: Method::Post,

@@ -41,6 +41,8 @@ pub(crate) const MAX_NESTING: usize = 400;
 const MAX_HTML_BYTES: usize = 2 * 1024 * 1024;
 /// Images listed at most per page.
 const MAX_IMAGES: usize = 50;
+/// Links listed at most per page.
+const MAX_LINKS: usize = 1000;
 
 /// What extraction keeps of a page.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -50,6 +52,10 @@ pub(crate) struct Extracted {
     pub(crate) published: Option<String>,
     pub(crate) language: Option<String>,
     pub(crate) images: Vec<String>,
+    /// The links of the content kept (absolute http and https URLs, each once).
+    pub(crate) links: Vec<String>,
+    /// Words of its text (markup not counted, whatever the format).
+    pub(crate) words: usize,
 }
 
 /// The readable article of `html` (read from `url`), as `format`. `None` when the page could not
@@ -132,47 +138,86 @@ fn article(html: &str, url: &Url, format: ReadFormat) -> Option<Extracted> {
         max_elements_to_parse: MAX_ELEMENTS,
         text_mode: match format {
             ReadFormat::Markdown => TextMode::Markdown,
-            ReadFormat::Text => TextMode::Formatted,
+            ReadFormat::Text | ReadFormat::Html | ReadFormat::RawHtml => TextMode::Formatted,
         },
         ..Config::default()
     };
     let mut readability = Readability::new(html, Some(url.as_str()), Some(config)).ok()?;
     match readability.parse() {
         Ok(article) => {
-            let mut images: Vec<String> = Vec::new();
-            let mut keep = |src: &str| {
-                if images.len() < MAX_IMAGES && !images.iter().any(|i| i == src) {
-                    if let Ok(abs) = url.join(src) {
-                        if matches!(abs.scheme(), "http" | "https") {
-                            images.push(abs.into());
-                        }
-                    }
-                }
-            };
+            let mut images = Absolute::new(url, MAX_IMAGES);
             if let Some(lead) = article.image.as_deref() {
-                keep(lead);
+                images.keep(lead);
             }
             let content = Dom::from(article.content.as_ref());
             for img in content.select("img").iter() {
                 if let Some(src) = img.attr("src") {
-                    keep(&src);
+                    images.keep(&src);
                 }
             }
+            let text = tidy(article.text_content.as_ref());
             Some(Extracted {
                 title: non_empty(article.title.as_ref()),
-                content: tidy(article.text_content.as_ref()),
+                words: words(&text),
+                content: match format {
+                    ReadFormat::Html => article.content.to_string(),
+                    _ => text,
+                },
                 published: article.published_time.as_deref().and_then(non_empty),
                 language: article.lang.as_deref().and_then(non_empty),
-                images,
+                images: images.list,
+                links: links(&content, url),
             })
         }
         Err(dom_smoothie::ReadabilityError::TooManyElements(..)) => None,
-        Err(_) => Some(whole(html, format)),
+        Err(_) => Some(whole(html, url, format)),
     }
 }
 
+/// Absolute http(s) URLs resolved against a page, each once, up to a bound.
+struct Absolute<'a> {
+    base: &'a Url,
+    max: usize,
+    list: Vec<String>,
+}
+
+impl<'a> Absolute<'a> {
+    fn new(base: &'a Url, max: usize) -> Self {
+        Self {
+            base,
+            max,
+            list: Vec::new(),
+        }
+    }
+
+    fn keep(&mut self, href: &str) {
+        if self.list.len() >= self.max {
+            return;
+        }
+        if let Ok(abs) = self.base.join(href.trim()) {
+            if matches!(abs.scheme(), "http" | "https") {
+                let abs = String::from(abs);
+                if !self.list.contains(&abs) {
+                    self.list.push(abs);
+                }
+            }
+        }
+    }
+}
+
+/// The links in `dom`, absolute.
+fn links(dom: &Dom, base: &Url) -> Vec<String> {
+    let mut links = Absolute::new(base, MAX_LINKS);
+    for a in dom.select("a[href]").iter() {
+        if let Some(href) = a.attr("href") {
+            links.keep(&href);
+        }
+    }
+    links.list
+}
+
 /// A page without an article: its title and its body's text.
-fn whole(html: &str, format: ReadFormat) -> Extracted {
+fn whole(html: &str, url: &Url, format: ReadFormat) -> Extracted {
     let dom = Dom::from(html);
     let title = non_empty(dom.select("title").text().as_ref());
     let language = dom
@@ -184,26 +229,75 @@ fn whole(html: &str, format: ReadFormat) -> Extracted {
         dom.select(noise).remove();
     }
     let body = dom.select("body");
+    let text = tidy(body.formatted_text().as_ref());
     let content = match (format, body.nodes().first()) {
-        (ReadFormat::Markdown, Some(node)) => node.md(None),
-        (ReadFormat::Text, _) => body.formatted_text(),
-        (ReadFormat::Markdown, None) => dom.md(None),
+        (ReadFormat::Markdown, Some(node)) => tidy(node.md(None).as_ref()),
+        (ReadFormat::Markdown, None) => tidy(dom.md(None).as_ref()),
+        (ReadFormat::Html, Some(_)) => body.inner_html().to_string(),
+        (ReadFormat::Html, None) => dom.html().to_string(),
+        (ReadFormat::Text | ReadFormat::RawHtml, _) => text.clone(),
     };
     Extracted {
         title,
-        content: tidy(content.as_ref()),
+        words: words(&text),
+        content,
         published: None,
         language,
         images: Vec::new(),
+        links: links(&dom, url),
     }
 }
 
 /// Plain text, Markdown, JSON or XML: the text itself.
 pub(crate) fn passthrough(text: String) -> Extracted {
+    let content = tidy(&text);
     Extracted {
-        content: tidy(&text),
+        words: words(&content),
+        content,
         ..Extracted::default()
     }
+}
+
+/// Words of `markup`'s text: what is outside its tags (how a read in an HTML format is judged
+/// thin).
+pub(crate) fn words_outside_tags(markup: &str) -> usize {
+    let mut count = 0;
+    let mut in_tag = false;
+    let mut in_word = false;
+    for c in markup.chars() {
+        match c {
+            '<' => {
+                in_tag = true;
+                in_word = false;
+            }
+            '>' if in_tag => in_tag = false,
+            _ if in_tag => {}
+            c if c.is_whitespace() => in_word = false,
+            _ => {
+                if !in_word {
+                    count += 1;
+                }
+                in_word = true;
+            }
+        }
+    }
+    count
+}
+
+/// `text` as HTML: escaped, in a `<pre>` (a page that is no HTML asked for as HTML).
+pub(crate) fn preformatted(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() + 16);
+    out.push_str("<pre>");
+    for c in text.chars() {
+        match c {
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '&' => out.push_str("&amp;"),
+            c => out.push(c),
+        }
+    }
+    out.push_str("</pre>");
+    out
 }
 
 /// The number of words in `text` (what decides whether a page has readable text).

@@ -52,7 +52,7 @@ pub(crate) struct Document {
     pub(crate) title: Option<String>,
     /// Its readable text, in `format`.
     pub(crate) content: String,
-    /// Markdown or text.
+    /// Markdown, text, or one of the HTML formats.
     pub(crate) format: ReadFormat,
     /// When it says it was published.
     pub(crate) published: Option<String>,
@@ -60,6 +60,9 @@ pub(crate) struct Document {
     pub(crate) language: Option<String>,
     /// Images of the article (absolute URLs).
     pub(crate) images: Vec<String>,
+    /// Links of the content kept (absolute URLs): Firecrawl's `links`.
+    #[serde(default)]
+    pub(crate) links: Vec<String>,
     /// Its media type (`text/html`, `application/pdf`, …).
     pub(crate) content_type: String,
     /// Bytes read (after decompression).
@@ -67,9 +70,13 @@ pub(crate) struct Document {
 }
 
 impl Document {
-    /// The number of words of its text.
+    /// The number of words of its text (outside the markup, for the HTML formats).
     pub(crate) fn words(&self) -> usize {
-        extract::words(&self.content)
+        if self.format.is_html() {
+            extract::words_outside_tags(&self.content)
+        } else {
+            extract::words(&self.content)
+        }
     }
 }
 
@@ -215,21 +222,25 @@ fn into_document(
         .content_type()
         .map_or_else(|| default_type(kind).to_owned(), content::essence);
     let extracted = match kind {
-        Kind::Pdf => extract::passthrough(pdf::text(&fetched.body)?),
+        Kind::Pdf => as_format(extract::passthrough(pdf::text(&fetched.body)?), format),
         Kind::Html => {
             let html = content::decode(&fetched.body, fetched.content_type(), kind);
-            let extracted = extract::html(&html, &fetched.final_url, format)
+            let mut extracted = extract::html(&html, &fetched.final_url, format)
                 .ok_or(ReadFailure::NoReadableText)?;
-            if let Some(wall) = wall::by_page(&html, extract::words(&extracted.content)) {
+            if let Some(wall) = wall::by_page(&html, extracted.words) {
                 return Err(ReadFailure::Blocked(wall));
+            }
+            if format == ReadFormat::RawHtml {
+                extracted.content = html;
             }
             extracted
         }
-        Kind::Plain | Kind::Markdown | Kind::Json | Kind::Xml => {
-            extract::passthrough(content::decode(&fetched.body, fetched.content_type(), kind))
-        }
+        Kind::Plain | Kind::Markdown | Kind::Json | Kind::Xml => as_format(
+            extract::passthrough(content::decode(&fetched.body, fetched.content_type(), kind)),
+            format,
+        ),
     };
-    if extracted.content.trim().is_empty() {
+    if extracted.words == 0 {
         return Err(ReadFailure::NoReadableText);
     }
     Ok(Document {
@@ -241,9 +252,19 @@ fn into_document(
         published: extracted.published,
         language: extracted.language,
         images: extracted.images,
+        links: extracted.links,
         content_type,
         bytes_read: fetched.body.len() as u64,
     })
+}
+
+/// Text that is no HTML page, in `format`: as it is, or escaped into a `<pre>` when the article's
+/// HTML was asked for.
+fn as_format(mut extracted: extract::Extracted, format: ReadFormat) -> extract::Extracted {
+    if format == ReadFormat::Html {
+        extracted.content = extract::preformatted(&extracted.content);
+    }
+    extracted
 }
 
 fn default_type(kind: Kind) -> &'static str {

@@ -162,7 +162,7 @@ impl SearxngClient {
         engines: Option<&'a [String]>,
     ) -> Vec<(&'static str, String)> {
         let mut pairs: Vec<(&'static str, String)> = vec![
-            ("q", req.query.clone()),
+            ("q", req.query_with_site().into_owned()),
             ("format", "json".into()),
             // unresponsive_engines messages are translated into the UI language otherwise.
             ("locale", "en".into()),

@@ -36,6 +36,7 @@ use tower_service::Service;
 
 use super::body::{self, BodyError};
 use super::request_id::RequestId;
+use crate::clients::end_users::EndUser;
 use crate::clients::rate_limit::RateLimited;
 use crate::clients::{Caller, Clients, Unauthorized};
 use crate::config::limits::ServerLimits;
@@ -108,6 +109,13 @@ pub(super) trait Refusals: Clone + Send + Sync + 'static {
 
     /// A body the gate could not read while looking for a key (too large, too slow, unreadable).
     fn unreadable(&self, err: BodyError) -> Response;
+
+    /// The end user a request names, when this surface trusts it to (Open WebUI's user headers
+    /// with `OPENWEBUI_USER_HEADER_TRUST`): the request is admitted and charged as that user, a
+    /// sub-client of the key's client. None by default.
+    fn end_user(&self, _headers: &HeaderMap) -> Option<EndUser> {
+        None
+    }
 }
 
 /// What callers are checked against. Each surface turns it into its own layer with
@@ -180,7 +188,7 @@ where
                 };
             }
         };
-        match gate.admit(key.as_deref(), &mut request) {
+        match gate.admit(key.as_deref(), &mut request, &self.layer.refusals) {
             Ok(premium) => Admission::Admitted {
                 future: self.inner.call(request),
                 premium,
@@ -239,7 +247,10 @@ where
     };
     let key = from_body(&parts.headers, &bytes);
     let mut request = Request::from_parts(parts, Body::from(bytes));
-    match layer.gate.admit(key.as_deref(), &mut request) {
+    match layer
+        .gate
+        .admit(key.as_deref(), &mut request, &layer.refusals)
+    {
         Ok(premium) => match inner.call(request).await {
             Ok(response) => mark_budget(response, premium),
             Err(never) => match never {},
@@ -249,16 +260,24 @@ where
 }
 
 impl Gate {
-    /// Authenticates `key` and asks the caller's token bucket; an admitted caller goes on the
-    /// request as [`Admitted`], a refusal is logged.
-    fn admit(&self, key: Option<&str>, request: &mut Request) -> Result<Premium, Refused> {
-        let caller = match self.clients.authenticate(key) {
+    /// Authenticates `key` (as the end user the surface names, if any) and asks the caller's
+    /// token bucket; an admitted caller goes on the request as [`Admitted`], a refusal is logged.
+    fn admit<R: Refusals>(
+        &self,
+        key: Option<&str>,
+        request: &mut Request,
+        refusals: &R,
+    ) -> Result<Premium, Refused> {
+        let mut caller = match self.clients.authenticate(key) {
             Ok(caller) => caller,
             Err(why) => {
                 self.clients.count_unauthorized();
                 return Err(refused(Refused::Unauthorized(why), None));
             }
         };
+        if let Some(user) = refusals.end_user(request.headers()) {
+            caller = self.clients.end_user(caller, &user);
+        }
         if let Err(limited) = self.clients.admit(&caller) {
             return Err(refused(Refused::RateLimited(limited), Some(&caller)));
         }

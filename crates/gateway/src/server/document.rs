@@ -41,6 +41,26 @@ pub(super) struct FailedUpstream {
     pub(super) error_class: String,
 }
 
+impl FailedUpstream {
+    /// Whether every upstream refused for rate or quota: the client should slow down (each
+    /// surface's 429).
+    pub(super) fn all_told_to_slow_down(upstreams: &[Self]) -> bool {
+        !upstreams.is_empty()
+            && upstreams
+                .iter()
+                .all(|u| matches!(u.error_class.as_str(), "rate_limited" | "quota"))
+    }
+
+    /// `name: class, …`, for an error message.
+    pub(super) fn list(upstreams: &[Self]) -> String {
+        let named: Vec<String> = upstreams
+            .iter()
+            .map(|u| format!("{}: {}", u.name, u.error_class))
+            .collect();
+        named.join(", ")
+    }
+}
+
 /// What a search gave a surface to render.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) enum Document {

@@ -1,6 +1,7 @@
 //! Reading a JSON object one field at a time, so that a value of the wrong type or out of range is
 //! refused naming the field and what it should be — a message a client, or a model calling a tool,
-//! can act on. The JSON surfaces (the MCP tool, the Tavily API) read their input this way.
+//! can act on. The JSON surfaces (the MCP tool and the Tavily, Firecrawl, Perplexity and Open
+//! WebUI APIs) read their input this way.
 
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
@@ -13,6 +14,14 @@ pub(super) struct InvalidField {
     pub(super) name: &'static str,
     /// What would have been accepted.
     pub(super) expected: &'static str,
+}
+
+/// A body as a JSON object, or `None` when it is not one.
+pub(super) fn object(body: &[u8]) -> Option<Map<String, Value>> {
+    match serde_json::from_slice::<Value>(body) {
+        Ok(Value::Object(fields)) => Some(fields),
+        _ => None,
+    }
 }
 
 /// One field: `None` when absent or null, the typed value, or [`InvalidField`].

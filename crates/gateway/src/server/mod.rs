@@ -6,7 +6,10 @@
 //! surface's own shape, errors in the surface's own shape):
 //! - [`searxng_api`]: `/search` and SearXNG's root path `/` ([`index`] without a query);
 //! - [`mcp`]: the MCP tool `web_search` at `/mcp` (Streamable HTTP) and on stdio;
-//! - [`tavily`]: the Tavily-compatible `POST /tavily/search`.
+//! - [`tavily`]: the Tavily-compatible `POST /tavily/search` and `/tavily/extract`;
+//! - [`firecrawl`]: Firecrawl's search and scrape, v1 and v2;
+//! - [`perplexity`]: Perplexity's `POST /perplexity/search`;
+//! - [`openwebui`]: Open WebUI's external web search and external web loader.
 //!
 //! Shared by them: [`body`] (the size and time limits), [`search_span`] (the request's trace span),
 //! [`document`] (the answer as the JSON surfaces read
@@ -22,12 +25,15 @@ mod connection;
 mod document;
 mod error;
 mod explain;
+mod firecrawl;
 mod format;
 mod index;
 mod json_fields;
 mod mcp;
 mod metrics;
+mod openwebui;
 mod operations;
+mod perplexity;
 mod read_call;
 mod read_guard;
 mod request_id;
@@ -90,6 +96,11 @@ fn router(gateway: Gateway, clients: Clients, mcp_shutdown: CancellationToken) -
         ("mcp", mcp::PATH),
         ("tavily", tavily::PATH),
         ("tavily_extract", tavily::EXTRACT_PATH),
+        ("firecrawl_search", firecrawl::V2_SEARCH_PATH),
+        ("firecrawl_scrape", firecrawl::V2_SCRAPE_PATH),
+        ("perplexity", perplexity::PATH),
+        ("openwebui_search", openwebui::SEARCH_PATH),
+        ("openwebui_loader", openwebui::LOADER_PATH),
         ("status", operations::STATUS_PATH),
         ("metrics", &metrics_path),
         ("healthz", operations::HEALTHZ_PATH),
@@ -98,6 +109,12 @@ fn router(gateway: Gateway, clients: Clients, mcp_shutdown: CancellationToken) -
     let mut router = Router::new()
         .merge(searxng_api::routes(&gate, index))
         .merge(tavily::routes(&gate))
+        .merge(firecrawl::routes(&gate))
+        .merge(perplexity::routes(&gate))
+        .merge(openwebui::routes(
+            &gate,
+            gateway.config().clients.trust_end_user_headers,
+        ))
         .merge(mcp::routes(gateway.clone(), &gate, mcp_shutdown))
         .merge(operations::status_routes(&gate));
     // The operator's actions exist only with `ADMIN_TOKEN`.
@@ -293,6 +310,15 @@ mod tests {
             super::mcp::PATH,
             super::tavily::PATH,
             super::tavily::EXTRACT_PATH,
+            super::firecrawl::V1_SEARCH_PATH,
+            super::firecrawl::V2_SEARCH_PATH,
+            super::firecrawl::V1_SCRAPE_PATH,
+            super::firecrawl::V2_SCRAPE_PATH,
+            super::firecrawl::ROOT_V2_SEARCH_PATH,
+            super::firecrawl::ROOT_V2_SCRAPE_PATH,
+            super::perplexity::PATH,
+            super::openwebui::SEARCH_PATH,
+            super::openwebui::LOADER_PATH,
             super::operations::STATUS_PATH,
             super::operations::HEALTHZ_PATH,
             super::operations::READYZ_PATH,

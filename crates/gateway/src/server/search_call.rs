@@ -7,6 +7,7 @@ use tokio::time::Instant;
 use tracing::Span;
 
 use super::auth;
+use super::document::{Document, FailedUpstream, Found};
 use crate::pipeline::{Gateway, SearchError, Served};
 use crate::request::{SearchRequest, Surface};
 use crate::trace::{self, SpanError};
@@ -60,6 +61,35 @@ pub(super) async fn run(
         "search"
     );
     Ok(served)
+}
+
+/// Why a search gave a JSON surface nothing to render.
+#[derive(Debug)]
+pub(super) enum Unanswered {
+    /// Every fan-out slot stayed taken (load shedding).
+    Overloaded,
+    /// The shared computation was lost (a bug).
+    Lost,
+    /// Every upstream failed.
+    AllFailed(Vec<FailedUpstream>),
+}
+
+/// [`run`], and the answer read as a JSON surface renders it ([`Document`]).
+pub(super) async fn found(
+    gateway: &Gateway,
+    surface: Surface,
+    req: SearchRequest,
+    admitted: &auth::Admitted,
+) -> Result<(Served, Found), Unanswered> {
+    let served = match run(gateway, surface, req, admitted).await {
+        Ok(served) => served,
+        Err(SearchError::Overloaded(_)) => return Err(Unanswered::Overloaded),
+        Err(SearchError::Lost(_)) => return Err(Unanswered::Lost),
+    };
+    match Document::of(&served) {
+        Document::Found(found) => Ok((served, found)),
+        Document::AllFailed(upstreams) => Err(Unanswered::AllFailed(upstreams)),
+    }
 }
 
 /// The headers that say how a search was answered: `X-Cache`, `X-Cache-Tier` (a hit from the

@@ -83,16 +83,45 @@ async fn every_surface_refuses_a_missing_or_wrong_key_in_its_own_shape_and_serve
             "/tavily/search",
             Some(("application/json", json!({"query": "keys"}).to_string())),
         ),
+        (
+            reqwest::Method::POST,
+            "/firecrawl/v2/search",
+            Some(("application/json", json!({"query": "keys"}).to_string())),
+        ),
+        (
+            reqwest::Method::POST,
+            "/v2/search",
+            Some(("application/json", json!({"query": "keys"}).to_string())),
+        ),
+        (
+            reqwest::Method::POST,
+            "/perplexity/search",
+            Some(("application/json", json!({"query": "keys"}).to_string())),
+        ),
+        (
+            reqwest::Method::POST,
+            "/openwebui/search",
+            Some(("application/json", json!({"query": "keys"}).to_string())),
+        ),
     ];
     for (method, path, body) in &surfaces {
         for key in [None, Some("wrong-key")] {
             let (reply, headers) = send(g, method.clone(), path, key, body.clone()).await;
             assert_eq!(reply.status, 401, "{method} {path} {key:?}: {}", reply.text);
             assert_eq!(headers["www-authenticate"], "Bearer", "{path}");
-            if *path == "/tavily/search" {
-                assert!(reply.json["detail"]["error"].is_string(), "{}", reply.text);
-            } else {
-                assert_eq!(reply.json["error"], "unauthorized", "{}", reply.text);
+            // Each door answers in its own API's shape.
+            match *path {
+                "/tavily/search" => {
+                    assert!(reply.json["detail"]["error"].is_string(), "{}", reply.text)
+                }
+                "/firecrawl/v2/search" | "/v2/search" => {
+                    assert_eq!(reply.json["success"], false, "{}", reply.text)
+                }
+                "/perplexity/search" => {
+                    assert_eq!(reply.json["error"]["type"], "authentication_error")
+                }
+                "/openwebui/search" => assert!(reply.json["detail"].is_string(), "{}", reply.text),
+                _ => assert_eq!(reply.json["error"], "unauthorized", "{}", reply.text),
             }
             assert!(!reply.text.contains("wrong-key"));
         }

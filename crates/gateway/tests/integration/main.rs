@@ -9,6 +9,7 @@ mod support;
 mod binary;
 mod client_budgets;
 mod dashboard;
+mod doors;
 mod fault_matrix;
 mod gateway_core;
 mod inbound_keys;

@@ -422,6 +422,10 @@ async fn compute(
     let mut calls = 0;
     for reader in &inner.premium {
         let kind = reader.kind();
+        if !reader.serves(req.format) {
+            record.skipped(kind, PremiumSkip::Format);
+            continue;
+        }
         if premium == Premium::BudgetSpent {
             record.skipped(kind, PremiumSkip::BudgetSpent);
             continue;
@@ -508,6 +512,7 @@ fn premium_document(req: &ReadRequest, page: PremiumPage) -> Document {
     let content_type = match req.format {
         ReadFormat::Markdown => "text/markdown",
         ReadFormat::Text => "text/plain",
+        ReadFormat::Html | ReadFormat::RawHtml => "text/html",
     };
     Document {
         url: req.url.to_string(),
@@ -519,6 +524,7 @@ fn premium_document(req: &ReadRequest, page: PremiumPage) -> Document {
         published: page.published,
         language: page.language,
         images: page.images,
+        links: Vec::new(),
         content_type: content_type.to_owned(),
     }
 }

@@ -87,6 +87,8 @@ pub(crate) enum PremiumSkip {
     BudgetSpent,
     /// The request's budget ended.
     Deadline,
+    /// It gives no pages in the format asked for.
+    Format,
 }
 
 /// A premium reader not called.
@@ -153,6 +155,16 @@ impl ReadRecord {
     /// A premium reader was not called.
     pub(crate) fn skipped(&mut self, reader: ReaderKind, why: PremiumSkip) {
         self.skipped.push(SkippedRecord { reader, why });
+    }
+
+    /// Whether a premium reader that could have read the page was left out only because the
+    /// client's premium budget is spent (Firecrawl's 402).
+    pub(crate) fn premium_refused_for_budget(&self) -> bool {
+        self.premium.is_empty()
+            && self
+                .skipped
+                .iter()
+                .any(|s| matches!(s.why, PremiumSkip::BudgetSpent))
     }
 
     /// The read is over.

@@ -1,6 +1,7 @@
 //! Firecrawl scrape: `POST https://api.firecrawl.dev/v2/scrape` with a JSON body.
 //!
-//! Auth: `Authorization: Bearer fc-KEY`. We send `url`, `formats: ["markdown"]`,
+//! Auth: `Authorization: Bearer fc-KEY`. We send `url`, `formats: ["markdown"]` (`["html"]` or
+//! `["rawHtml"]` for the HTML formats),
 //! `onlyMainContent: true` and `timeout` in milliseconds. Firecrawl renders pages in a browser, so
 //! it reads what a direct read cannot (script shells, most bot walls) — and costs a credit a page.
 //!
@@ -47,7 +48,12 @@ impl ReaderApi for FirecrawlScrape {
     const KIND: ReaderKind = ReaderKind::Firecrawl;
     const AUTH: Auth = Auth::Bearer;
 
-    fn request(&self, url: &str, _: ReadFormat, timeout: Duration) -> ApiRequest {
+    fn request(&self, url: &str, format: ReadFormat, timeout: Duration) -> ApiRequest {
+        let wanted = match format {
+            ReadFormat::Markdown | ReadFormat::Text => "markdown",
+            ReadFormat::Html => "html",
+            ReadFormat::RawHtml => "rawHtml",
+        };
         ApiRequest {
             method: Method::Post,
             path: PATH,
@@ -58,11 +64,15 @@ impl ReaderApi for FirecrawlScrape {
             ],
             body: Some(json!({
                 "url": url,
-                "formats": ["markdown"],
+                "formats": [wanted],
                 "onlyMainContent": true,
                 "timeout": u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX).clamp(1_000, 300_000),
             })),
         }
+    }
+
+    fn serves(&self, _: ReadFormat) -> bool {
+        true
     }
 
     fn page(&self, body: wire::Response, _: &str) -> Result<PageResult, ErrorClass> {
@@ -73,7 +83,12 @@ impl ReaderApi for FirecrawlScrape {
             return Err(ErrorClass::Malformed);
         };
         let metadata = data.metadata.unwrap_or_default();
-        let content = data.markdown.unwrap_or_default();
+        // One format was asked for: whichever came is the page.
+        let content = data
+            .markdown
+            .or(data.html)
+            .or(data.raw_html)
+            .unwrap_or_default();
         if metadata.status_code.is_some_and(|s| s >= 400) || content.trim().is_empty() {
             return Ok(PageResult::Unreadable);
         }
@@ -103,6 +118,9 @@ mod wire {
     #[derive(Deserialize)]
     pub(super) struct Data {
         pub(super) markdown: Option<String>,
+        pub(super) html: Option<String>,
+        #[serde(rename = "rawHtml")]
+        pub(super) raw_html: Option<String>,
         pub(super) metadata: Option<Metadata>,
     }
 

@@ -67,6 +67,7 @@ impl ReaderApi for JinaReader {
                     match format {
                         ReadFormat::Markdown => "markdown",
                         ReadFormat::Text => "text",
+                        ReadFormat::Html | ReadFormat::RawHtml => "html",
                     },
                 ),
             ],
@@ -74,11 +75,17 @@ impl ReaderApi for JinaReader {
         }
     }
 
+    fn serves(&self, _: ReadFormat) -> bool {
+        true
+    }
+
     fn page(&self, body: wire::Response, _: &str) -> Result<PageResult, ErrorClass> {
         let Some(data) = body.data else {
             return Err(ErrorClass::Malformed);
         };
-        let content = data.content.unwrap_or_default();
+        // An `html` read answers in `html` [unverified: the documentation shows `content` for
+        // the text formats only]; whichever is there is the page.
+        let content = data.content.or(data.html).unwrap_or_default();
         if content.trim().is_empty() {
             return Ok(PageResult::Unreadable);
         }
@@ -108,6 +115,7 @@ mod wire {
     pub(super) struct Data {
         pub(super) title: Option<String>,
         pub(super) url: Option<String>,
+        pub(super) html: Option<String>,
         pub(super) content: Option<String>,
         pub(super) published_time: Option<String>,
     }

@@ -134,6 +134,12 @@ pub(crate) trait ReaderApi: Wire + Send + Sync + 'static {
     /// The request for `url`, as `format`, within `timeout`.
     fn request(&self, url: &str, format: ReadFormat, timeout: Duration) -> ApiRequest;
 
+    /// Whether it gives pages in `format` (Markdown and text by default; the HTML formats only
+    /// where the API returns markup).
+    fn serves(&self, format: ReadFormat) -> bool {
+        !format.is_html()
+    }
+
     /// Maps a decoded 2xx body to the page; an `Err` is a body of the wrong shape.
     fn page(&self, body: Self::Success, url: &str) -> Result<PageResult, ErrorClass>;
 }
@@ -143,6 +149,7 @@ trait ReaderAdapter: Send + Sync + 'static {
     fn kind(&self) -> ReaderKind;
     fn auth(&self) -> Auth;
     fn request(&self, url: &str, format: ReadFormat, timeout: Duration) -> ApiRequest;
+    fn serves(&self, format: ReadFormat) -> bool;
     fn interpret(
         &self,
         status: u16,
@@ -163,6 +170,10 @@ impl<A: ReaderApi> ReaderAdapter for A {
 
     fn request(&self, url: &str, format: ReadFormat, timeout: Duration) -> ApiRequest {
         ReaderApi::request(self, url, format, timeout)
+    }
+
+    fn serves(&self, format: ReadFormat) -> bool {
+        ReaderApi::serves(self, format)
     }
 
     fn interpret(
@@ -325,6 +336,11 @@ impl PremiumReader {
     /// Which reader this is.
     pub(crate) fn kind(&self) -> ReaderKind {
         self.adapter.kind()
+    }
+
+    /// Whether it gives pages in `format`.
+    pub(crate) fn serves(&self, format: ReadFormat) -> bool {
+        self.adapter.serves(format)
     }
 
     /// Reads `url` as `format`, within `limit` (and its own timeout). Records

@@ -219,6 +219,7 @@ mod tests {
             published: None,
             language: None,
             images: Vec::new(),
+            links: Vec::new(),
             content_type: "text/html".into(),
             bytes_read: 10,
         }

@@ -86,7 +86,7 @@ pub(super) enum TavilyError {
     #[error("{}", .0.message_naming_query("query"))]
     Request(#[from] RequestError),
     /// Every upstream failed.
-    #[error("every upstream failed: {}", upstream_list(.0))]
+    #[error("every upstream failed: {}", FailedUpstream::list(.0))]
     AllUpstreamsFailed(Vec<FailedUpstream>),
     /// Every fan-out slot stayed taken (load shedding): retry after `Retry-After`.
     #[error("the gateway is at capacity; retry after {RETRY_AFTER_SECONDS} s")]
@@ -131,14 +131,6 @@ impl Refusals for TavilyRefusals {
     }
 }
 
-fn upstream_list(upstreams: &[FailedUpstream]) -> String {
-    let named: Vec<String> = upstreams
-        .iter()
-        .map(|u| format!("{}: {}", u.name, u.error_class))
-        .collect();
-    named.join(", ")
-}
-
 impl TavilyError {
     /// A stable name for the log line.
     pub(super) fn code(&self) -> &'static str {
@@ -174,7 +166,9 @@ impl TavilyError {
             | Self::Request(_) => StatusCode::BAD_REQUEST,
             Self::MissingKey | Self::Unauthorized(_) => StatusCode::UNAUTHORIZED,
             Self::RateLimited(_) => StatusCode::TOO_MANY_REQUESTS,
-            Self::AllUpstreamsFailed(upstreams) if all_told_to_slow_down(upstreams) => {
+            Self::AllUpstreamsFailed(upstreams)
+                if FailedUpstream::all_told_to_slow_down(upstreams) =>
+            {
                 StatusCode::TOO_MANY_REQUESTS
             }
             Self::AllUpstreamsFailed(_) => StatusCode::BAD_GATEWAY,
@@ -183,14 +177,6 @@ impl TavilyError {
             Self::WrongMethod => StatusCode::METHOD_NOT_ALLOWED,
         }
     }
-}
-
-/// Every upstream refused for rate or quota: the client should slow down, as on Tavily's 429.
-fn all_told_to_slow_down(upstreams: &[FailedUpstream]) -> bool {
-    !upstreams.is_empty()
-        && upstreams
-            .iter()
-            .all(|u| matches!(u.error_class.as_str(), "rate_limited" | "quota"))
 }
 
 impl IntoResponse for TavilyError {

@@ -3,7 +3,8 @@
 //! Request: `query`; `max_results` (0–20, default 5); `topic` (`general` → SearXNG category
 //! `general`, `news` → `news`, `finance` searched as `general`); `time_range` (`day`…`year` or
 //! `d`…`y`) or else `days` (the shortest SearXNG range covering it); `include_domains` /
-//! `exclude_domains`, applied to the merged results (a domain matches itself and its subdomains);
+//! `exclude_domains`, the search's domain filter (`request::DomainFilter`: applied to every
+//! upstream's results and mapped onto the upstreams that take one);
 //! `include_answer` (the first of SearXNG's `answers`, when it gave one); `include_raw_content`
 //! (`true` or `"markdown"`: each result returned is read as Markdown; `"text"`: as plain text),
 //! the results read at once within what is left of the request's budget. Every other field Tavily
@@ -27,7 +28,9 @@ use tokio::time::Instant;
 
 use super::super::auth::Admitted;
 use super::super::body;
-use super::super::document::{Document, Found, Hit};
+#[cfg(any(test, feature = "fuzzing"))]
+use super::super::document::Hit;
+use super::super::document::{Document, Found};
 use super::super::explain;
 use super::super::json_fields::{field, number_in, InvalidField};
 use super::super::read_call::{self, Asked};
@@ -35,7 +38,9 @@ use super::super::search_call;
 use super::{carries_key, json, TavilyError};
 use crate::pipeline::read::Depth;
 use crate::pipeline::{Gateway, SearchError};
-use crate::request::{ReadFormat, SearchInput, SearchRequest, Surface, TimeRange};
+use crate::request::{
+    DomainFilter, ReadFormat, SearchInput, SearchRequest, Side, Surface, TimeRange,
+};
 
 /// Tavily's own limit on `max_results`.
 const MAX_RESULTS: u32 = 20;
@@ -217,8 +222,7 @@ struct TavilyRequest {
     topic: Option<Topic>,
     time_range: Option<WireTimeRange>,
     days: Option<u32>,
-    include_domains: Vec<String>,
-    exclude_domains: Vec<String>,
+    domains: DomainFilter,
     include_answer: Option<IncludeAnswer>,
     include_raw_content: Option<RawContent>,
 }
@@ -261,10 +265,12 @@ impl TavilyRequest {
             topic: field(fields, "topic", "general, news or finance")?,
             time_range: field(fields, "time_range", "day, week, month or year")?,
             days: number_in(fields, "days", 1..=u32::MAX, "a positive integer")?,
-            include_domains: field(fields, "include_domains", "a list of domains")?
-                .unwrap_or_default(),
-            exclude_domains: field(fields, "exclude_domains", "a list of domains")?
-                .unwrap_or_default(),
+            domains: domain_filter(
+                &field::<Vec<String>>(fields, "include_domains", "a list of domains")?
+                    .unwrap_or_default(),
+                &field::<Vec<String>>(fields, "exclude_domains", "a list of domains")?
+                    .unwrap_or_default(),
+            )?,
             include_answer: field(
                 fields,
                 "include_answer",
@@ -293,12 +299,11 @@ impl TavilyRequest {
             query: self.query,
             categories,
             time_range,
+            domains: self.domains,
             ..SearchInput::default()
         };
         let options = ReplyOptions {
             max_results: self.max_results.unwrap_or(DEFAULT_MAX_RESULTS) as usize,
-            include: domains(&self.include_domains),
-            exclude: domains(&self.exclude_domains),
             answer: matches!(
                 self.include_answer,
                 Some(IncludeAnswer::Flag(true) | IncludeAnswer::Depth(_))
@@ -309,33 +314,21 @@ impl TavilyRequest {
     }
 }
 
-/// Domains as hosts to compare: lower-case, without a scheme, path, `www.` or `*.`.
-fn domains(raw: &[String]) -> Vec<String> {
-    raw.iter()
-        .filter_map(|d| {
-            let d = d.trim().to_ascii_lowercase();
-            let d = d.split_once("://").map_or(d.as_str(), |(_, rest)| rest);
-            let d = d.split(['/', '?', '#']).next().unwrap_or("");
-            let d = d.trim_start_matches("*.").trim_start_matches("www.");
-            (!d.is_empty()).then(|| d.to_owned())
-        })
-        .collect()
-}
-
-/// Whether `host` is `domain` or one of its subdomains.
-fn within(host: &str, domain: &str) -> bool {
-    host == domain
-        || host
-            .strip_suffix(domain)
-            .is_some_and(|sub| sub.ends_with('.'))
+/// Tavily's two lists as the search's filter, a bad entry named by its field.
+fn domain_filter(include: &[String], exclude: &[String]) -> Result<DomainFilter, InvalidField> {
+    DomainFilter::new(include, exclude).map_err(|err| InvalidField {
+        name: match err.side() {
+            Side::Include => "include_domains",
+            Side::Exclude => "exclude_domains",
+        },
+        expected: "a list of at most 300 domains",
+    })
 }
 
 /// What shapes a reply beyond the search itself.
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct ReplyOptions {
     max_results: usize,
-    include: Vec<String>,
-    exclude: Vec<String>,
     answer: bool,
     /// Read each result returned, in this format.
     raw_content: Option<ReadFormat>,
@@ -365,26 +358,10 @@ struct ReplyResult {
 }
 
 impl ReplyOptions {
-    fn admits(&self, hit: &Hit) -> bool {
-        if self.include.is_empty() && self.exclude.is_empty() {
-            return true;
-        }
-        let Some(host) = url::Url::parse(&hit.url)
-            .ok()
-            .and_then(|u| u.host_str().map(str::to_ascii_lowercase))
-        else {
-            return false;
-        };
-        let host = host.trim_start_matches("www.");
-        (self.include.is_empty() || self.include.iter().any(|d| within(host, d)))
-            && !self.exclude.iter().any(|d| within(host, d))
-    }
-
     fn reply(&self, query: String, found: Found, elapsed_seconds: f64) -> Reply {
         let results = found
             .hits
             .into_iter()
-            .filter(|hit| self.admits(hit))
             .take(self.max_results)
             .enumerate()
             .map(|(i, hit)| ReplyResult {
@@ -453,7 +430,11 @@ mod tests {
             "time_range wins over days"
         );
         assert_eq!(options.max_results, 7);
-        assert_eq!(options.include, ["docs.rs"]);
+        assert_eq!(
+            input.domains,
+            DomainFilter::new(&["docs.rs"], &[]).unwrap(),
+            "the domains are the search's filter"
+        );
         assert!(options.answer);
     }
 
@@ -502,36 +483,29 @@ mod tests {
     }
 
     #[test]
-    fn domain_filters_match_the_domain_and_its_subdomains_only() {
-        let options = ReplyOptions {
-            max_results: 10,
-            include: domains(&["https://www.Example.com/path".into(), "*.rs".into()]),
-            exclude: domains(&["ads.example.com".into()]),
-            answer: false,
-            raw_content: None,
-        };
-        assert_eq!(options.include, ["example.com", "rs"]);
-        let admitted: Vec<bool> = [
-            "https://example.com/a",
-            "https://www.example.com/b",
-            "https://docs.example.com/c",
-            "https://ads.example.com/d",
-            "https://notexample.com/e",
-            "https://docs.rs/f",
-            "not a url",
-        ]
-        .iter()
-        .map(|u| options.admits(&hit(u)))
-        .collect();
-        assert_eq!(admitted, [true, true, true, false, false, true, false]);
+    fn a_domain_that_is_none_is_named_by_its_field() {
+        for (body, name) in [
+            (
+                json!({"query": "q", "include_domains": ["a b"]}),
+                "include_domains",
+            ),
+            (
+                json!({"query": "q", "exclude_domains": ["https://"]}),
+                "exclude_domains",
+            ),
+        ] {
+            match TavilyRequest::read(&fields(body.clone())) {
+                Err(InvalidField { name: got, .. }) => assert_eq!(got, name, "{body}"),
+                other => panic!("{body}: {other:?}"),
+            }
+        }
     }
 
     #[test]
-    fn the_reply_ranks_filtered_results_and_answers_only_when_asked() {
+    fn the_reply_ranks_results_and_answers_only_when_asked() {
         let found = Found {
             hits: vec![
                 hit("https://a.example/"),
-                hit("https://skip.example/"),
                 hit("https://b.example/"),
                 hit("https://c.example/"),
             ],
@@ -539,8 +513,6 @@ mod tests {
         };
         let options = ReplyOptions {
             max_results: 2,
-            include: vec![],
-            exclude: vec!["skip.example".into()],
             answer: true,
             raw_content: None,
         };
