@@ -116,6 +116,11 @@ pub(crate) enum ReadFailure {
 }
 
 impl ReadFailure {
+    /// Whether the page did not arrive in time.
+    pub(crate) fn timed_out(self) -> bool {
+        self == Self::Upstream(ErrorClass::Timeout)
+    }
+
     /// The stable code logs, metrics and `explain` use.
     pub(crate) fn code(self) -> &'static str {
         match self {

@@ -129,11 +129,13 @@ impl DomainFilter {
         }
     }
 
-    /// Whether a result at `url` is kept, its host read as the merge reads it.
+    /// Whether a result at `url` is kept (its host read as the merge reads it: lower-case
+    /// ASCII, `www.` dropped).
     #[cfg(test)]
     fn admits(&self, url: &str) -> bool {
-        let key = crate::canonical_url::canonical_url(url);
-        self.admits_host(crate::canonical_url::key_host(&key))
+        let parsed = Url::parse(url).ok();
+        let host = parsed.as_ref().and_then(Url::host_str);
+        self.admits_host(host.map(|h| h.strip_prefix("www.").unwrap_or(h)))
     }
 
     /// Whether a result on `host` (lower-case ASCII, `www.` dropped; `None`: no host) is kept.

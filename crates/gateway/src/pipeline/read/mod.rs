@@ -40,7 +40,9 @@ use crate::canonical_url::canonical_url;
 use crate::providers::readers::{
     PageResult, PremiumPage, PremiumReader, ReadCallResult, ReaderKind,
 };
-use crate::reader::{Document, ReadFailure, Reader};
+use crate::reader::Reader;
+/// What surfaces render of a read: the page, or why it was not read.
+pub(crate) use crate::reader::{Document, ReadFailure};
 use crate::request::ReadFormat;
 use crate::shared::SharedTier;
 use hosts::{HostName, HostSlots};

@@ -41,11 +41,9 @@ use super::document::FailedUpstream;
 use super::error::RETRY_AFTER_SECONDS;
 use super::json_fields::InvalidField;
 use super::search_call::Unanswered;
-use crate::pipeline::read::PageRead;
+use crate::pipeline::read::{PageRead, ReadFailure};
 use crate::pipeline::Gateway;
-use crate::reader::ReadFailure;
 use crate::request::{ReadFormat, RequestError};
-use crate::upstream::ErrorClass;
 
 /// The v1 search path; clients use `/firecrawl` as their API URL.
 pub(super) const V1_SEARCH_PATH: &str = "/firecrawl/v1/search";
@@ -208,7 +206,7 @@ fn page_status(failure: ReadFailure) -> StatusCode {
     match failure {
         ReadFailure::InvalidUrl => StatusCode::BAD_REQUEST,
         ReadFailure::ForbiddenAddress => StatusCode::FORBIDDEN,
-        ReadFailure::Upstream(ErrorClass::Timeout) => StatusCode::REQUEST_TIMEOUT,
+        failure if failure.timed_out() => StatusCode::REQUEST_TIMEOUT,
         _ => StatusCode::INTERNAL_SERVER_ERROR,
     }
 }
@@ -462,7 +460,7 @@ mod tests {
             (FirecrawlError::BudgetSpent, 402),
             (FirecrawlError::Page(ReadFailure::ForbiddenAddress), 403),
             (
-                FirecrawlError::Page(ReadFailure::Upstream(ErrorClass::Timeout)),
+                FirecrawlError::Page(ReadFailure::Upstream(crate::upstream::ErrorClass::Timeout)),
                 408,
             ),
             (FirecrawlError::RateLimited(3), 429),

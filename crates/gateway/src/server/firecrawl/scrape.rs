@@ -28,9 +28,8 @@ use super::super::body;
 use super::super::json_fields::{self, field, InvalidField};
 use super::super::read_call;
 use super::{document, json_response, FirecrawlError, Formats, Named};
-use crate::pipeline::read::Depth;
+use crate::pipeline::read::{Depth, ReadFailure};
 use crate::pipeline::Gateway;
-use crate::reader::ReadFailure;
 
 /// Firecrawl's most `timeout`, in milliseconds.
 const MAX_TIMEOUT_MS: u64 = 300_000;

@@ -13,7 +13,7 @@ use url::Url;
 
 use super::super::json_fields::{field, number_in, InvalidField};
 use super::web_search::tool_error;
-use crate::reader::Document;
+use crate::pipeline::read::Document;
 use crate::request::ReadFormat;
 
 /// The tool's name.
