@@ -8,7 +8,8 @@ them where through the environment:
 - FAILING_GATEWAY_URL: a gateway whose only upstream, SearXNG, answers 500;
 - RATE_LIMITED_GATEWAY_URL: a gateway whose only upstream, SearXNG, answers 429;
 - KEYED_GATEWAY_URL: a healthy gateway that requires an inbound key (its API_KEYS_FILE names the key
-  test_tavily.py uses);
+  the tests use, `tvly-searxng-gateway-test`, as client `python`), trusts Open WebUI's user headers
+  (OPENWEBUI_USER_HEADER_TRUST) and has an ADMIN_TOKEN;
 - READING_GATEWAY_URL, SITE_URL and WALLED_SITE_URL: a gateway that reads pages, the loopback site it
   reads (every path a real article; the gateway's SearXNG results point at it), and a site whose
   every path is a Cloudflare challenge (the gateway's premium reader, a simulated Jina Reader, reads
@@ -47,6 +48,11 @@ def rate_limited_gateway_url() -> str:
 @pytest.fixture
 def keyed_gateway_url() -> str:
     return _env("KEYED_GATEWAY_URL")
+
+
+@pytest.fixture
+def admin_token() -> str:
+    return _env("ADMIN_TOKEN")
 
 
 @pytest.fixture

@@ -88,3 +88,60 @@ def test_a_domain_filter_list_applies_to_the_gateways_results(gateway_url):
 def test_open_webuis_tavily_search_works_with_the_gateway_as_tavily_api_base_url(gateway_url, direct_search):
     results = search_tavily("tvly-open-webui", "open webui tavily", 3)
     assert [r.link for r in results] == urls(direct_search("open webui tavily")["results"][:3])
+
+
+# Open WebUI's "external" engines, pointed at the gateway's Open WebUI door, and its Perplexity search
+# with a custom URL (PERPLEXITY_SEARCH_API_URL) pointed at the gateway's Perplexity door. Open WebUI
+# swallows every error of these (logging it) and carries on without results: the tests read what
+# they return.
+
+from types import SimpleNamespace  # noqa: E402
+
+import requests  # noqa: E402
+from open_webui.retrieval.loaders.external_web import ExternalWebLoader  # noqa: E402
+from open_webui.retrieval.web.external import search_external  # noqa: E402
+from open_webui.retrieval.web.perplexity_search import search_perplexity_search  # noqa: E402
+
+KEY = "tvly-searxng-gateway-test"
+USER = SimpleNamespace(id="owui-user-7", name="Ada Lövelace", email="ada@example.org", role="user")
+# What Open WebUI's router passes: a request with a state (the chat, when there is one).
+REQUEST = SimpleNamespace(state=SimpleNamespace(chat_id="chat-1"))
+
+
+def test_external_search_gives_the_gateways_results(gateway_url, direct_search):
+    results = search_external(REQUEST, f"{gateway_url}/openwebui/search", KEY, "open webui external", 3, None, user=USER)
+    assert [r.link for r in results] == urls(direct_search("open webui external")["results"][:3])
+    for result in results:
+        assert result.title and result.snippet
+
+
+def test_external_search_users_are_sub_clients_of_the_key(keyed_gateway_url, admin_token):
+    results = search_external(
+        REQUEST, f"{keyed_gateway_url}/openwebui/search", KEY, "open webui users", 2, None, user=USER
+    )
+    assert len(results) == 2
+    status = requests.get(
+        f"{keyed_gateway_url}/admin/status", headers={"Authorization": f"Bearer {admin_token}"}, timeout=30
+    ).json()
+    [row] = [c for c in status["clients"] if c["client"] == "python/owui-user-7"]
+    assert row["parent"] == "python"
+    assert row["end_user"] == {"user": "owui-user-7", "name": "Ada Lövelace", "role": "user"}
+    metrics = requests.get(f"{keyed_gateway_url}/metrics", timeout=30).text
+    assert 'client="python/owui-user-7"' in metrics
+    assert "ada@example.org" not in metrics
+    wrong = search_external(REQUEST, f"{keyed_gateway_url}/openwebui/search", "wrong-key", "no", 2, None, user=USER)
+    assert wrong == [], "a wrong key is refused (Open WebUI logs it and has no results)"
+
+
+def test_perplexity_search_with_a_custom_url(gateway_url, direct_search):
+    results = search_perplexity_search(KEY, "open webui perplexity", 4, None, f"{gateway_url}/perplexity/search", USER)
+    assert [r.link for r in results] == urls(direct_search("open webui perplexity")["results"][:4])
+
+
+def test_external_web_loader_reads_the_pages(reading_gateway_url, site_url):
+    pages = [f"{site_url}/loader/one", f"{site_url}/loader/two"]
+    documents = ExternalWebLoader(pages, f"{reading_gateway_url}/openwebui/loader", KEY).load()
+    assert [d.metadata["source"] for d in documents] == pages
+    for document in documents:
+        assert "Minecraft" in document.page_content
+        assert document.metadata["title"]

@@ -1,6 +1,8 @@
 //! The real client libraries, unmodified, pointed at the gateway by nothing but their base URL: LangChain's
-//! `SearxSearchWrapper` (`searx_host` = the gateway's origin), Open WebUI's `search_searxng`, tavily-python's
-//! `TavilyClient(api_base_url=…)`, and the MCP Python SDK's Streamable HTTP and stdio clients.
+//! `SearxSearchWrapper` (`searx_host` = the gateway's origin), Open WebUI's `search_searxng`, its external
+//! search, Perplexity search and external web loader, tavily-python's `TavilyClient(api_base_url=…)`,
+//! firecrawl-py's v2 and v1 clients, the perplexityai SDK, and the MCP Python SDK's Streamable HTTP and
+//! stdio clients.
 //!
 //! Each library's tests are a pytest file in `crates/gateway/tests/clients/`, run from the virtualenv
 //! `.ci/install-clients.sh` builds with pinned versions (`CLIENTS_VENV`, default
@@ -27,8 +29,12 @@ use crate::support::stack::SimStack;
 /// Where `.ci/install-clients.sh` puts the virtualenv unless `CLIENTS_VENV` says otherwise.
 const DEFAULT_VENV: &str = "/opt/searxng-gateway/clients-venv";
 
-/// The key the Python tests give tavily-python (`KEY` in `test_tavily.py`), a client of the keyed gateway.
-const TAVILY_CLIENT_KEY: &str = "tvly-searxng-gateway-test";
+/// The key the Python tests give every client (`KEY` in each test file), client `python` of the keyed
+/// gateway.
+const CLIENT_KEY: &str = "tvly-searxng-gateway-test";
+
+/// The keyed gateway's `ADMIN_TOKEN` (the Open WebUI tests read its `/admin/status`).
+const ADMIN_TOKEN: &str = "real-clients-admin-token";
 
 /// How long one library's tests may take (Open WebUI's import alone migrates a database).
 const PYTEST_DEADLINE: Duration = Duration::from_secs(300);
@@ -60,7 +66,7 @@ impl Gateways {
         let rate_limited = SimStack::start(&[], &never_cool_down).await;
         rate_limited.searxng.set_mode(SearxngMode::Status(429));
         let mut keys = tempfile::NamedTempFile::new().expect("temp file");
-        let line = searxng_gateway::clients::keys_file::hash_line("python", TAVILY_CLIENT_KEY)
+        let line = searxng_gateway::clients::keys_file::hash_line("python", CLIENT_KEY)
             .expect("a valid keys-file line");
         writeln!(keys, "{line}").expect("write the keys file");
         let path = keys.path().to_str().expect("utf-8 path").to_owned();
@@ -68,7 +74,9 @@ impl Gateways {
             &[],
             &[
                 ("API_KEYS_FILE", &path),
-                ("TEST_CLIENT_KEY", TAVILY_CLIENT_KEY),
+                ("TEST_CLIENT_KEY", CLIENT_KEY),
+                ("ADMIN_TOKEN", ADMIN_TOKEN),
+                ("OPENWEBUI_USER_HEADER_TRUST", "true"),
             ],
         )
         .await;
@@ -115,6 +123,7 @@ async fn pytest(file: &str, gateways: &Gateways) {
             &gateways.rate_limited.gateway.url,
         )
         .env("KEYED_GATEWAY_URL", &gateways.keyed.gateway.url)
+        .env("ADMIN_TOKEN", ADMIN_TOKEN)
         .env("READING_GATEWAY_URL", &gateways.reading.gateway.url)
         .env("SITE_URL", gateways.reading.site.origin())
         .env("WALLED_SITE_URL", gateways.walled.origin())
@@ -160,6 +169,16 @@ async fn open_webuis_search_searxng_works_with_the_gateway_as_its_query_url() {
 #[tokio::test(flavor = "multi_thread")]
 async fn tavily_python_works_with_the_gateway_as_its_api_base_url() {
     pytest("test_tavily.py", &Gateways::start().await).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn firecrawl_py_works_with_the_gateway_as_its_api_url() {
+    pytest("test_firecrawl.py", &Gateways::start().await).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_perplexity_sdk_works_with_the_gateway_as_its_base_url() {
+    pytest("test_perplexity.py", &Gateways::start().await).await;
 }
 
 #[tokio::test(flavor = "multi_thread")]
