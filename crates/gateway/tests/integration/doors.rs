@@ -138,6 +138,13 @@ async fn firecrawl_search_answers_each_versions_shape_at_both_paths() {
     let asked = s.searxng.last_request();
     assert_eq!(sent(asked.clone(), "categories").as_deref(), Some("news"));
     assert_eq!(sent(asked, "time_range").as_deref(), Some("week"));
+    let counted = g
+        .metric(
+            "searxng_gateway_surface_requests_total",
+            &[("surface", "firecrawl")],
+        )
+        .await;
+    assert_eq!(counted, 4.0, "each search under its own surface label");
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -369,6 +376,13 @@ async fn perplexity_search_answers_its_shape_one_list_per_query_and_needs_a_key(
         sent(s.searxng.last_request(), "time_range").as_deref(),
         Some("day")
     );
+    let counted = g
+        .metric(
+            "searxng_gateway_surface_requests_total",
+            &[("surface", "perplexity")],
+        )
+        .await;
+    assert_eq!(counted, 3.0, "one search per query");
     let keyless = post(g, "/perplexity/search", None, json!({"query": "no key"})).await;
     assert_eq!(keyless.status, 401);
     assert_eq!(keyless.json["error"]["type"], "authentication_error");
