@@ -179,6 +179,22 @@ pub fn tavily_request(input: &[u8]) {
     }
 }
 
+/// A body for one of the doors other tools knock on — Firecrawl's search (v1, v2) and scrape,
+/// Perplexity's search, Open WebUI's search and loader, the first byte choosing which — through
+/// its decoder, validation and (Perplexity) reply. Bad input is refused as bad (400, 413), never a
+/// panic, never a 5xx.
+pub fn door_request(input: &[u8]) {
+    let Some((&which, body)) = input.split_first() else {
+        return;
+    };
+    if let Err(status) = crate::server::door_request(which, body, &REPLY_URLS) {
+        assert!(
+            matches!(status, 400 | 413),
+            "a body is refused as bad, not {status}"
+        );
+    }
+}
+
 /// An MCP `/mcp` body through the server's JSON-RPC check and, for a `tools/call` of
 /// `web_search` (or a bare JSON object taken as its arguments), the argument decoder, validation
 /// and the tool's result over a handful of results.
@@ -282,6 +298,7 @@ mod tests {
         replay("brave_rate_limits", super::brave_rate_limits);
         replay("canonical_url", super::canonical_url);
         replay("tavily_request", super::tavily_request);
+        replay("door_request", super::door_request);
         replay("mcp_web_search", super::mcp_web_search);
         replay("page_extraction", super::page_extraction);
     }

@@ -70,6 +70,19 @@ pub(crate) fn tavily_request(body: &[u8], urls: &[&str]) -> Result<usize, u16> {
     tavily::exercise(body, urls).map_err(|status| status.as_u16())
 }
 
+/// A body through one door's decoder and validation, for the fuzz target: `which` picks the door
+/// (0 Firecrawl's v1 search, 1 its v2 search, 2 its scrape, 3 Perplexity's search, 4 Open WebUI's
+/// search, 5 its loader). What it asks for, or the refusal's status.
+#[cfg(any(test, feature = "fuzzing"))]
+pub(crate) fn door_request(which: u8, body: &[u8], urls: &[&str]) -> Result<usize, u16> {
+    match which % 6 {
+        door @ 0..=2 => firecrawl::exercise(door, body),
+        3 => perplexity::exercise(body, urls),
+        door => openwebui::exercise(door == 5, body),
+    }
+    .map_err(|status| status.as_u16())
+}
+
 /// A `/mcp` body (or bare `web_search` arguments) through the MCP surface's checks, the tool's
 /// argument decoding and its result, for the fuzz targets: whether it became a search.
 #[cfg(any(test, feature = "fuzzing"))]

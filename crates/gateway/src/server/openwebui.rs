@@ -256,7 +256,15 @@ async fn read_search(
     body: Body,
 ) -> Result<(SearchRequest, usize), OpenWebuiError> {
     let body = body::read(&gateway.config().server_limits, headers, body).await?;
-    let fields = json_fields::object(&body).ok_or(OpenWebuiError::NotJson)?;
+    decode_search(&body, gateway.config().max_query_bytes)
+}
+
+/// A search body: the search and how many results to answer.
+fn decode_search(
+    body: &[u8],
+    max_query_bytes: usize,
+) -> Result<(SearchRequest, usize), OpenWebuiError> {
+    let fields = json_fields::object(body).ok_or(OpenWebuiError::NotJson)?;
     let query: String = field(&fields, "query", "a string")?.unwrap_or_default();
     let count = number_in(&fields, "count", 1..=MAX_COUNT, "an integer from 1 to 100")?
         .unwrap_or(DEFAULT_COUNT);
@@ -264,10 +272,20 @@ async fn read_search(
         query,
         ..SearchInput::default()
     };
-    Ok((
-        SearchRequest::new(input, gateway.config().max_query_bytes)?,
-        count as usize,
-    ))
+    Ok((SearchRequest::new(input, max_query_bytes)?, count as usize))
+}
+
+/// A body through the search decoder (`loader`: the loader's), for the fuzz target.
+#[cfg(any(test, feature = "fuzzing"))]
+pub(super) fn exercise(loader: bool, body: &[u8]) -> Result<usize, StatusCode> {
+    let refused = |err: OpenWebuiError| err.into_response().status();
+    if loader {
+        decode_urls(body).map(|urls| urls.len()).map_err(refused)
+    } else {
+        decode_search(body, 2048)
+            .map(|(_, count)| count)
+            .map_err(refused)
+    }
 }
 
 /// `POST /openwebui/loader`.
@@ -324,7 +342,12 @@ async fn read_urls(
     body: Body,
 ) -> Result<Vec<String>, OpenWebuiError> {
     let body = body::read(&gateway.config().server_limits, headers, body).await?;
-    let fields = json_fields::object(&body).ok_or(OpenWebuiError::NotJson)?;
+    decode_urls(&body)
+}
+
+/// A loader body: its URLs.
+fn decode_urls(body: &[u8]) -> Result<Vec<String>, OpenWebuiError> {
+    let fields = json_fields::object(body).ok_or(OpenWebuiError::NotJson)?;
     let urls: Vec<String> =
         field(&fields, "urls", "a list of URLs")?.ok_or(OpenWebuiError::Urls)?;
     if urls.is_empty() || urls.len() > MAX_URLS {

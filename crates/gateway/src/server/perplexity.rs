@@ -413,6 +413,41 @@ async fn read_request(
     Ok((ask, requests))
 }
 
+/// A body through the decoder and validation, and the reply over a hit at each of `urls`, for
+/// the fuzz target: the results of the first query, or the refusal's status.
+#[cfg(any(test, feature = "fuzzing"))]
+pub(super) fn exercise(body: &[u8], urls: &[&str]) -> Result<usize, StatusCode> {
+    let refused = |err: PerplexityError| err.into_response().status();
+    let fields = json_fields::object(body)
+        .ok_or(PerplexityError::NotJson)
+        .map_err(refused)?;
+    let ask = Ask::read(&fields).map_err(refused)?;
+    for query in &ask.queries {
+        let input = SearchInput {
+            query: query.clone(),
+            ..ask.input.clone()
+        };
+        let req = SearchRequest::new(input, 2048).map_err(|err| refused(err.into()))?;
+        let _ = req.cache_key(crate::request::AnswerScope::WithPremium);
+    }
+    let hits = urls
+        .iter()
+        .map(|url| Hit {
+            url: (*url).to_owned(),
+            title: "t".to_owned(),
+            content: "a snippet of some words".to_owned(),
+            engines: Vec::new(),
+            published_date: Some("2026-11-30T08:00:00".to_owned()),
+        })
+        .collect();
+    let mut results = ask.results(hits);
+    if let Some(tokens) = ask.tokens {
+        share_tokens(&mut results, tokens);
+    }
+    assert!(results.len() <= ask.max_results);
+    Ok(results.len())
+}
+
 /// A non-blank `Authorization: Bearer` key.
 fn carries_key(headers: &HeaderMap) -> bool {
     headers

@@ -88,7 +88,19 @@ async fn the_root_path_without_a_query_is_an_index_whose_links_all_answer() {
     let index = s.gateway.get("/").await;
     let links = index.json["links"].as_object().expect("links");
     for key in [
-        "search", "mcp", "tavily", "status", "metrics", "healthz", "readyz",
+        "search",
+        "mcp",
+        "tavily",
+        "tavily_extract",
+        "firecrawl_search",
+        "firecrawl_scrape",
+        "perplexity",
+        "openwebui_search",
+        "openwebui_loader",
+        "status",
+        "metrics",
+        "healthz",
+        "readyz",
     ] {
         let path = links
             .get(key)

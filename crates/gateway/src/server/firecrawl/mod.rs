@@ -45,6 +45,17 @@ use crate::pipeline::read::{PageRead, ReadFailure};
 use crate::pipeline::Gateway;
 use crate::request::{ReadFormat, RequestError};
 
+/// A body through a Firecrawl decoder (`which`: 0 the v1 search, 1 the v2 search, else the
+/// scrape), for the fuzz target.
+#[cfg(any(test, feature = "fuzzing"))]
+pub(super) fn exercise(which: u8, body: &[u8]) -> Result<usize, StatusCode> {
+    match which {
+        0 => search::exercise(Version::V1, body),
+        1 => search::exercise(Version::V2, body),
+        _ => scrape::exercise(body),
+    }
+}
+
 /// The v1 search path; clients use `/firecrawl` as their API URL.
 pub(super) const V1_SEARCH_PATH: &str = "/firecrawl/v1/search";
 /// The v2 search path.

@@ -97,6 +97,18 @@ async fn read_request(
     ScrapeAsk::read(&fields)
 }
 
+/// A body through the scrape decoder, for the fuzz target: the reads it asks for, or the
+/// refusal's status.
+#[cfg(any(test, feature = "fuzzing"))]
+pub(super) fn exercise(body: &[u8]) -> Result<usize, StatusCode> {
+    let refused = |err: FirecrawlError| err.into_response().status();
+    let fields = json_fields::object(body)
+        .ok_or(FirecrawlError::NotJson)
+        .map_err(refused)?;
+    let ask = ScrapeAsk::read(&fields).map_err(refused)?;
+    Ok(ask.formats.reads().len())
+}
+
 impl ScrapeAsk {
     fn read(fields: &Map<String, Value>) -> Result<Self, FirecrawlError> {
         const URL: InvalidField = InvalidField {

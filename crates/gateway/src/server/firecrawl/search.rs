@@ -228,6 +228,24 @@ async fn read_request(
     SearchAsk::read(version, &fields)
 }
 
+/// A body through the search decoder and validation, for the fuzz target: the searches it asks
+/// for, or the refusal's status.
+#[cfg(any(test, feature = "fuzzing"))]
+pub(super) fn exercise(version: Version, body: &[u8]) -> Result<usize, StatusCode> {
+    let refused = |err: FirecrawlError| err.into_response().status();
+    let fields = json_fields::object(body)
+        .ok_or(FirecrawlError::NotJson)
+        .map_err(refused)?;
+    let ask = SearchAsk::read(version, &fields).map_err(refused)?;
+    let _ = ask.formats.reads();
+    for _ in &ask.sources {
+        let req = SearchRequest::new(ask.input.clone(), 2048)
+            .map_err(|err| refused(FirecrawlError::Request(err)))?;
+        let _ = req.cache_key(crate::request::AnswerScope::WithPremium);
+    }
+    Ok(ask.sources.len())
+}
+
 /// `scrapeOptions`.
 #[derive(Debug, Deserialize)]
 struct ScrapeOptions {
