@@ -97,6 +97,7 @@ def test_open_webuis_tavily_search_works_with_the_gateway_as_tavily_api_base_url
 
 from types import SimpleNamespace  # noqa: E402
 
+import pytest  # noqa: E402
 import requests  # noqa: E402
 from open_webui.retrieval.loaders.external_web import ExternalWebLoader  # noqa: E402
 from open_webui.retrieval.web.external import search_external  # noqa: E402
@@ -145,3 +146,16 @@ def test_external_web_loader_reads_the_pages(reading_gateway_url, site_url):
     for document in documents:
         assert "Minecraft" in document.page_content
         assert document.metadata["title"]
+
+
+def test_perplexity_search_and_the_loader_with_keys_required(keyed_gateway_url, site_url):
+    url = f"{keyed_gateway_url}/perplexity/search"
+    assert len(search_perplexity_search(KEY, "keyed perplexity", 2, None, url, USER)) == 2
+    assert search_perplexity_search("wrong-key", "keyed perplexity", 2, None, url, USER) == []
+    loader = f"{keyed_gateway_url}/openwebui/loader"
+    # The keyed gateway reads no loopback site (the default address policy), so the right key gets an empty
+    # answer — not an error — and a wrong one the 401 Open WebUI raises when told not to carry on.
+    assert ExternalWebLoader([f"{site_url}/keyed"], loader, KEY, continue_on_failure=False).load() == []
+    with pytest.raises(requests.HTTPError) as raised:
+        ExternalWebLoader([f"{site_url}/keyed"], loader, "wrong-key", continue_on_failure=False).load()
+    assert raised.value.response.status_code == 401

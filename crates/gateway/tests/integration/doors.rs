@@ -668,3 +668,38 @@ async fn premium_providers_get_the_domains_in_their_own_fields() {
     assert_eq!(tavily["include_domains"], json!(["docs.rs"]));
     assert_eq!(tavily["exclude_domains"], json!(["spam.example"]));
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_firecrawl_search_that_needs_premium_past_the_budget_is_402() {
+    let keys = keys_file(&[("alice", ALICE_KEY, "::1")]);
+    let path = keys.path().to_str().expect("utf-8 path").to_owned();
+    let s = SimStack::start(
+        &[Provider::Brave],
+        &[
+            ("API_KEYS_FILE", &path),
+            ("TEST_CLIENT_KEY", ALICE_KEY),
+            ("SEARXNG_FAIL_THRESHOLD", "1000"),
+        ],
+    )
+    .await;
+    s.searxng.set_mode(SearxngMode::Status(500));
+    let g = &s.gateway;
+    let first = post(
+        g,
+        "/v2/search",
+        Some(ALICE_KEY),
+        json!({"query": "paid once"}),
+    )
+    .await;
+    assert_eq!(first.status, 200, "Brave answered: {}", first.text);
+    let second = post(
+        g,
+        "/v2/search",
+        Some(ALICE_KEY),
+        json!({"query": "paid twice"}),
+    )
+    .await;
+    assert_eq!(second.status, 402, "{}", second.text);
+    assert_eq!(second.json["success"], false);
+    assert_eq!(s.providers[0].calls(), 1, "no premium call past the budget");
+}
