@@ -13,8 +13,12 @@ use crate::metrics::InstanceLabel;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
 #[serde(rename_all = "snake_case")]
 pub(crate) enum BreakerKind {
-    /// A premium search API (Brave, Exa, Jina, Tavily).
+    /// A premium search API (Brave, Exa, Jina, Tavily): what concerns it as a whole (down,
+    /// slow, answering garbage).
     Provider,
+    /// One key of a premium search API (`brave:1a2b3c4d`): what concerns that key (a bad key,
+    /// its rate or quota spent).
+    Key,
     /// A SearXNG engine, named as SearXNG's `/config` reports it.
     Engine,
     /// The SearXNG instance as a whole: its cooldown (`SEARXNG_FAIL_THRESHOLD`), kept off the board.
@@ -30,6 +34,7 @@ impl BreakerKind {
     pub(crate) fn as_str(self) -> &'static str {
         match self {
             Self::Provider => "provider",
+            Self::Key => "key",
             Self::Engine => "engine",
             Self::Searxng => "searxng",
             Self::Reader => "reader",

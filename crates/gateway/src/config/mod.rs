@@ -364,7 +364,7 @@ impl Config {
         self.fallback_providers
             .iter()
             .copied()
-            .filter(|k| self.provider(*k).is_some_and(|p| p.key.is_some()))
+            .filter(|k| self.provider(*k).is_some_and(|p| !p.keys.is_empty()))
             .collect()
     }
 }

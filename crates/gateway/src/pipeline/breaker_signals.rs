@@ -4,6 +4,7 @@
 //! keyed by its [`ProviderKind`], an engine's by its checked [`EngineName`].
 
 use crate::breaker::{BreakerKey, BreakerKind, Signal, TripReason};
+use crate::providers::keys::KeyId;
 use crate::providers::readers::ReaderKind;
 use crate::providers::ProviderKind;
 use crate::reader::{Document, ReadFailure, Wall};
@@ -15,6 +16,32 @@ impl BreakerKey for ProviderKind {
 
     fn name(&self) -> &str {
         self.as_str()
+    }
+}
+
+impl BreakerKey for KeyId {
+    const KIND: BreakerKind = BreakerKind::Key;
+
+    fn name(&self) -> &str {
+        self.as_str()
+    }
+}
+
+/// Which breaker a premium call's failure concerns: the key's (a bad key, its rate or quota
+/// spent — another key may still answer) or the provider's (down, slow, garbage — no key will).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Concerns {
+    Key,
+    Provider,
+}
+
+/// Whose failure `err` is.
+pub(crate) fn concerns(err: &UpstreamError) -> Concerns {
+    use crate::upstream::ErrorClass::*;
+    match err.class {
+        Auth | Quota | RateLimited => Concerns::Key,
+        Blocked | Server | Timeout | Connect | Truncated | Malformed | BadRequest | TooLarge
+        | Redirect | Degraded | HttpStatus => Concerns::Provider,
     }
 }
 

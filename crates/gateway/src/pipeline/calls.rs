@@ -53,8 +53,9 @@ pub(super) enum Event {
     },
 }
 
-/// One premium call, cut at the request's deadline; its answer (or a park request on a
-/// successful answer) goes to the provider's breaker.
+/// One premium call, cut at the request's deadline; its answer goes to the breaker it concerns —
+/// the key's for a bad key, a spent rate or quota (or a park request on a successful answer), the
+/// provider's for everything else ([`breaker_signals::concerns`]) — and says nothing to the other.
 pub(super) async fn provider(
     admitted: Admitted,
     req: SearchRequest,
@@ -63,26 +64,32 @@ pub(super) async fn provider(
 ) -> Event {
     let Admitted {
         client,
-        breaker,
         permit,
+        key,
+        key_breaker,
+        key_permit,
     } = admitted;
     let kind = client.kind();
+    let key_name = client.key(key).as_str();
     let call_deadline = deadline.checked_sub(DEADLINE_MARGIN).unwrap_or(deadline);
     let span = tracing::info_span!(
         target: TARGET,
         "provider_call",
         otel.kind = "client",
         provider = kind.as_str(),
+        key = key_name,
         pass = pass.as_str(),
         outcome = Empty,
         error_class = Empty,
         otel.status_code = Empty,
     );
-    let call = tokio::time::timeout_at(call_deadline, client.search(&req)).instrument(span.clone());
+    let call =
+        tokio::time::timeout_at(call_deadline, client.search(&req, key)).instrument(span.clone());
     let Ok(result) = call.await else {
         // Cut by our budget, not by the provider's own timeout: not the provider's failure.
         trace::record_error(&span, SpanError::Deadline);
         drop(permit);
+        drop(key_permit);
         return Event::Provider {
             kind,
             pass,
@@ -100,18 +107,27 @@ pub(super) async fn provider(
     match &result {
         Ok(answer) => {
             permit.record(Signal::Success);
+            key_permit.record(Signal::Success);
             match answer.park {
-                // A spent quota trips the breaker until its reset; a spent short window only
-                // pauses until it resets.
-                Some(Park::Quota(hint)) => breaker.record(Signal::Stop {
+                // A spent quota sets the key aside until its reset; a spent short window only
+                // pauses it until it resets.
+                Some(Park::Quota(hint)) => key_breaker.record(Signal::Stop {
                     reason: TripReason::Quota,
                     retry_after: hint,
                 }),
-                Some(Park::Window(wait)) => breaker.pause(TripReason::RateLimited, wait),
+                Some(Park::Window(wait)) => key_breaker.pause(TripReason::RateLimited, wait),
                 None => {}
             }
         }
-        Err(err) => permit.record(breaker_signals::for_error(err)),
+        Err(err) => {
+            let signal = breaker_signals::for_error(err);
+            let (concerned, other) = match breaker_signals::concerns(err) {
+                breaker_signals::Concerns::Key => (key_permit, permit),
+                breaker_signals::Concerns::Provider => (permit, key_permit),
+            };
+            concerned.record(signal);
+            other.record(Signal::Neutral);
+        }
     }
     Event::Provider { kind, pass, result }
 }

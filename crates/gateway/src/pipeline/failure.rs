@@ -36,6 +36,9 @@ pub(crate) enum Shortfall {
     Cooldown,
     /// A provider was skipped: its breaker is open.
     BreakerOpen,
+    /// A provider was skipped: none of its keys is usable (each rate-limited, parked for a spent
+    /// quota, or refused).
+    KeysUnusable,
     /// It was still running when the request's budget ended.
     Deadline,
     /// A provider was skipped: the client's premium budget (`PREMIUM_CALLS_PER_DAY`) is spent.
@@ -49,6 +52,7 @@ impl Shortfall {
             Self::Failed(class) => class.as_str(),
             Self::Cooldown => "cooldown",
             Self::BreakerOpen => "breaker_open",
+            Self::KeysUnusable => "keys_unusable",
             Self::Deadline => "deadline",
             Self::BudgetSpent => "budget_spent",
         }

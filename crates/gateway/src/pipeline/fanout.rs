@@ -20,11 +20,12 @@ use futures::stream::{FuturesUnordered, StreamExt};
 use tokio::time::Instant;
 
 use super::answer::Answer;
+use super::breaker_signals::{self, Concerns};
 use super::calls::{self, Event, Pass, DEADLINE_MARGIN};
 use super::explain::{FallbackReason, FanOutRecord};
 use super::failure::{Failures, Shortfall, Upstream, UpstreamFailure};
 use super::outcome::{Contribution, Outcome};
-use super::provider_rotation::{Premium, ProviderWalk};
+use super::provider_rotation::{Breakers, Premium, ProviderWalk};
 use super::searxng_call;
 use super::upstreams::FanOutContext;
 use super::SHORT_TTL;
@@ -152,6 +153,11 @@ impl FanOut {
     /// The provider walk has nobody left to offer.
     pub(super) fn providers_exhausted(&mut self) {
         self.providers_exhausted = true;
+    }
+
+    /// The provider walk has someone to offer again (a provider with another usable key).
+    pub(super) fn providers_again(&mut self) {
+        self.providers_exhausted = false;
     }
 
     fn target_met(&self) -> bool {
@@ -356,9 +362,11 @@ pub(crate) async fn run(
     let side = &ctx.premium;
     let mut walk = ProviderWalk::new(
         &side.providers,
-        &side.breakers,
+        Breakers {
+            providers: &side.breakers,
+            keys: &side.key_breakers,
+        },
         &side.rotation,
-        &side.quota,
         premium,
     );
     for _ in 0..ctx.settings.t1_premium_count {
@@ -407,7 +415,17 @@ pub(crate) async fn run(
         };
         tokio::select! {
             biased;
-            Some(event) = calls.next() => fan.on_event(event),
+            Some(event) = calls.next() => {
+                // A key of a pool spent or refused: the provider may answer with another key.
+                if let Event::Provider { kind, result: Err(err), .. } = &event {
+                    if breaker_signals::concerns(err) == Concerns::Key
+                        && walk.again_with_another_key(*kind)
+                    {
+                        fan.providers_again();
+                    }
+                }
+                fan.on_event(event)
+            }
             () = tokio::time::sleep_until(slow_at), if slow_timer => {
                 tracing::debug!(waited_ms = started.elapsed().as_millis() as u64, "SearXNG is slow or a T1 call is still out: the fallback takes over");
                 fan.on_slow_threshold();

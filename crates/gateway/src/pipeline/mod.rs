@@ -75,7 +75,7 @@ use pool::{PoolSettings, SearxngPool};
 pub(crate) use provider_rotation::Premium;
 use provider_rotation::Rotation;
 use read::{PageRead, ReadRequest, ReadSettings, Reading};
-use status::{BreakerStatus, ProviderStatus, Status};
+use status::{BreakerStatus, KeyStatus, ProviderStatus, Status};
 use upstreams::{FanOutContext, FanOutSettings, PremiumSide, SearxngSide};
 
 /// Degraded or below-target answers are kept at most this long.
@@ -225,9 +225,14 @@ impl Gateway {
         );
         let rotation = Rotation::new(config.provider_policy);
         let breakers = BreakerBoard::new(policy, metrics.breakers.clone());
+        let key_breakers = BreakerBoard::new(policy, metrics.breakers.clone());
         for provider in &providers {
-            // Provider breakers exist up front so their series are there from the first scrape.
+            // Provider and key breakers exist up front so their series are there from the first
+            // scrape.
             breakers.get(&provider.kind());
+            for key in provider.keys() {
+                key_breakers.get(key);
+            }
         }
         let cache = AnswerCache::new(
             config.cache_size,
@@ -257,6 +262,7 @@ impl Gateway {
                 providers,
                 rotation,
                 breakers,
+                key_breakers,
                 quota,
             }),
             settings: FanOutSettings {
@@ -418,6 +424,7 @@ impl Gateway {
         open_for: Option<Duration>,
     ) -> bool {
         let mut breakers = self.inner.fanout.premium.breakers.all();
+        breakers.extend(self.inner.fanout.premium.key_breakers.all());
         breakers.extend(self.inner.reading.reader_breakers().all());
         breakers.extend(self.inner.reading.host_breakers().all());
         for instance in self.inner.fanout.searxng.pool.instances() {
@@ -451,10 +458,11 @@ impl Gateway {
     pub(crate) fn is_ready(&self) -> bool {
         let premium = &self.inner.fanout.premium;
         self.inner.fanout.searxng.answered_within(READY_WINDOW)
-            || premium
-                .providers
-                .iter()
-                .any(|p| premium.breakers.get(&p.kind()).state() != BreakerState::Open)
+            || premium.providers.iter().any(|p| {
+                premium.breakers.get(&p.kind()).state() != BreakerState::Open
+                    && p.keys()
+                        .any(|k| premium.key_breakers.get(k).state() != BreakerState::Open)
+            })
     }
 
     /// Refreshes the gauges computed from time (breaker states, the cooldown) and renders the
@@ -462,6 +470,7 @@ impl Gateway {
     pub(crate) fn render_metrics(&self, openmetrics: bool) -> String {
         let inner = &self.inner;
         inner.fanout.premium.breakers.refresh_metrics();
+        inner.fanout.premium.key_breakers.refresh_metrics();
         inner.reading.refresh_metrics();
         inner
             .fanout
@@ -474,12 +483,12 @@ impl Gateway {
     /// The `/status` document.
     pub(crate) fn status(&self) -> Status {
         let inner = &self.inner;
-        let mut breakers: Vec<BreakerStatus> = inner
-            .fanout
-            .premium
+        let premium = &inner.fanout.premium;
+        let mut breakers: Vec<BreakerStatus> = premium
             .breakers
             .all()
             .iter()
+            .chain(premium.key_breakers.all().iter())
             .map(|b| BreakerStatus::of(b))
             .collect();
         for instance in inner.fanout.searxng.pool.instances() {
@@ -510,30 +519,44 @@ impl Gateway {
                 .fallback_providers
                 .iter()
                 .map(|kind| {
-                    let active = inner
-                        .fanout
-                        .premium
-                        .providers
-                        .iter()
-                        .any(|p| p.kind() == *kind);
-                    // Inactive providers have no breaker: asking the board would create one.
-                    let parked = active
-                        .then(|| inner.fanout.premium.breakers.get(kind))
-                        .and_then(|breaker| ProviderStatus::quota_parked_for(&breaker));
-                    (kind, active, parked)
-                })
-                .map(|(kind, active, quota_parked_for_seconds)| ProviderStatus {
-                    name: *kind,
-                    active,
-                    quota_parked_for_seconds,
-                    quota_windows: inner
-                        .fanout
-                        .premium
-                        .quota
-                        .windows(*kind)
+                    // Inactive providers have no breakers: asking the boards would create some.
+                    let client = premium.providers.iter().find(|p| p.kind() == *kind);
+                    let keys: Vec<KeyStatus> = client
                         .into_iter()
-                        .map(Into::into)
-                        .collect(),
+                        .flat_map(|c| c.keys())
+                        .map(|key| {
+                            let breaker = premium.key_breakers.get(key);
+                            KeyStatus {
+                                key: key.fingerprint().to_string(),
+                                state: breaker.state(),
+                                quota_parked_for_seconds: ProviderStatus::quota_parked_for(
+                                    &breaker,
+                                ),
+                                quota_windows: premium
+                                    .quota
+                                    .windows(key)
+                                    .into_iter()
+                                    .map(Into::into)
+                                    .collect(),
+                            }
+                        })
+                        .collect();
+                    // Parked as a whole when every key is: until the first comes back.
+                    let parked = keys
+                        .iter()
+                        .map(|k| k.quota_parked_for_seconds)
+                        .collect::<Option<Vec<_>>>()
+                        .and_then(|all| all.into_iter().min());
+                    ProviderStatus {
+                        name: *kind,
+                        active: client.is_some(),
+                        quota_parked_for_seconds: parked,
+                        quota_windows: keys
+                            .first()
+                            .map(|k| k.quota_windows.clone())
+                            .unwrap_or_default(),
+                        keys,
+                    }
                 })
                 .collect(),
             t1_premium_count: status::T1Status {

@@ -8,8 +8,11 @@
 //! - `ordered`: the `FALLBACK_PROVIDERS` order every time, so the first (cheapest) provider takes
 //!   every call it can answer and the next one is touched only when it is parked or falls short.
 //!
-//! Either way a provider whose breaker rejects it (open, or parked for a spent quota) is skipped
-//! without using up a slot, and no provider is offered twice to one request.
+//! Either way a provider whose breaker rejects it (open: down, slow, answering garbage) is skipped
+//! without using up a slot, and no provider is offered twice to one request. Within a provider the
+//! call goes to the first of its keys (each call starting at the next one) whose own breaker
+//! admits it; a provider none of whose keys is usable (each rate-limited, parked for a spent quota
+//! or refused) is skipped as `keys_unusable`.
 //!
 //! A request whose client's premium budget is spent is offered none (each noted as skipped with
 //! `budget_spent`), and does not advance the rotation.
@@ -17,9 +20,9 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use crate::breaker::{Breaker, BreakerBoard, Permit};
+use crate::breaker::{Breaker, BreakerBoard, BreakerState, Permit};
 use crate::config::ProviderPolicy;
-use crate::providers::quota::QuotaBoard;
+use crate::providers::keys::KeyId;
 use crate::providers::{ProviderClient, ProviderKind};
 
 use super::failure::{Shortfall, Upstream, UpstreamFailure};
@@ -53,9 +56,10 @@ impl Rotation {
             .store(usize::try_from(shared).unwrap_or(0), Ordering::Relaxed);
     }
 
-    /// The order in which one request offers the providers (indices into the list).
-    fn order(&self, providers: &[ProviderKind], quota: &QuotaBoard) -> Vec<usize> {
-        let len = providers.len();
+    /// The order in which one request offers the providers (indices into the list), given
+    /// which of them have every key's quota nearly spent.
+    fn order(&self, nearly_spent: &[bool]) -> Vec<usize> {
+        let len = nearly_spent.len();
         if len == 0 {
             return Vec::new();
         }
@@ -65,7 +69,7 @@ impl Rotation {
                 let start = self.next.fetch_add(1, Ordering::Relaxed) % len;
                 let (mut order, spent): (Vec<usize>, Vec<usize>) = (0..len)
                     .map(|i| (start + i) % len)
-                    .partition(|&i| !quota.nearly_spent(providers[i]));
+                    .partition(|&i| !nearly_spent[i]);
                 order.extend(spent);
                 order
             }
@@ -82,22 +86,34 @@ pub(crate) enum Premium {
     BudgetSpent,
 }
 
-/// A provider admitted for one call: the client, its breaker, and the permit that reports back.
+/// A provider admitted for one call: the client, the key of its pool the call uses, both
+/// breakers, and the permits that report back.
 pub(crate) struct Admitted {
     /// The provider's client.
     pub(crate) client: Arc<ProviderClient>,
-    /// Its breaker (a successful call may still park it).
-    pub(crate) breaker: Arc<Breaker>,
-    /// Leave to make the call.
+    /// Its breaker: what concerns the provider as a whole.
     pub(crate) permit: Permit,
+    /// The key the call uses (an index into the client's pool).
+    pub(crate) key: usize,
+    /// The key's breaker (a successful call may still park the key).
+    pub(crate) key_breaker: Arc<Breaker>,
+    /// Leave to use the key.
+    pub(crate) key_permit: Permit,
+}
+
+/// The breakers one walk asks.
+pub(crate) struct Breakers<'a> {
+    /// Each provider's.
+    pub(crate) providers: &'a BreakerBoard<ProviderKind>,
+    /// Each key's.
+    pub(crate) keys: &'a BreakerBoard<KeyId>,
 }
 
 /// One request's walk over the providers, starting where the rotation says.
 pub(crate) struct ProviderWalk<'a> {
     providers: &'a [Arc<ProviderClient>],
-    breakers: &'a BreakerBoard<ProviderKind>,
+    breakers: Breakers<'a>,
     rotation: &'a Rotation,
-    quota: &'a QuotaBoard,
     premium: Premium,
     order: Option<Vec<usize>>,
     offered: usize,
@@ -107,19 +123,38 @@ impl<'a> ProviderWalk<'a> {
     /// A walk over `providers` (active ones, in configured order).
     pub(crate) fn new(
         providers: &'a [Arc<ProviderClient>],
-        breakers: &'a BreakerBoard<ProviderKind>,
+        breakers: Breakers<'a>,
         rotation: &'a Rotation,
-        quota: &'a QuotaBoard,
         premium: Premium,
     ) -> Self {
         Self {
             providers,
             breakers,
             rotation,
-            quota,
             premium,
             order: None,
             offered: 0,
+        }
+    }
+
+    /// A call to `kind` failed for its key (a bad key, a spent rate or quota): when another of
+    /// its keys may still be usable, the provider is offered once more, right away — the request
+    /// need not go without it because one key of a pool is spent.
+    /// Whether it was.
+    pub(crate) fn again_with_another_key(&mut self, kind: ProviderKind) -> bool {
+        let Some(index) = self.providers.iter().position(|p| p.kind() == kind) else {
+            return false;
+        };
+        let provider = &self.providers[index];
+        let another = provider
+            .keys()
+            .any(|key| self.breakers.keys.get(key).state() != BreakerState::Open);
+        match (another, self.order.as_mut()) {
+            (true, Some(order)) => {
+                order.insert(self.offered, index);
+                true
+            }
+            _ => false,
         }
     }
 
@@ -138,27 +173,39 @@ impl<'a> ProviderWalk<'a> {
             return None;
         }
         // The rotation advances once per request that uses providers at all.
-        let (providers, rotation, quota) = (self.providers, self.rotation, self.quota);
+        let (providers, rotation) = (self.providers, self.rotation);
         let order = self.order.get_or_insert_with(|| {
-            let kinds: Vec<ProviderKind> = providers.iter().map(|p| p.kind()).collect();
-            rotation.order(&kinds, quota)
+            let spent: Vec<bool> = providers.iter().map(|p| p.nearly_spent()).collect();
+            rotation.order(&spent)
         });
         while let Some(&index) = order.get(self.offered) {
             let provider = &self.providers[index];
             self.offered += 1;
-            let breaker = self.breakers.get(&provider.kind());
-            match breaker.admit() {
-                Some(permit) => {
+            let skip = |why| UpstreamFailure {
+                upstream: Upstream::Provider(provider.kind()),
+                why,
+            };
+            let Some(permit) = self.breakers.providers.get(&provider.kind()).admit() else {
+                skipped.push(skip(Shortfall::BreakerOpen));
+                continue;
+            };
+            let key = provider.key_order().into_iter().find_map(|key| {
+                let key_breaker = self.breakers.keys.get(provider.key(key));
+                let key_permit = key_breaker.admit()?;
+                Some((key, key_breaker, key_permit))
+            });
+            match key {
+                Some((key, key_breaker, key_permit)) => {
                     return Some(Admitted {
                         client: Arc::clone(provider),
-                        breaker,
                         permit,
+                        key,
+                        key_breaker,
+                        key_permit,
                     })
                 }
-                None => skipped.push(UpstreamFailure {
-                    upstream: Upstream::Provider(provider.kind()),
-                    why: Shortfall::BreakerOpen,
-                }),
+                // The provider's permit goes unused (a probe it held is released).
+                None => skipped.push(skip(Shortfall::KeysUnusable)),
             }
         }
         None
@@ -168,21 +215,18 @@ impl<'a> ProviderWalk<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::providers::quota::RateWindow;
 
-    const KINDS: [ProviderKind; 3] = [ProviderKind::Brave, ProviderKind::Exa, ProviderKind::Tavily];
+    const FRESH: [bool; 3] = [false, false, false];
 
-    fn orders(rotation: &Rotation, quota: &QuotaBoard, requests: usize) -> Vec<Vec<usize>> {
-        (0..requests)
-            .map(|_| rotation.order(&KINDS, quota))
-            .collect()
+    fn orders(rotation: &Rotation, spent: &[bool], requests: usize) -> Vec<Vec<usize>> {
+        (0..requests).map(|_| rotation.order(spent)).collect()
     }
 
     #[test]
     fn rotate_starts_each_request_at_the_next_provider() {
         let rotation = Rotation::new(ProviderPolicy::Rotate);
         assert_eq!(
-            orders(&rotation, &QuotaBoard::default(), 4),
+            orders(&rotation, &FRESH, 4),
             [vec![0, 1, 2], vec![1, 2, 0], vec![2, 0, 1], vec![0, 1, 2]]
         );
     }
@@ -190,33 +234,18 @@ mod tests {
     #[test]
     fn ordered_always_offers_the_configured_order() {
         let rotation = Rotation::new(ProviderPolicy::Ordered);
-        let quota = QuotaBoard::default();
-        assert_eq!(orders(&rotation, &quota, 3), vec![vec![0, 1, 2]; 3]);
+        assert_eq!(orders(&rotation, &FRESH, 3), vec![vec![0, 1, 2]; 3]);
     }
 
     #[test]
     fn rotate_keeps_a_nearly_spent_quota_for_last() {
-        let quota = QuotaBoard::default();
-        quota.update(
-            ProviderKind::Brave,
-            vec![RateWindow {
-                label: "month".into(),
-                period_seconds: Some(2_592_000),
-                limit: Some(2_000.0),
-                remaining: Some(12.0),
-                reset_seconds: Some(86_400.0),
-            }],
-        );
+        let spent = [true, false, false];
         let rotation = Rotation::new(ProviderPolicy::Rotate);
         assert_eq!(
-            orders(&rotation, &quota, 3),
+            orders(&rotation, &spent, 3),
             [vec![1, 2, 0], vec![1, 2, 0], vec![2, 1, 0]]
         );
         let ordered = Rotation::new(ProviderPolicy::Ordered);
-        assert_eq!(
-            ordered.order(&KINDS, &quota),
-            [0, 1, 2],
-            "ordered: cheapest first"
-        );
+        assert_eq!(ordered.order(&spent), [0, 1, 2], "ordered: cheapest first");
     }
 }

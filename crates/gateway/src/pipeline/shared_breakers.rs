@@ -25,6 +25,7 @@ use tokio::time::Instant;
 use super::pool::Instance;
 use super::Inner;
 use crate::breaker::{Breaker, BreakerBoard, BreakerKey, SharedOpen, TripReason};
+use crate::providers::keys::KeyId;
 use crate::providers::ProviderKind;
 use crate::shared::{Board, SharedTier};
 
@@ -54,16 +55,24 @@ struct Mirrored<'a> {
 
 enum Source<'a> {
     Providers(&'a BreakerBoard<ProviderKind>),
+    /// The keys of the active providers' pools.
+    Keys(&'a BreakerBoard<KeyId>),
     /// An instance's engines, named as its catalogue says.
     Engines(&'a Instance),
     Cooldowns,
 }
 
 fn boards(inner: &Inner) -> Vec<Mirrored<'_>> {
-    let mut boards = vec![Mirrored {
-        board: Board::Providers,
-        source: Source::Providers(&inner.fanout.premium.breakers),
-    }];
+    let mut boards = vec![
+        Mirrored {
+            board: Board::Providers,
+            source: Source::Providers(&inner.fanout.premium.breakers),
+        },
+        Mirrored {
+            board: Board::Keys,
+            source: Source::Keys(&inner.fanout.premium.key_breakers),
+        },
+    ];
     for instance in inner.fanout.searxng.pool.instances() {
         boards.push(Mirrored {
             board: Board::Engines {
@@ -83,6 +92,7 @@ impl Mirrored<'_> {
     fn breakers(&self, inner: &Inner) -> Vec<(String, Arc<Breaker>)> {
         match self.source {
             Source::Providers(board) => named(board),
+            Source::Keys(board) => named(board),
             Source::Engines(instance) => named(&instance.engines),
             Source::Cooldowns => inner
                 .fanout
@@ -100,6 +110,15 @@ impl Mirrored<'_> {
             // Another replica's name: only one of the closed set (a provider this build knows,
             // an engine this instance's catalogue reported) gets a breaker here.
             Source::Providers(board) => ProviderKind::from_name(name).map(|kind| board.get(&kind)),
+            // A key this replica holds too (the same key, the same fingerprint).
+            Source::Keys(board) => inner
+                .fanout
+                .premium
+                .providers
+                .iter()
+                .flat_map(|p| p.keys())
+                .find(|key| key.as_str() == name)
+                .map(|key| board.get(key)),
             Source::Engines(instance) => instance
                 .catalog
                 .get()

@@ -94,7 +94,24 @@ pub(crate) struct ProviderStatus {
     /// `QUOTA_PARK_SECONDS` between probes). Not called meanwhile.
     #[serde(serialize_with = "seconds")]
     pub(crate) quota_parked_for_seconds: Option<Duration>,
-    /// The rate-limit windows it last reported (Brave), as reported.
+    /// The rate-limit windows its first key last reported (Brave), as reported (every key's are
+    /// in `keys`).
+    pub(crate) quota_windows: Vec<QuotaWindow>,
+    /// Each of its keys, by fingerprint (the first 8 hex digits of the key's SHA-256).
+    pub(crate) keys: Vec<KeyStatus>,
+}
+
+/// One key of a provider's pool.
+#[derive(Debug, Serialize)]
+pub(crate) struct KeyStatus {
+    /// The key's fingerprint.
+    pub(crate) key: String,
+    /// Its breaker's state (`open`: set aside).
+    pub(crate) state: BreakerState,
+    /// Set while its quota is spent.
+    #[serde(serialize_with = "seconds")]
+    pub(crate) quota_parked_for_seconds: Option<Duration>,
+    /// The rate-limit windows it last reported.
     pub(crate) quota_windows: Vec<QuotaWindow>,
 }
 
@@ -110,7 +127,7 @@ impl ProviderStatus {
 }
 
 /// One rate-limit window.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Clone, Serialize)]
 pub(crate) struct QuotaWindow {
     pub(crate) window: String,
     pub(crate) limit: Option<f64>,

@@ -15,6 +15,7 @@ use super::provider_rotation::Rotation;
 use super::slow_threshold::LatencyWindow;
 use crate::breaker::BreakerBoard;
 use crate::config::SlowThreshold;
+use crate::providers::keys::KeyId;
 use crate::providers::quota::QuotaBoard;
 use crate::providers::{ProviderClient, ProviderKind};
 
@@ -63,6 +64,8 @@ pub(crate) struct PremiumSide {
     pub(crate) rotation: Rotation,
     /// The providers' breakers (each instance's engine breakers are its own).
     pub(crate) breakers: BreakerBoard<ProviderKind>,
+    /// The breakers of each provider's keys (a pool's keys are set aside one by one).
+    pub(crate) key_breakers: BreakerBoard<KeyId>,
     /// The rate-limit windows providers reported.
     pub(crate) quota: QuotaBoard,
 }

@@ -1,25 +1,39 @@
 //! A premium provider ready to be called for a search: its adapter plus everything needed to reach
-//! it — the HTTP mechanics ([`KeyedHttp`]: origin + path + query, the key where the adapter's
-//! `Auth` says, one timeout, the body cap), metrics and logging.
+//! it — the HTTP mechanics of each of its keys ([`KeyedHttp`]: origin + path + query, the key
+//! where the adapter's `Auth` says, one timeout, the body cap; several keys are a pool, called in
+//! turn: [`super::keys`]), metrics and logging.
 //!
 //! Secrets stay out of logs: no line here carries the key, a URL (a query string may hold the
 //! user's search) or an upstream body; only the provider, status, class and timings.
 
 use std::fmt;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use super::api::Adapter;
 use super::http::KeyedHttp;
-use super::metrics::{CallLabels, CallResult, ProviderLabels, ProviderMetrics, WindowLabels};
+use super::keys::{Fingerprint, KeyId};
+use super::metrics::{
+    CallLabels, CallResult, KeyCallLabels, ProviderLabels, ProviderMetrics, WindowLabels,
+};
 use super::quota::{QuotaBoard, RateWindow};
 use super::{ProviderAnswer, ProviderKind, ProviderSettings};
 use crate::request::SearchRequest;
 use crate::upstream::{ErrorClass, UpstreamError};
 
+/// One key of the provider's pool, with the HTTP mechanics that carry it.
+struct PoolKey {
+    id: KeyId,
+    http: KeyedHttp,
+}
+
 /// A premium provider ready to be called.
 pub(crate) struct ProviderClient {
     adapter: Box<dyn Adapter>,
-    http: KeyedHttp,
+    /// One key, or a pool; never empty.
+    keys: Vec<PoolKey>,
+    /// Where the next call starts in the pool.
+    next_key: AtomicUsize,
     metrics: ProviderMetrics,
     quota: QuotaBoard,
 }
@@ -33,10 +47,26 @@ impl ProviderClient {
         metrics: ProviderMetrics,
         quota: QuotaBoard,
     ) -> Option<Self> {
-        let key = settings.key.clone()?;
+        if settings.keys.is_empty() {
+            return None;
+        }
+        let keys = settings
+            .keys
+            .iter()
+            .map(|key| PoolKey {
+                id: KeyId::new(settings.kind, Fingerprint::of(key)),
+                http: KeyedHttp::new(
+                    http.clone(),
+                    settings.base_url.clone(),
+                    settings.timeout,
+                    key.clone(),
+                ),
+            })
+            .collect();
         Some(Self {
             adapter: settings.kind.adapter(),
-            http: KeyedHttp::new(http, settings.base_url.clone(), settings.timeout, key),
+            keys,
+            next_key: AtomicUsize::new(0),
             metrics,
             quota,
         })
@@ -47,38 +77,70 @@ impl ProviderClient {
         self.adapter.kind()
     }
 
-    /// Calls the provider once for `req`: results, empty, or a classified failure. Records
-    /// `provider_calls_total`, `provider_duration_seconds`, `provider_results_total` and
-    /// `provider_cost_dollars_total`. Dropping the future cancels the call.
+    /// Its keys, by name, in the order configured.
+    pub(crate) fn keys(&self) -> impl Iterator<Item = &KeyId> {
+        self.keys.iter().map(|k| &k.id)
+    }
+
+    /// The key at `index` of the pool.
+    pub(crate) fn key(&self, index: usize) -> &KeyId {
+        &self.keys[index % self.keys.len()].id
+    }
+
+    /// The order in which one call tries the pool's keys: each call starts at the next key, so
+    /// calls spread over every key (a key whose quota window is nearly spent goes last).
+    pub(crate) fn key_order(&self) -> Vec<usize> {
+        let len = self.keys.len();
+        let start = self.next_key.fetch_add(1, Ordering::Relaxed) % len;
+        let (mut order, spent): (Vec<usize>, Vec<usize>) = (0..len)
+            .map(|i| (start + i) % len)
+            .partition(|&i| !self.quota.nearly_spent(&self.keys[i].id));
+        order.extend(spent);
+        order
+    }
+
+    /// Whether every key's quota window is nearly spent (the rotation keeps such a provider for
+    /// last).
+    pub(crate) fn nearly_spent(&self) -> bool {
+        self.keys.iter().all(|k| self.quota.nearly_spent(&k.id))
+    }
+
+    /// Calls the provider once for `req` with the key at `key` of the pool: results, empty, or a
+    /// classified failure. Records `provider_calls_total`, `provider_key_calls_total`,
+    /// `provider_duration_seconds`, `provider_results_total` and `provider_cost_dollars_total`.
+    /// Dropping the future cancels the call.
     pub(crate) async fn search(
         &self,
         req: &SearchRequest,
+        key: usize,
     ) -> Result<ProviderAnswer, UpstreamError> {
         let started = Instant::now();
         let mut status = None;
         let api_req = self.adapter.request(req);
-        let result = match self
+        let pool_key = &self.keys[key % self.keys.len()];
+        let result = match pool_key
             .http
             .call(self.adapter.auth(), &api_req, &mut status)
             .await
         {
             Ok(exchanged) => {
-                self.observe_windows(self.adapter.rate_windows(&exchanged.headers));
+                self.observe_windows(&pool_key.id, self.adapter.rate_windows(&exchanged.headers));
                 self.adapter
                     .interpret(exchanged.status, &exchanged.headers, &exchanged.body)
             }
             Err(err) => Err(err),
         };
-        self.record(&result, started.elapsed(), status);
+        self.record(&pool_key.id, &result, started.elapsed(), status);
         result
     }
 
-    /// Keeps the windows for `/status`; Brave's also become the `brave_rate_limit_*` gauges.
-    fn observe_windows(&self, windows: Vec<RateWindow>) {
+    /// Keeps a key's windows for `/status`; Brave's also become the `brave_rate_limit_*` gauges.
+    fn observe_windows(&self, key: &KeyId, windows: Vec<RateWindow>) {
         if self.kind() == ProviderKind::Brave {
             for window in &windows {
                 let labels = WindowLabels {
                     window: window.label.clone(),
+                    key: key.fingerprint().to_string(),
                 };
                 let gauges = [
                     (&self.metrics.brave_limit, window.limit),
@@ -92,11 +154,12 @@ impl ProviderClient {
                 }
             }
         }
-        self.quota.update(self.kind(), windows);
+        self.quota.update(key, windows);
     }
 
     fn record(
         &self,
+        key: &KeyId,
         result: &Result<ProviderAnswer, UpstreamError>,
         elapsed: Duration,
         status: Option<u16>,
@@ -111,6 +174,15 @@ impl ProviderClient {
             .calls
             .get_or_create(&CallLabels { provider, outcome })
             .inc();
+        self.metrics
+            .key_calls
+            .get_or_create(&KeyCallLabels {
+                provider,
+                key: key.fingerprint().to_string(),
+                outcome,
+            })
+            .inc();
+        let key = key.as_str();
         let labels = ProviderLabels { provider };
         self.metrics
             .duration
@@ -129,6 +201,7 @@ impl ProviderClient {
                 }
                 tracing::debug!(
                     provider,
+                    key,
                     status,
                     hits = answer.hits.len(),
                     elapsed_ms,
@@ -150,6 +223,7 @@ impl ProviderClient {
             Err(err) => {
                 tracing::warn!(
                     provider,
+                    key,
                     status,
                     class = err.class.as_str(),
                     retry_after_secs = err.retry_after.map(|d| d.as_secs()),
@@ -163,9 +237,10 @@ impl ProviderClient {
 
 impl fmt::Debug for ProviderClient {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let keys: Vec<&str> = self.keys().map(KeyId::as_str).collect();
         f.debug_struct("ProviderClient")
             .field("kind", &self.kind())
-            .field("http", &self.http)
+            .field("keys", &keys)
             .finish_non_exhaustive()
     }
 }
@@ -182,7 +257,7 @@ mod tests {
     fn client(kind: ProviderKind, key: Option<&str>) -> Option<ProviderClient> {
         let settings = ProviderSettings {
             kind,
-            key: key.map(ApiKey::new),
+            keys: key.map(ApiKey::new).into_iter().collect(),
             base_url: Url::parse("http://127.0.0.1:9/").unwrap(),
             timeout: Duration::from_secs(1),
         };
@@ -192,6 +267,42 @@ mod tests {
             ProviderMetrics::new(&mut Registry::new()),
             QuotaBoard::default(),
         )
+    }
+
+    #[test]
+    fn a_pool_starts_each_call_at_the_next_key_and_keeps_a_nearly_spent_one_for_last() {
+        let settings = ProviderSettings {
+            kind: ProviderKind::Brave,
+            keys: vec![ApiKey::new("k1"), ApiKey::new("k2"), ApiKey::new("k3")],
+            base_url: Url::parse("http://127.0.0.1:9/").unwrap(),
+            timeout: Duration::from_secs(1),
+        };
+        let quota = QuotaBoard::default();
+        let c = ProviderClient::new(
+            &settings,
+            reqwest::Client::new(),
+            ProviderMetrics::new(&mut Registry::new()),
+            quota.clone(),
+        )
+        .unwrap();
+        assert_eq!(c.keys().count(), 3);
+        let orders: Vec<Vec<usize>> = (0..4).map(|_| c.key_order()).collect();
+        assert_eq!(
+            orders,
+            [vec![0, 1, 2], vec![1, 2, 0], vec![2, 0, 1], vec![0, 1, 2]]
+        );
+        quota.update(
+            c.key(1),
+            vec![RateWindow {
+                label: "month".into(),
+                period_seconds: Some(2_592_000),
+                limit: Some(2_000.0),
+                remaining: Some(3.0),
+                reset_seconds: None,
+            }],
+        );
+        assert_eq!(c.key_order(), [2, 0, 1], "the nearly spent key last");
+        assert!(!c.nearly_spent());
     }
 
     #[test]
@@ -212,7 +323,7 @@ mod tests {
     #[test]
     fn the_url_is_the_configured_origin_plus_the_providers_path_and_query() {
         let brave = client(ProviderKind::Brave, Some("k")).unwrap();
-        let url = brave
+        let url = brave.keys[0]
             .http
             .url(&brave.adapter.request(&SearchRequest::simple("rust async")));
         assert_eq!(
@@ -222,7 +333,7 @@ mod tests {
         assert_eq!(url.path(), "/res/v1/web/search");
         assert!(url.query().unwrap().contains("q=rust+async"));
         let jina = client(ProviderKind::Jina, Some("k")).unwrap();
-        let url = jina
+        let url = jina.keys[0]
             .http
             .url(&jina.adapter.request(&SearchRequest::simple("x")));
         assert_eq!(url.as_str(), "http://127.0.0.1:9/");
@@ -238,7 +349,7 @@ mod tests {
         ];
         for (kind, header, value) in cases {
             let c = client(kind, Some("k-1")).unwrap();
-            let headers = c
+            let headers = c.keys[0]
                 .http
                 .headers(
                     c.adapter.auth(),
@@ -258,7 +369,7 @@ mod tests {
     #[test]
     fn a_key_that_cannot_be_a_header_is_an_auth_failure() {
         let c = client(ProviderKind::Exa, Some("bad\nkey")).unwrap();
-        let err = c
+        let err = c.keys[0]
             .http
             .headers(
                 c.adapter.auth(),
@@ -273,7 +384,7 @@ mod tests {
         let mut registry = Registry::new();
         let settings = ProviderSettings {
             kind: ProviderKind::Brave,
-            key: Some(ApiKey::new("k")),
+            keys: vec![ApiKey::new("k")],
             base_url: Url::parse("http://127.0.0.1:9/").unwrap(),
             timeout: Duration::from_secs(1),
         };
@@ -284,22 +395,32 @@ mod tests {
             QuotaBoard::default(),
         )
         .unwrap();
-        c.observe_windows(vec![RateWindow {
-            label: "month".into(),
-            period_seconds: Some(2_592_000),
-            limit: Some(15000.0),
-            remaining: Some(14321.0),
-            reset_seconds: None,
-        }]);
+        let key = c.key(0).clone();
+        c.observe_windows(
+            &key,
+            vec![RateWindow {
+                label: "month".into(),
+                period_seconds: Some(2_592_000),
+                limit: Some(15000.0),
+                remaining: Some(14321.0),
+                reset_seconds: None,
+            }],
+        );
         assert_eq!(
-            registry.sample("brave_rate_limit_remaining", &[("window", "month")]),
+            registry.sample(
+                "brave_rate_limit_remaining",
+                &[("window", "month"), ("key", &key.fingerprint().to_string())]
+            ),
             Some(14321.0)
         );
         assert_eq!(
-            registry.sample("brave_rate_limit_reset_seconds", &[("window", "month")]),
+            registry.sample(
+                "brave_rate_limit_reset_seconds",
+                &[("window", "month"), ("key", &key.fingerprint().to_string())]
+            ),
             None,
             "an unknown value creates no series"
         );
-        assert_eq!(c.quota.windows(ProviderKind::Brave).len(), 1);
+        assert_eq!(c.quota.windows(&key).len(), 1);
     }
 }

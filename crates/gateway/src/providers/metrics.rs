@@ -1,5 +1,5 @@
-//! The premium-provider families: calls by outcome, durations, results, reported spend, and
-//! Brave's rate-limit windows as gauges.
+//! The premium-provider families: calls by outcome (and by key of a pool), durations, results,
+//! reported spend, and Brave's rate-limit windows (per key) as gauges.
 
 use std::sync::atomic::AtomicU64;
 
@@ -44,10 +44,20 @@ pub(crate) struct ProviderLabels {
     pub(crate) provider: ProviderKind,
 }
 
-/// `{window}`: `1s`, `month`, `w<seconds>` from Brave's policy header, or the window's index.
+/// `{window, key}`: `1s`, `month`, `w<seconds>` from Brave's policy header, or the window's
+/// index; the key's fingerprint (each key of a pool has its own windows).
 #[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
 pub(crate) struct WindowLabels {
     pub(crate) window: String,
+    pub(crate) key: String,
+}
+
+/// `{provider, key, outcome}`: one key of a pool, by fingerprint.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+pub(crate) struct KeyCallLabels {
+    pub(crate) provider: ProviderKind,
+    pub(crate) key: String,
+    pub(crate) outcome: CallResult,
 }
 
 /// Every provider family. Cheap to clone.
@@ -55,6 +65,8 @@ pub(crate) struct WindowLabels {
 pub(crate) struct ProviderMetrics {
     /// `provider_calls_total{provider,outcome}`.
     pub(crate) calls: Family<CallLabels, Counter>,
+    /// `provider_key_calls_total{provider,key,outcome}`.
+    pub(crate) key_calls: Family<KeyCallLabels, Counter>,
     /// `provider_duration_seconds{provider}`.
     pub(crate) duration: HistogramFamily<ProviderLabels>,
     /// `provider_results_total{provider}`.
@@ -74,6 +86,7 @@ impl ProviderMetrics {
     pub(crate) fn new(r: &mut Registry) -> Self {
         let m = Self {
             calls: Family::default(),
+            key_calls: Family::default(),
             duration: latency_family(),
             results: Family::default(),
             cost: Family::default(),
@@ -85,6 +98,11 @@ impl ProviderMetrics {
             "provider_calls",
             "Premium provider calls by provider and outcome class",
             m.calls.clone(),
+        );
+        r.register(
+            "provider_key_calls",
+            "Premium provider calls by provider, key (the first 8 hex digits of its SHA-256) and outcome class",
+            m.key_calls.clone(),
         );
         r.register(
             "provider_duration_seconds",

@@ -15,6 +15,7 @@ pub(crate) mod client;
 mod exa;
 pub(crate) mod http;
 mod jina;
+pub(crate) mod keys;
 mod metrics;
 pub(crate) mod quota;
 pub(crate) mod readers;

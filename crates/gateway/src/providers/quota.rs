@@ -1,12 +1,12 @@
 //! What providers say about their own limits, as facts: the rate-limit windows read from response
-//! headers (Brave's `X-RateLimit-*`), kept per provider for `/status` and mirrored into the
-//! `brave_rate_limit_*` gauges, and whether a provider's long (quota) window is nearly spent —
-//! what the provider rotation asks before spending a request on it.
+//! headers (Brave's `X-RateLimit-*`), kept per key (each key of a pool has its own windows) for
+//! `/status` and mirrored into the `brave_rate_limit_*` gauges, and whether a key's long (quota)
+//! window is nearly spent — what the rotation asks before spending a request on it.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use super::ProviderKind;
+use super::keys::KeyId;
 
 /// One rate-limit window as the provider last reported it. A value is `None` when its header entry
 /// was missing or unreadable: unknown, never zero.
@@ -43,40 +43,40 @@ impl RateWindow {
     }
 }
 
-/// The latest windows of every provider that reports them. Cheap to clone.
+/// The latest windows of every key that reported them. Cheap to clone.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct QuotaBoard {
-    windows: Arc<Mutex<BTreeMap<ProviderKind, Vec<RateWindow>>>>,
+    windows: Arc<Mutex<BTreeMap<KeyId, Vec<RateWindow>>>>,
 }
 
 impl QuotaBoard {
-    /// Replaces `provider`'s windows with the ones its latest response reported (no report keeps
-    /// the previous ones: an error page without headers says nothing about the quota).
-    pub(crate) fn update(&self, provider: ProviderKind, windows: Vec<RateWindow>) {
+    /// Replaces `key`'s windows with the ones its latest response reported (no report keeps the
+    /// previous ones: an error page without headers says nothing about the quota).
+    pub(crate) fn update(&self, key: &KeyId, windows: Vec<RateWindow>) {
         if windows.is_empty() {
             return;
         }
         self.windows
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .insert(provider, windows);
+            .insert(key.clone(), windows);
     }
 
-    /// Whether `provider` last reported a quota window that is nearly spent.
-    pub(crate) fn nearly_spent(&self, provider: ProviderKind) -> bool {
+    /// Whether `key` last reported a quota window that is nearly spent.
+    pub(crate) fn nearly_spent(&self, key: &KeyId) -> bool {
         self.windows
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .get(&provider)
+            .get(key)
             .is_some_and(|windows| windows.iter().any(RateWindow::is_nearly_spent_quota))
     }
 
-    /// `provider`'s latest windows (empty when it never reported any).
-    pub(crate) fn windows(&self, provider: ProviderKind) -> Vec<RateWindow> {
+    /// `key`'s latest windows (empty when it never reported any).
+    pub(crate) fn windows(&self, key: &KeyId) -> Vec<RateWindow> {
         self.windows
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .get(&provider)
+            .get(key)
             .cloned()
             .unwrap_or_default()
     }
@@ -116,11 +116,14 @@ mod tests {
     }
 
     #[test]
-    fn the_board_answers_from_the_latest_report() {
+    fn the_board_answers_from_the_latest_report_of_each_key() {
+        use crate::providers::keys::Fingerprint;
+        use crate::providers::{ApiKey, ProviderKind};
+        let key = |k: &str| KeyId::new(ProviderKind::Brave, Fingerprint::of(&ApiKey::new(k)));
         let board = QuotaBoard::default();
-        assert!(!board.nearly_spent(ProviderKind::Brave));
-        board.update(ProviderKind::Brave, vec![window(2_592_000, 100.0, 1.0)]);
-        assert!(board.nearly_spent(ProviderKind::Brave));
-        assert!(!board.nearly_spent(ProviderKind::Exa));
+        assert!(!board.nearly_spent(&key("a")));
+        board.update(&key("a"), vec![window(2_592_000, 100.0, 1.0)]);
+        assert!(board.nearly_spent(&key("a")));
+        assert!(!board.nearly_spent(&key("b")));
     }
 }

@@ -40,13 +40,17 @@ impl fmt::Display for ApiKey {
     }
 }
 
+/// Keys one provider takes at most.
+pub(crate) const MAX_KEYS: usize = 32;
+
 /// Settings of one premium provider.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct ProviderSettings {
     /// Which provider.
     pub(crate) kind: ProviderKind,
-    /// Its key; `None` makes the provider inactive.
-    pub(crate) key: Option<ApiKey>,
+    /// Its keys, in the order given (a pool when several: [`super::keys`]); none makes the
+    /// provider inactive.
+    pub(crate) keys: Vec<ApiKey>,
     /// Origin (scheme, host, port) replacing the real one.
     pub(crate) base_url: Url,
     /// Call timeout.
@@ -80,15 +84,12 @@ pub(crate) fn read(env: &Env<'_>) -> Result<Vec<ProviderSettings>, ConfigError> 
     let mut providers = Vec::new();
     for kind in ProviderKind::ALL {
         let prefix = kind.env_prefix();
-        // An API key is only checked for presence: its value never reaches an error message.
-        let key = env
-            .value(&format!("{prefix}_API_KEY"))
-            .map(|raw| ApiKey::new(raw.text));
+        let keys = read_keys(env, &format!("{prefix}_API_KEY"))?;
         let timeout = env.seconds(&format!("{prefix}_TIMEOUT_SECONDS"))?;
         let base_url = env.origin(&format!("{prefix}_BASE_URL"))?;
         providers.push(ProviderSettings {
             kind,
-            key,
+            keys,
             base_url,
             timeout,
         });
@@ -96,9 +97,60 @@ pub(crate) fn read(env: &Env<'_>) -> Result<Vec<ProviderSettings>, ConfigError> 
     Ok(providers)
 }
 
+/// `variable` as a comma list of keys (one key is a list of one). A key's value never reaches an
+/// error message: a repeated key is named by its fingerprint.
+pub(crate) fn read_keys(env: &Env<'_>, variable: &str) -> Result<Vec<ApiKey>, ConfigError> {
+    let Some(raw) = env.value(variable) else {
+        return Ok(Vec::new());
+    };
+    let hidden = |problem| ConfigError::new(variable, "<redacted>", problem);
+    let mut keys: Vec<ApiKey> = Vec::new();
+    for key in raw.text.split(',').map(str::trim) {
+        if key.is_empty() {
+            return Err(hidden(Problem::EmptyEntry));
+        }
+        let key = ApiKey::new(key);
+        if keys.contains(&key) {
+            let fingerprint = super::keys::Fingerprint::of(&key);
+            return Err(hidden(Problem::ListedTwice(format!(
+                "the key with fingerprint {fingerprint}"
+            ))));
+        }
+        keys.push(key);
+    }
+    if keys.len() > MAX_KEYS {
+        return Err(hidden(Problem::TooMany {
+            count: keys.len(),
+            max: MAX_KEYS,
+        }));
+    }
+    Ok(keys)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn keys(value: &str) -> Result<Vec<ApiKey>, ConfigError> {
+        let lookup = move |name: &str| (name == "BRAVE_API_KEY").then(|| value.to_owned());
+        read_keys(&Env::new(&lookup), "BRAVE_API_KEY")
+    }
+
+    #[test]
+    fn a_key_variable_holds_one_key_or_a_comma_list_and_errors_never_show_one() {
+        assert_eq!(keys("k1").unwrap(), [ApiKey::new("k1")]);
+        assert_eq!(
+            keys(" k1 , k2,k3").unwrap(),
+            [ApiKey::new("k1"), ApiKey::new("k2"), ApiKey::new("k3")]
+        );
+        for bad in ["sekrit-1,,sekrit-2", "sekrit-1,sekrit-1"] {
+            let err = keys(bad).unwrap_err().to_string();
+            assert!(err.contains("BRAVE_API_KEY"), "{err}");
+            assert!(!err.contains("sekrit"), "{err}");
+        }
+        let many: Vec<String> = (0..=MAX_KEYS).map(|i| format!("k{i}")).collect();
+        assert!(keys(&many.join(",")).is_err());
+    }
 
     #[test]
     fn a_key_never_shows_in_debug_or_display() {

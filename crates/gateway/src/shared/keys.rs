@@ -23,6 +23,8 @@ use sha2::{Digest, Sha256};
 pub(crate) enum Board<'a> {
     /// The premium providers' breakers.
     Providers,
+    /// The breakers of the providers' keys (`brave:1a2b3c4d`).
+    Keys,
     /// The engine breakers of one SearXNG instance (`""` for the only one).
     Engines {
         /// The instance's name.
@@ -33,10 +35,11 @@ pub(crate) enum Board<'a> {
 }
 
 impl Board<'_> {
-    /// The board's name inside the key: `provider`, `engine:<instance>`, `searxng`.
+    /// The board's name inside the key: `provider`, `key`, `engine:<instance>`, `searxng`.
     pub(crate) fn id(self) -> String {
         match self {
             Board::Providers => "provider".to_owned(),
+            Board::Keys => "key".to_owned(),
             Board::Engines { instance } => format!("engine:{instance}"),
             Board::Cooldowns => "searxng".to_owned(),
         }

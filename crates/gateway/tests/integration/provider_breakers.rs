@@ -1,6 +1,8 @@
-//! Premium-provider circuit breakers in the pipeline: a 429 with `Retry-After` parks the provider
-//! for that long and then exactly one request probes it; an invalid token parks it as auth; five
-//! 500s in a row trip it; an open provider does not use up a T1 slot; `/status` shows it all.
+//! Premium-provider circuit breakers in the pipeline: a 429 with `Retry-After` parks the key for
+//! that long and then exactly one request probes it; an invalid token parks the key as auth; five
+//! 500s in a row trip the provider; an open provider does not use up a T1 slot; a pool of keys
+//! sets a spent key aside while the next one serves, and skips the provider only when every key
+//! is spent; `/status` shows it all.
 
 use std::time::{Duration, Instant};
 
@@ -14,7 +16,16 @@ use crate::support::wait;
 
 /// Brave's breaker state and trip reason, as `/status` shows them.
 async fn brave_state(g: &TestGateway) -> (String, Option<String>) {
-    let breaker = g.breaker("provider", "brave").await;
+    state_of(g.breaker("provider", "brave").await)
+}
+
+/// The state and trip reason of Brave's (only) key, as `/status` shows them.
+async fn brave_key_state(g: &TestGateway) -> (String, Option<String>) {
+    let name = g.key_name("brave").await;
+    state_of(g.breaker("key", &name).await)
+}
+
+fn state_of(breaker: serde_json::Value) -> (String, Option<String>) {
     (
         breaker["state"].as_str().unwrap_or("").to_owned(),
         breaker["reason"].as_str().map(str::to_owned),
@@ -43,7 +54,13 @@ async fn brave_429_with_retry_after_is_left_alone_that_long_then_probed_once() {
     let tripped = Instant::now();
     g.search(&[("q", "trip")]).await;
     assert_eq!(brave.calls(), 1);
-    let breaker = g.breaker("provider", "brave").await;
+    let key = g.key_name("brave").await;
+    assert_eq!(
+        brave_state(g).await.0,
+        "closed",
+        "a rate limit is the key's"
+    );
+    let breaker = g.breaker("key", &key).await;
     assert_eq!(breaker["reason"], "rate_limited");
     let open_for = breaker["open_for_seconds"].as_f64().unwrap_or(0.0);
     assert!(
@@ -54,20 +71,20 @@ async fn brave_429_with_retry_after_is_left_alone_that_long_then_probed_once() {
     g.search(&[("q", "still parked")]).await;
     assert_eq!(brave.calls(), 1, "not called before Retry-After elapsed");
     assert_eq!(
-        g.breaker("provider", "brave").await["state"],
+        g.breaker("key", &key).await["state"],
         "open",
         "the second search came while the breaker was open"
     );
     assert_eq!(
         g.metric(
             "searxng_gateway_circuit_breaker_rejections_total",
-            &[("engine", "brave"), ("kind", "provider")]
+            &[("engine", &key), ("kind", "key")]
         )
         .await,
         1.0
     );
 
-    g.wait_until_half_open("provider", "brave").await;
+    g.wait_until_half_open("key", &key).await;
     assert!(
         tripped.elapsed() >= retry_after,
         "half-open only once Retry-After elapsed"
@@ -100,11 +117,11 @@ async fn brave_429_with_retry_after_is_left_alone_that_long_then_probed_once() {
         2,
         "exactly one of ten concurrent requests probed Brave"
     );
-    assert_eq!(g.breaker("provider", "brave").await["state"], "closed");
+    assert_eq!(g.breaker("key", &key).await["state"], "closed");
     assert_eq!(
         g.metric(
             "searxng_gateway_circuit_breaker_recovery_total",
-            &[("engine", "brave"), ("kind", "provider")]
+            &[("engine", &key), ("kind", "key")]
         )
         .await,
         1.0
@@ -120,17 +137,14 @@ async fn brave_422_token_invalid_parks_it_as_auth() {
     s.gateway.search(&[("q", "bad token again")]).await;
 
     assert_eq!(s.provider(Brave).calls(), 1);
-    let (state, reason) = brave_state(&s.gateway).await;
+    let (state, reason) = brave_key_state(&s.gateway).await;
     assert_eq!((state.as_str(), reason.as_deref()), ("open", Some("auth")));
+    let key = s.gateway.key_name("brave").await;
     assert_eq!(
         s.gateway
             .metric(
                 "searxng_gateway_circuit_breaker_trips_total",
-                &[
-                    ("engine", "brave"),
-                    ("kind", "provider"),
-                    ("reason", "auth")
-                ]
+                &[("engine", &key), ("kind", "key"), ("reason", "auth")]
             )
             .await,
         1.0
@@ -139,7 +153,7 @@ async fn brave_422_token_invalid_parks_it_as_auth() {
         s.gateway
             .metric(
                 "searxng_gateway_circuit_breaker_rejections_total",
-                &[("engine", "brave"), ("kind", "provider")]
+                &[("engine", &key), ("kind", "key")]
             )
             .await,
         1.0
@@ -216,7 +230,8 @@ async fn a_spent_monthly_quota_parks_the_provider_until_its_reset() {
     assert_eq!(failed.status, 502);
     assert_eq!(s.provider_calls(), [1, 1]);
 
-    s.gateway.wait_until_half_open("provider", "exa").await;
+    let exa_key = s.gateway.key_name("exa").await;
+    s.gateway.wait_until_half_open("key", &exa_key).await;
     // Exa probes and finds nothing, so the fallback goes on to Brave — which is still parked.
     s.provider(Exa).set_behaviour(ProviderBehaviour::Empty);
     s.gateway.search(&[("q", "quota later")]).await;
@@ -227,7 +242,8 @@ async fn a_spent_monthly_quota_parks_the_provider_until_its_reset() {
         1,
         "parked until the monthly reset, not BREAKER_OPEN_SECONDS"
     );
-    let brave = s.gateway.breaker("provider", "brave").await;
+    let brave_key = s.gateway.key_name("brave").await;
+    let brave = s.gateway.breaker("key", &brave_key).await;
     assert_eq!(
         (&brave["state"], &brave["reason"]),
         (&"open".into(), &"quota".into())
@@ -242,11 +258,11 @@ async fn a_spent_monthly_quota_parks_the_provider_until_its_reset() {
         s.gateway
             .metric(
                 "searxng_gateway_circuit_breaker_rejections_total",
-                &[("engine", "brave"), ("kind", "provider")]
+                &[("engine", &brave_key), ("kind", "key")]
             )
             .await,
         1.0,
-        "the second search offered Brave and its breaker refused"
+        "the second search offered Brave and its key's breaker refused"
     );
 }
 
@@ -271,4 +287,78 @@ async fn status_lists_breakers_quota_windows_cooldown_and_cache_without_secrets(
     assert_eq!(json["searxng"]["cooldown"]["state"], "closed");
     assert_eq!(json["cache"]["size"], 1);
     assert!(!status.text.contains("sim-key"));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_pool_sets_a_rate_limited_key_aside_while_the_next_serves_and_skips_the_provider_when_all_are_spent(
+) {
+    let keys = format!("{},second-key", simulator::premium::SIM_KEY);
+    let s = SimStack::start(
+        &[Brave],
+        &[
+            ("BRAVE_API_KEY", &keys),
+            ("CACHE_SIZE", "0"),
+            ("SEARXNG_FAIL_THRESHOLD", "1000"),
+        ],
+    )
+    .await;
+    s.searxng.set_mode(SearxngMode::Status(500));
+    let brave = s.provider(Brave);
+    brave.set_behaviour(ProviderBehaviour::rate_limited(600));
+    brave.set_key_behaviour(
+        "second-key",
+        ProviderBehaviour::results(3, "https://second.example/"),
+    );
+    let g = &s.gateway;
+
+    let first = g.search(&[("q", "pool 1")]).await;
+    assert_eq!(
+        (first.status, first.outcome.as_str()),
+        (200, "premium_ok"),
+        "the first key's 429 did not cost the request Brave: {}",
+        first.text
+    );
+    assert_eq!(brave.calls(), 2, "the first key, then the second");
+    for i in 2..=3 {
+        let reply = g.search(&[("q", &format!("pool {i}"))]).await;
+        assert_eq!(reply.status, 200, "{}", reply.text);
+    }
+    assert_eq!(brave.calls(), 4, "the set-aside key is not called again");
+    let status = g.status().await;
+    let pool = status["providers"][0]["keys"].as_array().expect("keys");
+    assert_eq!(pool.len(), 2);
+    assert_eq!(pool[0]["state"], "open", "{status}");
+    assert_eq!(pool[1]["state"], "closed", "{status}");
+    assert_eq!(
+        brave_state(g).await.0,
+        "closed",
+        "the provider itself is fine"
+    );
+    let second = pool[1]["key"].as_str().expect("a fingerprint");
+    assert_eq!(second.len(), 8);
+    assert!(!status.to_string().contains("second-key"), "never a key");
+    let metrics = g.metrics_text().await;
+    assert!(!metrics.contains("second-key"));
+    assert_eq!(
+        crate::support::gateway::metric_value(
+            &metrics,
+            "searxng_gateway_provider_key_calls_total",
+            &[("provider", "brave"), ("key", second), ("outcome", "ok")]
+        ),
+        3.0
+    );
+
+    // The second key's quota is spent too: the provider is skipped, without a call.
+    brave.set_key_behaviour("second-key", ProviderBehaviour::Error(SimError::Quota));
+    let spent = g.search(&[("q", "pool spent")]).await;
+    assert_eq!(spent.status, 502);
+    assert_eq!(brave.calls(), 5);
+    let skipped = g.search(&[("q", "pool skipped")]).await;
+    assert_eq!(skipped.status, 502);
+    assert_eq!(brave.calls(), 5, "no key left: Brave is skipped");
+    assert!(
+        skipped.text.contains("keys_unusable"),
+        "the 502 says why: {}",
+        skipped.text
+    );
 }

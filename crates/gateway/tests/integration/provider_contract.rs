@@ -87,9 +87,15 @@ impl Rig {
         .await
     }
 
-    /// The provider's breaker in `/status`.
+    /// The provider's breaker in `/status` (what concerns it as a whole).
     async fn breaker(&self) -> Value {
         self.stack.gateway.breaker("provider", self.name()).await
+    }
+
+    /// Its key's breaker in `/status` (a bad key, a spent rate or quota).
+    async fn key_breaker(&self) -> Value {
+        let name = self.stack.gateway.key_name(self.name()).await;
+        self.stack.gateway.breaker("key", &name).await
     }
 
     /// Serves `behaviour` to one plain search and checks that the call failed as `class` everywhere it
@@ -142,9 +148,15 @@ impl Rig {
         );
     }
 
-    /// The breaker tripped at once for `reason`; returns how long it stays open, in seconds.
+    /// The breaker `reason` concerns — the key's for a bad key or a spent rate or quota, the
+    /// provider's otherwise — tripped at once for `reason` (and the other did not); returns how
+    /// long it stays open, in seconds.
     async fn assert_tripped_for(&self, reason: &str) -> f64 {
-        let breaker = self.breaker().await;
+        let (breaker, other) = match reason {
+            "auth" | "quota" | "rate_limited" => (self.key_breaker().await, self.breaker().await),
+            _ => (self.breaker().await, self.key_breaker().await),
+        };
+        assert_eq!(other["state"], "closed", "{:?}: {other}", self.kind);
         assert_eq!(breaker["state"], "open", "{:?}: {breaker}", self.kind);
         assert_eq!(breaker["reason"], reason, "{:?}: {breaker}", self.kind);
         breaker["open_for_seconds"].as_f64().unwrap_or(0.0)
@@ -605,7 +617,9 @@ async fn brave_with_an_exhausted_rate_limit_window_answers_but_is_parked() {
         .expect("results")
         .is_empty());
     assert_eq!(rig.calls_with_outcome("ok").await, 1.0);
-    let window = |name| [("window", name)];
+    let key = rig.stack.gateway.key_name("brave").await;
+    let fingerprint = key.trim_start_matches("brave:").to_owned();
+    let window = |name| [("window", name), ("key", fingerprint.as_str())];
     assert_eq!(
         rig.metric("searxng_gateway_brave_rate_limit_remaining", &window("1s"))
             .await,
@@ -616,9 +630,9 @@ async fn brave_with_an_exhausted_rate_limit_window_answers_but_is_parked() {
             .await,
         15_000.0
     );
-    // Parked until the 1 s window resets; once that has passed it reads half-open until the next
-    // caller goes first. Either way not closed, and not a trip.
-    let breaker = rig.breaker().await;
+    // The key is parked until the 1 s window resets; once that has passed it reads half-open until
+    // the next caller goes first. Either way not closed, and not a trip.
+    let breaker = rig.key_breaker().await;
     assert_eq!(breaker["reason"], "rate_limited", "{breaker}");
     match breaker["state"].as_str() {
         Some("open") => assert!(

@@ -45,8 +45,10 @@ async fn replicas_of(
 }
 
 /// A gateway's Brave breaker state and reason from `/status`.
+/// Brave's key's breaker (a 429 sets the key aside), as `/status` shows it.
 async fn brave(g: &TestGateway) -> (String, String) {
-    let b = g.breaker("provider", "brave").await;
+    let key = g.key_name("brave").await;
+    let b = g.breaker("key", &key).await;
     (
         b["state"].as_str().unwrap_or("").to_owned(),
         b["reason"].as_str().unwrap_or("").to_owned(),
@@ -162,7 +164,8 @@ async fn a_429_seen_by_one_replica_stops_the_others_calling_that_provider() {
         let reply = g.search(&[("q", &format!("elsewhere {i}"))]).await;
         assert_eq!(reply.status, 200, "SearXNG still answers");
         assert_eq!(brave(g).await, ("open".into(), "rate_limited".into()));
-        let open_for = g.breaker("provider", "brave").await["open_for_seconds"]
+        let key = g.key_name("brave").await;
+        let open_for = g.breaker("key", &key).await["open_for_seconds"]
             .as_f64()
             .unwrap_or(0.0);
         assert!(
@@ -198,7 +201,8 @@ async fn exactly_one_probe_across_replicas_ends_a_shared_open_period() {
         g.search(&[("q", &format!("learn {i}"))]).await;
         assert_eq!(brave(g).await.0, "open");
     }
-    gateways[0].wait_until_half_open("provider", "brave").await;
+    let key = gateways[0].key_name("brave").await;
+    gateways[0].wait_until_half_open("key", &key).await;
     // The probe is slow, so every other search is decided while it is out.
     brave_sim.set_behaviour(ProviderBehaviour::slow(
         Duration::from_millis(1500),

@@ -146,8 +146,8 @@ async fn domain_filters_and_max_results_apply_to_the_merged_results() {
     assert_eq!(none.json["results"], json!([]));
     assert_eq!(
         s.searxng_hits(),
-        1,
-        "filters and limits do not search again"
+        2,
+        "the filtered search is its own (its filter is part of it); limits do not search again"
     );
 }
 

@@ -119,6 +119,14 @@ impl SimulatedProvider {
         self.shared.lock().script = None;
     }
 
+    /// Takes `key` too (a pool), answering its calls as `behaviour` says (calls with the expected
+    /// key keep [`SimulatedProvider::set_behaviour`]'s). Setting a key again replaces its behaviour.
+    pub fn set_key_behaviour(&self, key: &str, behaviour: ProviderBehaviour) {
+        let mut state = self.shared.lock();
+        state.pool.retain(|(k, _)| k != key);
+        state.pool.push((key.to_owned(), behaviour));
+    }
+
     /// The key the auth header must carry (default [`SIM_KEY`]).
     pub fn set_expected_key(&self, key: &str) {
         key.clone_into(&mut self.shared.lock().expected_key);

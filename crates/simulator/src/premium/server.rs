@@ -55,6 +55,8 @@ pub(super) struct SimState {
     pub(super) behaviour: ProviderBehaviour,
     /// The key the auth header must carry.
     pub(super) expected_key: String,
+    /// More keys it takes (a pool), each answered as its own behaviour says.
+    pub(super) pool: Vec<(String, ProviderBehaviour)>,
     /// The rate-limit windows a Brave fake reports.
     pub(super) brave: BraveWindows,
     /// Scripted behaviour over time, consulted before `behaviour`.
@@ -75,6 +77,7 @@ impl Shared {
             state: Mutex::new(SimState {
                 behaviour: ProviderBehaviour::results(10, "https://example.org/result/"),
                 expected_key: SIM_KEY.to_owned(),
+                pool: Vec::new(),
                 brave: BraveWindows::default(),
                 script: None,
                 calls: 0,
@@ -100,7 +103,7 @@ pub(super) async fn handle(
 ) -> Response {
     let _in_flight = sim.in_flight.enter();
     let request = RecordedRequest::capture(&method, &uri, &headers, &body);
-    let (behaviour, key, windows) = {
+    let (behaviour, key, pool, windows) = {
         let mut state = sim.lock();
         state.calls += 1;
         if state.requests.len() == RECORDED_REQUESTS_LIMIT {
@@ -110,6 +113,7 @@ pub(super) async fn handle(
         (
             state.behaviour.clone(),
             state.expected_key.clone(),
+            state.pool.clone(),
             state.brave,
         )
     };
@@ -120,9 +124,16 @@ pub(super) async fn handle(
     if !methods(kind).contains(&method) {
         return (StatusCode::METHOD_NOT_ALLOWED, "Method Not Allowed").into_response();
     }
-    let asked = match check(kind, &request, &key) {
-        Ok(asked) => asked,
-        Err(why) => return reply::rejection(kind, why, windows),
+    // A key of the pool is answered as its own behaviour says.
+    let pooled = pool
+        .into_iter()
+        .find_map(|(key, behaviour)| Some((check(kind, &request, &key).ok()?, behaviour)));
+    let (asked, behaviour) = match pooled {
+        Some(found) => found,
+        None => match check(kind, &request, &key) {
+            Ok(asked) => (asked, behaviour),
+            Err(why) => return reply::rejection(kind, why, windows),
+        },
     };
     let decided = sim.lock().script.as_mut().map(Script::decide);
     let behaviour = match decided {

@@ -240,10 +240,11 @@ pub(crate) fn read_settings(env: &Env<'_>) -> Result<Vec<PremiumReaderSettings>,
     let mut readers = Vec::new();
     for kind in ReaderKind::ALL {
         let prefix = kind.env_prefix();
-        // Only checked for presence: a key's value never reaches an error message.
-        let key = env
-            .value(&format!("{prefix}_API_KEY"))
-            .map(|raw| ApiKey::new(raw.text));
+        // The variable may hold a pool of search keys (`crate::providers::keys`); a reader
+        // reads with the first.
+        let key = crate::providers::settings::read_keys(env, &format!("{prefix}_API_KEY"))?
+            .into_iter()
+            .next();
         readers.push(PremiumReaderSettings {
             kind,
             key,

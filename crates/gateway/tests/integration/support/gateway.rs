@@ -197,6 +197,18 @@ impl TestGateway {
             .unwrap_or_else(|| panic!("no {namespace} breaker {name:?} in /status: {status}"))
     }
 
+    /// The breaker name of `provider`'s first key (`brave:1a2b3c4d`), as `/status` lists it.
+    pub async fn key_name(&self, provider: &str) -> String {
+        let status = self.status().await;
+        let fingerprint = status["providers"]
+            .as_array()
+            .and_then(|p| p.iter().find(|p| p["name"] == provider))
+            .and_then(|p| p["keys"][0]["key"].as_str())
+            .unwrap_or_else(|| panic!("no key of {provider} in /status: {status}"))
+            .to_owned();
+        format!("{provider}:{fingerprint}")
+    }
+
     /// Waits until the breaker's open period has elapsed: `/status` shows it half-open.
     pub async fn wait_until_half_open(&self, namespace: &str, name: &str) {
         wait::until(
