@@ -128,6 +128,7 @@ pub(crate) fn read_keys(env: &Env<'_>, variable: &str) -> Result<Vec<ApiKey>, Co
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 
