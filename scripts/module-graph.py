@@ -31,12 +31,12 @@ ALLOWED = {
     # The decisions: everything an answer is made of.
     "pipeline": {
         "breaker", "cache", "canonical_url", "config", "merge", "metrics", "providers", "reader",
-        "request", "search_result", "searxng", "shared", "trace", "upstream",
+        "request", "rolling", "search_result", "searxng", "shared", "trace", "upstream",
     },
     # The whole configuration, put together from the sections each owner reads.
     "config": {"clients", "env", "providers", "reader", "shared"},
     # Who may search and how much.
-    "clients": {"env", "metrics"},
+    "clients": {"env", "metrics", "rolling"},
     # Upstreams report facts, never policy.
     "providers": {"env", "metrics", "request", "upstream"},
     "searxng": {"metrics", "request", "search_result", "upstream"},
@@ -53,6 +53,7 @@ ALLOWED = {
     "env": set(),
     "metrics": set(),
     "request": set(),
+    "rolling": set(),
     "trace": {"upstream"},
     "upstream": set(),
 }

@@ -62,6 +62,7 @@ mod pipeline;
 mod providers;
 mod reader;
 mod request;
+mod rolling;
 mod search_result;
 mod searxng;
 mod server;

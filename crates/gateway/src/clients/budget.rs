@@ -1,8 +1,8 @@
-//! Per-client premium budgets: `PREMIUM_CALLS_PER_DAY` premium API calls in any **rolling 24 h**
-//! (not a calendar day: no midnight rush, and the same rule whatever the time zone). Each premium
-//! call made for a client's request is counted in the minute it was made; a client whose last 24 h
-//! hold its allowance is *spent* and gets answers from SearXNG and the cache only until its oldest
-//! minute of calls is 24 h old.
+//! Per-client premium budgets: `PREMIUM_CALLS_PER_DAY` premium API calls, and `USD_PER_DAY` US
+//! dollars of them, in any **rolling 24 h** ([`crate::rolling`]). Each premium call made for a
+//! client's request is counted, with what it cost, in the minute it was made; a client whose last
+//! 24 h hold either allowance is *spent* and gets answers from SearXNG and the cache only until
+//! enough of its oldest minutes are 24 h old.
 //!
 //! Calls are counted per minute, not logged one by one: a client's log holds at most one count
 //! per minute of the window (1 441 entries, ≈ 23 kB) however many calls it makes — every client
@@ -17,101 +17,93 @@
 //! from another's. Time is tokio's (paused in tests). A shared store (the Redis tier) replaces
 //! [`Budgets`] behind the same calls.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 use std::sync::{Mutex, PoisonError};
-use std::time::Duration;
-
-use tokio::time::Instant;
 
 use super::ClientName;
+use crate::rolling::{self, Minutes, Window};
 
-/// The budget window.
-pub(crate) const WINDOW: Duration = Duration::from_secs(24 * 60 * 60);
+/// What a client spent in the last 24 h.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub(crate) struct Spent {
+    /// Premium calls.
+    pub(crate) calls: u64,
+    /// US dollars.
+    pub(crate) usd: f64,
+}
 
-/// The resolution calls are counted at.
-const MINUTE: Duration = Duration::from_secs(60);
+/// A client's allowances (0: unlimited).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub(crate) struct Allowance {
+    /// Premium calls per rolling 24 h.
+    pub(crate) calls: u32,
+    /// US dollars per rolling 24 h.
+    pub(crate) usd: f64,
+}
 
-/// Minutes a count stays in the window: the window's, plus the minute it was counted in (its
-/// last call leaves the window at the end of that minute plus 24 h).
-const MINUTES_KEPT: u64 = WINDOW.as_secs() / MINUTE.as_secs() + 1;
+/// Which allowance a spent client has used up.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Exhausted {
+    /// Its premium calls (`PREMIUM_CALLS_PER_DAY`).
+    Calls,
+    /// Its US dollars (`USD_PER_DAY`).
+    Usd,
+}
 
-/// Every client's premium calls within the window.
-#[derive(Debug)]
+/// Every client's premium calls and spend within the window.
+#[derive(Debug, Default)]
 pub(crate) struct Budgets {
-    /// Minute 0 starts here.
-    origin: Instant,
+    minutes: Minutes,
     spent: Mutex<HashMap<ClientName, Log>>,
 }
 
-impl Default for Budgets {
-    fn default() -> Self {
-        Self {
-            origin: Instant::now(),
-            spent: Mutex::default(),
-        }
-    }
-}
-
-/// One client's calls: a count per minute that had calls, oldest first, and their sum.
+/// One client's calls and micro-dollars.
 #[derive(Debug, Default)]
 struct Log {
-    minutes: VecDeque<(u64, u32)>,
-    total: u32,
-}
-
-impl Log {
-    /// Drops the minutes that have left the window by minute `now`.
-    fn prune(&mut self, now: u64) {
-        while let Some(&(minute, calls)) = self.minutes.front() {
-            if minute + MINUTES_KEPT > now {
-                break;
-            }
-            self.minutes.pop_front();
-            self.total = self.total.saturating_sub(calls);
-        }
-    }
-
-    fn add(&mut self, now: u64, calls: u32) {
-        match self.minutes.back_mut() {
-            Some((minute, count)) if *minute == now => *count = count.saturating_add(calls),
-            _ => self.minutes.push_back((now, calls)),
-        }
-        self.total = self.total.saturating_add(calls);
-    }
+    calls: Window,
+    micro_usd: Window,
 }
 
 impl Budgets {
-    /// The minute `Instant::now()` falls in.
-    fn minute(&self) -> u64 {
-        Instant::now().duration_since(self.origin).as_secs() / MINUTE.as_secs()
-    }
-
-    /// Premium calls `client` made in the last 24 h.
-    pub(crate) fn used(&self, client: &ClientName) -> u32 {
-        let now = self.minute();
+    /// What `client` spent in the last 24 h.
+    pub(crate) fn used(&self, client: &ClientName) -> Spent {
+        let now = self.minutes.now();
         let mut spent = self.spent.lock().unwrap_or_else(PoisonError::into_inner);
         let Some(log) = spent.get_mut(client) else {
-            return 0;
+            return Spent::default();
         };
-        log.prune(now);
-        log.total
+        Spent {
+            calls: log.calls.total(now),
+            usd: rolling::usd(log.micro_usd.total(now)),
+        }
     }
 
-    /// Whether `client` may still call premium APIs under a budget of `per_day` (0: unlimited).
-    pub(crate) fn allows(&self, client: &ClientName, per_day: u32) -> bool {
-        per_day == 0 || self.used(client) < per_day
+    /// Whether `client` may still call premium APIs under `allowance`, or which part of it is
+    /// used up.
+    pub(crate) fn check(&self, client: &ClientName, allowance: Allowance) -> Result<(), Exhausted> {
+        if allowance.calls == 0 && allowance.usd <= 0.0 {
+            return Ok(());
+        }
+        let spent = self.used(client);
+        if allowance.calls > 0 && spent.calls >= u64::from(allowance.calls) {
+            return Err(Exhausted::Calls);
+        }
+        if allowance.usd > 0.0 && spent.usd >= allowance.usd {
+            return Err(Exhausted::Usd);
+        }
+        Ok(())
     }
 
-    /// Counts `calls` premium calls made now for `client`.
-    pub(crate) fn charge(&self, client: &ClientName, calls: u32) {
-        if calls == 0 {
+    /// Counts `calls` premium calls costing `usd` made now for `client`.
+    pub(crate) fn charge(&self, client: &ClientName, calls: u32, usd: f64) {
+        if calls == 0 && usd <= 0.0 {
             return;
         }
-        let now = self.minute();
+        let now = self.minutes.now();
         let mut spent = self.spent.lock().unwrap_or_else(PoisonError::into_inner);
         let log = spent.entry(client.clone()).or_default();
-        log.prune(now);
-        log.add(now, calls);
+        log.calls.add(now, u64::from(calls));
+        log.micro_usd.add(now, rolling::micro_usd(usd));
     }
 
     /// Forgets clients no longer configured (after a reload).
@@ -121,70 +113,68 @@ impl Budgets {
             .unwrap_or_else(PoisonError::into_inner)
             .retain(|name, _| keep(name));
     }
-
-    /// Entries `client`'s log holds (what its memory grows with).
-    #[cfg(test)]
-    fn entries(&self, client: &ClientName) -> usize {
-        self.spent
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .get(client)
-            .map_or(0, |log| log.minutes.len())
-    }
 }
 
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
+    use std::time::Duration;
+
     use super::*;
+    use crate::rolling::{DAY, MINUTE};
+
+    const THREE_CALLS: Allowance = Allowance { calls: 3, usd: 0.0 };
 
     #[tokio::test(start_paused = true)]
     async fn a_budget_is_spent_for_24_hours_after_the_calls_that_spent_it() {
         let budgets = Budgets::default();
         let alice = ClientName::new("alice");
-        assert!(budgets.allows(&alice, 3));
-        budgets.charge(&alice, 2);
+        assert_eq!(budgets.check(&alice, THREE_CALLS), Ok(()));
+        budgets.charge(&alice, 2, 0.0);
         tokio::time::advance(Duration::from_secs(3600)).await;
-        assert!(budgets.allows(&alice, 3));
-        budgets.charge(&alice, 1);
-        assert!(!budgets.allows(&alice, 3));
-        assert_eq!(budgets.used(&alice), 3);
+        assert_eq!(budgets.check(&alice, THREE_CALLS), Ok(()));
+        budgets.charge(&alice, 1, 0.0);
+        assert_eq!(budgets.check(&alice, THREE_CALLS), Err(Exhausted::Calls));
+        assert_eq!(budgets.used(&alice).calls, 3);
         // The first two calls' minute ends 24 h after it began: until then they count.
-        tokio::time::advance(WINDOW - Duration::from_secs(3600)).await;
-        assert_eq!(budgets.used(&alice), 3);
+        tokio::time::advance(DAY - Duration::from_secs(3600)).await;
+        assert_eq!(budgets.used(&alice).calls, 3);
         tokio::time::advance(MINUTE).await;
-        assert_eq!(budgets.used(&alice), 1, "the third is still in the window");
-        assert!(budgets.allows(&alice, 3));
-        tokio::time::advance(Duration::from_secs(3600)).await;
-        assert_eq!(budgets.used(&alice), 0);
+        assert_eq!(
+            budgets.used(&alice).calls,
+            1,
+            "the third is still in the window"
+        );
+        assert_eq!(budgets.check(&alice, THREE_CALLS), Ok(()));
     }
 
     #[tokio::test(start_paused = true)]
-    async fn a_log_holds_one_count_per_minute_however_many_calls_it_counts() {
+    async fn money_is_a_budget_of_its_own() {
         let budgets = Budgets::default();
         let alice = ClientName::new("alice");
-        // Two days of 100 calls a second, 6 000 a minute.
-        for _ in 0..2 * 24 * 60 {
-            for _ in 0..60 {
-                budgets.charge(&alice, 100);
-                tokio::time::advance(Duration::from_secs(1)).await;
-            }
-        }
-        assert_eq!(budgets.used(&alice), 6_000 * 24 * 60);
-        assert!(
-            budgets.entries(&alice) <= MINUTES_KEPT as usize,
-            "{} entries",
-            budgets.entries(&alice)
-        );
+        let allowance = Allowance {
+            calls: 100,
+            usd: 0.02,
+        };
+        budgets.charge(&alice, 2, 0.01);
+        assert_eq!(budgets.check(&alice, allowance), Ok(()));
+        budgets.charge(&alice, 2, 0.01);
+        assert_eq!(budgets.check(&alice, allowance), Err(Exhausted::Usd));
+        let used = budgets.used(&alice);
+        assert_eq!(used.calls, 4);
+        assert!((used.usd - 0.02).abs() < 1e-9);
+        tokio::time::advance(DAY + MINUTE).await;
+        assert_eq!(budgets.used(&alice), Spent::default());
     }
 
     #[tokio::test(start_paused = true)]
     async fn one_clients_spending_never_takes_from_another_and_zero_is_unlimited() {
         let budgets = Budgets::default();
         let (alice, bob) = (ClientName::new("alice"), ClientName::new("bob"));
-        budgets.charge(&alice, 5);
-        assert!(!budgets.allows(&alice, 5));
-        assert!(budgets.allows(&bob, 5));
-        assert!(budgets.allows(&alice, 0));
+        let five = Allowance { calls: 5, usd: 0.0 };
+        budgets.charge(&alice, 5, 1.0);
+        assert!(budgets.check(&alice, five).is_err());
+        assert!(budgets.check(&bob, five).is_ok());
+        assert!(budgets.check(&alice, Allowance::default()).is_ok());
     }
 }

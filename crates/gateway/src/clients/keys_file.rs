@@ -1,5 +1,5 @@
 //! `API_KEYS_FILE`: who may search. One client per line,
-//! `NAME:SHA256_HEX_OF_KEY[:REQUESTS_PER_MINUTE[:PREMIUM_CALLS_PER_DAY]]`, `#` comments and blank
+//! `NAME:SHA256_HEX_OF_KEY[:REQUESTS_PER_MINUTE[:PREMIUM_CALLS_PER_DAY[:USD_PER_DAY]]]`, `#` comments and blank
 //! lines ignored. A malformed line is a [`KeysFileError`] naming its line number (start-up stops
 //! with exit 2; a SIGHUP reload keeps the clients it had). Only SHA-256 digests are ever read or
 //! held: [`hash_line`] turns a key into its line (`searxng-gateway hash-key NAME`), and the key
@@ -26,6 +26,8 @@ pub(crate) struct KeyEntry {
     pub(crate) requests_per_minute: Option<u32>,
     /// Its own premium calls per rolling 24 h, else `PREMIUM_CALLS_PER_DAY` (0: unlimited).
     pub(crate) premium_calls_per_day: Option<u32>,
+    /// Its US dollars of premium calls per rolling 24 h, in micro-dollars (none or 0: unlimited).
+    pub(crate) micro_usd_per_day: Option<u64>,
 }
 
 /// Why the file cannot be used.
@@ -82,9 +84,10 @@ pub(crate) fn parse(text: &str) -> Result<Vec<KeyEntry>, KeysFileError> {
 
 fn parse_line(line: &str) -> Result<KeyEntry, String> {
     let fields: Vec<&str> = line.split(':').map(str::trim).collect();
-    if !(2..=4).contains(&fields.len()) {
+    if !(2..=5).contains(&fields.len()) {
         return Err(
-            "expected NAME:SHA256_HEX[:REQUESTS_PER_MINUTE[:PREMIUM_CALLS_PER_DAY]]".to_owned(),
+            "expected NAME:SHA256_HEX[:REQUESTS_PER_MINUTE[:PREMIUM_CALLS_PER_DAY[:USD_PER_DAY]]]"
+                .to_owned(),
         );
     }
     let name = fields[0];
@@ -106,11 +109,25 @@ fn parse_line(line: &str) -> Result<KeyEntry, String> {
                 .map_err(|_| format!("{what} must be a whole number (0: unlimited)")),
         }
     };
+    let dollars =
+        match fields.get(4) {
+            None | Some(&"") => None,
+            Some(text) => match text.parse::<f64>() {
+                Ok(usd) if usd.is_finite() && (0.0..=1_000_000.0).contains(&usd) => {
+                    Some(crate::rolling::micro_usd(usd))
+                }
+                _ => return Err(
+                    "USD_PER_DAY must be a number of US dollars from 0 to 1000000 (0: unlimited)"
+                        .to_owned(),
+                ),
+            },
+        };
     Ok(KeyEntry {
         name: name.to_owned(),
         digest,
         requests_per_minute: number(2, "REQUESTS_PER_MINUTE")?,
         premium_calls_per_day: number(3, "PREMIUM_CALLS_PER_DAY")?,
+        micro_usd_per_day: dollars,
     })
 }
 
@@ -155,10 +172,11 @@ mod tests {
     #[test]
     fn reads_names_digests_and_optional_limits_skipping_comments_and_blanks() {
         let text = format!(
-            "# team keys\n\nalice:{DIGEST}\n  bob:{}:30\ncarol:{}:0:100\ndave:{}::5\n",
+            "# team keys\n\nalice:{DIGEST}\n  bob:{}:30\ncarol:{}:0:100\ndave:{}::5\nerin:{}:::2.5\n",
             DIGEST.replace('2', "3"),
             DIGEST.replace('2', "4"),
             DIGEST.replace('2', "5"),
+            DIGEST.replace('2', "6"),
         );
         let entries = parse(&text).unwrap();
         let view: Vec<_> = entries
@@ -168,16 +186,18 @@ mod tests {
                     e.name.as_str(),
                     e.requests_per_minute,
                     e.premium_calls_per_day,
+                    e.micro_usd_per_day,
                 )
             })
             .collect();
         assert_eq!(
             view,
             [
-                ("alice", None, None),
-                ("bob", Some(30), None),
-                ("carol", Some(0), Some(100)),
-                ("dave", None, Some(5)),
+                ("alice", None, None, None),
+                ("bob", Some(30), None, None),
+                ("carol", Some(0), Some(100), None),
+                ("dave", None, Some(5), None),
+                ("erin", None, None, Some(2_500_000)),
             ]
         );
         assert_eq!(hex::encode(entries[0].digest), DIGEST);
@@ -187,7 +207,9 @@ mod tests {
     fn a_malformed_line_is_refused_with_its_number() {
         for (bad, problem) in [
             ("alice", "expected NAME"),
-            (&format!("alice:{DIGEST}:1:2:3"), "expected NAME"),
+            (&format!("alice:{DIGEST}:1:2:3:4"), "expected NAME"),
+            (&format!("alice:{DIGEST}:1:2:lots"), "USD_PER_DAY"),
+            (&format!("alice:{DIGEST}:1:2:-1"), "USD_PER_DAY"),
             ("alice:abc", "64 hexadecimal"),
             (&format!("al ice:{DIGEST}"), "the name"),
             (&format!("anonymous:{DIGEST}"), "the name"),

@@ -1,7 +1,9 @@
-//! The per-client families: `client_requests_total{client}`, `client_premium_calls_total{client}`
-//! and `client_rejections_total{client,reason}`. The `client` label is a name from
+//! The per-client families: `client_requests_total{client}`, `client_premium_calls_total{client}`,
+//! `client_premium_spend_usd_total{client}` and `client_rejections_total{client,reason}`. The `client` label is a name from
 //! `API_KEYS_FILE` or `anonymous` — a closed set, rebuilt on each reload; the reasons are a closed
 //! enum.
+
+use std::sync::atomic::AtomicU64;
 
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
@@ -49,6 +51,7 @@ struct RefusalLabels {
 pub(crate) struct ClientMetrics {
     requests: Family<ClientLabels, Counter>,
     premium_calls: Family<ClientLabels, Counter>,
+    premium_spend: Family<ClientLabels, Counter<f64, AtomicU64>>,
     refusals: Family<RefusalLabels, Counter>,
 }
 
@@ -58,6 +61,7 @@ impl ClientMetrics {
         let m = Self {
             requests: Family::default(),
             premium_calls: Family::default(),
+            premium_spend: Family::default(),
             refusals: Family::default(),
         };
         registry.register(
@@ -69,6 +73,11 @@ impl ClientMetrics {
             "client_premium_calls",
             "Premium API calls made for a client's requests (charged to its daily budget)",
             m.premium_calls.clone(),
+        );
+        registry.register(
+            "client_premium_spend_usd",
+            "US dollars of premium calls made for a client's requests (charged to its daily budget)",
+            m.premium_spend.clone(),
         );
         registry.register(
             "client_rejections",
@@ -85,6 +94,9 @@ impl ClientMetrics {
                 client: client.clone(),
             });
             let _ = self.premium_calls.get_or_create(&ClientLabels {
+                client: client.clone(),
+            });
+            let _ = self.premium_spend.get_or_create(&ClientLabels {
                 client: client.clone(),
             });
             for reason in [Refusal::Unauthorized, Refusal::RateLimited] {
@@ -104,12 +116,16 @@ impl ClientMetrics {
             .inc();
     }
 
-    pub(crate) fn premium_calls(&self, client: &ClientName, calls: u32) {
+    pub(crate) fn premium_calls(&self, client: &ClientName, calls: u32, usd: f64) {
+        let labels = ClientLabels {
+            client: client.clone(),
+        };
         self.premium_calls
-            .get_or_create(&ClientLabels {
-                client: client.clone(),
-            })
+            .get_or_create(&labels)
             .inc_by(u64::from(calls));
+        if usd > 0.0 && usd.is_finite() {
+            self.premium_spend.get_or_create(&labels).inc_by(usd);
+        }
     }
 
     pub(crate) fn refused(&self, client: &ClientName, reason: Refusal) {

@@ -28,7 +28,8 @@ use std::sync::Arc;
 use arc_swap::ArcSwap;
 use subtle::{ConditionallySelectable, ConstantTimeEq};
 
-use budget::Budgets;
+use crate::rolling;
+use budget::{Allowance, Budgets, Exhausted};
 use end_users::{EndUser, EndUsers};
 use keys_file::{KeyEntry, KeysFileError};
 use metrics::ClientMetrics;
@@ -95,6 +96,8 @@ pub(crate) struct Caller {
     pub(crate) name: ClientName,
     pub(crate) requests_per_minute: u32,
     pub(crate) premium_calls_per_day: u32,
+    /// US dollars of premium calls per rolling 24 h, in micro-dollars (0: unlimited).
+    pub(crate) micro_usd_per_day: u64,
     /// The client whose key an end user came through ([`end_users`]): its limits hold too.
     pub(crate) parent: Option<Box<Caller>>,
 }
@@ -138,6 +141,7 @@ impl Registry {
             premium_calls_per_day: entry
                 .and_then(|e| e.premium_calls_per_day)
                 .unwrap_or(self.defaults.premium_calls_per_day),
+            micro_usd_per_day: entry.and_then(|e| e.micro_usd_per_day).unwrap_or(0),
             parent: None,
         }
     }
@@ -156,7 +160,11 @@ pub(crate) struct Usage {
     pub(crate) client: String,
     pub(crate) requests_per_minute: u32,
     pub(crate) premium_calls_per_day: u32,
-    pub(crate) premium_calls_last_24h: u32,
+    pub(crate) premium_calls_last_24h: u64,
+    /// US dollars a day (0: unlimited).
+    pub(crate) usd_per_day: f64,
+    /// US dollars of premium calls in the last 24 h.
+    pub(crate) premium_spend_usd_last_24h: f64,
     pub(crate) premium_allowed: bool,
     /// For an end user: the client whose key it came through.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -281,6 +289,7 @@ impl Clients {
             premium_calls_per_day: defaults
                 .user_premium_calls_per_day
                 .unwrap_or(caller.premium_calls_per_day),
+            micro_usd_per_day: caller.micro_usd_per_day,
             parent: Some(Box::new(caller)),
         }
     }
@@ -317,28 +326,37 @@ impl Clients {
             .refused(&ClientName::anonymous(), metrics::Refusal::Unauthorized);
     }
 
-    /// Whether the caller (and, for an end user, its client) may still call premium APIs.
-    pub(crate) fn premium_allowed(&self, caller: &Caller) -> bool {
-        caller
-            .parent
-            .as_deref()
-            .is_none_or(|p| self.premium_allowed(p))
-            && self
-                .inner
-                .budgets
-                .allows(&caller.name, caller.premium_calls_per_day)
+    /// Whether the caller (and, for an end user, its client) may still call premium APIs, or
+    /// which of its allowances is used up.
+    pub(crate) fn premium(&self, caller: &Caller) -> Result<(), Exhausted> {
+        if let Some(parent) = caller.parent.as_deref() {
+            self.premium(parent)?;
+        }
+        self.inner.budgets.check(
+            &caller.name,
+            Allowance {
+                calls: caller.premium_calls_per_day,
+                usd: rolling::usd(caller.micro_usd_per_day),
+            },
+        )
     }
 
-    /// Charges `calls` premium calls to the caller (and, for an end user, to its client).
-    pub(crate) fn charge(&self, caller: &Caller, calls: u32) {
-        if calls == 0 {
+    /// Whether the caller may still call premium APIs.
+    pub(crate) fn premium_allowed(&self, caller: &Caller) -> bool {
+        self.premium(caller).is_ok()
+    }
+
+    /// Charges `calls` premium calls costing `usd` to the caller (and, for an end user, to its
+    /// client).
+    pub(crate) fn charge(&self, caller: &Caller, calls: u32, usd: f64) {
+        if calls == 0 && usd <= 0.0 {
             return;
         }
         if let Some(parent) = &caller.parent {
-            self.charge(parent, calls);
+            self.charge(parent, calls, usd);
         }
-        self.inner.budgets.charge(&caller.name, calls);
-        self.inner.metrics.premium_calls(&caller.name, calls);
+        self.inner.budgets.charge(&caller.name, calls, usd);
+        self.inner.metrics.premium_calls(&caller.name, calls, usd);
     }
 
     /// Every configured client's limits and usage, then every end user seen.
@@ -348,18 +366,7 @@ impl Clients {
             Some(entries) => entries.iter().map(|e| registry.caller(Some(e))).collect(),
             None => vec![registry.caller(None)],
         };
-        let mut usage: Vec<Usage> = callers
-            .iter()
-            .map(|c| Usage {
-                client: c.name.as_str().to_owned(),
-                requests_per_minute: c.requests_per_minute,
-                premium_calls_per_day: c.premium_calls_per_day,
-                premium_calls_last_24h: self.inner.budgets.used(&c.name),
-                premium_allowed: self.premium_allowed(c),
-                parent: None,
-                end_user: None,
-            })
-            .collect();
+        let mut usage: Vec<Usage> = callers.iter().map(|c| self.usage_of(c, None)).collect();
         for (parent, name, seen) in self.inner.end_users.list() {
             let Some(client) = callers.iter().find(|c| c.name == parent) else {
                 continue;
@@ -374,19 +381,27 @@ impl Clients {
                     .defaults
                     .user_premium_calls_per_day
                     .unwrap_or(client.premium_calls_per_day),
+                micro_usd_per_day: client.micro_usd_per_day,
                 parent: Some(Box::new(client.clone())),
             };
-            usage.push(Usage {
-                client: caller.name.as_str().to_owned(),
-                requests_per_minute: caller.requests_per_minute,
-                premium_calls_per_day: caller.premium_calls_per_day,
-                premium_calls_last_24h: self.inner.budgets.used(&caller.name),
-                premium_allowed: self.premium_allowed(&caller),
-                parent: Some(parent.as_str().to_owned()),
-                end_user: Some(seen),
-            });
+            usage.push(self.usage_of(&caller, Some(seen)));
         }
         usage
+    }
+
+    fn usage_of(&self, caller: &Caller, end_user: Option<end_users::Seen>) -> Usage {
+        let spent = self.inner.budgets.used(&caller.name);
+        Usage {
+            client: caller.name.as_str().to_owned(),
+            requests_per_minute: caller.requests_per_minute,
+            premium_calls_per_day: caller.premium_calls_per_day,
+            premium_calls_last_24h: spent.calls,
+            usd_per_day: rolling::usd(caller.micro_usd_per_day),
+            premium_spend_usd_last_24h: spent.usd,
+            premium_allowed: self.premium_allowed(caller),
+            parent: caller.parent.as_ref().map(|p| p.name.as_str().to_owned()),
+            end_user,
+        }
     }
 }
 
@@ -471,7 +486,7 @@ mod tests {
             c.admit(&bo).is_err(),
             "but the client's 3 a minute hold for all its users"
         );
-        c.charge(&ada, 4);
+        c.charge(&ada, 4, 0.0);
         assert!(!c.premium_allowed(&ada));
         assert!(!c.premium_allowed(&bo), "the client's budget is spent too");
         assert!(!c.premium_allowed(&alice));

@@ -94,15 +94,19 @@ pub(crate) enum ProviderPolicy {
     Rotate,
     /// The configured order, every time: the first usable provider is always tried first.
     Ordered,
+    /// The cheapest usable provider first (`PREMIUM_PRICE_<NAME>`), ties broken by recent
+    /// success: a free tier is spent before a paid one.
+    Cheapest,
 }
 
 impl ProviderPolicy {
-    const NAMES: &'static [&'static str] = &["rotate", "ordered"];
+    const NAMES: &'static [&'static str] = &["rotate", "ordered", "cheapest"];
 
     fn parse(raw: &str) -> Option<Self> {
         match raw.trim().to_ascii_lowercase().as_str() {
             "rotate" => Some(Self::Rotate),
             "ordered" => Some(Self::Ordered),
+            "cheapest" => Some(Self::Cheapest),
             _ => None,
         }
     }
@@ -142,6 +146,8 @@ pub struct Config {
     /// `FALLBACK_PROVIDERS`, in preference order.
     pub(crate) fallback_providers: Vec<ProviderKind>,
     pub(crate) provider_policy: ProviderPolicy,
+    /// `PREMIUM_USD_PER_DAY`: the gateway's premium spend per rolling 24 h (0: no cap).
+    pub(crate) premium_usd_per_day: f64,
     /// `T1_PREMIUM_COUNT` as it takes effect: at most the active providers (see
     /// [`Config::t1_requested`]).
     pub(crate) t1_premium_count: usize,
@@ -286,6 +292,7 @@ impl Config {
             searxng,
             fallback_providers,
             provider_policy,
+            premium_usd_per_day: env.number("PREMIUM_USD_PER_DAY", 0.0, 1_000_000_000.0)?,
             t1_premium_count: 0,
             t1_requested,
             sufficient_min_results,

@@ -327,8 +327,12 @@ fn provider_policy_and_stale_window_are_read_and_checked() {
     let c = config(&[("PROVIDER_POLICY", "Ordered"), ("CACHE_STALE_SECONDS", "0")]).unwrap();
     assert_eq!(c.provider_policy, ProviderPolicy::Ordered);
     assert_eq!(c.cache_stale, Duration::ZERO);
-    let err = config(&[("PROVIDER_POLICY", "cheapest")]).unwrap_err();
+    let c = config(&[("PROVIDER_POLICY", "cheapest")]).unwrap();
+    assert_eq!(c.provider_policy, ProviderPolicy::Cheapest);
+    let err = config(&[("PROVIDER_POLICY", "cheap")]).unwrap_err();
     assert_eq!(err.variable, "PROVIDER_POLICY");
+    let err = config(&[("PREMIUM_USD_PER_DAY", "lots")]).unwrap_err();
+    assert_eq!(err.variable, "PREMIUM_USD_PER_DAY");
     let err = config(&[("CACHE_STALE_SECONDS", "-1")]).unwrap_err();
     assert_eq!(err.variable, "CACHE_STALE_SECONDS");
 }

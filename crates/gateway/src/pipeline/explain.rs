@@ -123,6 +123,9 @@ pub(crate) struct FanOutRecord {
     pub(crate) elapsed_ms: u64,
     /// Premium calls made (charged to the client whose request led the fan-out).
     pub(crate) premium_calls: u32,
+    /// What they cost, in US dollars (the reported spend of each call that answered, else its
+    /// provider's price; failed calls cost nothing).
+    pub(crate) premium_spend_usd: f64,
     #[serde(skip)]
     origin: Option<Instant>,
 }

@@ -240,6 +240,7 @@ impl FanOut {
                 match result {
                     Ok(answer) => {
                         self.premium_answered = true;
+                        self.record.premium_spend_usd += answer.spend_usd;
                         self.add(SourceResults::from_premium(kind, &answer.hits));
                     }
                     Err(err) => self.failures.push(UpstreamFailure {
@@ -416,13 +417,20 @@ pub(crate) async fn run(
         tokio::select! {
             biased;
             Some(event) = calls.next() => {
-                // A key of a pool spent or refused: the provider may answer with another key.
-                if let Event::Provider { kind, result: Err(err), .. } = &event {
-                    if breaker_signals::concerns(err) == Concerns::Key
-                        && walk.again_with_another_key(*kind)
+                if let Event::Provider { kind, result, .. } = &event {
+                    side.rotation.observe(*kind, result.is_ok());
+                }
+                match &event {
+                    // What the call cost counts against the day's cap, whoever asked.
+                    Event::Provider { result: Ok(answer), .. } => side.spend.charge(answer.spend_usd),
+                    // A key of a pool spent or refused: the provider may answer with another key.
+                    Event::Provider { kind, result: Err(err), .. }
+                        if breaker_signals::concerns(err) == Concerns::Key
+                            && walk.again_with_another_key(*kind) =>
                     {
                         fan.providers_again();
                     }
+                    _ => {}
                 }
                 fan.on_event(event)
             }

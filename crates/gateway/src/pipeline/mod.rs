@@ -38,6 +38,7 @@ mod searxng_call;
 mod shared_answer;
 mod shared_breakers;
 mod slow_threshold;
+mod spend;
 pub(crate) mod status;
 mod upstreams;
 
@@ -113,6 +114,8 @@ pub(crate) struct Served {
     /// Premium calls to charge to this request's client: those of the fan-out it led (a
     /// coalesced request or a hit made none).
     pub(crate) premium_calls: u32,
+    /// What those calls cost, in US dollars.
+    pub(crate) premium_spend_usd: f64,
 }
 
 /// The gateway's decision engine. Cheap to clone.
@@ -264,6 +267,7 @@ impl Gateway {
                 breakers,
                 key_breakers,
                 quota,
+                spend: spend::GlobalSpend::new(config.premium_usd_per_day),
             }),
             settings: FanOutSettings {
                 t1_premium_count: config.t1_premium_count,
@@ -389,10 +393,10 @@ impl Gateway {
         m.engines_count.observe(answer.engine_count as f64);
         // Only a request that ran the fan-out for its own answer pays for it (a hit that started a
         // refresh ahead of expiry ran one too, but in the background, for everyone).
-        let premium_calls = if led && cache == CacheStatus::Miss {
-            answer.record.premium_calls
+        let (premium_calls, premium_spend_usd) = if led && cache == CacheStatus::Miss {
+            (answer.record.premium_calls, answer.record.premium_spend_usd)
         } else {
-            0
+            (0, 0.0)
         };
         Served {
             answer,
@@ -400,6 +404,7 @@ impl Gateway {
             outcome,
             coalesced: cache == CacheStatus::Miss && !led,
             premium_calls,
+            premium_spend_usd,
         }
     }
 
@@ -452,6 +457,12 @@ impl Gateway {
             None => self.inner.cache.purge(|_| true) + self.inner.reading.purge(),
             Some(query) => self.inner.cache.purge(|key| key.is_of_query(query)),
         }
+    }
+
+    /// Whether `PREMIUM_USD_PER_DAY` is spent: every request is answered from SearXNG and the
+    /// cache only.
+    pub(crate) fn premium_capped(&self) -> bool {
+        self.inner.fanout.premium.spend.capped()
     }
 
     /// Ready when SearXNG answered recently or at least one provider is usable.
@@ -550,6 +561,10 @@ impl Gateway {
                     ProviderStatus {
                         name: *kind,
                         active: client.is_some(),
+                        usd_per_1000_calls: inner
+                            .config
+                            .provider(*kind)
+                            .map_or(0.0, |p| p.usd_per_call * 1000.0),
                         quota_parked_for_seconds: parked,
                         quota_windows: keys
                             .first()
@@ -559,6 +574,12 @@ impl Gateway {
                     }
                 })
                 .collect(),
+            premium_spend: status::SpendStatus {
+                usd_last_24h: premium.spend.last_24h(),
+                usd_per_day_cap: premium.spend.cap(),
+                capped: premium.spend.capped(),
+                prices_read_on: crate::providers::price::PRICES_READ_ON,
+            },
             t1_premium_count: status::T1Status {
                 effective: inner.config.t1_premium_count,
                 configured: inner.config.t1_requested,

@@ -5,8 +5,11 @@
 //!   spread over every provider and several free tiers last together. A provider whose reported
 //!   quota window is nearly spent ([`QuotaBoard::nearly_spent`]) goes to the end of the request's
 //!   order: it is kept for when nobody else can answer.
-//! - `ordered`: the `FALLBACK_PROVIDERS` order every time, so the first (cheapest) provider takes
-//!   every call it can answer and the next one is touched only when it is parked or falls short.
+//! - `ordered`: the `FALLBACK_PROVIDERS` order every time, so the first provider takes every call
+//!   it can answer and the next one is touched only when it is parked or falls short.
+//! - `cheapest`: by price (`PREMIUM_PRICE_<NAME>`), cheapest first, ties broken by each
+//!   provider's recent success rate (an exponentially weighted mean of its calls' outcomes,
+//!   starting at 1), then by the configured order; a provider whose quota is nearly spent goes last.
 //!
 //! Either way a provider whose breaker rejects it (open: down, slow, answering garbage) is skipped
 //! without using up a slot, and no provider is offered twice to one request. Within a provider the
@@ -17,8 +20,9 @@
 //! A request whose client's premium budget is spent is offered none (each noted as skipped with
 //! `budget_spent`), and does not advance the rotation.
 
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use crate::breaker::{Breaker, BreakerBoard, BreakerState, Permit};
 use crate::config::ProviderPolicy;
@@ -27,11 +31,28 @@ use crate::providers::{ProviderClient, ProviderKind};
 
 use super::failure::{Shortfall, Upstream, UpstreamFailure};
 
-/// The provider policy shared by every request, with the rotation's position.
+/// How much one call's outcome (1 answered, 0 failed) moves a provider's recent success rate: the
+/// last few dozen calls decide it.
+const SUCCESS_WEIGHT: f64 = 0.1;
+
+/// What the policy weighs about one provider.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct Candidate {
+    /// Every key's quota window is nearly spent.
+    pub(crate) nearly_spent: bool,
+    /// What a call costs, in US dollars.
+    pub(crate) usd_per_call: f64,
+    /// Its recent success rate.
+    pub(crate) success: f64,
+}
+
+/// The provider policy shared by every request, with the rotation's position and each
+/// provider's recent success.
 #[derive(Debug)]
 pub(crate) struct Rotation {
     policy: ProviderPolicy,
     next: AtomicUsize,
+    success: Mutex<HashMap<ProviderKind, f64>>,
 }
 
 impl Rotation {
@@ -40,7 +61,27 @@ impl Rotation {
         Self {
             policy,
             next: AtomicUsize::new(0),
+            success: Mutex::default(),
         }
+    }
+
+    /// A call to `kind` answered (`true`) or failed: its success rate moves (a provider not yet
+    /// called has a rate of 1: no reason to distrust it).
+    pub(crate) fn observe(&self, kind: ProviderKind, answered: bool) {
+        let mut rates = self.success.lock().unwrap_or_else(PoisonError::into_inner);
+        let rate = rates.entry(kind).or_insert(1.0);
+        let outcome = if answered { 1.0 } else { 0.0 };
+        *rate += SUCCESS_WEIGHT * (outcome - *rate);
+    }
+
+    /// `kind`'s recent success rate.
+    pub(crate) fn success(&self, kind: ProviderKind) -> f64 {
+        self.success
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(&kind)
+            .copied()
+            .unwrap_or(1.0)
     }
 
     /// Whether the rotation's position is worth sharing with other replicas: it rotates, over
@@ -56,22 +97,36 @@ impl Rotation {
             .store(usize::try_from(shared).unwrap_or(0), Ordering::Relaxed);
     }
 
-    /// The order in which one request offers the providers (indices into the list), given
-    /// which of them have every key's quota nearly spent.
-    fn order(&self, nearly_spent: &[bool]) -> Vec<usize> {
-        let len = nearly_spent.len();
+    /// The order in which one request offers the providers (indices into the list), given what
+    /// the policy weighs about each.
+    fn order(&self, candidates: &[Candidate]) -> Vec<usize> {
+        let len = candidates.len();
         if len == 0 {
             return Vec::new();
         }
+        let spent_last = |order: Vec<usize>| {
+            let (mut order, spent): (Vec<usize>, Vec<usize>) = order
+                .into_iter()
+                .partition(|&i| !candidates[i].nearly_spent);
+            order.extend(spent);
+            order
+        };
         match self.policy {
             ProviderPolicy::Ordered => (0..len).collect(),
             ProviderPolicy::Rotate => {
                 let start = self.next.fetch_add(1, Ordering::Relaxed) % len;
-                let (mut order, spent): (Vec<usize>, Vec<usize>) = (0..len)
-                    .map(|i| (start + i) % len)
-                    .partition(|&i| !nearly_spent[i]);
-                order.extend(spent);
-                order
+                spent_last((0..len).map(|i| (start + i) % len).collect())
+            }
+            ProviderPolicy::Cheapest => {
+                let mut order: Vec<usize> = (0..len).collect();
+                // Stable: equal price and success keep the configured order.
+                order.sort_by(|&a, &b| {
+                    let (a, b) = (&candidates[a], &candidates[b]);
+                    a.usd_per_call
+                        .total_cmp(&b.usd_per_call)
+                        .then(b.success.total_cmp(&a.success))
+                });
+                spent_last(order)
             }
         }
     }
@@ -175,8 +230,15 @@ impl<'a> ProviderWalk<'a> {
         // The rotation advances once per request that uses providers at all.
         let (providers, rotation) = (self.providers, self.rotation);
         let order = self.order.get_or_insert_with(|| {
-            let spent: Vec<bool> = providers.iter().map(|p| p.nearly_spent()).collect();
-            rotation.order(&spent)
+            let candidates: Vec<Candidate> = providers
+                .iter()
+                .map(|p| Candidate {
+                    nearly_spent: p.nearly_spent(),
+                    usd_per_call: p.usd_per_call(),
+                    success: rotation.success(p.kind()),
+                })
+                .collect();
+            rotation.order(&candidates)
         });
         while let Some(&index) = order.get(self.offered) {
             let provider = &self.providers[index];
@@ -216,17 +278,30 @@ impl<'a> ProviderWalk<'a> {
 mod tests {
     use super::*;
 
+    fn candidates(spent: [bool; 3]) -> Vec<Candidate> {
+        spent
+            .into_iter()
+            .map(|nearly_spent| Candidate {
+                nearly_spent,
+                usd_per_call: 0.005,
+                success: 1.0,
+            })
+            .collect()
+    }
+
     const FRESH: [bool; 3] = [false, false, false];
 
-    fn orders(rotation: &Rotation, spent: &[bool], requests: usize) -> Vec<Vec<usize>> {
-        (0..requests).map(|_| rotation.order(spent)).collect()
+    fn orders(rotation: &Rotation, spent: [bool; 3], requests: usize) -> Vec<Vec<usize>> {
+        (0..requests)
+            .map(|_| rotation.order(&candidates(spent)))
+            .collect()
     }
 
     #[test]
     fn rotate_starts_each_request_at_the_next_provider() {
         let rotation = Rotation::new(ProviderPolicy::Rotate);
         assert_eq!(
-            orders(&rotation, &FRESH, 4),
+            orders(&rotation, FRESH, 4),
             [vec![0, 1, 2], vec![1, 2, 0], vec![2, 0, 1], vec![0, 1, 2]]
         );
     }
@@ -234,7 +309,7 @@ mod tests {
     #[test]
     fn ordered_always_offers_the_configured_order() {
         let rotation = Rotation::new(ProviderPolicy::Ordered);
-        assert_eq!(orders(&rotation, &FRESH, 3), vec![vec![0, 1, 2]; 3]);
+        assert_eq!(orders(&rotation, FRESH, 3), vec![vec![0, 1, 2]; 3]);
     }
 
     #[test]
@@ -242,10 +317,54 @@ mod tests {
         let spent = [true, false, false];
         let rotation = Rotation::new(ProviderPolicy::Rotate);
         assert_eq!(
-            orders(&rotation, &spent, 3),
+            orders(&rotation, spent, 3),
             [vec![1, 2, 0], vec![1, 2, 0], vec![2, 1, 0]]
         );
         let ordered = Rotation::new(ProviderPolicy::Ordered);
-        assert_eq!(ordered.order(&spent), [0, 1, 2], "ordered: cheapest first");
+        assert_eq!(
+            ordered.order(&candidates(spent)),
+            [0, 1, 2],
+            "ordered: the configured order"
+        );
     }
+
+    #[test]
+    fn cheapest_offers_the_cheapest_first_and_breaks_ties_by_recent_success() {
+        let rotation = Rotation::new(ProviderPolicy::Cheapest);
+        let priced = |prices: [f64; 3]| -> Vec<Candidate> {
+            prices
+                .into_iter()
+                .enumerate()
+                .map(|(i, usd_per_call)| Candidate {
+                    nearly_spent: false,
+                    usd_per_call,
+                    success: rotation.success(KINDS[i]),
+                })
+                .collect()
+        };
+        assert_eq!(rotation.order(&priced([0.008, 0.0, 0.005])), [1, 2, 0]);
+        assert_eq!(
+            rotation.order(&priced([0.005, 0.005, 0.007])),
+            [0, 1, 2],
+            "a tie keeps the order"
+        );
+        for _ in 0..5 {
+            rotation.observe(KINDS[0], false);
+        }
+        assert!(rotation.success(KINDS[0]) < 0.6);
+        assert_eq!(
+            rotation.order(&priced([0.005, 0.005, 0.007])),
+            [1, 0, 2],
+            "the one that has been failing goes after its equal"
+        );
+        let mut spent = priced([0.0, 0.005, 0.007]);
+        spent[0].nearly_spent = true;
+        assert_eq!(
+            rotation.order(&spent),
+            [1, 2, 0],
+            "a nearly spent quota last"
+        );
+    }
+
+    const KINDS: [ProviderKind; 3] = [ProviderKind::Brave, ProviderKind::Exa, ProviderKind::Tavily];
 }

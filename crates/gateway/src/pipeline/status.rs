@@ -17,6 +17,8 @@ use crate::providers::ProviderKind;
 pub(crate) struct Status {
     pub(crate) breakers: Vec<BreakerStatus>,
     pub(crate) providers: Vec<ProviderStatus>,
+    /// What premium search calls cost the gateway in the last 24 h, and its cap.
+    pub(crate) premium_spend: SpendStatus,
     /// `T1_PREMIUM_COUNT`: providers called alongside SearXNG on every miss.
     pub(crate) t1_premium_count: T1Status,
     pub(crate) searxng: SearxngStatus,
@@ -25,6 +27,19 @@ pub(crate) struct Status {
     pub(crate) reads: ReadsStatus,
     /// The tier shared with other replicas: `null` when `REDIS_URL` is unset.
     pub(crate) redis: Option<RedisStatus>,
+}
+
+/// The gateway's premium spend.
+#[derive(Debug, Serialize)]
+pub(crate) struct SpendStatus {
+    /// US dollars spent in the last 24 h (every client, background refreshes included).
+    pub(crate) usd_last_24h: f64,
+    /// `PREMIUM_USD_PER_DAY` (`null`: no cap).
+    pub(crate) usd_per_day_cap: Option<f64>,
+    /// The cap is reached: SearXNG and the cache only, for everyone.
+    pub(crate) capped: bool,
+    /// When the default prices were read from the providers' price lists.
+    pub(crate) prices_read_on: &'static str,
 }
 
 /// Page reads.
@@ -99,6 +114,8 @@ pub(crate) struct ProviderStatus {
     pub(crate) quota_windows: Vec<QuotaWindow>,
     /// Each of its keys, by fingerprint (the first 8 hex digits of the key's SHA-256).
     pub(crate) keys: Vec<KeyStatus>,
+    /// What 1000 calls cost, in US dollars (`PREMIUM_PRICE_<NAME>`).
+    pub(crate) usd_per_1000_calls: f64,
 }
 
 /// One key of a provider's pool.

@@ -13,6 +13,7 @@ use tokio::time::Instant;
 use super::pool::SearxngPool;
 use super::provider_rotation::Rotation;
 use super::slow_threshold::LatencyWindow;
+use super::spend::GlobalSpend;
 use crate::breaker::BreakerBoard;
 use crate::config::SlowThreshold;
 use crate::providers::keys::KeyId;
@@ -68,6 +69,8 @@ pub(crate) struct PremiumSide {
     pub(crate) key_breakers: BreakerBoard<KeyId>,
     /// The rate-limit windows providers reported.
     pub(crate) quota: QuotaBoard,
+    /// What premium calls cost in the last 24 h, against `PREMIUM_USD_PER_DAY`.
+    pub(crate) spend: GlobalSpend,
 }
 
 /// One fan-out's numbers, from the configuration.

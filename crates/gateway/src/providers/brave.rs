@@ -160,7 +160,7 @@ impl PremiumApi for Brave {
         Ok(ProviderAnswer {
             hits,
             park,
-            cost_dollars: None,
+            ..ProviderAnswer::default()
         })
     }
 

@@ -34,6 +34,8 @@ pub(crate) struct ProviderClient {
     keys: Vec<PoolKey>,
     /// Where the next call starts in the pool.
     next_key: AtomicUsize,
+    /// What a call costs when the provider does not say (`PREMIUM_PRICE_<NAME>`), in US dollars.
+    usd_per_call: f64,
     metrics: ProviderMetrics,
     quota: QuotaBoard,
 }
@@ -67,6 +69,7 @@ impl ProviderClient {
             adapter: settings.kind.adapter(),
             keys,
             next_key: AtomicUsize::new(0),
+            usd_per_call: settings.usd_per_call,
             metrics,
             quota,
         })
@@ -99,6 +102,11 @@ impl ProviderClient {
         order
     }
 
+    /// What a call costs when the provider does not say, in US dollars.
+    pub(crate) fn usd_per_call(&self) -> f64 {
+        self.usd_per_call
+    }
+
     /// Whether every key's quota window is nearly spent (the rotation keeps such a provider for
     /// last).
     pub(crate) fn nearly_spent(&self) -> bool {
@@ -118,7 +126,7 @@ impl ProviderClient {
         let mut status = None;
         let api_req = self.adapter.request(req);
         let pool_key = &self.keys[key % self.keys.len()];
-        let result = match pool_key
+        let mut result = match pool_key
             .http
             .call(self.adapter.auth(), &api_req, &mut status)
             .await
@@ -130,6 +138,12 @@ impl ProviderClient {
             }
             Err(err) => Err(err),
         };
+        if let Ok(answer) = &mut result {
+            answer.spend_usd = answer
+                .cost_dollars
+                .filter(|c| c.is_finite() && *c >= 0.0)
+                .unwrap_or(self.usd_per_call);
+        }
         self.record(&pool_key.id, &result, started.elapsed(), status);
         result
     }
@@ -199,6 +213,10 @@ impl ProviderClient {
                 if let Some(cost) = answer.cost_dollars.filter(|c| c.is_finite() && *c >= 0.0) {
                     self.metrics.cost.get_or_create(&labels).inc_by(cost);
                 }
+                self.metrics
+                    .spend
+                    .get_or_create(&labels)
+                    .inc_by(answer.spend_usd);
                 tracing::debug!(
                     provider,
                     key,
@@ -260,6 +278,7 @@ mod tests {
             keys: key.map(ApiKey::new).into_iter().collect(),
             base_url: Url::parse("http://127.0.0.1:9/").unwrap(),
             timeout: Duration::from_secs(1),
+            usd_per_call: 0.005,
         };
         ProviderClient::new(
             &settings,
@@ -276,6 +295,7 @@ mod tests {
             keys: vec![ApiKey::new("k1"), ApiKey::new("k2"), ApiKey::new("k3")],
             base_url: Url::parse("http://127.0.0.1:9/").unwrap(),
             timeout: Duration::from_secs(1),
+            usd_per_call: 0.005,
         };
         let quota = QuotaBoard::default();
         let c = ProviderClient::new(
@@ -387,6 +407,7 @@ mod tests {
             keys: vec![ApiKey::new("k")],
             base_url: Url::parse("http://127.0.0.1:9/").unwrap(),
             timeout: Duration::from_secs(1),
+            usd_per_call: 0.005,
         };
         let c = ProviderClient::new(
             &settings,

@@ -92,8 +92,8 @@ impl PremiumApi for Exa {
                 .into_iter()
                 .filter_map(wire::Result::into_hit)
                 .collect(),
-            park: None,
             cost_dollars: body.cost_dollars.and_then(|c| c.total),
+            ..ProviderAnswer::default()
         })
     }
 }

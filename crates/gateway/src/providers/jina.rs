@@ -94,8 +94,7 @@ impl PremiumApi for Jina {
                 .into_iter()
                 .filter_map(wire::Item::into_hit)
                 .collect(),
-            park: None,
-            cost_dollars: None,
+            ..ProviderAnswer::default()
         })
     }
 }

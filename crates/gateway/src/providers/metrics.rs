@@ -73,6 +73,8 @@ pub(crate) struct ProviderMetrics {
     pub(crate) results: Family<ProviderLabels, Counter>,
     /// `provider_cost_dollars_total{provider}`: spend the provider reported (Exa).
     pub(crate) cost: Family<ProviderLabels, Counter<f64, AtomicU64>>,
+    /// `premium_spend_usd_total{provider}`: what calls cost (reported, else the price).
+    pub(crate) spend: Family<ProviderLabels, Counter<f64, AtomicU64>>,
     /// `brave_rate_limit_remaining{window}`.
     pub(crate) brave_remaining: Family<WindowLabels, FloatGauge>,
     /// `brave_rate_limit_limit{window}`.
@@ -90,6 +92,7 @@ impl ProviderMetrics {
             duration: latency_family(),
             results: Family::default(),
             cost: Family::default(),
+            spend: Family::default(),
             brave_remaining: Family::default(),
             brave_limit: Family::default(),
             brave_reset: Family::default(),
@@ -118,6 +121,11 @@ impl ProviderMetrics {
             "provider_cost_dollars",
             "Spend reported by premium providers (Exa's costDollars.total), in US dollars",
             m.cost.clone(),
+        );
+        r.register(
+            "premium_spend_usd",
+            "What premium search calls cost, in US dollars: the spend a provider reported for a call, else its price (PREMIUM_PRICE_<NAME>); failed calls cost nothing",
+            m.spend.clone(),
         );
         r.register(
             "brave_rate_limit_remaining",

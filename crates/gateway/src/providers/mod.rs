@@ -17,6 +17,7 @@ pub(crate) mod http;
 mod jina;
 pub(crate) mod keys;
 mod metrics;
+pub(crate) mod price;
 pub(crate) mod quota;
 pub(crate) mod readers;
 pub(crate) mod settings;
@@ -126,4 +127,7 @@ pub(crate) struct ProviderAnswer {
     pub(crate) park: Option<Park>,
     /// Spend the provider reported for this call, in US dollars.
     pub(crate) cost_dollars: Option<f64>,
+    /// What the call cost, in US dollars: the reported spend, else the provider's price (set by
+    /// the client).
+    pub(crate) spend_usd: f64,
 }

@@ -55,6 +55,8 @@ pub(crate) struct ProviderSettings {
     pub(crate) base_url: Url,
     /// Call timeout.
     pub(crate) timeout: Duration,
+    /// What one call costs, in US dollars (`PREMIUM_PRICE_<NAME>`).
+    pub(crate) usd_per_call: f64,
 }
 
 /// Reads `FALLBACK_PROVIDERS`: the providers to call, in preference order (unset: none).
@@ -92,6 +94,7 @@ pub(crate) fn read(env: &Env<'_>) -> Result<Vec<ProviderSettings>, ConfigError> 
             keys,
             base_url,
             timeout,
+            usd_per_call: super::price::read(env, kind)?,
         });
     }
     Ok(providers)

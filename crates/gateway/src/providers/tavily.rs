@@ -79,8 +79,7 @@ impl PremiumApi for Tavily {
                 .into_iter()
                 .filter_map(wire::Result::into_hit)
                 .collect(),
-            park: None,
-            cost_dollars: None,
+            ..ProviderAnswer::default()
         })
     }
 }

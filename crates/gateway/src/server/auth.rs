@@ -36,11 +36,12 @@ use tower_service::Service;
 
 use super::body::{self, BodyError};
 use super::request_id::RequestId;
+use crate::clients::budget::Exhausted;
 use crate::clients::end_users::EndUser;
 use crate::clients::rate_limit::RateLimited;
 use crate::clients::{Caller, Clients, Unauthorized};
 use crate::config::limits::ServerLimits;
-use crate::pipeline::Premium;
+use crate::pipeline::{Gateway, Premium};
 
 /// The query and form parameter that may carry a key.
 pub(crate) const KEY_PARAMETER: &str = "api_key";
@@ -52,16 +53,20 @@ pub(super) struct Admitted {
     pub(super) clients: Clients,
     /// Whether the caller's premium budget allows premium calls, decided at admission.
     pub(super) premium: Premium,
+    /// Why not, when it does not.
+    pub(super) refusal: Option<PremiumRefusal>,
     /// The request's ID ([`super::request_id`]).
     pub(super) request_id: RequestId,
 }
 
 impl Admitted {
     /// A caller on a local transport (MCP on stdio), with no request ID.
-    pub(super) fn local(clients: &Clients) -> Self {
+    pub(super) fn local(clients: &Clients, gateway: &Gateway) -> Self {
         let caller = clients.local();
+        let refusal = premium_refusal(clients, gateway, &caller);
         Self {
-            premium: premium_for(clients, &caller),
+            premium: premium_of(refusal),
+            refusal,
             caller,
             clients: clients.clone(),
             request_id: RequestId::none(),
@@ -69,15 +74,58 @@ impl Admitted {
     }
 }
 
-fn premium_for(clients: &Clients, caller: &Caller) -> Premium {
-    if clients.premium_allowed(caller) {
-        Premium::Allowed
-    } else {
-        Premium::BudgetSpent
+/// Why a caller may not call premium APIs: its own budget (calls or dollars), or the gateway's
+/// daily spend cap (`PREMIUM_USD_PER_DAY`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum PremiumRefusal {
+    /// `PREMIUM_CALLS_PER_DAY` (or its line's) is spent.
+    Calls,
+    /// Its line's `USD_PER_DAY` is spent.
+    Usd,
+    /// `PREMIUM_USD_PER_DAY` is spent, for everyone.
+    Global,
+}
+
+impl PremiumRefusal {
+    /// `explain`'s `premium.reason`.
+    pub(super) fn reason(self) -> &'static str {
+        match self {
+            Self::Calls => "budget_spent",
+            Self::Usd => "usd_budget_spent",
+            Self::Global => "global_budget_spent",
+        }
+    }
+
+    /// The `X-Gateway-Premium` value.
+    fn header(self) -> &'static str {
+        match self {
+            Self::Calls | Self::Usd => "budget_spent",
+            Self::Global => "global_budget_spent",
+        }
     }
 }
 
-/// The response header that tells a client its premium budget is spent.
+fn premium_refusal(
+    clients: &Clients,
+    gateway: &Gateway,
+    caller: &Caller,
+) -> Option<PremiumRefusal> {
+    match clients.premium(caller) {
+        Err(Exhausted::Calls) => Some(PremiumRefusal::Calls),
+        Err(Exhausted::Usd) => Some(PremiumRefusal::Usd),
+        Ok(()) if gateway.premium_capped() => Some(PremiumRefusal::Global),
+        Ok(()) => None,
+    }
+}
+
+fn premium_of(refusal: Option<PremiumRefusal>) -> Premium {
+    match refusal {
+        None => Premium::Allowed,
+        Some(_) => Premium::BudgetSpent,
+    }
+}
+
+/// The response header that tells a client its premium budget (or the gateway's) is spent.
 pub(super) const PREMIUM_HEADER: &str = "x-gateway-premium";
 
 /// Why a request is turned away before any search.
@@ -124,6 +172,8 @@ pub(super) trait Refusals: Clone + Send + Sync + 'static {
 pub(super) struct Gate {
     pub(super) clients: Clients,
     pub(super) limits: ServerLimits,
+    /// Asked whether the day's premium spend cap is reached.
+    pub(super) gateway: Gateway,
 }
 
 impl Gate {
@@ -189,9 +239,9 @@ where
             }
         };
         match gate.admit(key.as_deref(), &mut request, &self.layer.refusals) {
-            Ok(premium) => Admission::Admitted {
+            Ok(refusal) => Admission::Admitted {
                 future: self.inner.call(request),
-                premium,
+                refusal,
             },
             Err(refused) => Admission::Refused {
                 response: Some(self.layer.refusals.refused(refused)),
@@ -205,7 +255,7 @@ pin_project_lite::pin_project! {
     #[project = AdmissionProj]
     pub(super) enum Admission<F> {
         /// Admitted: the surface's answer, marked when the premium budget is spent.
-        Admitted { #[pin] future: F, premium: Premium },
+        Admitted { #[pin] future: F, refusal: Option<PremiumRefusal> },
         /// Turned away (taken once, when polled).
         Refused { response: Option<Response> },
         /// The key may be in the body: read it, then admit or refuse.
@@ -221,9 +271,9 @@ where
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let response = match self.project() {
-            AdmissionProj::Admitted { future, premium } => {
+            AdmissionProj::Admitted { future, refusal } => {
                 let response = ready!(future.poll(cx))?;
-                mark_budget(response, *premium)
+                mark_budget(response, *refusal)
             }
             // A future is not polled again after it is ready: the response is always there.
             AdmissionProj::Refused { response } => response.take().unwrap_or_default(),
@@ -251,8 +301,8 @@ where
         .gate
         .admit(key.as_deref(), &mut request, &layer.refusals)
     {
-        Ok(premium) => match inner.call(request).await {
-            Ok(response) => mark_budget(response, premium),
+        Ok(refusal) => match inner.call(request).await {
+            Ok(response) => mark_budget(response, refusal),
             Err(never) => match never {},
         },
         Err(refused) => layer.refusals.refused(refused),
@@ -267,7 +317,7 @@ impl Gate {
         key: Option<&str>,
         request: &mut Request,
         refusals: &R,
-    ) -> Result<Premium, Refused> {
+    ) -> Result<Option<PremiumRefusal>, Refused> {
         let mut caller = match self.clients.authenticate(key) {
             Ok(caller) => caller,
             Err(why) => {
@@ -281,7 +331,7 @@ impl Gate {
         if let Err(limited) = self.clients.admit(&caller) {
             return Err(refused(Refused::RateLimited(limited), Some(&caller)));
         }
-        let premium = premium_for(&self.clients, &caller);
+        let refusal = premium_refusal(&self.clients, &self.gateway, &caller);
         let request_id = request
             .extensions()
             .get::<RequestId>()
@@ -290,19 +340,20 @@ impl Gate {
         request.extensions_mut().insert(Admitted {
             caller,
             clients: self.clients.clone(),
-            premium,
+            premium: premium_of(refusal),
+            refusal,
             request_id,
         });
-        Ok(premium)
+        Ok(refusal)
     }
 }
 
-/// Says on the response when the caller's premium budget is spent.
-fn mark_budget(mut response: Response, premium: Premium) -> Response {
-    if premium == Premium::BudgetSpent {
+/// Says on the response when the caller's premium budget (or the gateway's) is spent.
+fn mark_budget(mut response: Response, refusal: Option<PremiumRefusal>) -> Response {
+    if let Some(refusal) = refusal {
         response
             .headers_mut()
-            .insert(PREMIUM_HEADER, HeaderValue::from_static("budget_spent"));
+            .insert(PREMIUM_HEADER, HeaderValue::from_static(refusal.header()));
     }
     response
 }

@@ -174,6 +174,7 @@ mod tests {
             outcome: Outcome::SearxngOk,
             coalesced: false,
             premium_calls: 0,
+            premium_spend_usd: 0.0,
         }
     }
 

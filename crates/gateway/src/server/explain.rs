@@ -9,7 +9,7 @@
 
 use serde_json::{json, Map, Value};
 
-use super::auth::Admitted;
+use super::auth::{Admitted, PremiumRefusal};
 use crate::pipeline::read::PageRead;
 use crate::pipeline::{CacheStatus, Premium, Served};
 
@@ -56,7 +56,6 @@ pub(super) fn object(served: &Served, admitted: &Admitted) -> Value {
         CacheStatus::SharedHit => json!({"status": "hit", "tier": "redis"}),
         CacheStatus::Miss => json!({"status": "miss"}),
     };
-    let spent = admitted.premium == Premium::BudgetSpent;
     json!({
         "request_id": admitted.request_id.as_str(),
         "client": admitted.caller.name.as_str(),
@@ -64,10 +63,11 @@ pub(super) fn object(served: &Served, admitted: &Admitted) -> Value {
         "cache": cache,
         "coalesced": served.coalesced,
         "premium": {
-            "allowed": !spent,
-            "reason": if spent { Value::from("budget_spent") } else { Value::Null },
+            "allowed": admitted.premium == Premium::Allowed,
+            "reason": admitted.refusal.map(PremiumRefusal::reason),
             "calls_per_day": admitted.caller.premium_calls_per_day,
             "charged": served.premium_calls,
+            "charged_usd": served.premium_spend_usd,
         },
         "fanout": answer.record,
     })
@@ -90,7 +90,6 @@ pub(super) fn read_object(read: &PageRead, admitted: &Admitted) -> Value {
         }),
         CacheStatus::Miss => json!({"status": "miss"}),
     };
-    let spent = admitted.premium == Premium::BudgetSpent;
     json!({
         "request_id": admitted.request_id.as_str(),
         "client": admitted.caller.name.as_str(),
@@ -98,8 +97,8 @@ pub(super) fn read_object(read: &PageRead, admitted: &Admitted) -> Value {
         "source": source,
         "cache": cache,
         "premium": {
-            "allowed": !spent,
-            "reason": if spent { Value::from("budget_spent") } else { Value::Null },
+            "allowed": admitted.premium == Premium::Allowed,
+            "reason": admitted.refusal.map(PremiumRefusal::reason),
             "charged": read.premium_calls,
         },
         "read": &**record,

@@ -103,6 +103,7 @@ fn router(gateway: Gateway, clients: Clients, mcp_shutdown: CancellationToken) -
     let gate = auth::Gate {
         clients,
         limits: gateway.config().server_limits,
+        gateway: gateway.clone(),
     };
     let index = Index::new(&[
         ("search", searxng_api::SEARCH_PATH),

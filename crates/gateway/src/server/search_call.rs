@@ -38,9 +38,11 @@ pub(super) async fn run(
             return Err(err);
         }
     };
-    admitted
-        .clients
-        .charge(&admitted.caller, served.premium_calls);
+    admitted.clients.charge(
+        &admitted.caller,
+        served.premium_calls,
+        served.premium_spend_usd,
+    );
     let cache = served.cache.as_str();
     span.record("outcome", served.outcome.as_str());
     span.record("cache", cache);
@@ -55,6 +57,7 @@ pub(super) async fn run(
         outcome = served.outcome.as_str(),
         cache,
         premium_calls = served.premium_calls,
+        premium_spend_usd = served.premium_spend_usd,
         cache_tier,
         results = served.answer.result_count,
         elapsed_ms = started.elapsed().as_millis() as u64,

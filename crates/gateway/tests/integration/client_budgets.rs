@@ -274,3 +274,149 @@ async fn without_admin_token_the_admin_routes_do_not_exist() {
         .expect("answers");
     assert_eq!(reply.status(), 404);
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn premium_spend_is_counted_in_dollars_per_provider_and_per_client_against_a_usd_budget() {
+    // Alice may spend one cent a day: two Brave calls at the default $5 per 1000.
+    let keys = keys_file(&[("alice", ALICE_KEY, ":::0.01"), ("bob", BOB_KEY, "")]);
+    let path = keys.path().to_str().expect("utf-8").to_owned();
+    let s = SimStack::start(
+        &[Brave],
+        &[
+            ("API_KEYS_FILE", &path),
+            ("TEST_CLIENT_KEY", BOB_KEY),
+            ("T1_PREMIUM_COUNT", "1"),
+            ("ADMIN_TOKEN", ADMIN),
+        ],
+    )
+    .await;
+    let brave = s.provider(Brave);
+    for query in ["usd one", "usd two"] {
+        let (reply, headers) = search(&s, ALICE_KEY, query).await;
+        assert_eq!(reply.status, 200, "{}", reply.text);
+        assert!(!headers.contains_key("x-gateway-premium"));
+        assert_eq!(reply.json["gateway"]["premium"]["charged_usd"], 0.005);
+    }
+    assert_eq!(brave.calls(), 2);
+    let (spent, headers) = search(&s, ALICE_KEY, "usd three").await;
+    assert_eq!(headers["x-gateway-premium"], "budget_spent");
+    assert_eq!(
+        spent.json["gateway"]["premium"]["reason"],
+        "usd_budget_spent"
+    );
+    assert_eq!(brave.calls(), 2, "no call past the dollar budget");
+    let (bob, _) = search(&s, BOB_KEY, "bob pays nothing yet").await;
+    assert_eq!(bob.json["gateway"]["premium"]["allowed"], true);
+    assert_eq!(brave.calls(), 3);
+    let metrics = s.gateway.metrics_text().await;
+    let value = |name: &str, labels: &[(&str, &str)]| {
+        crate::support::gateway::metric_value(&metrics, name, labels)
+    };
+    assert!(
+        (value(
+            "searxng_gateway_premium_spend_usd_total",
+            &[("provider", "brave")]
+        ) - 0.015)
+            .abs()
+            < 1e-9
+    );
+    assert!(
+        (value(
+            "searxng_gateway_client_premium_spend_usd_total",
+            &[("client", "alice")]
+        ) - 0.01)
+            .abs()
+            < 1e-9
+    );
+    let status: Value = s
+        .gateway
+        .http
+        .get(format!("{}/admin/status", s.gateway.url))
+        .bearer_auth(ADMIN)
+        .send()
+        .await
+        .expect("admin status")
+        .json()
+        .await
+        .expect("JSON");
+    let alice = status["clients"]
+        .as_array()
+        .and_then(|c| c.iter().find(|c| c["client"] == "alice"))
+        .cloned()
+        .expect("alice");
+    assert_eq!(alice["usd_per_day"], 0.01);
+    assert_eq!(alice["premium_spend_usd_last_24h"], 0.01);
+    assert_eq!(alice["premium_allowed"], false);
+    let public = s.gateway.status().await;
+    assert_eq!(public["premium_spend"]["usd_last_24h"], 0.015);
+    assert_eq!(public["providers"][0]["usd_per_1000_calls"], 5.0);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_gateways_daily_cap_stops_premium_calls_for_everyone() {
+    let s = SimStack::start(
+        &[Brave],
+        &[
+            ("T1_PREMIUM_COUNT", "1"),
+            ("PREMIUM_USD_PER_DAY", "0.01"),
+            ("PREMIUM_PRICE_BRAVE", "5"),
+        ],
+    )
+    .await;
+    let brave = s.provider(Brave);
+    for query in ["cap one", "cap two"] {
+        let reply = s.gateway.search(&[("q", query), ("explain", "1")]).await;
+        assert_eq!(reply.status, 200, "{}", reply.text);
+    }
+    assert_eq!(brave.calls(), 2);
+    let response = s
+        .gateway
+        .http
+        .get(format!("{}/search", s.gateway.url))
+        .query(&[("q", "cap three"), ("format", "json"), ("explain", "1")])
+        .send()
+        .await
+        .expect("the gateway answers");
+    assert_eq!(
+        response.headers()["x-gateway-premium"],
+        "global_budget_spent"
+    );
+    let reply = crate::support::gateway::TestGateway::reply(response).await;
+    assert_eq!(reply.status, 200, "SearXNG still answers");
+    assert_eq!(
+        reply.json["gateway"]["premium"]["reason"],
+        "global_budget_spent"
+    );
+    assert_eq!(brave.calls(), 2, "no premium call past the cap");
+    let status = s.gateway.status().await;
+    assert_eq!(status["premium_spend"]["capped"], true, "{status}");
+    assert_eq!(status["premium_spend"]["usd_per_day_cap"], 0.01);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_cheapest_policy_spends_the_free_tier_first() {
+    let s = SimStack::start(
+        &[simulator::Provider::Brave, simulator::Provider::Exa],
+        &[
+            ("PROVIDER_POLICY", "cheapest"),
+            ("PREMIUM_PRICE_EXA", "0"),
+            ("T1_PREMIUM_COUNT", "1"),
+            ("CACHE_SIZE", "0"),
+        ],
+    )
+    .await;
+    for i in 0..4 {
+        s.gateway.search(&[("q", &format!("cheap {i}"))]).await;
+    }
+    assert_eq!(
+        s.provider_calls(),
+        [0, 4],
+        "Exa (free here) takes every call while it answers"
+    );
+    s.provider(simulator::Provider::Exa).set_behaviour(
+        simulator::premium::ProviderBehaviour::Error(simulator::premium::SimError::Quota),
+    );
+    s.gateway.search(&[("q", "cheap spent")]).await;
+    s.gateway.search(&[("q", "cheap after")]).await;
+    assert_eq!(s.provider_calls(), [1, 5], "then the paid one");
+}

@@ -187,7 +187,7 @@ impl ServerHandler for SearchTools {
         let admitted = parts
             .and_then(|parts| parts.extensions.get::<Admitted>())
             .cloned()
-            .unwrap_or_else(|| Admitted::local(&self.clients));
+            .unwrap_or_else(|| Admitted::local(&self.clients, &self.gateway));
         let arguments = request.arguments.unwrap_or_default();
         if request.name == web_fetch::NAME {
             return Ok(self.web_fetch(arguments, &admitted).await.into());

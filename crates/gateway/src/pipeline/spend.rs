@@ -1,0 +1,87 @@
+//! The gateway's own premium spend: every premium search call's cost (background refreshes
+//! included), summed over a rolling 24 h ([`crate::rolling`]), against `PREMIUM_USD_PER_DAY`. Once
+//! the cap is reached, every request is answered as a client whose budget is spent (SearXNG and
+//! the cache only) until enough of the day's spend has aged out. Like a client's budget, a fan-out
+//! that started under the cap may finish: the overshoot is at most the premium calls in flight.
+
+use std::sync::{Mutex, PoisonError};
+
+use crate::rolling::{self, Minutes, Window};
+
+/// The spend of the last 24 h and its cap.
+#[derive(Debug, Default)]
+pub(crate) struct GlobalSpend {
+    /// `PREMIUM_USD_PER_DAY` in micro-dollars; 0: no cap.
+    cap_micro: u64,
+    minutes: Minutes,
+    window: Mutex<Window>,
+}
+
+impl GlobalSpend {
+    /// A spend capped at `usd_per_day` (0: no cap).
+    pub(crate) fn new(usd_per_day: f64) -> Self {
+        Self {
+            cap_micro: rolling::micro_usd(usd_per_day),
+            ..Self::default()
+        }
+    }
+
+    /// Counts `usd` spent now.
+    pub(crate) fn charge(&self, usd: f64) {
+        let now = self.minutes.now();
+        self.window
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .add(now, rolling::micro_usd(usd));
+    }
+
+    /// US dollars spent in the last 24 h.
+    pub(crate) fn last_24h(&self) -> f64 {
+        rolling::usd(self.micro_last_24h())
+    }
+
+    fn micro_last_24h(&self) -> u64 {
+        let now = self.minutes.now();
+        self.window
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .total(now)
+    }
+
+    /// The cap, in US dollars (`None`: no cap).
+    pub(crate) fn cap(&self) -> Option<f64> {
+        (self.cap_micro > 0).then(|| rolling::usd(self.cap_micro))
+    }
+
+    /// Whether the cap is reached.
+    pub(crate) fn capped(&self) -> bool {
+        self.cap_micro > 0 && self.micro_last_24h() >= self.cap_micro
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+    use crate::rolling::{DAY, MINUTE};
+
+    #[tokio::test(start_paused = true)]
+    async fn the_cap_holds_until_the_spend_ages_out_and_zero_is_no_cap() {
+        let spend = GlobalSpend::new(0.01);
+        assert_eq!(spend.cap(), Some(0.01));
+        spend.charge(0.005);
+        assert!(!spend.capped());
+        spend.charge(0.005);
+        assert!(spend.capped());
+        tokio::time::advance(Duration::from_secs(3600)).await;
+        assert!(spend.capped());
+        tokio::time::advance(DAY + MINUTE).await;
+        assert!(!spend.capped());
+        assert_eq!(spend.last_24h(), 0.0);
+        let open = GlobalSpend::new(0.0);
+        open.charge(1e6);
+        assert!(!open.capped());
+        assert_eq!(open.cap(), None);
+    }
+}
