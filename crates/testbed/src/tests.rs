@@ -128,14 +128,15 @@ async fn a_round_shows_every_step_it_announces() {
                 "brave → rate_limited",
                 "exa → ok",
                 "tavily → ok",
-                "tripped the provider breaker of brave (reason rate_limited), open for",
+                "tripped the key breaker of brave:",
+                "(reason rate_limited), open for",
             ],
         ),
         (
             Step::Metrics,
             &[
                 "searxng_gateway_requests_total: cache_hit=1",
-                "provider brave (rate_limited)=1",
+                "key brave:d40a2817 (rate_limited)=1",
             ],
         ),
     ];

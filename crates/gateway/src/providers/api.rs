@@ -24,6 +24,8 @@ pub(crate) enum Auth {
     Header(&'static str),
     /// `Authorization: Bearer <key>`.
     Bearer,
+    /// `Authorization: <scheme> <key>` (Kagi's `Bot`).
+    Scheme(&'static str),
 }
 
 /// The HTTP method of a provider request.
@@ -86,6 +88,40 @@ pub(crate) trait PremiumApi: Wire + Send + Sync + 'static {
     fn rate_windows(&self, _headers: &HeaderMap) -> Vec<RateWindow> {
         Vec::new()
     }
+}
+
+/// The request's language as a provider takes it: the primary language, lower-case (`de` of
+/// `de-CH`), or `None` for no language or `all`.
+pub(crate) fn primary_language(req: &SearchRequest) -> Option<String> {
+    req.language
+        .as_deref()
+        .filter(|l| !l.eq_ignore_ascii_case("all"))
+        .and_then(|l| l.split(['-', '_']).next())
+        .filter(|primary| primary.len() >= 2 && primary.chars().all(|c| c.is_ascii_alphabetic()))
+        .map(str::to_ascii_lowercase)
+}
+
+/// The request's region, when its language names one: lower-case (`ch` of `de-CH`).
+pub(crate) fn region(req: &SearchRequest) -> Option<String> {
+    let language = req.language.as_deref()?;
+    let region = language.split(['-', '_']).nth(1)?;
+    (region.len() == 2 && region.chars().all(|c| c.is_ascii_alphabetic()))
+        .then(|| region.to_ascii_lowercase())
+}
+
+/// The first day of `range`, as `YYYY-MM-DD`, counted back from `now` (for providers that take
+/// a start date rather than a range).
+pub(crate) fn start_day(range: crate::request::TimeRange, now: std::time::SystemTime) -> String {
+    let start = now - std::time::Duration::from_secs(u64::from(range.days()) * 86_400);
+    humantime::format_rfc3339(start).to_string()[..10].to_owned()
+}
+
+/// Whether an error message says the account ran out of money (credits, balance, quota, billing).
+pub(crate) fn mentions_money(message: &str) -> bool {
+    let message = message.to_ascii_lowercase();
+    ["credit", "balance", "quota", "billing", "insufficient fund", "payment", "usage limit"]
+        .iter()
+        .any(|word| message.contains(word))
 }
 
 /// Domains as a provider's JSON list of names (`include_domains`, `includeDomains`).

@@ -145,6 +145,10 @@ impl KeyedHttp {
                 AUTHORIZATION,
                 HeaderValue::from_str(&format!("Bearer {}", self.key.expose())),
             ),
+            Auth::Scheme(scheme) => (
+                AUTHORIZATION,
+                HeaderValue::from_str(&format!("{scheme} {}", self.key.expose())),
+            ),
         };
         let mut value = value.map_err(|_| UpstreamError::new(ErrorClass::Auth))?;
         value.set_sensitive(true);
