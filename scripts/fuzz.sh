@@ -24,6 +24,7 @@ fi
 seconds="${1:?usage: scripts/fuzz.sh [--record] SECONDS [TARGET...]}"
 shift
 all_targets=(search_params searxng_answer unresponsive_engines provider_brave provider_exa provider_jina
+    provider_kagi provider_linkup provider_perplexity provider_searchapi provider_serper
     provider_tavily retry_after brave_rate_limits canonical_url tavily_request door_request
     mcp_web_search page_extraction)
 targets=("${@:-${all_targets[@]}}")

@@ -22,4 +22,5 @@ bash .ci/install-clients.sh
 
 # The Debian packages start a Prometheus service on :9090 and a Redis on :6379 when systemd is
 # present; the tests start their own on free ports and do not need them.
-cargo test --workspace --all-targets --locked -- --test-threads="${TEST_THREADS:-4}"
+# Every test runs here: a test whose program is missing fails instead of returning early.
+GATEWAY_EXTERNAL_TESTS=required cargo test --workspace --all-targets --locked -- --test-threads="${TEST_THREADS:-4}"

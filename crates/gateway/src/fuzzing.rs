@@ -18,7 +18,7 @@ use crate::providers::ProviderKind;
 use crate::request::SearchRequest;
 
 /// The providers, by the name each fuzz target uses.
-pub fn provider_names() -> [&'static str; 4] {
+pub fn provider_names() -> [&'static str; 9] {
     ProviderKind::ALL.map(ProviderKind::as_str)
 }
 

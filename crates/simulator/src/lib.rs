@@ -30,13 +30,33 @@ pub enum Provider {
     Exa,
     /// Jina Search (s.jina.ai).
     Jina,
+    /// Kagi Search API.
+    Kagi,
+    /// Linkup.
+    Linkup,
+    /// Perplexity Search API.
+    Perplexity,
+    /// SearchAPI.io.
+    SearchApi,
+    /// Serper.
+    Serper,
     /// Tavily.
     Tavily,
 }
 
 impl Provider {
     /// Every provider, in a fixed order.
-    pub const ALL: [Provider; 4] = [Self::Brave, Self::Exa, Self::Jina, Self::Tavily];
+    pub const ALL: [Provider; 9] = [
+        Self::Brave,
+        Self::Exa,
+        Self::Jina,
+        Self::Kagi,
+        Self::Linkup,
+        Self::Perplexity,
+        Self::SearchApi,
+        Self::Serper,
+        Self::Tavily,
+    ];
 
     /// The provider's lower-case name (as the gateway's `FALLBACK_PROVIDERS` spells it).
     pub fn as_str(self) -> &'static str {
@@ -44,6 +64,11 @@ impl Provider {
             Self::Brave => "brave",
             Self::Exa => "exa",
             Self::Jina => "jina",
+            Self::Kagi => "kagi",
+            Self::Linkup => "linkup",
+            Self::Perplexity => "perplexity",
+            Self::SearchApi => "searchapi",
+            Self::Serper => "serper",
             Self::Tavily => "tavily",
         }
     }
@@ -54,6 +79,11 @@ impl Provider {
             Self::Brave => "BRAVE",
             Self::Exa => "EXA",
             Self::Jina => "JINA",
+            Self::Kagi => "KAGI",
+            Self::Linkup => "LINKUP",
+            Self::Perplexity => "PERPLEXITY",
+            Self::SearchApi => "SEARCHAPI",
+            Self::Serper => "SERPER",
             Self::Tavily => "TAVILY",
         }
     }

@@ -15,11 +15,16 @@ pub(crate) mod client;
 mod exa;
 pub(crate) mod http;
 mod jina;
+mod kagi;
 pub(crate) mod keys;
+mod linkup;
 mod metrics;
+mod perplexity;
 pub(crate) mod price;
 pub(crate) mod quota;
 pub(crate) mod readers;
+mod searchapi;
+mod serper;
 pub(crate) mod settings;
 mod tavily;
 
@@ -39,13 +44,33 @@ pub(crate) enum ProviderKind {
     Exa,
     /// Jina Search (s.jina.ai).
     Jina,
+    /// Kagi Search API.
+    Kagi,
+    /// Linkup.
+    Linkup,
+    /// Perplexity Search API.
+    Perplexity,
+    /// SearchAPI.io (Google results).
+    SearchApi,
+    /// Serper (Google results).
+    Serper,
     /// Tavily.
     Tavily,
 }
 
 impl ProviderKind {
     /// Every provider, in a fixed order.
-    pub(crate) const ALL: [ProviderKind; 4] = [Self::Brave, Self::Exa, Self::Jina, Self::Tavily];
+    pub(crate) const ALL: [ProviderKind; 9] = [
+        Self::Brave,
+        Self::Exa,
+        Self::Jina,
+        Self::Kagi,
+        Self::Linkup,
+        Self::Perplexity,
+        Self::SearchApi,
+        Self::Serper,
+        Self::Tavily,
+    ];
 
     /// Lower-case name used in `FALLBACK_PROVIDERS`, metric labels and `/status`.
     pub(crate) fn as_str(self) -> &'static str {
@@ -53,6 +78,11 @@ impl ProviderKind {
             Self::Brave => "brave",
             Self::Exa => "exa",
             Self::Jina => "jina",
+            Self::Kagi => "kagi",
+            Self::Linkup => "linkup",
+            Self::Perplexity => "perplexity",
+            Self::SearchApi => "searchapi",
+            Self::Serper => "serper",
             Self::Tavily => "tavily",
         }
     }
@@ -70,6 +100,11 @@ impl ProviderKind {
             Self::Brave => "BRAVE",
             Self::Exa => "EXA",
             Self::Jina => "JINA",
+            Self::Kagi => "KAGI",
+            Self::Linkup => "LINKUP",
+            Self::Perplexity => "PERPLEXITY",
+            Self::SearchApi => "SEARCHAPI",
+            Self::Serper => "SERPER",
             Self::Tavily => "TAVILY",
         }
     }
@@ -81,6 +116,11 @@ impl ProviderKind {
             Self::Brave => "brave_api",
             Self::Exa => "exa_api",
             Self::Jina => "jina_api",
+            Self::Kagi => "kagi_api",
+            Self::Linkup => "linkup_api",
+            Self::Perplexity => "perplexity_api",
+            Self::SearchApi => "searchapi_api",
+            Self::Serper => "serper_api",
             Self::Tavily => "tavily_api",
         }
     }
@@ -91,6 +131,11 @@ impl ProviderKind {
             Self::Brave => Box::new(brave::Brave),
             Self::Exa => Box::new(exa::Exa),
             Self::Jina => Box::new(jina::Jina),
+            Self::Kagi => Box::new(kagi::Kagi),
+            Self::Linkup => Box::new(linkup::Linkup),
+            Self::Perplexity => Box::new(perplexity::Perplexity),
+            Self::SearchApi => Box::new(searchapi::SearchApi),
+            Self::Serper => Box::new(serper::Serper),
             Self::Tavily => Box::new(tavily::Tavily),
         }
     }

@@ -2,6 +2,7 @@
 //! line naming the variable, nothing bound), `LOG_LEVEL` honoured, keys never printed, SIGTERM handled —
 //! and the live exposition accepted by `promtool check metrics`.
 
+use crate::support::external::needs;
 use std::path::Path;
 use std::process::Stdio;
 
@@ -249,6 +250,7 @@ async fn a_t1_count_beyond_the_keys_given_starts_keyless_with_one_warning() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn the_live_exposition_passes_promtool_check_metrics() {
+    needs!(Promtool);
     let s = SimStack::start(&[Brave], &[("T1_PREMIUM_COUNT", "1")]).await;
     s.searxng.set_engine(
         "beta",

@@ -11,6 +11,7 @@
 //!
 //! Needs the `prometheus` binary (Debian package `prometheus`; `scripts/test.sh` installs it).
 
+use crate::support::external::needs;
 use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -50,6 +51,7 @@ const PROMETHEUS_STARTUP: Duration = Duration::from_secs(20);
 
 #[tokio::test(flavor = "multi_thread")]
 async fn every_dashboard_panel_shows_data_from_a_real_prometheus_scrape() {
+    needs!(Prometheus);
     let started = Instant::now();
     let searxng = SimulatedSearxng::start(&["alpha", "beta", "gamma"])
         .await
@@ -128,6 +130,7 @@ async fn every_dashboard_panel_shows_data_from_a_real_prometheus_scrape() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn every_per_instance_panel_shows_data_for_a_pool() {
+    needs!(Prometheus);
     let searxng = [
         SimulatedSearxng::start(&["alpha", "beta"])
             .await

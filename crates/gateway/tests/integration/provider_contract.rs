@@ -201,21 +201,50 @@ fn expected(kind: Provider) -> Expected {
             auth_header: "authorization",
             auth_value: bearer,
         },
-        Provider::Tavily => Expected {
+        Provider::Kagi => Expected {
+            method: "GET",
+            path: "/api/v0/search",
+            auth_header: "authorization",
+            auth_value: format!("Bot {SIM_KEY}"),
+        },
+        Provider::Linkup => Expected {
+            method: "POST",
+            path: "/v1/search",
+            auth_header: "authorization",
+            auth_value: bearer,
+        },
+        Provider::Perplexity | Provider::Tavily => Expected {
             method: "POST",
             path: "/search",
             auth_header: "authorization",
             auth_value: bearer,
         },
+        Provider::SearchApi => Expected {
+            method: "GET",
+            path: "/api/v1/search",
+            auth_header: "authorization",
+            auth_value: bearer,
+        },
+        Provider::Serper => Expected {
+            method: "POST",
+            path: "/search",
+            auth_header: "x-api-key",
+            auth_value: SIM_KEY.to_owned(),
+        },
     }
 }
 
-/// The query as the provider received it: a query parameter (Brave) or a JSON body field.
+/// The query as the provider received it: a query parameter (Brave, Kagi, SearchAPI) or a JSON
+/// body field.
 fn query_sent(kind: Provider, seen: &RecordedRequest) -> Option<String> {
     match kind {
-        Provider::Brave => seen.query_param("q").map(str::to_owned),
-        Provider::Jina => seen.json().and_then(|b| b["q"].as_str().map(str::to_owned)),
-        Provider::Exa | Provider::Tavily => seen
+        Provider::Brave | Provider::Kagi | Provider::SearchApi => {
+            seen.query_param("q").map(str::to_owned)
+        }
+        Provider::Jina | Provider::Linkup | Provider::Serper => {
+            seen.json().and_then(|b| b["q"].as_str().map(str::to_owned))
+        }
+        Provider::Exa | Provider::Perplexity | Provider::Tavily => seen
             .json()
             .and_then(|b| b["query"].as_str().map(str::to_owned)),
     }
@@ -249,11 +278,16 @@ async fn every_provider_gets_its_real_request_shape_and_its_results_are_mapped()
             assert_eq!(result["url"], want.url.as_str(), "{kind:?}");
             assert_eq!(result["title"], want.title.as_str(), "{kind:?}");
             assert_eq!(result["content"], want.content.as_str(), "{kind:?}");
-            assert_eq!(
-                result["publishedDate"],
-                want.published_date.as_deref().unwrap_or_default(),
-                "{kind:?}"
-            );
+            if kind == Provider::Linkup {
+                // Linkup's search results carry no date.
+                assert_eq!(result["publishedDate"], serde_json::Value::Null, "{kind:?}");
+            } else {
+                assert_eq!(
+                    result["publishedDate"],
+                    want.published_date.as_deref().unwrap_or_default(),
+                    "{kind:?}"
+                );
+            }
             assert_eq!(result["engine"], label.as_str(), "{kind:?}");
             assert_eq!(result["engines"], serde_json::json!([label]), "{kind:?}");
         }
@@ -318,6 +352,33 @@ async fn provider_specific_extras_reach_the_wire() {
                 let body = seen.json().expect("a JSON body");
                 assert_eq!(body["search_depth"], "basic", "{body}");
             }
+            Provider::Kagi => {
+                assert_eq!(seen.query_param("limit"), Some("10"));
+            }
+            Provider::Linkup => {
+                let body = seen.json().expect("a JSON body");
+                assert_eq!(
+                    (&body["depth"], &body["outputType"]),
+                    (&"standard".into(), &"searchResults".into()),
+                    "{body}"
+                );
+            }
+            Provider::Perplexity => {
+                let body = seen.json().expect("a JSON body");
+                assert_eq!(body["max_results"], 10, "{body}");
+            }
+            Provider::SearchApi => {
+                assert_eq!(seen.query_param("engine"), Some("google"));
+                assert_eq!(
+                    seen.query_param("api_key"),
+                    None,
+                    "the key is never in the URL"
+                );
+            }
+            Provider::Serper => {
+                let body = seen.json().expect("a JSON body");
+                assert_eq!(body["num"], 10, "{body}");
+            }
         }
     })
     .await;
@@ -371,6 +432,43 @@ async fn searxng_parameters_are_mapped_and_pass_every_strict_fakes_validation() 
             Provider::Tavily => {
                 let body = seen.json().expect("a JSON body");
                 assert_eq!(body["time_range"], "week", "{body}");
+            }
+            Provider::Kagi => {
+                // Kagi's API takes only the query and a limit.
+                assert_eq!(seen.query_param("q"), Some("rust"));
+            }
+            Provider::Linkup => {
+                let body = seen.json().expect("a JSON body");
+                let from = body["fromDate"].as_str().unwrap_or_default();
+                assert!(
+                    from.len() == 10 && from.as_bytes()[4] == b'-',
+                    "a week back: {body}"
+                );
+            }
+            Provider::Perplexity => {
+                let body = seen.json().expect("a JSON body");
+                assert_eq!(body["search_recency_filter"], "week", "{body}");
+                assert_eq!(
+                    body["search_language_filter"],
+                    serde_json::json!(["de"]),
+                    "{body}"
+                );
+                assert_eq!(body["country"], "DE", "{body}");
+            }
+            Provider::SearchApi => {
+                assert_eq!(seen.query_param("page"), Some("2"));
+                assert_eq!(seen.query_param("hl"), Some("de"));
+                assert_eq!(seen.query_param("gl"), Some("de"));
+                assert_eq!(seen.query_param("time_period"), Some("last_week"));
+                assert_eq!(seen.query_param("safe"), Some("active"));
+            }
+            Provider::Serper => {
+                let body = seen.json().expect("a JSON body");
+                assert_eq!(
+                    (&body["page"], &body["hl"], &body["gl"], &body["tbs"]),
+                    (&2.into(), &"de".into(), &"de".into(), &"qdr:w".into()),
+                    "{body}"
+                );
             }
         }
     })
@@ -662,7 +760,7 @@ async fn exas_reported_cost_reaches_provider_cost_dollars_total() {
 }
 
 /// The binary at `LOG_LEVEL=debug` with every provider, each with its own secret key, in front of a
-/// degraded SearXNG; `SUFFICIENT_MIN_RESULTS` out of reach, so each search calls all four. Searches
+/// degraded SearXNG; `SUFFICIENT_MIN_RESULTS` out of reach, so each search calls all of them. Searches
 /// `query` three times — every provider answering, every provider refusing our request, every provider
 /// out of credits — and returns everything the process printed.
 async fn debug_logs_of_three_searches(query: &str) -> (String, Vec<String>) {
@@ -676,7 +774,7 @@ async fn debug_logs_of_three_searches(query: &str) -> (String, Vec<String>) {
         ("SEARXNG_BACKEND_URL".to_owned(), stack.searxng.base_url()),
         (
             "FALLBACK_PROVIDERS".to_owned(),
-            "brave,exa,jina,tavily".to_owned(),
+            Provider::ALL.map(Provider::as_str).join(","),
         ),
         ("SUFFICIENT_MIN_RESULTS".to_owned(), "1000".to_owned()),
         ("CACHE_SIZE".to_owned(), "0".to_owned()),
@@ -730,7 +828,7 @@ async fn debug_logs_of_three_searches(query: &str) -> (String, Vec<String>) {
 }
 
 /// Text only the fakes' bodies contain (results, error codes and messages, request ids).
-const UPSTREAM_BODY_MARKERS: [&str; 17] = [
+const UPSTREAM_BODY_MARKERS: [&str; 26] = [
     "Simulated result",
     "Snippet of simulated result",
     "example.org/result",
@@ -748,6 +846,15 @@ const UPSTREAM_BODY_MARKERS: [&str; 17] = [
     "Invalid request parameters",
     "usage limit",
     "costDollars",
+    "Not enough credits",
+    "insufficient_quota",
+    "INSUFFICIENT_FUNDS_CREDITS",
+    "run out of searches",
+    "Insufficient credit",
+    "sim-search",
+    "search_sim",
+    "sim-kagi",
+    "Field required",
 ];
 
 #[tokio::test(flavor = "multi_thread")]

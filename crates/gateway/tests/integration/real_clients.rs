@@ -12,6 +12,7 @@
 //! (`API_KEYS_FILE` naming the key the Tavily tests use), and one that reads pages from a loopback
 //! site (tavily-python's `extract` and `include_raw_content`, the MCP SDK's `web_fetch`).
 
+use crate::support::external::needs;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -25,9 +26,6 @@ use simulator::site::{Page, SimulatedSite};
 use crate::support::process::BIN;
 use crate::support::reading::{corpus, ReadStack};
 use crate::support::stack::SimStack;
-
-/// Where `.ci/install-clients.sh` puts the virtualenv unless `CLIENTS_VENV` says otherwise.
-const DEFAULT_VENV: &str = "/opt/searxng-gateway/clients-venv";
 
 /// The key the Python tests give every client (`KEY` in each test file), client `python` of the keyed
 /// gateway.
@@ -97,9 +95,7 @@ impl Gateways {
 }
 
 fn venv_python() -> PathBuf {
-    let venv = std::env::var_os("CLIENTS_VENV")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(DEFAULT_VENV));
+    let venv = crate::support::external::clients_venv();
     let python = venv.join("bin").join("python");
     assert!(
         python.is_file(),
@@ -158,30 +154,36 @@ async fn pytest(file: &str, gateways: &Gateways) {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn langchains_searx_search_wrapper_works_with_the_gateways_origin_as_searx_host() {
+    needs!(ClientLibraries);
     pytest("test_langchain.py", &Gateways::start().await).await;
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn open_webuis_search_searxng_works_with_the_gateway_as_its_query_url() {
+    needs!(ClientLibraries);
     pytest("test_open_webui.py", &Gateways::start().await).await;
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn tavily_python_works_with_the_gateway_as_its_api_base_url() {
+    needs!(ClientLibraries);
     pytest("test_tavily.py", &Gateways::start().await).await;
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn firecrawl_py_works_with_the_gateway_as_its_api_url() {
+    needs!(ClientLibraries);
     pytest("test_firecrawl.py", &Gateways::start().await).await;
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn the_perplexity_sdk_works_with_the_gateway_as_its_base_url() {
+    needs!(ClientLibraries);
     pytest("test_perplexity.py", &Gateways::start().await).await;
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn the_mcp_python_sdk_works_over_streamable_http_and_stdio() {
+    needs!(ClientLibraries);
     pytest("test_mcp.py", &Gateways::start().await).await;
 }

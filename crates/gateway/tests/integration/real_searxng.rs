@@ -2,6 +2,7 @@
 //! news) call the scriptable loopback upstream. What the upstream received proves what the gateway
 //! sent; the metrics prove what it understood.
 
+use crate::support::external::needs;
 use std::time::Duration;
 
 use serde_json::Value;
@@ -63,6 +64,7 @@ async fn direct(searxng: &SearxngInstance, params: &[(&str, &str)]) -> Value {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn answer_keeps_searxngs_full_shape() {
+    needs!(Searxng);
     let s = stack(false, &[]).await;
     let reply = s
         .gateway
@@ -92,6 +94,7 @@ async fn answer_keeps_searxngs_full_shape() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn forwarded_parameters_and_the_original_case_reach_the_engines() {
+    needs!(Searxng);
     let s = stack(false, &[]).await;
     let reply = s
         .gateway
@@ -131,6 +134,7 @@ async fn forwarded_parameters_and_the_original_case_reach_the_engines() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_failing_engine_is_counted_with_its_reason_class() {
+    needs!(Searxng);
     let s = stack(false, &[]).await;
     s.upstream.set("beta", EngineBehaviour::Status(429));
     s.upstream.set("alpha", EngineBehaviour::Ok { results: 3 });
@@ -170,6 +174,7 @@ async fn a_failing_engine_is_counted_with_its_reason_class() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn every_engine_failing_is_degraded_not_nothing_found() {
+    needs!(Searxng);
     let s = stack(false, &[("BREAKER_FAILURE_THRESHOLD", "100")]).await;
     s.upstream.set("alpha", EngineBehaviour::Status(500));
     s.upstream.set("beta", EngineBehaviour::Status(500));
@@ -192,6 +197,7 @@ async fn every_engine_failing_is_degraded_not_nothing_found() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn an_open_engine_is_excluded_until_one_request_probes_it() {
+    needs!(Searxng);
     // Open long enough for three searches through the real SearXNG on a loaded machine.
     let s = stack(false, &[("BREAKER_OPEN_SECONDS", "3"), ("CACHE_SIZE", "0")]).await;
     s.gateway.wait_for_catalog().await;
@@ -289,6 +295,7 @@ async fn an_open_engine_is_excluded_until_one_request_probes_it() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn suspended_entries_under_stock_windows_count_as_failures_never_success() {
+    needs!(Searxng);
     let s = stack(true, &[("BREAKER_OPEN_SECONDS", "1"), ("CACHE_SIZE", "0")]).await;
     s.gateway.wait_for_catalog().await;
     s.upstream.set("beta", EngineBehaviour::Status(429));
@@ -355,6 +362,7 @@ fn engine_breaker(status: &Value, name: &str) -> Option<Value> {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn an_engine_searxng_already_saw_blocked_starts_with_its_breaker_open() {
+    needs!(Searxng);
     let upstream = EngineUpstream::start().await;
     let searxng = SearxngInstance::start(SearxngOptions::new(upstream.port())).await;
     upstream.set("beta", EngineBehaviour::Status(429));

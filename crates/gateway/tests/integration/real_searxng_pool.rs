@@ -3,6 +3,7 @@
 //! upstream received tells which instance served a search; `/status` and the metrics tell what the
 //! gateway understood. Every search runs with the cache off, so each one reaches SearXNG.
 
+use crate::support::external::needs;
 use std::time::Duration;
 
 use crate::support::engine_upstream::{EngineBehaviour, EngineUpstream};
@@ -118,6 +119,7 @@ fn assert_all_answered_by_searxng(replies: &[Reply]) {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_captcha_on_one_instances_engine_excludes_it_on_that_instance_only() {
+    needs!(Searxng);
     let p = pool(2, &[("BREAKER_OPEN_SECONDS", "600")]).await;
     let (a, b) = (&p.members[0], &p.members[1]);
     let (a_alpha, b_alpha) = (a.upstream.hits("alpha"), b.upstream.hits("alpha"));
@@ -194,6 +196,7 @@ async fn a_captcha_on_one_instances_engine_excludes_it_on_that_instance_only() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn an_instance_killed_mid_load_costs_no_failed_request() {
+    needs!(Searxng);
     let mut p = pool(3, &[("SEARXNG_FAIL_THRESHOLD", "2")]).await;
     let before = p.searches();
     let gateway = &p.gateway;
@@ -264,6 +267,7 @@ async fn an_instance_killed_mid_load_costs_no_failed_request() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_recovered_instance_gets_traffic_again_after_exactly_one_probe() {
+    needs!(Searxng);
     let mut p = pool(
         2,
         &[
@@ -327,6 +331,7 @@ async fn a_recovered_instance_gets_traffic_again_after_exactly_one_probe() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn load_over_three_healthy_instances_is_spread_fairly() {
+    needs!(Searxng);
     let p = pool(3, &[]).await;
     let before = p.searches();
     let replies = load(&p.gateway, 6, 90, "spread").await;

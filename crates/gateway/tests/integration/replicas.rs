@@ -4,6 +4,7 @@
 //! probe that ends a shared open period. And Redis going away — killed, or frozen with SIGSTOP —
 //! never costs a search, nor does a replica dying while others wait on its computation.
 
+use crate::support::external::needs;
 use std::time::Duration;
 
 use futures::future::join_all;
@@ -57,6 +58,7 @@ async fn brave(g: &TestGateway) -> (String, String) {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn an_answer_computed_by_one_replica_is_a_hit_on_another() {
+    needs!(RedisServer);
     let redis = RedisServer::start().await;
     let (s, others) = replicas(&redis, 1, &[]).await;
     let (a, b) = (&s.gateway, &others[0]);
@@ -100,6 +102,7 @@ async fn an_answer_computed_by_one_replica_is_a_hit_on_another() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_value_this_version_cannot_read_is_a_counted_miss() {
+    needs!(RedisServer);
     let redis = RedisServer::start().await;
     let (s, others) = replicas(&redis, 1, &[]).await;
     let (a, b) = (&s.gateway, &others[0]);
@@ -121,6 +124,7 @@ async fn a_value_this_version_cannot_read_is_a_counted_miss() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn thirty_identical_cold_queries_over_three_replicas_reach_searxng_once() {
+    needs!(RedisServer);
     let redis = RedisServer::start().await;
     let (s, others) = replicas(&redis, 2, &[]).await;
     // Slow enough that all thirty arrive while the first is still computing.
@@ -149,6 +153,7 @@ async fn thirty_identical_cold_queries_over_three_replicas_reach_searxng_once() 
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_429_seen_by_one_replica_stops_the_others_calling_that_provider() {
+    needs!(RedisServer);
     let redis = RedisServer::start().await;
     let (s, others) = replicas(&redis, 2, &[("T1_PREMIUM_COUNT", "1")]).await;
     let (a, b, c) = (&s.gateway, &others[0], &others[1]);
@@ -178,6 +183,7 @@ async fn a_429_seen_by_one_replica_stops_the_others_calling_that_provider() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn exactly_one_probe_across_replicas_ends_a_shared_open_period() {
+    needs!(RedisServer);
     let redis = RedisServer::start().await;
     let (s, others) = replicas(
         &redis,
@@ -223,6 +229,7 @@ async fn exactly_one_probe_across_replicas_ends_a_shared_open_period() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_captchad_engine_seen_by_one_replica_is_excluded_by_another() {
+    needs!(RedisServer);
     let redis = RedisServer::start().await;
     let (s, others) = replicas(&redis, 1, &[]).await;
     let (a, b) = (&s.gateway, &others[0]);
@@ -247,6 +254,7 @@ async fn a_captchad_engine_seen_by_one_replica_is_excluded_by_another() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn killing_redis_mid_load_loses_no_request_and_a_restart_restores_sharing() {
+    needs!(RedisServer);
     let mut redis = RedisServer::start().await;
     let (s, others) = replicas(&redis, 1, &[]).await;
     let (a, b) = (&s.gateway, &others[0]);
@@ -315,6 +323,7 @@ async fn killing_redis_mid_load_loses_no_request_and_a_restart_restores_sharing(
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_frozen_redis_never_stalls_a_search() {
+    needs!(RedisServer);
     let redis = RedisServer::start().await;
     // A searxng timeout no search can wait for, so a stall would show as a hang-guard failure.
     let (s, others) = replicas(&redis, 1, &[("REDIS_TIMEOUT_MS", "50")]).await;
@@ -348,6 +357,7 @@ async fn a_frozen_redis_never_stalls_a_search() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_searxng_cooldown_started_by_one_replica_is_kept_by_another() {
+    needs!(RedisServer);
     let redis = RedisServer::start().await;
     let (s, others) = replicas(
         &redis,
@@ -381,6 +391,7 @@ async fn a_searxng_cooldown_started_by_one_replica_is_kept_by_another() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn the_provider_rotation_is_fair_across_replicas() {
+    needs!(RedisServer);
     let redis = RedisServer::start().await;
     let (s, others) = replicas_of(
         &[Brave, Exa],
@@ -401,6 +412,7 @@ async fn the_provider_rotation_is_fair_across_replicas() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_follower_whose_leader_dies_mid_fan_out_computes_the_answer_itself() {
+    needs!(RedisServer);
     let redis = RedisServer::start().await;
     let (s, _) = replicas_of(&[], &redis, 0, &[]).await;
     let redis_url = redis.url();

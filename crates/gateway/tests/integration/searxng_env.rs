@@ -4,6 +4,7 @@
 //! `unresponsive_engines`, which parameters reach an engine, suspension), so that a SearXNG upgrade that changes
 //! any of it fails here first, with a clear name, instead of somewhere inside a gateway test.
 
+use crate::support::external::needs;
 use std::time::Duration;
 
 use serde_json::Value;
@@ -15,6 +16,7 @@ use crate::support::searxng::{
 
 #[tokio::test(flavor = "multi_thread")]
 async fn an_upstream_answering_429_is_reported_as_too_many_requests_after_one_hit() {
+    needs!(Searxng);
     let upstream = EngineUpstream::start().await;
     let searxng = SearxngInstance::start(SearxngOptions::new(upstream.port())).await;
     upstream.set("beta", EngineBehaviour::Status(429));
@@ -38,6 +40,7 @@ async fn an_upstream_answering_429_is_reported_as_too_many_requests_after_one_hi
 
 #[tokio::test(flavor = "multi_thread")]
 async fn page_time_range_language_and_safesearch_reach_the_engine_upstream() {
+    needs!(Searxng);
     let upstream = EngineUpstream::start().await;
     let searxng = SearxngInstance::start(SearxngOptions::new(upstream.port())).await;
 
@@ -74,6 +77,7 @@ async fn page_time_range_language_and_safesearch_reach_the_engine_upstream() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_plain_search_sends_page_one_and_language_all_and_no_time_range_or_safesearch() {
+    needs!(Searxng);
     let upstream = EngineUpstream::start().await;
     let searxng = SearxngInstance::start(SearxngOptions::new(upstream.port())).await;
 
@@ -90,6 +94,7 @@ async fn a_plain_search_sends_page_one_and_language_all_and_no_time_range_or_saf
 
 #[tokio::test(flavor = "multi_thread")]
 async fn every_upstream_failure_is_reported_with_its_documented_message() {
+    needs!(Searxng);
     let upstream = EngineUpstream::start().await;
     let searxng = SearxngInstance::start(SearxngOptions::new(upstream.port())).await;
     // Hits per search: SearXNG retries once, on a new connection, when the upstream breaks the connection.
@@ -130,6 +135,7 @@ async fn every_upstream_failure_is_reported_with_its_documented_message() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn an_empty_answer_is_neither_a_result_nor_a_failure() {
+    needs!(Searxng);
     let upstream = EngineUpstream::start().await;
     let searxng = SearxngInstance::start(SearxngOptions::new(upstream.port())).await;
     upstream.set("beta", EngineBehaviour::Empty);
@@ -143,6 +149,7 @@ async fn an_empty_answer_is_neither_a_result_nor_a_failure() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn with_stock_suspension_a_429_parks_the_engine_without_calling_it_again() {
+    needs!(Searxng);
     let upstream = EngineUpstream::start().await;
     let options = SearxngOptions {
         stock_suspension: true,
@@ -169,6 +176,7 @@ async fn with_stock_suspension_a_429_parks_the_engine_without_calling_it_again()
 
 #[tokio::test(flavor = "multi_thread")]
 async fn engines_without_paging_are_left_out_of_page_two_silently() {
+    needs!(Searxng);
     let upstream = EngineUpstream::start().await;
     let options = SearxngOptions {
         engines_without_paging_or_time_range: vec!["beta"],
@@ -189,6 +197,7 @@ async fn engines_without_paging_are_left_out_of_page_two_silently() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn shared_urls_from_two_engines_become_one_result_listing_both() {
+    needs!(Searxng);
     let upstream = EngineUpstream::start().await;
     let searxng = SearxngInstance::start(SearxngOptions::new(upstream.port())).await;
     upstream.set("alpha", EngineBehaviour::Shared { results: 2 });
@@ -213,6 +222,7 @@ async fn shared_urls_from_two_engines_become_one_result_listing_both() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn config_lists_each_engine_in_its_category() {
+    needs!(Searxng);
     let upstream = EngineUpstream::start().await;
     let searxng = SearxngInstance::start(SearxngOptions::new(upstream.port())).await;
 

@@ -2,6 +2,7 @@
 //! engines pointed at the loopback fake), it answers a search through the gateway in front of two real SearXNG
 //! instances, and SIGINT (Ctrl-C) stops everything it started.
 
+use crate::support::external::needs;
 use std::path::Path;
 use std::process::Stdio;
 
@@ -11,7 +12,6 @@ use tokio::process::Command;
 use crate::support::engine_upstream::EngineUpstream;
 use crate::support::ports::unused_loopback_port;
 use crate::support::process::BIN;
-use crate::support::searxng::DEFAULT_VENV;
 use crate::support::wait;
 
 fn engines_yaml(upstream_port: u16) -> String {
@@ -47,16 +47,14 @@ async fn refuses_connections(url: &str) -> bool {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn the_stack_script_serves_a_search_through_a_pool_and_stops_on_sigint() {
+    needs!(Searxng);
     let upstream = EngineUpstream::start().await;
     let dir = tempfile::tempdir().expect("a temporary directory");
     let engines = dir.path().join("engines.yml");
     std::fs::write(&engines, engines_yaml(upstream.port())).expect("write the engines file");
     let listen = format!("127.0.0.1:{}", unused_loopback_port());
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/stack.sh");
-    let venv = std::env::var("SEARXNG_VENV")
-        .ok()
-        .filter(|v| !v.is_empty())
-        .unwrap_or_else(|| DEFAULT_VENV.to_owned());
+    let venv = crate::support::external::searxng_venv();
     let mut child = Command::new("bash")
         .arg(&script)
         .args(["--instances", "2", "--listen", &listen, "--gateway", BIN])

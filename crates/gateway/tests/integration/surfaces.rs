@@ -3,6 +3,7 @@
 //! the surface it came through, refusals by neither — and SearXNG's direct answers, which a real SearXNG
 //! gives and every JSON surface passes on.
 
+use crate::support::external::needs;
 use rmcp::model::CallToolRequestParams;
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::ServiceExt;
@@ -107,6 +108,7 @@ async fn each_search_counts_one_outcome_and_one_surface_through_one_shared_cache
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_real_searxngs_direct_answer_reaches_tavily_and_mcp_clients() {
+    needs!(Searxng);
     let upstream = EngineUpstream::start().await;
     let searxng = SearxngInstance::start(SearxngOptions::new(upstream.port())).await;
     let base = searxng.base_url();

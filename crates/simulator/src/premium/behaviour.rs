@@ -22,10 +22,12 @@ pub struct SimHit {
 /// A failure the fake serves, each in the provider's own status code and body.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SimError {
-    /// Bad key: Brave 422 `SUBSCRIPTION_TOKEN_INVALID`, Exa/Jina/Tavily 401.
+    /// Bad key: Brave 422 `SUBSCRIPTION_TOKEN_INVALID`, Serper 403, the others 401 (Kagi: error code 2).
     Auth,
     /// Credits or monthly quota gone: Brave 429 `QUOTA_LIMITED` (month window at 0), Exa 402
-    /// `NO_MORE_CREDITS`, Jina 402 `InsufficientBalanceError`, Tavily 432.
+    /// `NO_MORE_CREDITS`, Jina 402 `InsufficientBalanceError`, Kagi 402 code 101, Linkup 429
+    /// `INSUFFICIENT_FUNDS_CREDITS`, Perplexity 429 `insufficient_quota`, SearchAPI 429 "run out of
+    /// searches", Serper 400 "Not enough credits", Tavily 432.
     Quota,
     /// Too many requests: 429 everywhere. Brave reports the wait as its per-second window's
     /// `X-RateLimit-Reset`; the others send `Retry-After`.
@@ -33,7 +35,7 @@ pub enum SimError {
         /// Seconds until the provider accepts calls again.
         retry_after_secs: u64,
     },
-    /// Our request is wrong: Brave 422 `VALIDATION`, Exa/Jina/Tavily 400.
+    /// Our request is wrong: Brave 422 `VALIDATION`, Perplexity 422, the others 400.
     BadRequest,
     /// A server failure: 500 (Exa: 503 `SERVICE_OVERLOADED`).
     Server,

@@ -1,5 +1,6 @@
 //! What each provider accepts, checked in the order a real one checks: its path and methods, its auth header
-//! (Brave `X-Subscription-Token`, Exa `x-api-key`, Jina and Tavily `Authorization: Bearer`), then its
+//! (Brave `X-Subscription-Token`, Exa and Serper `x-api-key`, Jina, Linkup, Perplexity, SearchAPI and Tavily
+//! `Authorization: Bearer`, Kagi `Authorization: Bot`), then its
 //! parameters and their ranges. A request that passes becomes [`Asked`]: what the reply has to honour.
 
 use axum::http::Method;
@@ -12,16 +13,23 @@ use crate::Provider;
 pub(super) fn path(kind: Provider) -> &'static str {
     match kind {
         Provider::Brave => "/res/v1/web/search",
-        Provider::Exa | Provider::Tavily => "/search",
+        Provider::Exa | Provider::Perplexity | Provider::Serper | Provider::Tavily => "/search",
         Provider::Jina => "/",
+        Provider::Kagi => "/api/v0/search",
+        Provider::Linkup => "/v1/search",
+        Provider::SearchApi => "/api/v1/search",
     }
 }
 
 /// The methods that path accepts.
 pub(super) fn methods(kind: Provider) -> &'static [Method] {
     match kind {
-        Provider::Brave => &[Method::GET],
-        Provider::Exa | Provider::Tavily => &[Method::POST],
+        Provider::Brave | Provider::Kagi | Provider::SearchApi => &[Method::GET],
+        Provider::Exa
+        | Provider::Linkup
+        | Provider::Perplexity
+        | Provider::Serper
+        | Provider::Tavily => &[Method::POST],
         Provider::Jina => &[Method::GET, Method::POST],
     }
 }
@@ -56,10 +64,16 @@ pub(super) enum Rejection {
 /// Auth and parameter checks.
 pub(super) fn check(kind: Provider, req: &RecordedRequest, key: &str) -> Result<Asked, Rejection> {
     let bearer = format!("Bearer {key}");
+    let bot = format!("Bot {key}");
     let (auth_header, auth_value) = match kind {
         Provider::Brave => ("x-subscription-token", key),
-        Provider::Exa => ("x-api-key", key),
-        Provider::Jina | Provider::Tavily => ("authorization", bearer.as_str()),
+        Provider::Exa | Provider::Serper => ("x-api-key", key),
+        Provider::Kagi => ("authorization", bot.as_str()),
+        Provider::Jina
+        | Provider::Linkup
+        | Provider::Perplexity
+        | Provider::SearchApi
+        | Provider::Tavily => ("authorization", bearer.as_str()),
     };
     match req.header(auth_header) {
         None => return Err(Rejection::MissingKey),
@@ -70,6 +84,11 @@ pub(super) fn check(kind: Provider, req: &RecordedRequest, key: &str) -> Result<
         Provider::Brave => check_brave(req),
         Provider::Exa => check_exa(req),
         Provider::Jina => check_jina(req),
+        Provider::Kagi => check_kagi(req),
+        Provider::Linkup => check_linkup(req),
+        Provider::Perplexity => check_perplexity(req),
+        Provider::SearchApi => check_searchapi(req),
+        Provider::Serper => check_serper(req),
         Provider::Tavily => check_tavily(req),
     };
     asked.map_err(|()| Rejection::Invalid)
@@ -131,16 +150,7 @@ fn check_exa(req: &RecordedRequest) -> Result<Asked, ()> {
     let count = json_bounded(&body, "numResults", 1, 100, 10)?;
     if let Some(start) = body.get("startPublishedDate") {
         let start = start.as_str().ok_or(())?;
-        let date = start.get(..10).ok_or(())?;
-        let shaped = date.len() == 10
-            && date.char_indices().all(|(i, c)| {
-                if i == 4 || i == 7 {
-                    c == '-'
-                } else {
-                    c.is_ascii_digit()
-                }
-            });
-        if !shaped {
+        if !start.get(..10).is_some_and(is_day) {
             return Err(());
         }
     }
@@ -209,6 +219,180 @@ fn check_tavily(req: &RecordedRequest) -> Result<Asked, ()> {
         accept_json: true,
         no_content: true,
     })
+}
+
+fn check_kagi(req: &RecordedRequest) -> Result<Asked, ()> {
+    let query = req.query_param("q").unwrap_or_default();
+    if query.trim().is_empty() {
+        return Err(());
+    }
+    let count = bounded(req.query_param("limit"), 1, 100, 20)?;
+    Ok(Asked::plain(query.to_owned(), count))
+}
+
+fn check_linkup(req: &RecordedRequest) -> Result<Asked, ()> {
+    let body = json_object(req)?;
+    let query = non_empty_string(&body, "q")?;
+    // Both are required by the real API.
+    json_required_one_of(&body, "depth", &["standard", "deep"])?;
+    json_required_one_of(
+        &body,
+        "outputType",
+        &["searchResults", "sourcedAnswer", "structured"],
+    )?;
+    let count = json_bounded(&body, "maxResults", 1, 100, 10)?;
+    for field in ["fromDate", "toDate"] {
+        if let Some(date) = body.get(field) {
+            date.as_str().filter(|d| is_day(d)).ok_or(())?;
+        }
+    }
+    for field in ["includeDomains", "excludeDomains"] {
+        json_strings(&body, field, 100)?;
+    }
+    Ok(Asked::plain(query, count))
+}
+
+fn check_perplexity(req: &RecordedRequest) -> Result<Asked, ()> {
+    let body = json_object(req)?;
+    let query = match body.get("query") {
+        Some(Value::String(q)) if !q.trim().is_empty() => q.clone(),
+        Some(Value::Array(list)) if (1..=5).contains(&list.len()) => list
+            .iter()
+            .map(|q| {
+                q.as_str()
+                    .filter(|q| !q.trim().is_empty())
+                    .map(str::to_owned)
+            })
+            .collect::<Option<Vec<_>>>()
+            .ok_or(())?
+            .join(" | "),
+        _ => return Err(()),
+    };
+    let count = json_bounded(&body, "max_results", 1, 20, 10)?;
+    json_one_of(
+        &body,
+        "search_recency_filter",
+        &["hour", "day", "week", "month", "year"],
+    )?;
+    json_strings(&body, "search_domain_filter", 20)?;
+    if let Some(languages) = json_strings(&body, "search_language_filter", 10)? {
+        let valid = languages
+            .iter()
+            .all(|l| l.len() == 2 && l.chars().all(|c| c.is_ascii_lowercase()));
+        if !valid {
+            return Err(());
+        }
+    }
+    if let Some(country) = body.get("country") {
+        let country = country.as_str().ok_or(())?;
+        if country.len() != 2 || !country.chars().all(|c| c.is_ascii_uppercase()) {
+            return Err(());
+        }
+    }
+    Ok(Asked::plain(query, count))
+}
+
+fn check_searchapi(req: &RecordedRequest) -> Result<Asked, ()> {
+    if req.query_param("engine") != Some("google") {
+        return Err(());
+    }
+    let query = req.query_param("q").unwrap_or_default();
+    if query.trim().is_empty() {
+        return Err(());
+    }
+    let count = bounded(req.query_param("num"), 1, 100, 10)?;
+    bounded(req.query_param("page"), 1, 100, 1)?;
+    one_of(
+        req.query_param("time_period"),
+        &[
+            "last_hour",
+            "last_day",
+            "last_week",
+            "last_month",
+            "last_year",
+        ],
+    )?;
+    one_of(req.query_param("safe"), &["active", "off"])?;
+    for name in ["hl", "gl"] {
+        if let Some(code) = req.query_param(name) {
+            if code.len() != 2 || !code.chars().all(|c| c.is_ascii_lowercase()) {
+                return Err(());
+            }
+        }
+    }
+    Ok(Asked::plain(query.to_owned(), count))
+}
+
+fn check_serper(req: &RecordedRequest) -> Result<Asked, ()> {
+    let body = json_object(req)?;
+    let query = non_empty_string(&body, "q")?;
+    let count = json_bounded(&body, "num", 1, 100, 10)?;
+    json_bounded(&body, "page", 1, 100, 1)?;
+    json_one_of(&body, "tbs", &["qdr:h", "qdr:d", "qdr:w", "qdr:m", "qdr:y"])?;
+    for field in ["hl", "gl"] {
+        if let Some(code) = body.get(field) {
+            let code = code.as_str().ok_or(())?;
+            if code.len() != 2 || !code.chars().all(|c| c.is_ascii_lowercase()) {
+                return Err(());
+            }
+        }
+    }
+    Ok(Asked::plain(query, count))
+}
+
+impl Asked {
+    /// A request of a provider without content options: `query`, at most `count` results.
+    fn plain(query: String, count: usize) -> Self {
+        Self {
+            query,
+            count,
+            highlights: false,
+            text: false,
+            accept_json: true,
+            no_content: true,
+        }
+    }
+}
+
+/// `YYYY-MM-DD`.
+fn is_day(text: &str) -> bool {
+    text.len() == 10
+        && text.char_indices().all(|(i, c)| {
+            if i == 4 || i == 7 {
+                c == '-'
+            } else {
+                c.is_ascii_digit()
+            }
+        })
+}
+
+/// An optional list of at most `max` non-empty strings.
+fn json_strings(
+    body: &Map<String, Value>,
+    field: &str,
+    max: usize,
+) -> Result<Option<Vec<String>>, ()> {
+    let Some(value) = body.get(field) else {
+        return Ok(None);
+    };
+    let list = value.as_array().filter(|l| l.len() <= max).ok_or(())?;
+    list.iter()
+        .map(|v| v.as_str().filter(|s| !s.is_empty()).map(str::to_owned))
+        .collect::<Option<Vec<_>>>()
+        .map(Some)
+        .ok_or(())
+}
+
+fn json_required_one_of(
+    body: &Map<String, Value>,
+    field: &str,
+    allowed: &[&str],
+) -> Result<(), ()> {
+    if body.contains_key(field) {
+        json_one_of(body, field, allowed)
+    } else {
+        Err(())
+    }
 }
 
 /// A number parameter within `min..=max`, `default` when absent.

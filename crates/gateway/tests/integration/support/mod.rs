@@ -1,9 +1,11 @@
 //! Test support: the gateway in-process on port 0 ([`gateway`]) or as the real binary ([`process`]),
 //! in front of the simulators ([`stack`]); a real SearXNG ([`searxng`]) and a real `redis-server` ([`redis`]) and the scriptable fake upstream
 //! behind its engines ([`engine_upstream`]); waiting for observable conditions ([`wait`]) and kernel-chosen
-//! loopback ports ([`ports`]).
+//! loopback ports ([`ports`]); which of the real programs are installed, and skipping a test that needs a
+//! missing one outside CI ([`external`]).
 
 pub(crate) mod engine_upstream;
+pub(crate) mod external;
 pub(crate) mod gateway;
 pub(crate) mod ports;
 pub(crate) mod process;

@@ -1,4 +1,4 @@
-//! A real `redis-server` (the Debian package; `.ci/install-redis.sh` installs it) started by the
+//! A real `redis-server` (the Debian package; `scripts/test.sh` installs it) started by the
 //! test itself on a kernel-chosen loopback port, without persistence, and driven like an operator
 //! would: killed, restarted on the same port, stopped with SIGSTOP (accepts connections, never
 //! answers) and continued.
@@ -53,7 +53,7 @@ impl RedisServer {
             .stderr(Stdio::null())
             .spawn()
             .unwrap_or_else(|e| {
-                panic!("start redis-server ({e}): install it with .ci/install-redis.sh")
+                panic!("start redis-server ({e}): install the Debian package redis-server (scripts/test.sh does)")
             });
         self.child = Some(child);
         let port = self.port;

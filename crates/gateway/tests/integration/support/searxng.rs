@@ -45,9 +45,6 @@ pub const NEWS_ENGINES: [&str; 1] = ["gamma"];
 /// [`SearxngOptions::engine_timeout`] says otherwise.
 pub const ENGINE_TIMEOUT: Duration = Duration::from_secs(2);
 
-/// Where the virtualenv is when `SEARXNG_VENV` is not set; the same default as `.ci/install-searxng.sh`.
-pub const DEFAULT_VENV: &str = "/opt/searxng-gateway/venv";
-
 const STARTUP_TIMEOUT: Duration = Duration::from_secs(20);
 const START_ATTEMPTS: usize = 3;
 
@@ -252,9 +249,7 @@ fn read_log(dir: &Path) -> String {
 }
 
 fn venv_dir() -> PathBuf {
-    std::env::var_os("SEARXNG_VENV")
-        .filter(|value| !value.is_empty())
-        .map_or_else(|| PathBuf::from(DEFAULT_VENV), PathBuf::from)
+    super::external::searxng_venv()
 }
 
 fn spawn_granian(granian: &Path, dir: &Path, tmp: &Path, port: u16) -> Child {

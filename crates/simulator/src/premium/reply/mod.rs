@@ -6,6 +6,11 @@
 mod brave;
 mod exa;
 mod jina;
+mod kagi;
+mod linkup;
+mod perplexity;
+mod searchapi;
+mod serper;
 mod tavily;
 
 use axum::http::header::{CONTENT_TYPE, RETRY_AFTER};
@@ -53,6 +58,11 @@ pub(super) fn answer(
                 Provider::Brave => brave::results(hits, asked, windows),
                 Provider::Exa => exa::results(hits, asked),
                 Provider::Jina => jina::results(hits, asked),
+                Provider::Kagi => kagi::results(hits, asked),
+                Provider::Linkup => linkup::results(hits),
+                Provider::Perplexity => perplexity::results(hits),
+                Provider::SearchApi => searchapi::results(hits, asked),
+                Provider::Serper => serper::results(hits, asked),
                 Provider::Tavily => tavily::results(hits, asked),
             }
         }
@@ -60,6 +70,11 @@ pub(super) fn answer(
             Provider::Brave => brave::empty(asked, windows),
             Provider::Exa => exa::empty(),
             Provider::Jina => jina::empty(asked),
+            Provider::Kagi => kagi::empty(),
+            Provider::Linkup => linkup::empty(),
+            Provider::Perplexity => perplexity::empty(asked),
+            Provider::SearchApi => searchapi::empty(asked),
+            Provider::Serper => serper::empty(asked),
             Provider::Tavily => tavily::empty(asked),
         },
         Answer::Error(err) => error(kind, err, windows),
@@ -103,6 +118,11 @@ fn error(kind: Provider, err: SimError, windows: BraveWindows) -> Response {
         Provider::Brave => return brave::error(err, windows),
         Provider::Exa => exa::error(err),
         Provider::Jina => jina::error(err),
+        Provider::Kagi => kagi::error(err),
+        Provider::Linkup => linkup::error(err),
+        Provider::Perplexity => perplexity::error(err),
+        Provider::SearchApi => searchapi::error(err),
+        Provider::Serper => serper::error(err),
         Provider::Tavily => tavily::error(err),
     };
     if let SimError::RateLimited { retry_after_secs } = err {
