@@ -21,6 +21,8 @@ pub mod searxng;
 pub mod site;
 mod transport;
 
+pub use transport::LifetimeStats;
+
 /// The premium search APIs the simulator fakes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Provider {

@@ -157,7 +157,13 @@ impl SimulatedReader {
         let app = Router::new()
             .fallback(handle)
             .with_state(Arc::clone(&shared));
-        let task = transport::spawn(listener, app, || None, released);
+        let task = transport::spawn(
+            listener,
+            app,
+            || None,
+            released,
+            transport::Lifetimes::default(),
+        );
         Ok(Self {
             kind,
             addr,

@@ -167,7 +167,13 @@ impl SimulatedSite {
         let app = Router::new()
             .fallback(handle)
             .with_state(Arc::clone(&shared));
-        let task = transport::spawn(listener, app, || None, released);
+        let task = transport::spawn(
+            listener,
+            app,
+            || None,
+            released,
+            transport::Lifetimes::default(),
+        );
         Ok(Self {
             addr,
             shared,

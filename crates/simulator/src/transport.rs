@@ -3,12 +3,19 @@
 //! per connection at accept time (reset it, or hold it unread), and letting a handler reset the
 //! connection its request came on ([`Connection::reset`]: `SO_LINGER` 0, so closing sends a TCP RST
 //! instead of a FIN). When the fake stops, idle connections close and requests in flight end.
+//!
+//! It also keeps the fake's own clock of each connection ([`Lifetimes`]): how long the client kept it
+//! open before closing it — how a test learns, without timing the client, when the gateway gave up
+//! on a hanging or trickling upstream. A connection held unread ([`OnAccept::Hang`]) is drained into
+//! the void so its close is seen; it is still never answered.
 
 use std::io;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::sync::Mutex;
 use std::task::{Context, Poll};
+use std::time::Duration;
 
 use axum::http::Request;
 use axum::Router;
@@ -17,10 +24,11 @@ use hyper::server::conn::http1;
 use hyper::service::{service_fn, Service};
 use hyper_util::rt::TokioIo;
 use hyper_util::service::TowerToHyperService;
-use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::io::{AsyncRead, AsyncReadExt as _, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
+use tokio::time::Instant;
 
 use crate::fault::OnAccept;
 
@@ -39,13 +47,48 @@ impl Connection {
     }
 }
 
+/// How long clients kept a fake's connections open before closing them, on the fake's own clock.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Lifetimes(Arc<Mutex<LifetimeStats>>);
+
+/// What [`Lifetimes`] has seen so far.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LifetimeStats {
+    /// Connections the client closed (or that failed), not counting those the fake closed on stopping.
+    pub closed: usize,
+    /// The longest of those, from accept to close.
+    pub longest: Duration,
+}
+
+impl Lifetimes {
+    fn record(&self, opened: Instant) {
+        let lived = opened.elapsed();
+        let mut stats = self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        stats.closed += 1;
+        stats.longest = stats.longest.max(lived);
+    }
+
+    /// What was seen so far.
+    pub(crate) fn stats(&self) -> LifetimeStats {
+        *self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
 /// Serves `router` on `listener` until `stopping` turns `true`; `on_accept` says what to do with each
-/// new connection (`None`: serve it). The task is the accept loop.
+/// new connection (`None`: serve it); each connection's lifetime goes to `lifetimes`. The task is the
+/// accept loop.
 pub(crate) fn spawn(
     listener: TcpListener,
     router: Router,
     on_accept: impl Fn() -> Option<OnAccept> + Send + Sync + 'static,
     stopping: watch::Receiver<bool>,
+    lifetimes: Lifetimes,
 ) -> JoinHandle<()> {
     tokio::spawn(async move {
         let mut stop = stopping.clone();
@@ -58,26 +101,53 @@ pub(crate) fn spawn(
                 },
                 _ = stop.wait_for(|stopped| *stopped) => return,
             };
+            let opened = Instant::now();
             match on_accept() {
                 Some(OnAccept::Reset) => {
                     let _ = stream.set_zero_linger();
                     drop(stream);
                 }
                 Some(OnAccept::Hang) => {
-                    let mut released = stopping.clone();
-                    tokio::spawn(async move {
-                        let _held = stream;
-                        let _ = released.wait_for(|stopped| *stopped).await;
-                    });
+                    hold(stream, stopping.clone(), lifetimes.clone(), opened);
                 }
-                None => serve(stream, router.clone(), stopping.clone()),
+                None => serve(
+                    stream,
+                    router.clone(),
+                    stopping.clone(),
+                    lifetimes.clone(),
+                    opened,
+                ),
             }
         }
     })
 }
 
-/// One connection, until the client closes it or the fake stops.
-fn serve(stream: TcpStream, router: Router, mut stopping: watch::Receiver<bool>) {
+/// Holds a connection without ever answering it, reading what the client sends into the void until
+/// the client closes it (recorded) or the fake stops.
+fn hold(
+    mut stream: TcpStream,
+    mut stopping: watch::Receiver<bool>,
+    lifetimes: Lifetimes,
+    opened: Instant,
+) {
+    tokio::spawn(async move {
+        let mut sink = [0u8; 4096];
+        let closed = async { while matches!(stream.read(&mut sink).await, Ok(n) if n > 0) {} };
+        tokio::select! {
+            () = closed => lifetimes.record(opened),
+            _ = stopping.wait_for(|stopped| *stopped) => {}
+        }
+    });
+}
+
+/// One connection, until the client closes it (recorded) or the fake stops.
+fn serve(
+    stream: TcpStream,
+    router: Router,
+    mut stopping: watch::Receiver<bool>,
+    lifetimes: Lifetimes,
+    opened: Instant,
+) {
     let _ = stream.set_nodelay(true);
     let connection = Connection::default();
     let io = TokioIo::new(Controlled {
@@ -96,7 +166,7 @@ fn serve(stream: TcpStream, router: Router, mut stopping: watch::Receiver<bool>)
             let _ = stopping.wait_for(|stopped| *stopped).await;
         };
         tokio::select! {
-            _ = served.as_mut() => {}
+            _ = served.as_mut() => lifetimes.record(opened),
             () = stopped => {
                 served.as_mut().graceful_shutdown();
                 let _ = served.await;

@@ -31,7 +31,6 @@ use simulator::Provider;
 use tempfile::TempDir;
 
 use crate::support::gateway::{metric_value, Reply, TestGateway};
-use crate::support::ports::unused_loopback_port;
 use crate::support::wait;
 
 /// Panels that legitimately show nothing after the scripted traffic: (title, why). Keep it empty if you can.
@@ -39,15 +38,6 @@ const PANELS_WITHOUT_DATA: &[(&str, &str)] = &[];
 
 /// A non-default metrics path, so the scrape proves `METRICS_PATH` is honoured.
 const METRICS_PATH: &str = "/internal/metrics";
-
-/// How long Prometheus may take to show every panel's data once the traffic is over.
-const DATA_DEADLINE: Duration = Duration::from_secs(30);
-
-/// How long any one scripted state (a breaker recovering) may take to appear.
-const STEP_DEADLINE: Duration = Duration::from_secs(10);
-
-/// How long Prometheus may take to become ready.
-const PROMETHEUS_STARTUP: Duration = Duration::from_secs(20);
 
 #[tokio::test(flavor = "multi_thread")]
 async fn every_dashboard_panel_shows_data_from_a_real_prometheus_scrape() {
@@ -114,9 +104,10 @@ async fn every_dashboard_panel_shows_data_from_a_real_prometheus_scrape() {
     let failures = prometheus.wait_for_every_panel(&queries).await;
     assert!(
         failures.is_empty(),
-        "{} dashboard quer{} without data after {DATA_DEADLINE:?}:\n  {}\n{}\nPrometheus log:\n{}",
+        "{} dashboard quer{} without data after {:?}:\n  {}\n{}\nPrometheus log:\n{}",
         failures.len(),
         if failures.len() == 1 { "y" } else { "ies" },
+        wait::HANG_GUARD,
         failures.join("\n  "),
         prometheus.scrape_health().await,
         prometheus.log(),
@@ -190,7 +181,8 @@ async fn every_per_instance_panel_shows_data_for_a_pool() {
     let failures = prometheus.wait_for_every_panel(&queries).await;
     assert!(
         failures.is_empty(),
-        "per-instance panels without data after {DATA_DEADLINE:?}:\n  {}\n{}",
+        "per-instance panels without data after {:?}:\n  {}\n{}",
+        wait::HANG_GUARD,
         failures.join("\n  "),
         prometheus.scrape_health().await,
     );
@@ -304,25 +296,23 @@ async fn drive_every_panel(
         },
     );
     exa.set_behaviour(ProviderBehaviour::results(5, "https://exa.example/"));
-    let deadline = Instant::now() + STEP_DEADLINE;
-    for probe in 0.. {
-        let reply = search(gateway, &format!("recovery {probe}")).await;
-        assert_eq!(reply.status, 200, "{}", reply.text);
-        let recovered = gateway
-            .metric(
-                "searxng_gateway_circuit_breaker_recovery_total",
-                &[("engine", "alpha"), ("kind", "engine")],
-            )
-            .await;
-        if recovered >= 1.0 {
-            break;
+    let mut probe = 0;
+    wait::until("alpha's breaker to recover", || {
+        probe += 1;
+        let query = format!("recovery {probe}");
+        async move {
+            let reply = search(gateway, &query).await;
+            assert_eq!(reply.status, 200, "{}", reply.text);
+            gateway
+                .metric(
+                    "searxng_gateway_circuit_breaker_recovery_total",
+                    &[("engine", "alpha"), ("kind", "engine")],
+                )
+                .await
+                >= 1.0
         }
-        assert!(
-            Instant::now() < deadline,
-            "alpha's breaker did not recover within {STEP_DEADLINE:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
+    })
+    .await;
 
     // Everything failing: SearXNG answers 500 (retried, then exhausted) and both providers fail, so the
     // answer is a 502: "Requests by outcome" (fallback_fail), "SearXNG retries exhausted", "SearXNG calls by
@@ -483,32 +473,24 @@ impl Prometheus {
             .timeout(Duration::from_secs(5))
             .build()
             .expect("build the Prometheus client");
-        for attempt in 1..=3 {
-            let port = unused_loopback_port();
-            let mut child = spawn(dir.path(), &config, port);
-            let url = format!("http://127.0.0.1:{port}");
-            match wait_ready(&http, &url, &mut child).await {
-                Ok(()) => {
-                    return Prometheus {
-                        child,
-                        url,
-                        http,
-                        dir,
-                    }
-                }
-                Err(why) => {
-                    let _ = child.kill();
-                    let _ = child.wait();
-                    let log = read_log(dir.path());
-                    // Another process took the port between the probe and Prometheus' bind.
-                    if log.contains("address already in use") && attempt < 3 {
-                        continue;
-                    }
-                    panic!("Prometheus on port {port} {why}; its log:\n{log}");
-                }
-            }
+        // Port 0: Prometheus binds a port the kernel chooses and logs it ("Listening on").
+        let mut child = spawn(dir.path(), &config);
+        let port = listening_port(dir.path(), &mut child).await;
+        let url = format!("http://127.0.0.1:{port}");
+        if let Err(why) = wait_ready(&http, &url, &mut child).await {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!(
+                "Prometheus on port {port} {why}; its log:\n{}",
+                read_log(dir.path())
+            );
         }
-        unreachable!("the last start attempt either returns or panics")
+        Prometheus {
+            child,
+            url,
+            http,
+            dir,
+        }
     }
 
     async fn api(&self, path: &str, query: &[(&str, &str)]) -> Result<Value, String> {
@@ -566,33 +548,21 @@ impl Prometheus {
 
     /// Waits until Prometheus has scraped the gateway once (`up` is 1).
     async fn wait_for_first_scrape(&self) {
-        let deadline = Instant::now() + PROMETHEUS_STARTUP;
-        while Instant::now() < deadline {
-            if let Ok(data) = self
-                .api(
-                    "/api/v1/query",
-                    &[("query", "up{job=\"searxng-gateway\"} == 1")],
-                )
-                .await
-            {
-                if data["result"].as_array().is_some_and(|r| !r.is_empty()) {
-                    return;
-                }
-            }
-            tokio::time::sleep(Duration::from_millis(200)).await;
-        }
-        panic!(
-            "Prometheus did not scrape the gateway within {PROMETHEUS_STARTUP:?}\n{}\n{}",
-            self.scrape_health().await,
-            self.log()
-        );
+        wait::until("Prometheus to scrape the gateway once", || async {
+            self.api(
+                "/api/v1/query",
+                &[("query", "up{job=\"searxng-gateway\"} == 1")],
+            )
+            .await
+            .is_ok_and(|data| data["result"].as_array().is_some_and(|r| !r.is_empty()))
+        })
+        .await;
     }
 
-    /// Evaluates every query until each returns data, or [`DATA_DEADLINE`] passes; returns the
+    /// Evaluates every query until each returns data, or the hang guard passes; returns the
     /// queries still without data, one line each.
     async fn wait_for_every_panel(&self, queries: &[PanelQuery]) -> Vec<String> {
-        let deadline = Instant::now() + DATA_DEADLINE;
-        loop {
+        wait::settle(|| async {
             let mut failures = Vec::new();
             for query in queries {
                 if PANELS_WITHOUT_DATA.iter().any(|(t, _)| *t == query.title) {
@@ -605,11 +575,9 @@ impl Prometheus {
                     ));
                 }
             }
-            if failures.is_empty() || Instant::now() >= deadline {
-                return failures;
-            }
-            tokio::time::sleep(Duration::from_millis(500)).await;
-        }
+            failures
+        })
+        .await
     }
 
     /// An instant query at "now" that returns at least one series (or a scalar) with a number — a
@@ -657,7 +625,7 @@ impl Prometheus {
         Ok(())
     }
 
-    /// Everything Prometheus logged so far (warnings and errors), for failure messages.
+    /// Everything Prometheus logged so far, for failure messages.
     fn log(&self) -> String {
         read_log(self.dir.path())
     }
@@ -711,7 +679,34 @@ scrape_configs:
     )
 }
 
-fn spawn(dir: &Path, config: &Path, port: u16) -> Child {
+/// The port a Prometheus started on port 0 logged it listens on (`msg="Listening on"
+/// address=127.0.0.1:PORT`); panics with the log if it exits first.
+async fn listening_port(dir: &Path, child: &mut Child) -> u16 {
+    let mut port = None;
+    wait::until("Prometheus to log the port it listens on", || {
+        let log = read_log(dir);
+        port = log
+            .lines()
+            .filter(|line| line.contains("msg=\"Listening on\""))
+            .find_map(|line| {
+                line.rsplit("address=127.0.0.1:")
+                    .next()?
+                    .trim()
+                    .parse()
+                    .ok()
+            });
+        let exited = child.try_wait().ok().flatten();
+        assert!(
+            exited.is_none(),
+            "Prometheus exited ({exited:?}); its log:\n{log}"
+        );
+        std::future::ready(port.is_some())
+    })
+    .await;
+    port.unwrap_or_default()
+}
+
+fn spawn(dir: &Path, config: &Path) -> Child {
     let log = File::create(dir.join("prometheus.log")).expect("create Prometheus' log file");
     Command::new("prometheus")
         .arg(format!("--config.file={}", config.display()))
@@ -719,8 +714,8 @@ fn spawn(dir: &Path, config: &Path, port: u16) -> Child {
             "--storage.tsdb.path={}",
             dir.join("data").display()
         ))
-        .arg(format!("--web.listen-address=127.0.0.1:{port}"))
-        .arg("--log.level=warn")
+        .arg("--web.listen-address=127.0.0.1:0")
+        .arg("--log.level=info")
         .current_dir(dir)
         .stdin(Stdio::null())
         .stdout(log.try_clone().expect("share Prometheus' log file"))
@@ -735,19 +730,23 @@ fn spawn(dir: &Path, config: &Path, port: u16) -> Child {
 }
 
 async fn wait_ready(http: &reqwest::Client, url: &str, child: &mut Child) -> Result<(), String> {
-    let deadline = Instant::now() + PROMETHEUS_STARTUP;
-    while Instant::now() < deadline {
-        if let Ok(Some(status)) = child.try_wait() {
-            return Err(format!("exited during start-up ({status})"));
+    let mut exited = None;
+    wait::until("Prometheus to be ready", || {
+        exited = child.try_wait().ok().flatten();
+        let done = exited.is_some();
+        async move {
+            done || http
+                .get(format!("{url}/-/ready"))
+                .send()
+                .await
+                .is_ok_and(|response| response.status().is_success())
         }
-        if let Ok(response) = http.get(format!("{url}/-/ready")).send().await {
-            if response.status().is_success() {
-                return Ok(());
-            }
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
+    })
+    .await;
+    match exited {
+        Some(status) => Err(format!("exited during start-up ({status})")),
+        None => Ok(()),
     }
-    Err(format!("was not ready within {PROMETHEUS_STARTUP:?}"))
 }
 
 fn read_log(dir: &Path) -> String {

@@ -480,17 +480,16 @@ async fn when_every_upstream_fails_the_last_complete_answer_is_served_stale() {
     assert_eq!((fresh.status, fresh.cache.as_str()), (200, "miss"));
     s.searxng.set_mode(SearxngMode::Status(500));
 
-    let stale = wait::guarded("the expired answer to be served stale", async {
-        loop {
-            let reply = s.gateway.search(&[("q", "stale if error")]).await;
-            assert_eq!(reply.status, 200, "never a 502 while a stale answer exists");
-            if reply.cache == "stale" {
-                break reply;
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
+    let stale = std::cell::RefCell::new(None);
+    wait::until("the expired answer to be served stale", || async {
+        let reply = s.gateway.search(&[("q", "stale if error")]).await;
+        assert_eq!(reply.status, 200, "never a 502 while a stale answer exists");
+        let served_stale = reply.cache == "stale";
+        stale.replace(Some(reply));
+        served_stale
     })
     .await;
+    let stale = stale.into_inner().expect("a reply");
     assert_eq!(stale.outcome, "cache_hit");
     assert_eq!(urls(&stale.json), urls(&fresh.json), "the same answer");
     assert_eq!(

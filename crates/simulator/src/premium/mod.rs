@@ -149,6 +149,12 @@ impl SimulatedProvider {
         self.shared.in_flight.get()
     }
 
+    /// How long clients kept this fake's connections open before closing them, on the fake's own
+    /// clock — when a gateway gave up on a hanging or trickling answer, without timing the gateway.
+    pub fn connection_lifetimes(&self) -> crate::LifetimeStats {
+        self.shared.lifetimes.stats()
+    }
+
     /// Every request received (the last [`RECORDED_REQUESTS_LIMIT`]), oldest first.
     pub fn requests(&self) -> Vec<RecordedRequest> {
         self.shared.lock().requests.iter().cloned().collect()

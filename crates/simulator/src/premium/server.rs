@@ -34,8 +34,9 @@ pub(super) fn spawn(listener: TcpListener, shared: Arc<Shared>) -> JoinHandle<()
             _ => None,
         }
     };
+    let lifetimes = shared.lifetimes.clone();
     let app = Router::new().fallback(handle).with_state(shared);
-    transport::spawn(listener, app, on_accept, stopping)
+    transport::spawn(listener, app, on_accept, stopping, lifetimes)
 }
 
 /// What the handler and the handle share.
@@ -46,6 +47,8 @@ pub(super) struct Shared {
     pub(super) released: watch::Receiver<bool>,
     /// Requests being handled now (see [`super::SimulatedProvider::in_flight`]).
     pub(super) in_flight: InFlight,
+    /// How long clients kept connections open (see [`super::SimulatedProvider::connection_lifetimes`]).
+    pub(super) lifetimes: transport::Lifetimes,
     state: Mutex<SimState>,
 }
 
@@ -74,6 +77,7 @@ impl Shared {
             kind,
             released,
             in_flight: InFlight::default(),
+            lifetimes: transport::Lifetimes::default(),
             state: Mutex::new(SimState {
                 behaviour: ProviderBehaviour::results(10, "https://example.org/result/"),
                 expected_key: SIM_KEY.to_owned(),

@@ -319,3 +319,40 @@ fn recorded_requests_answer_header_query_and_json_lookups() {
     assert_eq!(req.query_param("q"), Some("a b"));
     assert_eq!(req.json().unwrap()["q"], "a");
 }
+
+#[tokio::test]
+async fn a_held_connection_is_timed_on_the_fakes_clock_until_the_client_closes_it() {
+    use tokio::io::AsyncWriteExt as _;
+
+    let sim = SimulatedProvider::start(Provider::Tavily).await.unwrap();
+    sim.set_behaviour(ProviderBehaviour::Fault(
+        crate::fault::Fault::AcceptThenHang,
+    ));
+    assert_eq!(sim.connection_lifetimes(), crate::LifetimeStats::default());
+
+    let mut stream = tokio::net::TcpStream::connect(sim.base_url().trim_start_matches("http://"))
+        .await
+        .unwrap();
+    stream
+        .write_all(b"POST /search HTTP/1.1\r\nhost: x\r\ncontent-length: 2\r\n\r\n{}")
+        .await
+        .unwrap();
+    let held = Duration::from_millis(200);
+    tokio::time::sleep(held).await;
+    drop(stream);
+
+    let mut seen = sim.connection_lifetimes();
+    for _ in 0..3000 {
+        if seen.closed > 0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        seen = sim.connection_lifetimes();
+    }
+    assert_eq!(seen.closed, 1, "the close was seen: {seen:?}");
+    assert!(
+        seen.longest >= held,
+        "held at least as long as the client kept it: {seen:?}"
+    );
+    assert_eq!(sim.calls(), 0, "a held connection is never answered");
+}

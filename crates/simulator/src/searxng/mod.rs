@@ -83,6 +83,8 @@ pub struct SimulatedSearxng {
     state: Arc<Mutex<Instance>>,
     /// `/search` requests being handled now.
     in_flight: InFlight,
+    /// How long clients kept connections open (see [`SimulatedSearxng::connection_lifetimes`]).
+    lifetimes: crate::transport::Lifetimes,
     /// Set to `true` on drop: closes idle keep-alive connections and releases hanging requests.
     stopping: watch::Sender<bool>,
     /// The accept loop; aborted on drop so the port stops accepting at once.
@@ -103,11 +105,19 @@ impl SimulatedSearxng {
         let state = Arc::new(Mutex::new(Instance::new(engines)));
         let (stopping, stopping_rx) = watch::channel(false);
         let in_flight = InFlight::default();
-        let server = server::spawn(listener, Arc::clone(&state), in_flight.clone(), stopping_rx);
+        let lifetimes = crate::transport::Lifetimes::default();
+        let server = server::spawn(
+            listener,
+            Arc::clone(&state),
+            in_flight.clone(),
+            stopping_rx,
+            lifetimes.clone(),
+        );
         Ok(Self {
             address,
             state,
             in_flight,
+            lifetimes,
             stopping,
             server,
         })
@@ -118,6 +128,12 @@ impl SimulatedSearxng {
     /// on a call.
     pub fn in_flight(&self) -> usize {
         self.in_flight.get()
+    }
+
+    /// How long clients kept this instance's connections open before closing them, on the fake's own
+    /// clock — when a gateway gave up on a hanging or trickling answer, without timing the gateway.
+    pub fn connection_lifetimes(&self) -> crate::LifetimeStats {
+        self.lifetimes.stats()
     }
 
     /// The address it listens on.

@@ -31,6 +31,7 @@ pub(super) fn spawn(
     state: Arc<Mutex<Instance>>,
     in_flight: InFlight,
     stopping: watch::Receiver<bool>,
+    lifetimes: transport::Lifetimes,
 ) -> JoinHandle<()> {
     let app = App {
         state,
@@ -41,7 +42,7 @@ pub(super) fn spawn(
         let state = Arc::clone(&app.state);
         move || lock(&state).on_accept()
     };
-    transport::spawn(listener, router(app), on_accept, stopping)
+    transport::spawn(listener, router(app), on_accept, stopping, lifetimes)
 }
 
 /// Resolves once the simulator is being dropped (or already has been).

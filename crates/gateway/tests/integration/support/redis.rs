@@ -2,6 +2,10 @@
 //! test itself on a kernel-chosen loopback port, without persistence, and driven like an operator
 //! would: killed, restarted on the same port, stopped with SIGSTOP (accepts connections, never
 //! answers) and continued.
+//!
+//! `redis-server` cannot bind port 0 and say which port it got (`--port 0` turns TCP off), so the
+//! port is one the kernel just handed out; should another process take it before Redis binds it,
+//! Redis exits at once and the start is tried again on another port.
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
@@ -20,12 +24,21 @@ pub struct RedisServer {
 impl RedisServer {
     /// Starts a fresh server on a free loopback port and waits until it answers `PING`.
     pub async fn start() -> Self {
-        let mut server = Self {
-            port: unused_loopback_port(),
-            child: None,
-        };
-        server.restart().await;
-        server
+        const ATTEMPTS: usize = 3;
+        for attempt in 1..=ATTEMPTS {
+            let mut server = Self {
+                port: unused_loopback_port(),
+                child: None,
+            };
+            match server.launch().await {
+                Ok(()) => return server,
+                Err(status) if attempt < ATTEMPTS => {
+                    eprintln!("redis-server exited at start ({status}): the port was taken; again");
+                }
+                Err(status) => panic!("redis-server exited at start {ATTEMPTS} times: {status}"),
+            }
+        }
+        unreachable!("the last attempt returns or panics")
     }
 
     /// `redis://127.0.0.1:PORT/0`, for `REDIS_URL`.
@@ -45,6 +58,17 @@ impl RedisServer {
     /// Starts the server again on the same port (empty: no persistence) and waits for `PING`.
     pub async fn restart(&mut self) {
         self.kill();
+        if let Err(status) = self.launch().await {
+            panic!(
+                "redis-server exited at restart on port {}: {status}",
+                self.port
+            );
+        }
+    }
+
+    /// Spawns `redis-server` on `self.port` and waits until it answers `PING`, or exits (its
+    /// status: the port was taken).
+    async fn launch(&mut self) -> Result<(), std::process::ExitStatus> {
         let child = Command::new("redis-server")
             .args(["--port", &self.port.to_string()])
             .args(["--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
@@ -57,12 +81,27 @@ impl RedisServer {
             });
         self.child = Some(child);
         let port = self.port;
-        wait::until("redis-server to answer PING", || async move {
-            tokio::task::spawn_blocking(move || ping(port))
-                .await
-                .unwrap_or(false)
+        let mut exited = None;
+        wait::until("redis-server to answer PING (or exit)", || {
+            exited = self
+                .child
+                .as_mut()
+                .and_then(|child| child.try_wait().ok().flatten());
+            let done = exited.is_some();
+            async move {
+                done || tokio::task::spawn_blocking(move || ping(port))
+                    .await
+                    .unwrap_or(false)
+            }
         })
         .await;
+        match exited {
+            Some(status) => {
+                self.child = None;
+                Err(status)
+            }
+            None => Ok(()),
+        }
     }
 
     /// SIGSTOP: the kernel still accepts connections, the server never answers.

@@ -35,6 +35,23 @@ where
     }
 }
 
+/// Polls `check` until it finds no problem, or [`HANG_GUARD`] passes; returns the problems of its
+/// last run (empty: settled), for a caller whose failure message lists them.
+pub async fn settle<F, Fut>(mut check: F) -> Vec<String>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Vec<String>>,
+{
+    let deadline = Instant::now() + HANG_GUARD;
+    loop {
+        let problems = check().await;
+        if problems.is_empty() || Instant::now() >= deadline {
+            return problems;
+        }
+        tokio::time::sleep(POLL_INTERVAL).await;
+    }
+}
+
 /// Awaits `future`; panics naming `what` if it takes longer than [`HANG_GUARD`].
 pub async fn guarded<T>(what: &str, future: impl Future<Output = T>) -> T {
     match tokio::time::timeout(HANG_GUARD, future).await {
