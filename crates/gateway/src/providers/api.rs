@@ -119,9 +119,17 @@ pub(crate) fn start_day(range: crate::request::TimeRange, now: std::time::System
 /// Whether an error message says the account ran out of money (credits, balance, quota, billing).
 pub(crate) fn mentions_money(message: &str) -> bool {
     let message = message.to_ascii_lowercase();
-    ["credit", "balance", "quota", "billing", "insufficient fund", "payment", "usage limit"]
-        .iter()
-        .any(|word| message.contains(word))
+    [
+        "credit",
+        "balance",
+        "quota",
+        "billing",
+        "insufficient fund",
+        "payment",
+        "usage limit",
+    ]
+    .iter()
+    .any(|word| message.contains(word))
 }
 
 /// Domains as a provider's JSON list of names (`include_domains`, `includeDomains`).
