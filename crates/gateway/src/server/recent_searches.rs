@@ -169,9 +169,9 @@ fn row(kept: &Kept, now: Instant) -> Row<'_> {
     }
 }
 
-/// Milliseconds, to the tenth.
+/// Milliseconds, to the microsecond.
 fn millis(duration: Duration) -> f64 {
-    (duration.as_secs_f64() * 10_000.0).round() / 10.0
+    (duration.as_secs_f64() * 1_000_000.0).round() / 1000.0
 }
 
 #[cfg(test)]
@@ -233,7 +233,7 @@ mod tests {
             .unwrap();
         assert_eq!(row["query"], "rust <b>");
         assert_eq!(row["age_seconds"], 1.5);
-        assert_eq!(row["latency_ms"], 12.3);
+        assert_eq!(row["latency_ms"], 12.345);
         assert_eq!(row["surface"], "searxng");
         assert_eq!(record.as_deref(), Some(r#"{"id":"r-1"}"#));
     }

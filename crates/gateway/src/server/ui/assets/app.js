@@ -289,11 +289,11 @@
   function renderPremium(status, clients) {
     const spend = status.premium_spend;
     const cap = spend.usd_per_day_cap;
-    $("spend-total").replaceChildren(
+    $("spend-total").replaceChildren(el("span", {},
       el("strong", {}, usd(spend.usd_last_24h)),
-      cap ? " of the " + usd(cap) + " daily cap (PREMIUM_USD_PER_DAY)" : " spent (no daily cap)",
-      cap ? meter(spend.usd_last_24h, cap) : null,
-      spend.capped ? badge("open", "capped: SearXNG and cache only") : null);
+      cap ? " of the " + usd(cap) + " daily cap (PREMIUM_USD_PER_DAY)" : " spent (no daily cap)"),
+      cap ? meter(spend.usd_last_24h, cap) : "",
+      spend.capped ? badge("open", "capped: SearXNG and cache only") : "");
     const providers = status.providers.map((p) => {
       const windows = p.quota_windows.map((w) =>
         (w.remaining === null ? "?" : w.remaining) + "/" + (w.limit === null ? "?" : w.limit) +
@@ -476,7 +476,9 @@
   }
 
   function axes(colours, unit) {
-    const y = { stroke: colours.fg, grid: { stroke: colours.line, width: 1 }, ticks: { stroke: colours.line } };
+    const y = {
+      stroke: colours.fg, size: 64, grid: { stroke: colours.line, width: 1 }, ticks: { stroke: colours.line },
+    };
     if (unit) y.values = (u, ticks) => ticks.map((t) => t + unit);
     return [{ stroke: colours.fg, grid: { stroke: colours.line, width: 1 }, ticks: { stroke: colours.line } }, y];
   }
