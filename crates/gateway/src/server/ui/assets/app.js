@@ -58,6 +58,7 @@
 
   function seconds(s) {
     if (s === null || s === undefined) return "—";
+    if (s < 0.01) return (Math.round(s * 100000) / 100) + " ms";
     if (s < 1) return Math.round(s * 1000) + " ms";
     if (s < 120) return (Math.round(s * 10) / 10) + " s";
     if (s < 7200) return Math.round(s / 60) + " min";
