@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The test command (README): makes sure what the tests start is installed — a real SearXNG in a
-# virtualenv, the real client libraries (LangChain, Open WebUI, tavily-python, the MCP Python SDK) in
-# another, Prometheus and promtool, redis-server — then runs every test. Idempotent; safe to run repeatedly.
+# virtualenv, the real client libraries (LangChain, Open WebUI, tavily-python, the MCP Python SDK,
+# selenium) in another, Prometheus and promtool, redis-server, Chromium and its driver — then runs every
+# test. Idempotent; safe to run repeatedly.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -17,6 +18,7 @@ if ! command -v redis-server >/dev/null 2>&1; then
     $SUDO apt-get update -qq
     DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq redis-server >/dev/null
 fi
+bash scripts/install-chromium.sh
 bash .ci/install-searxng.sh
 bash .ci/install-clients.sh
 

@@ -156,7 +156,9 @@ impl<K: Key, V> Inner<K, V> {
             return;
         };
         self.weight += entry.weight;
-        if let Some(old) = entries.put(key, entry) {
+        // `push` hands back what left: the entry replaced, or the least recently used one a
+        // full entry-counted cache dropped.
+        if let Some((_, old)) = entries.push(key, entry) {
             self.weight = self.weight.saturating_sub(old.weight);
         }
     }
@@ -252,6 +254,24 @@ impl<K: Key, V: Clone + Send + Sync + 'static> AnswerCache<K, V> {
             stale,
             counters,
             weighing: None,
+        }
+    }
+
+    /// [`AnswerCache::new`], also keeping the weight of its entries, each weighed by `weigh`
+    /// (bounded by entries still): `counters.bytes` and [`AnswerCache::weight`] show it.
+    pub(crate) fn new_weighed(
+        capacity: usize,
+        weigh: fn(&V) -> usize,
+        stale: Duration,
+        counters: CacheCounters,
+    ) -> Self {
+        counters.bytes.set(0);
+        Self {
+            weighing: Some(Weighing {
+                max: usize::MAX,
+                weigh,
+            }),
+            ..Self::new(capacity, stale, counters)
         }
     }
 
@@ -356,6 +376,11 @@ impl<K: Key, V: Clone + Send + Sync + 'static> AnswerCache<K, V> {
     /// Number of entries now (stale fallbacks included).
     pub(crate) fn len(&self) -> usize {
         self.lock().entries.as_ref().map_or(0, LruCache::len)
+    }
+
+    /// What the entries weigh together (0 unless the cache weighs its values).
+    pub(crate) fn weight(&self) -> usize {
+        self.lock().weight
     }
 
     /// Drops every entry whose key `matches`; returns how many went.
@@ -703,6 +728,22 @@ mod tests {
             (Some(1), None, Some(3))
         );
         assert_eq!(c.counters.size.get(), 2);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_entry_counted_cache_can_keep_its_weight_through_evictions() {
+        let counters = CacheCounters::default();
+        let c: AnswerCache<&'static str, u32> =
+            AnswerCache::new_weighed(2, |v| *v as usize, STALE, counters.clone());
+        c.insert(&"a", 10, Keep::Complete(MINUTE));
+        c.insert(&"b", 20, Keep::Complete(MINUTE));
+        c.insert(&"c", 300, Keep::Complete(MINUTE));
+        assert_eq!(c.get_live(&"a"), None, "bounded by entries, not bytes");
+        assert_eq!((c.weight(), counters.bytes.get()), (320, 320));
+        c.insert(&"c", 5, Keep::Complete(MINUTE));
+        assert_eq!(c.weight(), 25);
+        c.purge(|_| true);
+        assert_eq!((c.weight(), counters.bytes.get()), (0, 0));
     }
 
     #[tokio::test(start_paused = true)]

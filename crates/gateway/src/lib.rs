@@ -32,6 +32,8 @@
 //!    [`request`], [`trace`] (the OpenTelemetry span names and their closed-set errors).
 //!
 //! Beside the path, [`telemetry`] installs the log lines and, when configured, the trace export.
+//! For people, [`server`] also serves the operator's page (`/ui`): the live state the pipeline
+//! keeps (`/status`, the last 15 minutes per second, the last searches) and the admin actions.
 //!
 //! The public API is what the binary, the demo and the integration tests need: [`Config`] (and
 //! `config::variables`, the table `--help` prints), [`serve`] and [`serve_mcp_stdio`],

@@ -129,6 +129,7 @@ impl<W: Write> Scenario<W> {
              \nEvery round runs the same {steps} steps and takes about as long: a tripped breaker stays open \
              BREAKER_OPEN_SECONDS={open}\nseconds (plus a little jitter), and BREAKER_MAX_OPEN_SECONDS={open} caps the \
              doubling the gateway applies when a breaker\ntrips again, as google's and brave's do every round.\n\
+             \nWatch it in a browser: {base}/ui (live traffic, breakers, spend, the last searches)\n\
              \nTry it while the scenario runs:\n  \
              curl -s '{base}/search?q=hello+world&format=json'\n  \
              curl -s {base}/status\n  \

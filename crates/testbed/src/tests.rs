@@ -170,6 +170,23 @@ async fn the_demo_serves_a_search_from_its_simulators_and_stops_when_told() {
     assert_eq!(response.status(), 200);
     let body: Value = response.json().await.unwrap();
     assert!(!body["results"].as_array().unwrap().is_empty(), "{body}");
+    // The page the banner points at is served, and lists that search.
+    let page = reqwest::get(format!("http://{addr}/ui")).await.unwrap();
+    assert_eq!(page.status(), 200);
+    let overview: Value = reqwest::get(format!("http://{addr}/ui/api/overview"))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert!(
+        overview["searches"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|s| s["query"] == "hello world"),
+        "{overview}"
+    );
 
     stop.send(()).unwrap();
     let finished = tokio::time::timeout(Duration::from_secs(10), demo)
@@ -178,6 +195,10 @@ async fn the_demo_serves_a_search_from_its_simulators_and_stops_when_told() {
     finished.unwrap().unwrap();
     let text = narration.text();
     assert!(text.contains(&format!("http://{addr}/status")), "{text}");
+    assert!(
+        text.contains(&format!("Watch it in a browser: http://{addr}/ui ")),
+        "{text}"
+    );
     assert!(
         text.ends_with("then the simulators stop.\nDemo stopped.\n"),
         "{text}"

@@ -9,6 +9,7 @@ pub(crate) mod access;
 mod backends;
 pub(crate) mod limits;
 pub(crate) mod otlp;
+pub(crate) mod ui;
 
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -133,8 +134,8 @@ pub(crate) const RESERVED_PATHS: &[&str] = &[
     "/openwebui/search",
     "/openwebui/loader",
 ];
-/// Every path under it is the admin surface's.
-const RESERVED_PREFIX: &str = "/admin";
+/// Every path under each is one surface's: the admin routes', the operator's page's.
+const RESERVED_PREFIXES: &[&str] = &["/admin", "/ui"];
 
 /// The whole validated configuration.
 #[derive(Debug, Clone, PartialEq)]
@@ -190,6 +191,8 @@ pub struct Config {
     pub(crate) clients: ClientSettings,
     /// `ADMIN_TOKEN`; `None`: no admin routes.
     pub(crate) admin_token: Option<AdminToken>,
+    /// The operator's page (`UI_*`); `None`: no `/ui` routes.
+    pub(crate) ui: Option<ui::UiSettings>,
     /// `LOG_FORMAT`.
     pub(crate) log_format: LogFormat,
     /// The direct page reader (`FETCH_*`).
@@ -277,6 +280,7 @@ impl Config {
         let quota_park = env.seconds("QUOTA_PARK_SECONDS")?;
         let clients = ClientSettings::read(env)?;
         let admin_token = AdminToken::read(env)?;
+        let ui = ui::UiSettings::read(env)?;
         let log_format = log_format(env)?;
         let redis = RedisSettings::read(env)?;
         let reader = ReaderSettings::read(env)?;
@@ -319,6 +323,7 @@ impl Config {
             quota_park,
             clients,
             admin_token,
+            ui,
             log_format,
             redis,
             reader,
@@ -390,11 +395,11 @@ fn metrics_path(env: &Env<'_>) -> Result<String, ConfigError> {
         return Err(raw.error(Problem::NotAnAbsolutePath));
     }
     let bare = path.trim_end_matches('/');
-    let admin = bare == RESERVED_PREFIX
-        || bare
-            .strip_prefix(RESERVED_PREFIX)
-            .is_some_and(|rest| rest.starts_with('/'));
-    if bare.is_empty() || RESERVED_PATHS.contains(&bare) || admin {
+    let under_prefix = RESERVED_PREFIXES.iter().any(|prefix| {
+        bare.strip_prefix(prefix)
+            .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
+    });
+    if bare.is_empty() || RESERVED_PATHS.contains(&bare) || under_prefix {
         return Err(raw.error(Problem::CollidesWithRoute));
     }
     Ok(path.clone())

@@ -120,6 +120,10 @@ fn each_bad_value_names_its_variable() {
         ("METRICS_PATH", "/tavily/search/"),
         ("METRICS_PATH", "/admin/status"),
         ("METRICS_PATH", "/admin"),
+        ("METRICS_PATH", "/ui"),
+        ("METRICS_PATH", "/ui/metrics"),
+        ("UI_ENABLED", "maybe"),
+        ("UI_SHOW_QUERIES", "sometimes"),
         ("MAX_QUERY_BYTES", "0"),
         ("PROVIDER_TIMEOUT_SECONDS", "inf"),
         ("BRAVE_TIMEOUT_SECONDS", "x"),
@@ -335,4 +339,27 @@ fn provider_policy_and_stale_window_are_read_and_checked() {
     assert_eq!(err.variable, "PREMIUM_USD_PER_DAY");
     let err = config(&[("CACHE_STALE_SECONDS", "-1")]).unwrap_err();
     assert_eq!(err.variable, "CACHE_STALE_SECONDS");
+}
+
+#[test]
+fn the_page_is_served_unless_ui_enabled_is_false_and_keeps_queries_unless_told_not_to() {
+    use super::ui::{Queries, UiSettings};
+    assert_eq!(
+        config(&[]).unwrap().ui,
+        Some(UiSettings {
+            queries: Queries::Shown
+        })
+    );
+    assert_eq!(
+        config(&[("UI_SHOW_QUERIES", "false")]).unwrap().ui,
+        Some(UiSettings {
+            queries: Queries::Hidden
+        })
+    );
+    assert_eq!(config(&[("UI_ENABLED", "false")]).unwrap().ui, None);
+    // A path that only starts with the page's letters is free.
+    assert_eq!(
+        config(&[("METRICS_PATH", "/uix")]).unwrap().metrics_path,
+        "/uix"
+    );
 }

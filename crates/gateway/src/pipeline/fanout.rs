@@ -374,6 +374,7 @@ pub(crate) async fn run(
         let Some(admitted) = walk.next_admitted(fan.failures_mut()) else {
             break;
         };
+        side.spend.called(admitted.client.kind());
         fan.record_mut().provider_started(
             Upstream::Provider(admitted.client.kind()),
             Pass::Speculative,
@@ -397,6 +398,7 @@ pub(crate) async fn run(
                             "fallback call"
                         );
                         fan.fallback_started();
+                        side.spend.called(admitted.client.kind());
                         fan.record_mut().provider_started(
                             Upstream::Provider(admitted.client.kind()),
                             Pass::Fallback,
@@ -422,7 +424,7 @@ pub(crate) async fn run(
                 }
                 match &event {
                     // What the call cost counts against the day's cap, whoever asked.
-                    Event::Provider { result: Ok(answer), .. } => side.spend.charge(answer.spend_usd),
+                    Event::Provider { kind, result: Ok(answer), .. } => side.spend.charge(*kind, answer.spend_usd),
                     // A key of a pool spent or refused: the provider may answer with another key.
                     Event::Provider { kind, result: Err(err), .. }
                         if breaker_signals::concerns(err) == Concerns::Key

@@ -17,7 +17,9 @@
 //!   shared Redis tier (`REDIS_URL`).
 //! - [`answer`], [`outcome`], [`failure`]: what a fan-out produces and how it is labelled;
 //!   [`explain`]: the record of what the fan-out did, kept with its answer.
-//! - [`status`]: the `/status` document; [`background`]: the catalog refresh and cache sweep.
+//! - [`status`]: the `/status` document; [`background`]: the catalog refresh and cache sweep;
+//!   [`traffic`]: the last 15 minutes of outcomes and latencies, per second, for the operator's
+//!   page.
 
 pub(crate) mod admission;
 mod answer;
@@ -40,6 +42,7 @@ mod shared_breakers;
 mod slow_threshold;
 mod spend;
 pub(crate) mod status;
+pub(crate) mod traffic;
 mod upstreams;
 
 use std::sync::Arc;
@@ -139,6 +142,13 @@ struct Inner {
     metrics: Arc<Metrics>,
     /// Reading pages: the direct reader, the premium readers, their breakers and cache.
     reading: Reading,
+    /// The last 15 minutes per second, for the operator's page; `None` without the page.
+    traffic: Option<traffic::Traffic>,
+}
+
+/// What a cached answer weighs: its JSON's bytes (a shed verdict is never cached).
+fn answer_bytes(result: &FanOutResult) -> usize {
+    result.as_ref().map_or(0, |answer| answer.json.len())
 }
 
 /// The premium readers of `READ_PROVIDERS` that have a key, in order (the others are logged once,
@@ -237,8 +247,9 @@ impl Gateway {
                 key_breakers.get(key);
             }
         }
-        let cache = AnswerCache::new(
+        let cache = AnswerCache::new_weighed(
             config.cache_size,
+            answer_bytes,
             config.cache_stale,
             CacheCounters {
                 size: metrics.requests.cache_size.clone(),
@@ -296,6 +307,8 @@ impl Gateway {
                 stale: config.cache_stale,
             },
         );
+        // Kept only while the page that reads it is served.
+        let ring = config.ui.map(|_| traffic::Traffic::default());
         Self {
             inner: Arc::new(Inner {
                 config,
@@ -306,6 +319,7 @@ impl Gateway {
                 mirror: shared_breakers::Mirror::default(),
                 metrics: Arc::new(metrics),
                 reading,
+                traffic: ring,
             }),
         }
     }
@@ -351,6 +365,9 @@ impl Gateway {
             Ok(answer) => answer,
             Err(overloaded) => {
                 self.inner.metrics.requests.shed.inc();
+                if let Some(traffic) = &self.inner.traffic {
+                    traffic.shed();
+                }
                 return Err(overloaded.into());
             }
         };
@@ -386,9 +403,13 @@ impl Gateway {
         m.surface_requests
             .get_or_create(&SurfaceLabels { surface })
             .inc();
+        let elapsed = started.elapsed();
         m.duration
             .get_or_create(&labels)
-            .observe(started.elapsed().as_secs_f64());
+            .observe(elapsed.as_secs_f64());
+        if let Some(traffic) = &self.inner.traffic {
+            traffic.answered(outcome, elapsed);
+        }
         m.results_count.observe(answer.result_count as f64);
         m.engines_count.observe(answer.engine_count as f64);
         // Only a request that ran the fan-out for its own answer pays for it (a hit that started a
@@ -558,9 +579,12 @@ impl Gateway {
                         .map(|k| k.quota_parked_for_seconds)
                         .collect::<Option<Vec<_>>>()
                         .and_then(|all| all.into_iter().min());
+                    let spent = premium.spend.of_provider(*kind);
                     ProviderStatus {
                         name: *kind,
                         active: client.is_some(),
+                        calls_last_24h: spent.calls,
+                        usd_last_24h: spent.usd,
                         usd_per_1000_calls: inner
                             .config
                             .provider(*kind)
@@ -588,6 +612,7 @@ impl Gateway {
             cache: status::CacheStatus {
                 size: inner.cache.len(),
                 capacity: inner.config.cache_size,
+                bytes: inner.cache.weight(),
             },
             reads: status::ReadsStatus {
                 premium_readers: inner.reading.premium_readers(),
@@ -598,6 +623,12 @@ impl Gateway {
                 connected: tier.is_connected(),
             }),
         }
+    }
+
+    /// The last 15 minutes of answered and shed searches ([`traffic`]); `None` when the
+    /// operator's page is off (`UI_ENABLED=false`: nothing is recorded).
+    pub(crate) fn traffic(&self) -> Option<traffic::TrafficWindow> {
+        self.inner.traffic.as_ref().map(traffic::Traffic::window)
     }
 
     /// Runs the background work (see [`background`]) until `shutdown` resolves.

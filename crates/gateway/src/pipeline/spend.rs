@@ -3,10 +3,29 @@
 //! the cap is reached, every request is answered as a client whose budget is spent (SearXNG and
 //! the cache only) until enough of the day's spend has aged out. Like a client's budget, a fan-out
 //! that started under the cap may finish: the overshoot is at most the premium calls in flight.
+//! Each provider's calls and spend are summed the same way, for `/status` and the operator's page.
 
+use std::collections::BTreeMap;
 use std::sync::{Mutex, PoisonError};
 
+use crate::providers::ProviderKind;
 use crate::rolling::{self, Minutes, Window};
+
+/// One provider's calls and spend over the same rolling 24 h.
+#[derive(Debug, Default)]
+struct ProviderWindows {
+    calls: Window,
+    micro_usd: Window,
+}
+
+/// One provider's last 24 h.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct ProviderSpend {
+    /// Calls made (answered, failed or cut short).
+    pub(crate) calls: u64,
+    /// US dollars they cost.
+    pub(crate) usd: f64,
+}
 
 /// The spend of the last 24 h and its cap.
 #[derive(Debug, Default)]
@@ -15,6 +34,7 @@ pub(crate) struct GlobalSpend {
     cap_micro: u64,
     minutes: Minutes,
     window: Mutex<Window>,
+    providers: Mutex<BTreeMap<ProviderKind, ProviderWindows>>,
 }
 
 impl GlobalSpend {
@@ -26,13 +46,49 @@ impl GlobalSpend {
         }
     }
 
-    /// Counts `usd` spent now.
-    pub(crate) fn charge(&self, usd: f64) {
+    /// Counts `usd` spent now on a call to `provider`.
+    pub(crate) fn charge(&self, provider: ProviderKind, usd: f64) {
         let now = self.minutes.now();
+        let micro = rolling::micro_usd(usd);
         self.window
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .add(now, rolling::micro_usd(usd));
+            .add(now, micro);
+        self.providers
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .entry(provider)
+            .or_default()
+            .micro_usd
+            .add(now, micro);
+    }
+
+    /// Counts a call to `provider` started now.
+    pub(crate) fn called(&self, provider: ProviderKind) {
+        let now = self.minutes.now();
+        self.providers
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .entry(provider)
+            .or_default()
+            .calls
+            .add(now, 1);
+    }
+
+    /// `provider`'s calls and spend in the last 24 h.
+    pub(crate) fn of_provider(&self, provider: ProviderKind) -> ProviderSpend {
+        let now = self.minutes.now();
+        let mut providers = self
+            .providers
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        match providers.get_mut(&provider) {
+            Some(windows) => ProviderSpend {
+                calls: windows.calls.total(now),
+                usd: rolling::usd(windows.micro_usd.total(now)),
+            },
+            None => ProviderSpend { calls: 0, usd: 0.0 },
+        }
     }
 
     /// US dollars spent in the last 24 h.
@@ -70,9 +126,9 @@ mod tests {
     async fn the_cap_holds_until_the_spend_ages_out_and_zero_is_no_cap() {
         let spend = GlobalSpend::new(0.01);
         assert_eq!(spend.cap(), Some(0.01));
-        spend.charge(0.005);
+        spend.charge(ProviderKind::Brave, 0.005);
         assert!(!spend.capped());
-        spend.charge(0.005);
+        spend.charge(ProviderKind::Exa, 0.005);
         assert!(spend.capped());
         tokio::time::advance(Duration::from_secs(3600)).await;
         assert!(spend.capped());
@@ -80,8 +136,35 @@ mod tests {
         assert!(!spend.capped());
         assert_eq!(spend.last_24h(), 0.0);
         let open = GlobalSpend::new(0.0);
-        open.charge(1e6);
+        open.charge(ProviderKind::Brave, 1e6);
         assert!(!open.capped());
         assert_eq!(open.cap(), None);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn each_provider_has_its_own_calls_and_spend_over_the_same_24_hours() {
+        let spend = GlobalSpend::new(0.0);
+        spend.called(ProviderKind::Brave);
+        spend.called(ProviderKind::Brave);
+        spend.charge(ProviderKind::Brave, 0.005);
+        spend.called(ProviderKind::Exa);
+        assert_eq!(
+            spend.of_provider(ProviderKind::Brave),
+            ProviderSpend {
+                calls: 2,
+                usd: 0.005
+            }
+        );
+        assert_eq!(
+            spend.of_provider(ProviderKind::Exa),
+            ProviderSpend { calls: 1, usd: 0.0 }
+        );
+        assert_eq!(spend.of_provider(ProviderKind::Tavily).calls, 0);
+        assert_eq!(spend.last_24h(), 0.005);
+        tokio::time::advance(DAY + MINUTE).await;
+        assert_eq!(
+            spend.of_provider(ProviderKind::Brave),
+            ProviderSpend { calls: 0, usd: 0.0 }
+        );
     }
 }

@@ -116,6 +116,10 @@ pub(crate) struct ProviderStatus {
     pub(crate) keys: Vec<KeyStatus>,
     /// What 1000 calls cost, in US dollars (`PREMIUM_PRICE_<NAME>`).
     pub(crate) usd_per_1000_calls: f64,
+    /// Calls made to it in the last 24 h (every client, background refreshes included).
+    pub(crate) calls_last_24h: u64,
+    /// What they cost, in US dollars.
+    pub(crate) usd_last_24h: f64,
 }
 
 /// One key of a provider's pool.
@@ -273,6 +277,8 @@ impl CooldownStatus {
 pub(crate) struct CacheStatus {
     pub(crate) size: usize,
     pub(crate) capacity: usize,
+    /// The cached answers' JSON bytes.
+    pub(crate) bytes: usize,
 }
 
 /// Seconds, rounded to the millisecond (no float noise in `/status`).

@@ -4,7 +4,8 @@
 //! the timing — and each logged with what it changed:
 //!
 //! - `POST /admin/breakers/{namespace}/{name}/open?seconds=N` — open a breaker for N seconds
-//!   (1–86400), by the `namespace` and `name` `/status` shows (`provider`, `engine`, `searxng`);
+//!   (1–86400), by the `namespace` and `name` `/status` shows (`provider`, `key`, `engine`,
+//!   `searxng`, `reader`, `host`);
 //!   not a trip: it does not grow the backoff, and when it ends one request probes as usual;
 //! - `POST /admin/breakers/{namespace}/{name}/close` — close it now;
 //! - `POST /admin/cache/purge` — drop every cached answer and page, or with `?q=QUERY` the answers of one query
@@ -104,10 +105,13 @@ fn json_ok(body: serde_json::Value) -> Response {
 fn namespace(name: &str) -> Result<BreakerKind, ApiError> {
     match name {
         "provider" => Ok(BreakerKind::Provider),
+        "key" => Ok(BreakerKind::Key),
         "engine" => Ok(BreakerKind::Engine),
         "searxng" => Ok(BreakerKind::Searxng),
+        "reader" => Ok(BreakerKind::Reader),
+        "host" => Ok(BreakerKind::Host),
         _ => Err(ApiError::Unreadable(
-            "the namespace must be provider, engine or searxng",
+            "the namespace must be provider, key, engine, searxng, reader or host",
         )),
     }
 }
@@ -202,4 +206,26 @@ async fn status(State(admin): State<Admin>) -> Response {
         Err(_) => return ApiError::Internal.into_response(),
     };
     json_ok(json!({"status": status, "clients": admin.clients.usage()}))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every namespace `/status` lists a breaker under can be named here (the page offers an
+    /// action on each row).
+    #[test]
+    fn every_breaker_namespace_can_be_named() {
+        for kind in [
+            BreakerKind::Provider,
+            BreakerKind::Key,
+            BreakerKind::Engine,
+            BreakerKind::Searxng,
+            BreakerKind::Reader,
+            BreakerKind::Host,
+        ] {
+            assert_eq!(namespace(kind.as_str()).ok(), Some(kind));
+        }
+        assert!(namespace("breaker").is_err());
+    }
 }

@@ -35,6 +35,7 @@ use tower_layer::Layer;
 use tower_service::Service;
 
 use super::body::{self, BodyError};
+use super::recent_searches::RecentSearches;
 use super::request_id::RequestId;
 use crate::clients::budget::Exhausted;
 use crate::clients::end_users::EndUser;
@@ -57,6 +58,8 @@ pub(super) struct Admitted {
     pub(super) refusal: Option<PremiumRefusal>,
     /// The request's ID ([`super::request_id`]).
     pub(super) request_id: RequestId,
+    /// Where its searches are listed for the operator's page; `None` without the page.
+    pub(super) recent: Option<RecentSearches>,
 }
 
 impl Admitted {
@@ -70,6 +73,8 @@ impl Admitted {
             caller,
             clients: clients.clone(),
             request_id: RequestId::none(),
+            // A local transport is not watched from the page.
+            recent: None,
         }
     }
 }
@@ -174,6 +179,9 @@ pub(super) struct Gate {
     pub(super) limits: ServerLimits,
     /// Asked whether the day's premium spend cap is reached.
     pub(super) gateway: Gateway,
+    /// The operator's page's list of searches, handed to every admitted request; `None` without
+    /// the page.
+    pub(super) recent: Option<RecentSearches>,
 }
 
 impl Gate {
@@ -343,6 +351,7 @@ impl Gate {
             premium: premium_of(refusal),
             refusal,
             request_id,
+            recent: self.recent.clone(),
         });
         Ok(refusal)
     }

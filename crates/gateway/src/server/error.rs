@@ -26,6 +26,9 @@ pub(super) enum ApiError {
     /// No such route.
     #[error("no such endpoint")]
     NotFound,
+    /// A route that exists, naming something that does not (or no longer does).
+    #[error("{0}")]
+    NoSuchItem(&'static str),
     /// Every upstream fan-out slot is taken (load shedding) or every connection slot is: come back
     /// after `Retry-After`.
     #[error("the gateway is at capacity; retry after {RETRY_AFTER_SECONDS} s")]
@@ -84,7 +87,7 @@ impl ApiError {
             Self::Body(BodyError::TooLarge(_)) => StatusCode::PAYLOAD_TOO_LARGE,
             Self::Body(BodyError::Timeout(_)) => StatusCode::REQUEST_TIMEOUT,
             Self::Body(BodyError::Unreadable) => StatusCode::BAD_REQUEST,
-            Self::NotFound => StatusCode::NOT_FOUND,
+            Self::NotFound | Self::NoSuchItem(_) => StatusCode::NOT_FOUND,
             Self::Overloaded => StatusCode::SERVICE_UNAVAILABLE,
             Self::HeadTimeout(_) => StatusCode::REQUEST_TIMEOUT,
             Self::UrlTooLong(_) => StatusCode::URI_TOO_LONG,
@@ -117,7 +120,7 @@ impl ApiError {
             Self::Unreadable(_) | Self::Body(BodyError::Unreadable) => "bad_request",
             Self::Body(BodyError::TooLarge(_)) => "body_too_large",
             Self::Body(BodyError::Timeout(_)) => "request_timeout",
-            Self::NotFound => "not_found",
+            Self::NotFound | Self::NoSuchItem(_) => "not_found",
             Self::Overloaded => "overloaded",
             Self::HeadTimeout(_) => "request_timeout",
             Self::UrlTooLong(_) => "url_too_long",

@@ -7,9 +7,11 @@
 //!
 //! Only a request that asks pays for it: without `explain` the cached bytes go out untouched.
 
+use serde::Serialize;
 use serde_json::{json, Map, Value};
 
 use super::auth::{Admitted, PremiumRefusal};
+use crate::pipeline::explain::FanOutRecord;
 use crate::pipeline::read::PageRead;
 use crate::pipeline::{CacheStatus, Premium, Served};
 
@@ -35,42 +37,77 @@ pub(super) fn wanted(raw: Option<&str>) -> Result<bool, &'static str> {
     }
 }
 
+/// The `gateway` object of one search, owned: what `explain=1` adds to its answer, and what the
+/// operator's page keeps with each recent search ([`super::ui`]) to show when asked.
+#[derive(Debug, Clone, Serialize)]
+pub(super) struct Explanation {
+    request_id: String,
+    client: String,
+    outcome: &'static str,
+    cache: Value,
+    coalesced: bool,
+    premium: PremiumExplained,
+    fanout: FanOutRecord,
+}
+
+/// The premium budget's part of an [`Explanation`].
+#[derive(Debug, Clone, Serialize)]
+struct PremiumExplained {
+    allowed: bool,
+    reason: Option<&'static str>,
+    calls_per_day: u32,
+    charged: u32,
+    charged_usd: f64,
+}
+
+impl Explanation {
+    /// How `served` was produced for `admitted`.
+    pub(super) fn of(served: &Served, admitted: &Admitted) -> Self {
+        let answer = &served.answer;
+        let cache = match served.cache {
+            CacheStatus::Hit => json!({
+                "status": "hit",
+                "tier": "memory",
+                "age_ms": u64::try_from(answer.computed_at.elapsed().as_millis()).unwrap_or(u64::MAX),
+            }),
+            CacheStatus::Stale { expired_for } => json!({
+                "status": "stale",
+                "tier": "memory",
+                "age_ms": u64::try_from(answer.computed_at.elapsed().as_millis()).unwrap_or(u64::MAX),
+                "expired_for_ms": u64::try_from(expired_for.as_millis()).unwrap_or(u64::MAX),
+                "why": "every upstream failed: the last complete answer",
+            }),
+            // Another replica's answer, through the shared Redis tier: its fan-out's record and
+            // age stayed with that replica.
+            CacheStatus::SharedHit => json!({"status": "hit", "tier": "redis"}),
+            CacheStatus::Miss => json!({"status": "miss"}),
+        };
+        Self {
+            request_id: admitted.request_id.as_str().to_owned(),
+            client: admitted.caller.name.as_str().to_owned(),
+            outcome: served.outcome.as_str(),
+            cache,
+            coalesced: served.coalesced,
+            premium: PremiumExplained {
+                allowed: admitted.premium == Premium::Allowed,
+                reason: admitted.refusal.map(PremiumRefusal::reason),
+                calls_per_day: admitted.caller.premium_calls_per_day,
+                charged: served.premium_calls,
+                charged_usd: served.premium_spend_usd,
+            },
+            fanout: answer.record.clone(),
+        }
+    }
+
+    /// As the JSON object `explain=1` adds.
+    pub(super) fn to_value(&self) -> Value {
+        serde_json::to_value(self).unwrap_or(Value::Null)
+    }
+}
+
 /// The `gateway` object for this request.
 pub(super) fn object(served: &Served, admitted: &Admitted) -> Value {
-    let answer = &served.answer;
-    let cache = match served.cache {
-        CacheStatus::Hit => json!({
-            "status": "hit",
-            "tier": "memory",
-            "age_ms": u64::try_from(answer.computed_at.elapsed().as_millis()).unwrap_or(u64::MAX),
-        }),
-        CacheStatus::Stale { expired_for } => json!({
-            "status": "stale",
-            "tier": "memory",
-            "age_ms": u64::try_from(answer.computed_at.elapsed().as_millis()).unwrap_or(u64::MAX),
-            "expired_for_ms": u64::try_from(expired_for.as_millis()).unwrap_or(u64::MAX),
-            "why": "every upstream failed: the last complete answer",
-        }),
-        // Another replica's answer, through the shared Redis tier: its fan-out's record and age
-        // stayed with that replica.
-        CacheStatus::SharedHit => json!({"status": "hit", "tier": "redis"}),
-        CacheStatus::Miss => json!({"status": "miss"}),
-    };
-    json!({
-        "request_id": admitted.request_id.as_str(),
-        "client": admitted.caller.name.as_str(),
-        "outcome": served.outcome.as_str(),
-        "cache": cache,
-        "coalesced": served.coalesced,
-        "premium": {
-            "allowed": admitted.premium == Premium::Allowed,
-            "reason": admitted.refusal.map(PremiumRefusal::reason),
-            "calls_per_day": admitted.caller.premium_calls_per_day,
-            "charged": served.premium_calls,
-            "charged_usd": served.premium_spend_usd,
-        },
-        "fanout": answer.record,
-    })
+    Explanation::of(served, admitted).to_value()
 }
 
 /// The `gateway` object of one page read: how it was answered (the cache, who read it, the direct

@@ -11,6 +11,9 @@
 //! - [`perplexity`]: Perplexity's `POST /perplexity/search`;
 //! - [`openwebui`]: Open WebUI's external web search and external web loader.
 //!
+//! For people: [`ui`], the operator's page (`/ui`), which lists the searches [`search_call`] keeps
+//! in [`recent_searches`].
+//!
 //! Shared by them: [`body`] (the size and time limits), [`search_span`] (the request's trace span),
 //! [`document`] (the answer as the JSON surfaces read
 //! it), [`json_fields`] (field-by-field JSON input). The operator endpoints are [`operations`].
@@ -36,11 +39,13 @@ mod operations;
 mod perplexity;
 mod read_call;
 mod read_guard;
+mod recent_searches;
 mod request_id;
 mod search_call;
 mod search_span;
 mod searxng_api;
 mod tavily;
+mod ui;
 
 use std::future::Future;
 
@@ -96,16 +101,22 @@ pub(crate) fn mcp_web_search(body: &[u8], urls: &[&str]) -> bool {
 /// Every surface a client searches through, and `/status`, is behind the inbound-key check and the
 /// client's rate limit: each surface layers its own routes with the [`auth::Gate`] and its own
 /// refusals. `/healthz`, `/readyz`, the metrics path and the admin routes (their own token) stay
-/// outside. A new surface is merged here, and its link added to the index.
+/// outside, as do the operator's page and its files (its JSON is behind the gate). A new surface
+/// is merged here, and its link added to the index.
 fn router(gateway: Gateway, clients: Clients, mcp_shutdown: CancellationToken) -> Router {
     let metrics_path = gateway.config().metrics_path.clone();
     let admin = admin::routes(&gateway, &clients);
+    let recent = gateway
+        .config()
+        .ui
+        .map(|ui| recent_searches::RecentSearches::new(ui.queries));
     let gate = auth::Gate {
         clients,
         limits: gateway.config().server_limits,
         gateway: gateway.clone(),
+        recent: recent.clone(),
     };
-    let index = Index::new(&[
+    let mut links = vec![
         ("search", searxng_api::SEARCH_PATH),
         ("mcp", mcp::PATH),
         ("tavily", tavily::PATH),
@@ -119,7 +130,11 @@ fn router(gateway: Gateway, clients: Clients, mcp_shutdown: CancellationToken) -
         ("metrics", &metrics_path),
         ("healthz", operations::HEALTHZ_PATH),
         ("readyz", operations::READYZ_PATH),
-    ]);
+    ];
+    if recent.is_some() {
+        links.push(("ui", ui::PATH));
+    }
+    let index = Index::new(&links);
     let mut router = Router::new()
         .merge(searxng_api::routes(&gate, index))
         .merge(tavily::routes(&gate))
@@ -134,6 +149,10 @@ fn router(gateway: Gateway, clients: Clients, mcp_shutdown: CancellationToken) -
     // The operator's actions exist only with `ADMIN_TOKEN`.
     if let Some(admin) = admin {
         router = router.merge(admin);
+    }
+    // The operator's page exists unless `UI_ENABLED=false`.
+    if let Some(recent) = recent {
+        router = router.merge(ui::routes(&gate, recent));
     }
     router
         .route(operations::HEALTHZ_PATH, get(operations::healthz))

@@ -1,13 +1,18 @@
 //! One search on behalf of a surface: the pipeline asked ([`run`]), the client charged for the
 //! premium calls it led, the one log line each search gets, and the headers that say how it was
 //! answered. Every surface searches through here, so every search is logged and charged the same
-//! way; a search a surface refuses before asking is logged by [`log_refused`].
+//! way; a search a surface refuses before asking is logged by [`log_refused`]. Each search is also
+//! listed for the operator's page ([`super::recent_searches`]) when it is served.
+
+use std::time::Duration;
 
 use tokio::time::Instant;
 use tracing::Span;
 
 use super::auth;
 use super::document::{Document, FailedUpstream, Found};
+use super::explain::Explanation;
+use super::recent_searches::{Ended, Search};
 use crate::pipeline::{Gateway, SearchError, Served};
 use crate::request::{SearchRequest, Surface};
 use crate::trace::{self, SpanError};
@@ -22,13 +27,27 @@ pub(super) async fn run(
 ) -> Result<Served, SearchError> {
     let started = Instant::now();
     let span = Span::current();
+    // Copied only when the operator's page lists queries.
+    let query = admitted
+        .recent
+        .as_ref()
+        .filter(|recent| recent.keeps_queries())
+        .map(|_| req.query.clone());
     let served = match gateway.search(req, surface, admitted.premium).await {
         Ok(served) => served,
         Err(err) => {
-            let error = match err {
-                SearchError::Overloaded(_) => SpanError::Overloaded,
-                SearchError::Lost(_) => SpanError::Internal,
+            let (error, status) = match err {
+                SearchError::Overloaded(_) => (SpanError::Overloaded, 503),
+                SearchError::Lost(_) => (SpanError::Internal, 500),
             };
+            list(
+                admitted,
+                surface,
+                query,
+                started.elapsed(),
+                None,
+                Ended::Unanswered { status },
+            );
             tracing::info!(
                 surface = surface.as_str(),
                 error = error.as_str(),
@@ -50,6 +69,18 @@ pub(super) async fn run(
     if !(200..300).contains(&served.answer.status) {
         trace::record_error(&span, SpanError::AllUpstreamsFailed);
     }
+    list(
+        admitted,
+        surface,
+        query,
+        started.elapsed(),
+        Some(&served),
+        Ended::Answered {
+            outcome: served.outcome.as_str(),
+            cache,
+            status: served.answer.status,
+        },
+    );
     tracing::info!(
         surface = surface.as_str(),
         client = admitted.caller.name.as_str(),
@@ -64,6 +95,35 @@ pub(super) async fn run(
         "search"
     );
     Ok(served)
+}
+
+/// Lists the search on the operator's page (when it is served), with its `explain` record.
+fn list(
+    admitted: &auth::Admitted,
+    surface: Surface,
+    query: Option<String>,
+    latency: Duration,
+    served: Option<&Served>,
+    ended: Ended,
+) {
+    let Some(recent) = &admitted.recent else {
+        return;
+    };
+    let explanation = served.and_then(|served| {
+        serde_json::value::to_raw_value(&Explanation::of(served, admitted)).ok()
+    });
+    recent.push(Search {
+        request_id: admitted.request_id.as_str().to_owned(),
+        client: admitted.caller.name.as_str().to_owned(),
+        surface,
+        query,
+        ended,
+        latency,
+        results: served.map_or(0, |s| s.answer.result_count),
+        premium_calls: served.map_or(0, |s| s.premium_calls),
+        premium_usd: served.map_or(0.0, |s| s.premium_spend_usd),
+        explanation,
+    });
 }
 
 /// Why a search gave a JSON surface nothing to render.

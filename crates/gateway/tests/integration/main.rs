@@ -15,6 +15,7 @@ mod gateway_core;
 mod inbound_keys;
 mod limits;
 mod mcp_surface;
+mod operator_page;
 mod pipeline;
 mod provider_breakers;
 mod provider_contract;

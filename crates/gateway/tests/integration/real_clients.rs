@@ -10,7 +10,9 @@
 //! loopback in front of the simulators: a healthy one, one whose SearXNG answers 500, one whose SearXNG
 //! answers 429 (neither with a premium provider to fall back to), one that requires inbound keys
 //! (`API_KEYS_FILE` naming the key the Tavily tests use), and one that reads pages from a loopback
-//! site (tavily-python's `extract` and `include_raw_content`, the MCP SDK's `web_fetch`).
+//! site (tavily-python's `extract` and `include_raw_content`, the MCP SDK's `web_fetch`). The
+//! operator's page is tested the same way, in a real browser: headless Chromium driven by selenium
+//! (`test_ui.py`), against a gateway of its own.
 
 use crate::support::external::needs;
 use std::io::Write;
@@ -110,8 +112,6 @@ async fn pytest(file: &str, gateways: &Gateways) {
     let clients = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/clients");
     let mut command = tokio::process::Command::new(venv_python());
     command
-        .args(["-m", "pytest", "-q", "-p", "no:cacheprovider", file])
-        .current_dir(&clients)
         .env("GATEWAY_URL", &gateways.healthy.gateway.url)
         .env("FAILING_GATEWAY_URL", &gateways.failing.gateway.url)
         .env(
@@ -124,7 +124,16 @@ async fn pytest(file: &str, gateways: &Gateways) {
         .env("SITE_URL", gateways.reading.site.origin())
         .env("WALLED_SITE_URL", gateways.walled.origin())
         .env("GATEWAY_BIN", BIN)
-        .env("SEARXNG_URL", gateways.healthy.searxng.base_url())
+        .env("SEARXNG_URL", gateways.healthy.searxng.base_url());
+    run_pytest(file, &clients, command).await;
+}
+
+/// Runs one pytest file in `clients` with `command` (the venv's Python, its environment set);
+/// fails with pytest's output.
+async fn run_pytest(file: &str, clients: &Path, mut command: tokio::process::Command) {
+    command
+        .args(["-m", "pytest", "-q", "-p", "no:cacheprovider", file])
+        .current_dir(clients)
         // Loopback only, whatever proxy the machine is configured with; nothing written to the tree.
         .env("NO_PROXY", "127.0.0.1,localhost")
         .env("no_proxy", "127.0.0.1,localhost")
@@ -186,4 +195,39 @@ async fn the_perplexity_sdk_works_with_the_gateway_as_its_base_url() {
 async fn the_mcp_python_sdk_works_over_streamable_http_and_stdio() {
     needs!(ClientLibraries);
     pytest("test_mcp.py", &Gateways::start().await).await;
+}
+
+/// The operator's page in Debian's headless Chromium (selenium, from the same virtualenv; the
+/// browser and its driver from `chromium` and `chromium-driver`, which `scripts/test.sh` installs),
+/// against a gateway that requires a key and has an admin token, in front of a SearXNG whose
+/// engine `gamma` answers "too many requests".
+#[tokio::test(flavor = "multi_thread")]
+async fn the_operator_page_works_in_headless_chromium() {
+    let mut keys = tempfile::NamedTempFile::new().expect("temp file");
+    let line = searxng_gateway::clients::keys_file::hash_line("operator", CLIENT_KEY)
+        .expect("a valid keys-file line");
+    writeln!(keys, "{line}").expect("write the keys file");
+    let path = keys.path().to_str().expect("utf-8 path").to_owned();
+    let stack = SimStack::start(
+        &[simulator::Provider::Brave],
+        &[
+            ("API_KEYS_FILE", &path),
+            ("TEST_CLIENT_KEY", CLIENT_KEY),
+            ("ADMIN_TOKEN", ADMIN_TOKEN),
+        ],
+    )
+    .await;
+    stack.searxng.set_engine(
+        "gamma",
+        simulator::searxng::EngineBehaviour::Fails(
+            simulator::searxng::EngineFailure::TooManyRequests,
+        ),
+    );
+    let clients = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/clients");
+    let mut command = tokio::process::Command::new(venv_python());
+    command
+        .env("UI_GATEWAY_URL", &stack.gateway.url)
+        .env("UI_KEY", CLIENT_KEY)
+        .env("ADMIN_TOKEN", ADMIN_TOKEN);
+    run_pytest("test_ui.py", &clients, command).await;
 }

@@ -1,0 +1,250 @@
+//! The last [`KEPT`] searches, newest first, for the operator's page: who searched, through which
+//! door, for what (unless `UI_SHOW_QUERIES=false`, when a query is never kept), how it was answered
+//! and how long it took, and the search's `explain` record (the `gateway` object `explain=1`
+//! would have added), found again by request ID.
+//!
+//! Fed by [`super::search_call`] for every search a surface asked the pipeline for (shed ones
+//! too); read by [`super::ui`]. Bounded: the oldest search leaves when a new one comes. The record
+//! is kept as the JSON it is shown as, so what was kept cannot change, and this module knows
+//! nothing of how it was made.
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use serde::Serialize;
+use serde_json::value::RawValue;
+use tokio::time::Instant;
+
+use crate::config::ui::Queries;
+use crate::request::Surface;
+
+/// Searches kept.
+pub(super) const KEPT: usize = 50;
+
+/// How a search ended, as the list says it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Ended {
+    /// Answered, with this outcome label and HTTP status.
+    Answered {
+        outcome: &'static str,
+        cache: &'static str,
+        status: u16,
+    },
+    /// Shed: no fan-out slot in time (503), or the computation was lost (500).
+    Unanswered { status: u16 },
+}
+
+/// One search, as it happened.
+#[derive(Debug)]
+pub(super) struct Search {
+    pub(super) request_id: String,
+    pub(super) client: String,
+    pub(super) surface: Surface,
+    /// `None` when queries are not kept.
+    pub(super) query: Option<String>,
+    pub(super) ended: Ended,
+    pub(super) latency: Duration,
+    pub(super) results: usize,
+    pub(super) premium_calls: u32,
+    pub(super) premium_usd: f64,
+    /// Its `explain` record; `None` for a search that got no answer.
+    pub(super) explanation: Option<Box<RawValue>>,
+}
+
+/// A kept search and when it was kept.
+#[derive(Debug)]
+struct Kept {
+    at: Instant,
+    search: Search,
+}
+
+/// The list. Cheap to clone.
+#[derive(Debug, Clone)]
+pub(super) struct RecentSearches {
+    queries: Queries,
+    kept: Arc<Mutex<VecDeque<Kept>>>,
+}
+
+/// One search as the page lists it.
+#[derive(Debug, Serialize)]
+pub(super) struct Row<'a> {
+    pub(super) request_id: &'a str,
+    /// Seconds since it ended.
+    pub(super) age_seconds: f64,
+    pub(super) client: &'a str,
+    pub(super) surface: &'static str,
+    /// `null` when queries are not kept (`UI_SHOW_QUERIES=false`).
+    pub(super) query: Option<&'a str>,
+    /// The outcome label, or `shed`.
+    pub(super) outcome: &'static str,
+    /// `hit`, `miss` or `stale`; `null` when unanswered.
+    pub(super) cache: Option<&'static str>,
+    pub(super) status: u16,
+    pub(super) latency_ms: f64,
+    pub(super) results: usize,
+    pub(super) premium_calls: u32,
+    pub(super) premium_usd: f64,
+    /// Whether [`RecentSearches::explanation`] has its record.
+    pub(super) explained: bool,
+}
+
+impl RecentSearches {
+    /// An empty list that keeps queries as `queries` says.
+    pub(super) fn new(queries: Queries) -> Self {
+        Self {
+            queries,
+            kept: Arc::new(Mutex::new(VecDeque::with_capacity(KEPT))),
+        }
+    }
+
+    /// Whether a search's query is to be kept ([`Search::query`] is dropped otherwise).
+    pub(super) fn keeps_queries(&self) -> bool {
+        self.queries == Queries::Shown
+    }
+
+    /// Keeps `search` (without its query unless queries are kept), dropping the oldest past
+    /// [`KEPT`].
+    pub(super) fn push(&self, mut search: Search) {
+        if !self.keeps_queries() {
+            search.query = None;
+        }
+        let mut kept = self.kept.lock().unwrap_or_else(PoisonError::into_inner);
+        if kept.len() == KEPT {
+            kept.pop_back();
+        }
+        kept.push_front(Kept {
+            at: Instant::now(),
+            search,
+        });
+    }
+
+    /// The kept searches, newest first, rendered by `render` (the lock is held meanwhile).
+    pub(super) fn rows<T>(&self, render: impl FnOnce(&mut dyn Iterator<Item = Row<'_>>) -> T) -> T {
+        let kept = self.kept.lock().unwrap_or_else(PoisonError::into_inner);
+        let now = Instant::now();
+        let mut rows = kept.iter().map(|k| row(k, now));
+        render(&mut rows)
+    }
+
+    /// The newest kept search with `request_id`, and its record, rendered by `render`.
+    pub(super) fn explanation<T>(
+        &self,
+        request_id: &str,
+        render: impl FnOnce(Row<'_>, Option<&RawValue>) -> T,
+    ) -> Option<T> {
+        let kept = self.kept.lock().unwrap_or_else(PoisonError::into_inner);
+        let found = kept.iter().find(|k| k.search.request_id == request_id)?;
+        Some(render(
+            row(found, Instant::now()),
+            found.search.explanation.as_deref(),
+        ))
+    }
+}
+
+fn row(kept: &Kept, now: Instant) -> Row<'_> {
+    let search = &kept.search;
+    let (outcome, cache, status) = match search.ended {
+        Ended::Answered {
+            outcome,
+            cache,
+            status,
+        } => (outcome, Some(cache), status),
+        Ended::Unanswered { status } => ("shed", None, status),
+    };
+    Row {
+        request_id: &search.request_id,
+        age_seconds: millis(now.duration_since(kept.at)) / 1000.0,
+        client: &search.client,
+        surface: search.surface.as_str(),
+        query: search.query.as_deref(),
+        outcome,
+        cache,
+        status,
+        latency_ms: millis(search.latency),
+        results: search.results,
+        premium_calls: search.premium_calls,
+        premium_usd: search.premium_usd,
+        explained: search.explanation.is_some(),
+    }
+}
+
+/// Milliseconds, to the microsecond.
+fn millis(duration: Duration) -> f64 {
+    (duration.as_secs_f64() * 1_000_000.0).round() / 1000.0
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    fn search(id: &str, query: &str) -> Search {
+        Search {
+            request_id: id.to_owned(),
+            client: "alice".to_owned(),
+            surface: Surface::Searxng,
+            query: Some(query.to_owned()),
+            ended: Ended::Answered {
+                outcome: "searxng_ok",
+                cache: "miss",
+                status: 200,
+            },
+            latency: Duration::from_micros(12_345),
+            results: 3,
+            premium_calls: 0,
+            premium_usd: 0.0,
+            explanation: serde_json::value::to_raw_value(&serde_json::json!({"id": id})).ok(),
+        }
+    }
+
+    fn ids(recent: &RecentSearches) -> Vec<String> {
+        recent.rows(|rows| rows.map(|r| r.request_id.to_owned()).collect())
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_newest_come_first_and_only_the_last_50_are_kept() {
+        let recent = RecentSearches::new(Queries::Shown);
+        for n in 0..KEPT + 5 {
+            recent.push(search(&n.to_string(), "q"));
+        }
+        let ids = ids(&recent);
+        assert_eq!(ids.len(), KEPT);
+        assert_eq!(ids.first().map(String::as_str), Some("54"));
+        assert_eq!(ids.last().map(String::as_str), Some("5"));
+        assert!(
+            recent.explanation("4", |_, _| ()).is_none(),
+            "left the list"
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_search_is_found_by_request_id_with_its_record_and_age() {
+        let recent = RecentSearches::new(Queries::Shown);
+        recent.push(search("r-1", "rust <b>"));
+        tokio::time::advance(Duration::from_millis(1500)).await;
+        let (row, record) = recent
+            .explanation("r-1", |row, record| {
+                (
+                    serde_json::to_value(&row).unwrap(),
+                    record.map(|r| r.get().to_owned()),
+                )
+            })
+            .unwrap();
+        assert_eq!(row["query"], "rust <b>");
+        assert_eq!(row["age_seconds"], 1.5);
+        assert_eq!(row["latency_ms"], 12.345);
+        assert_eq!(row["surface"], "searxng");
+        assert_eq!(record.as_deref(), Some(r#"{"id":"r-1"}"#));
+    }
+
+    #[test]
+    fn without_ui_show_queries_no_query_is_kept() {
+        let recent = RecentSearches::new(Queries::Hidden);
+        assert!(!recent.keeps_queries());
+        recent.push(search("r-1", "secret"));
+        let queries: Vec<Option<String>> =
+            recent.rows(|rows| rows.map(|r| r.query.map(str::to_owned)).collect());
+        assert_eq!(queries, vec![None]);
+    }
+}

@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Installs Debian's chromium and chromium-driver when either is missing: the browser the operator's page
+# is tested in (crates/gateway/tests/clients/test_ui.py) and that scripts/ui-screenshot.sh photographs it
+# with. Idempotent. Usage: bash scripts/install-chromium.sh
+set -euo pipefail
+
+if command -v chromium >/dev/null 2>&1 && command -v chromedriver >/dev/null 2>&1; then
+    exit 0
+fi
+echo "install-chromium: installing Debian packages chromium and chromium-driver"
+if [ "$(id -u)" -ne 0 ]; then SUDO=sudo; else SUDO=; fi
+$SUDO apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq chromium chromium-driver >/dev/null
