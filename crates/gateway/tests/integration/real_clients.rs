@@ -203,6 +203,7 @@ async fn the_mcp_python_sdk_works_over_streamable_http_and_stdio() {
 /// engine `gamma` answers "too many requests".
 #[tokio::test(flavor = "multi_thread")]
 async fn the_operator_page_works_in_headless_chromium() {
+    needs!(ClientLibraries, Chromium);
     let mut keys = tempfile::NamedTempFile::new().expect("temp file");
     let line = searxng_gateway::clients::keys_file::hash_line("operator", CLIENT_KEY)
         .expect("a valid keys-file line");

@@ -1,5 +1,5 @@
 //! The real programs some tests start — SearXNG, `redis-server`, Prometheus and promtool, the Python
-//! client libraries — and what a test does when one is not installed.
+//! client libraries, Chromium — and what a test does when one is not installed.
 //!
 //! Two tiers: on a machine with only Rust, `cargo test` runs every other test and a test that needs a
 //! missing program returns at its first line, after one line on stderr per missing program naming it
@@ -25,6 +25,8 @@ pub(crate) enum Program {
     Promtool,
     /// The client libraries' virtualenv (`CLIENTS_VENV`, default `/opt/searxng-gateway/clients-venv`).
     ClientLibraries,
+    /// `chromium` and `chromedriver` on `PATH` (Debian's chromium and chromium-driver).
+    Chromium,
 }
 
 /// Where SearXNG's virtualenv is.
@@ -51,6 +53,7 @@ impl Program {
             Self::Prometheus => "prometheus",
             Self::Promtool => "promtool",
             Self::ClientLibraries => "the Python client libraries",
+            Self::Chromium => "Chromium and chromedriver",
         }
     }
 
@@ -60,6 +63,7 @@ impl Program {
             Self::RedisServer => "apt-get install redis-server",
             Self::Prometheus | Self::Promtool => "apt-get install prometheus",
             Self::ClientLibraries => "bash .ci/install-clients.sh",
+            Self::Chromium => "bash scripts/install-chromium.sh",
         }
     }
 
@@ -70,11 +74,12 @@ impl Program {
             Self::Prometheus => on_path("prometheus"),
             Self::Promtool => on_path("promtool"),
             Self::ClientLibraries => clients_venv().join("bin").join("python").is_file(),
+            Self::Chromium => on_path("chromium") && on_path("chromedriver"),
         }
     }
 
     fn announced(self) -> &'static Once {
-        static ANNOUNCED: [Once; 5] = [const { Once::new() }; 5];
+        static ANNOUNCED: [Once; 6] = [const { Once::new() }; 6];
         &ANNOUNCED[self as usize]
     }
 }
