@@ -52,6 +52,33 @@ pub(crate) struct ApiRequest {
     pub(crate) body: Option<serde_json::Value>,
 }
 
+impl ApiRequest {
+    /// A POST of `body` as JSON, asking for JSON back.
+    pub(crate) fn json_post(path: &'static str, body: serde_json::Value) -> Self {
+        Self {
+            method: Method::Post,
+            path,
+            query: Vec::new(),
+            headers: vec![
+                ("content-type", "application/json"),
+                ("accept", "application/json"),
+            ],
+            body: Some(body),
+        }
+    }
+
+    /// A GET with `query`, asking for JSON back.
+    pub(crate) fn json_get(path: &'static str, query: Vec<(&'static str, String)>) -> Self {
+        Self {
+            method: Method::Get,
+            path,
+            query,
+            headers: vec![("accept", "application/json")],
+            body: None,
+        }
+    }
+}
+
 /// What a refused (non-2xx, non-5xx) answer means.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Refusal {

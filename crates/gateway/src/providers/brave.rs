@@ -20,7 +20,7 @@ use std::time::Duration;
 
 use reqwest::header::HeaderMap;
 
-use super::api::{class_for_status, ApiRequest, Auth, Method, PremiumApi, Refusal, Wire};
+use super::api::{class_for_status, ApiRequest, Auth, PremiumApi, Refusal, Wire};
 use super::quota::RateWindow;
 use super::{Park, ProviderAnswer, ProviderKind};
 use crate::request::{SafeSearch, SearchRequest, TimeRange};
@@ -123,13 +123,7 @@ impl PremiumApi for Brave {
             };
             query.push(("safesearch", safesearch.to_owned()));
         }
-        ApiRequest {
-            method: Method::Get,
-            path: PATH,
-            query,
-            headers: vec![("accept", "application/json")],
-            body: None,
-        }
+        ApiRequest::json_get(PATH, query)
     }
 
     fn answer(
@@ -381,6 +375,7 @@ mod wire {
 mod tests {
     use super::*;
     use crate::providers::api::interpret;
+    use crate::providers::api::Method;
     use crate::providers::PremiumHit;
     use reqwest::header::HeaderValue;
 

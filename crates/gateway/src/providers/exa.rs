@@ -17,9 +17,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use reqwest::header::HeaderMap;
 use serde_json::json;
 
-use super::api::{
-    class_for_status, domain_names, ApiRequest, Auth, Method, PremiumApi, Refusal, Wire,
-};
+use super::api::{class_for_status, domain_names, ApiRequest, Auth, PremiumApi, Refusal, Wire};
 use super::{ProviderAnswer, ProviderKind};
 use crate::request::{SearchRequest, TimeRange};
 use crate::upstream::ErrorClass;
@@ -48,16 +46,7 @@ impl Exa {
         if !req.domains.exclude().is_empty() {
             body["excludeDomains"] = json!(domain_names(req.domains.exclude()));
         }
-        ApiRequest {
-            method: Method::Post,
-            path: PATH,
-            query: Vec::new(),
-            headers: vec![
-                ("content-type", "application/json"),
-                ("accept", "application/json"),
-            ],
-            body: Some(body),
-        }
+        ApiRequest::json_post(PATH, body)
     }
 }
 
@@ -176,6 +165,7 @@ mod wire {
 mod tests {
     use super::*;
     use crate::providers::api::interpret;
+    use crate::providers::api::Method;
     use crate::providers::PremiumHit;
     use reqwest::header::HeaderValue;
 

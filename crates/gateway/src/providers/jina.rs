@@ -14,7 +14,7 @@
 use reqwest::header::HeaderMap;
 use serde_json::json;
 
-use super::api::{class_for_status, ApiRequest, Auth, Method, PremiumApi, Refusal, Wire};
+use super::api::{class_for_status, primary_language, ApiRequest, Auth, PremiumApi, Refusal, Wire};
 use super::{ProviderAnswer, ProviderKind};
 use crate::request::SearchRequest;
 use crate::upstream::ErrorClass;
@@ -65,37 +65,18 @@ impl PremiumApi for Jina {
         if req.pageno > 1 {
             body["page"] = json!(req.pageno);
         }
-        let language = req
-            .language
-            .as_deref()
-            .filter(|l| !l.eq_ignore_ascii_case("all"))
-            .and_then(|l| l.split(['-', '_']).next())
-            .filter(|primary| !primary.is_empty());
-        if let Some(primary) = language {
-            body["hl"] = json!(primary.to_ascii_lowercase());
+        if let Some(primary) = primary_language(req) {
+            body["hl"] = json!(primary);
         }
-        ApiRequest {
-            method: Method::Post,
-            path: PATH,
-            query: Vec::new(),
-            headers: vec![
-                ("accept", "application/json"),
-                ("content-type", "application/json"),
-                ("x-respond-with", "no-content"),
-            ],
-            body: Some(body),
-        }
+        let mut request = ApiRequest::json_post(PATH, body);
+        request.headers.push(("x-respond-with", "no-content"));
+        request
     }
 
     fn answer(&self, body: wire::Response, _: &HeaderMap) -> Result<ProviderAnswer, ErrorClass> {
-        Ok(ProviderAnswer {
-            hits: body
-                .data
-                .into_iter()
-                .filter_map(wire::Item::into_hit)
-                .collect(),
-            ..ProviderAnswer::default()
-        })
+        Ok(ProviderAnswer::of_hits(
+            body.data.into_iter().filter_map(wire::Item::into_hit),
+        ))
     }
 }
 
@@ -121,13 +102,7 @@ mod wire {
     impl Item {
         /// A hit, or `None` for an entry without a URL.
         pub(super) fn into_hit(self) -> Option<PremiumHit> {
-            let url = self.url.filter(|u| !u.is_empty())?;
-            Some(PremiumHit {
-                url,
-                title: self.title.unwrap_or_default(),
-                content: self.description.unwrap_or_default(),
-                published_date: self.date.filter(|d| !d.is_empty()),
-            })
+            PremiumHit::from_fields(self.url, self.title, self.description, self.date)
         }
     }
 
@@ -143,6 +118,7 @@ mod wire {
 mod tests {
     use super::*;
     use crate::providers::api::interpret;
+    use crate::providers::api::Method;
     use crate::providers::PremiumHit;
     use reqwest::header::HeaderValue;
     use std::time::{Duration, SystemTime};

@@ -15,7 +15,7 @@
 
 use reqwest::header::HeaderMap;
 
-use super::api::{class_for_status, ApiRequest, Auth, Method, PremiumApi, Refusal, Wire};
+use super::api::{class_for_status, ApiRequest, Auth, PremiumApi, Refusal, Wire};
 use super::{ProviderAnswer, ProviderKind};
 use crate::request::SearchRequest;
 use crate::upstream::ErrorClass;
@@ -43,16 +43,13 @@ impl PremiumApi for Kagi {
     const AUTH: Auth = Auth::Scheme("Bot");
 
     fn request(&self, req: &SearchRequest) -> ApiRequest {
-        ApiRequest {
-            method: Method::Get,
-            path: PATH,
-            query: vec![
+        ApiRequest::json_get(
+            PATH,
+            vec![
                 ("q", req.query_with_site().into_owned()),
                 ("limit", LIMIT.to_string()),
             ],
-            headers: vec![("accept", "application/json")],
-            body: None,
-        }
+        )
     }
 
     fn answer(&self, body: wire::Response, _: &HeaderMap) -> Result<ProviderAnswer, ErrorClass> {
@@ -120,13 +117,7 @@ mod wire {
             if self.t != 0 {
                 return None;
             }
-            let url = self.url.filter(|u| !u.is_empty())?;
-            Some(PremiumHit {
-                url,
-                title: self.title.unwrap_or_default(),
-                content: self.snippet.unwrap_or_default(),
-                published_date: self.published.filter(|d| !d.is_empty()),
-            })
+            PremiumHit::from_fields(self.url, self.title, self.snippet, self.published)
         }
     }
 }
@@ -136,6 +127,7 @@ mod wire {
 mod tests {
     use super::*;
     use crate::providers::api::interpret;
+    use crate::providers::api::Method;
     use crate::providers::PremiumHit;
 
     const SUCCESS: &str = r#"{"meta":{"id":"120145a0","node":"us-east","ms":412,"api_balance":4.988},"data":[{"t":0,"rank":1,"url":"https://example.org/async","title":"Async Rust primer","snippet":"A short primer.","published":"2026-11-27T00:00:00Z"},{"t":1,"list":["rust futures","tokio tutorial"]}]}"#;

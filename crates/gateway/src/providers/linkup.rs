@@ -20,7 +20,7 @@ use reqwest::header::HeaderMap;
 use serde_json::json;
 
 use super::api::{
-    class_for_status, domain_names, start_day, ApiRequest, Auth, Method, PremiumApi, Refusal, Wire,
+    class_for_status, domain_names, start_day, ApiRequest, Auth, PremiumApi, Refusal, Wire,
 };
 use super::{ProviderAnswer, ProviderKind};
 use crate::request::SearchRequest;
@@ -51,16 +51,7 @@ impl Linkup {
         if !req.domains.exclude().is_empty() {
             body["excludeDomains"] = json!(domain_names(req.domains.exclude()));
         }
-        ApiRequest {
-            method: Method::Post,
-            path: PATH,
-            query: Vec::new(),
-            headers: vec![
-                ("content-type", "application/json"),
-                ("accept", "application/json"),
-            ],
-            body: Some(body),
-        }
+        ApiRequest::json_post(PATH, body)
     }
 }
 
@@ -89,14 +80,9 @@ impl PremiumApi for Linkup {
     }
 
     fn answer(&self, body: wire::Response, _: &HeaderMap) -> Result<ProviderAnswer, ErrorClass> {
-        Ok(ProviderAnswer {
-            hits: body
-                .results
-                .into_iter()
-                .filter_map(wire::Result::into_hit)
-                .collect(),
-            ..ProviderAnswer::default()
-        })
+        Ok(ProviderAnswer::of_hits(
+            body.results.into_iter().filter_map(wire::Result::into_hit),
+        ))
     }
 }
 
@@ -127,13 +113,7 @@ mod wire {
             if self.kind.as_deref().is_some_and(|k| k != "text") {
                 return None;
             }
-            let url = self.url.filter(|u| !u.is_empty())?;
-            Some(PremiumHit {
-                url,
-                title: self.name.unwrap_or_default(),
-                content: self.content.unwrap_or_default(),
-                published_date: None,
-            })
+            PremiumHit::from_fields(self.url, self.name, self.content, None)
         }
     }
 
@@ -183,6 +163,7 @@ mod tests {
 
     use super::*;
     use crate::providers::api::interpret;
+    use crate::providers::api::Method;
     use crate::providers::PremiumHit;
     use crate::request::{DomainFilter, TimeRange};
 

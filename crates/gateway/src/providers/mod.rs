@@ -154,6 +154,24 @@ pub(crate) struct PremiumHit {
     pub(crate) published_date: Option<String>,
 }
 
+impl PremiumHit {
+    /// A hit from a provider's result fields: `None` without a URL (such a result is dropped); a
+    /// missing title or snippet is `""`, an empty date none.
+    pub(crate) fn from_fields(
+        url: Option<String>,
+        title: Option<String>,
+        content: Option<String>,
+        published_date: Option<String>,
+    ) -> Option<Self> {
+        Some(Self {
+            url: url.filter(|u| !u.is_empty())?,
+            title: title.unwrap_or_default(),
+            content: content.unwrap_or_default(),
+            published_date: published_date.filter(|d| !d.is_empty()),
+        })
+    }
+}
+
 /// A provider that answered but said to stop calling it for a while.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Park {
@@ -175,4 +193,14 @@ pub(crate) struct ProviderAnswer {
     /// What the call cost, in US dollars: the reported spend, else the provider's price (set by
     /// the client).
     pub(crate) spend_usd: f64,
+}
+
+impl ProviderAnswer {
+    /// An answer of these hits, in the provider's rank order.
+    pub(crate) fn of_hits(hits: impl IntoIterator<Item = PremiumHit>) -> Self {
+        Self {
+            hits: hits.into_iter().collect(),
+            ..Self::default()
+        }
+    }
 }

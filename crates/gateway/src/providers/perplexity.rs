@@ -18,7 +18,7 @@ use reqwest::header::HeaderMap;
 use serde_json::json;
 
 use super::api::{
-    class_for_status, primary_language, region, ApiRequest, Auth, Method, PremiumApi, Refusal, Wire,
+    class_for_status, primary_language, region, ApiRequest, Auth, PremiumApi, Refusal, Wire,
 };
 use super::{ProviderAnswer, ProviderKind};
 use crate::request::SearchRequest;
@@ -77,27 +77,13 @@ impl PremiumApi for Perplexity {
         if !domains.is_empty() {
             body["search_domain_filter"] = json!(domains);
         }
-        ApiRequest {
-            method: Method::Post,
-            path: PATH,
-            query: Vec::new(),
-            headers: vec![
-                ("content-type", "application/json"),
-                ("accept", "application/json"),
-            ],
-            body: Some(body),
-        }
+        ApiRequest::json_post(PATH, body)
     }
 
     fn answer(&self, body: wire::Response, _: &HeaderMap) -> Result<ProviderAnswer, ErrorClass> {
-        Ok(ProviderAnswer {
-            hits: body
-                .results
-                .into_iter()
-                .filter_map(wire::Result::into_hit)
-                .collect(),
-            ..ProviderAnswer::default()
-        })
+        Ok(ProviderAnswer::of_hits(
+            body.results.into_iter().filter_map(wire::Result::into_hit),
+        ))
     }
 }
 
@@ -124,13 +110,7 @@ mod wire {
     impl Result {
         /// A hit, or `None` for an entry without a URL.
         pub(super) fn into_hit(self) -> Option<PremiumHit> {
-            let url = self.url.filter(|u| !u.is_empty())?;
-            Some(PremiumHit {
-                url,
-                title: self.title.unwrap_or_default(),
-                content: self.snippet.unwrap_or_default(),
-                published_date: self.date.filter(|d| !d.is_empty()),
-            })
+            PremiumHit::from_fields(self.url, self.title, self.snippet, self.date)
         }
     }
 
@@ -167,6 +147,7 @@ mod wire {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+    use crate::providers::api::Method;
     use crate::providers::api::{interpret, mentions_money};
     use crate::providers::PremiumHit;
     use crate::request::{DomainFilter, TimeRange};

@@ -17,8 +17,8 @@
 use reqwest::header::HeaderMap;
 
 use super::api::{
-    class_for_status, mentions_money, primary_language, region, ApiRequest, Auth, Method,
-    PremiumApi, Refusal, Wire,
+    class_for_status, mentions_money, primary_language, region, ApiRequest, Auth, PremiumApi,
+    Refusal, Wire,
 };
 use super::{ProviderAnswer, ProviderKind};
 use crate::request::{SafeSearch, SearchRequest, TimeRange};
@@ -87,13 +87,7 @@ impl PremiumApi for SearchApi {
             };
             query.push(("safe", safe.to_owned()));
         }
-        ApiRequest {
-            method: Method::Get,
-            path: PATH,
-            query,
-            headers: vec![("accept", "application/json")],
-            body: None,
-        }
+        ApiRequest::json_get(PATH, query)
     }
 
     fn answer(&self, body: wire::Response, _: &HeaderMap) -> Result<ProviderAnswer, ErrorClass> {
@@ -140,13 +134,7 @@ mod wire {
     impl Organic {
         /// A hit, or `None` for an entry without a link.
         pub(super) fn into_hit(self) -> Option<PremiumHit> {
-            let url = self.link.filter(|u| !u.is_empty())?;
-            Some(PremiumHit {
-                url,
-                title: self.title.unwrap_or_default(),
-                content: self.snippet.unwrap_or_default(),
-                published_date: self.date.filter(|d| !d.is_empty()),
-            })
+            PremiumHit::from_fields(self.link, self.title, self.snippet, self.date)
         }
     }
 
@@ -162,6 +150,7 @@ mod wire {
 mod tests {
     use super::*;
     use crate::providers::api::interpret;
+    use crate::providers::api::Method;
     use crate::providers::PremiumHit;
 
     const SUCCESS: &str = r#"{"search_metadata":{"id":"search_x","status":"Success"},"search_parameters":{"engine":"google","q":"rust async"},"organic_results":[{"position":1,"title":"Async Rust primer","link":"https://example.org/async","snippet":"A short primer.","date":"Nov 27, 2026"}]}"#;

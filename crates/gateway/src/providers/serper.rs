@@ -14,8 +14,8 @@ use reqwest::header::HeaderMap;
 use serde_json::json;
 
 use super::api::{
-    class_for_status, mentions_money, primary_language, region, ApiRequest, Auth, Method,
-    PremiumApi, Refusal, Wire,
+    class_for_status, mentions_money, primary_language, region, ApiRequest, Auth, PremiumApi,
+    Refusal, Wire,
 };
 use super::{ProviderAnswer, ProviderKind};
 use crate::request::{SearchRequest, TimeRange};
@@ -67,27 +67,13 @@ impl PremiumApi for Serper {
             };
             body["tbs"] = json!(qdr);
         }
-        ApiRequest {
-            method: Method::Post,
-            path: PATH,
-            query: Vec::new(),
-            headers: vec![
-                ("content-type", "application/json"),
-                ("accept", "application/json"),
-            ],
-            body: Some(body),
-        }
+        ApiRequest::json_post(PATH, body)
     }
 
     fn answer(&self, body: wire::Response, _: &HeaderMap) -> Result<ProviderAnswer, ErrorClass> {
-        Ok(ProviderAnswer {
-            hits: body
-                .organic
-                .into_iter()
-                .filter_map(wire::Organic::into_hit)
-                .collect(),
-            ..ProviderAnswer::default()
-        })
+        Ok(ProviderAnswer::of_hits(
+            body.organic.into_iter().filter_map(wire::Organic::into_hit),
+        ))
     }
 }
 
@@ -118,13 +104,7 @@ mod wire {
     impl Organic {
         /// A hit, or `None` for an entry without a link.
         pub(super) fn into_hit(self) -> Option<PremiumHit> {
-            let url = self.link.filter(|u| !u.is_empty())?;
-            Some(PremiumHit {
-                url,
-                title: self.title.unwrap_or_default(),
-                content: self.snippet.unwrap_or_default(),
-                published_date: self.date.filter(|d| !d.is_empty()),
-            })
+            PremiumHit::from_fields(self.link, self.title, self.snippet, self.date)
         }
     }
 
@@ -140,6 +120,7 @@ mod wire {
 mod tests {
     use super::*;
     use crate::providers::api::interpret;
+    use crate::providers::api::Method;
     use crate::providers::PremiumHit;
 
     const SUCCESS: &str = r#"{"searchParameters":{"q":"rust async","gl":"us","hl":"en","type":"search"},"organic":[{"title":"Async Rust primer","link":"https://example.org/async","snippet":"A short primer.","position":1,"date":"Nov 27, 2026"},{"title":"No link","position":2}],"credits":1}"#;

@@ -13,9 +13,7 @@
 use reqwest::header::HeaderMap;
 use serde_json::json;
 
-use super::api::{
-    class_for_status, domain_names, ApiRequest, Auth, Method, PremiumApi, Refusal, Wire,
-};
+use super::api::{class_for_status, domain_names, ApiRequest, Auth, PremiumApi, Refusal, Wire};
 use super::{ProviderAnswer, ProviderKind};
 use crate::request::SearchRequest;
 use crate::upstream::ErrorClass;
@@ -60,27 +58,13 @@ impl PremiumApi for Tavily {
         if !req.domains.exclude().is_empty() {
             body["exclude_domains"] = json!(domain_names(req.domains.exclude()));
         }
-        ApiRequest {
-            method: Method::Post,
-            path: PATH,
-            query: Vec::new(),
-            headers: vec![
-                ("content-type", "application/json"),
-                ("accept", "application/json"),
-            ],
-            body: Some(body),
-        }
+        ApiRequest::json_post(PATH, body)
     }
 
     fn answer(&self, body: wire::Response, _: &HeaderMap) -> Result<ProviderAnswer, ErrorClass> {
-        Ok(ProviderAnswer {
-            hits: body
-                .results
-                .into_iter()
-                .filter_map(wire::Result::into_hit)
-                .collect(),
-            ..ProviderAnswer::default()
-        })
+        Ok(ProviderAnswer::of_hits(
+            body.results.into_iter().filter_map(wire::Result::into_hit),
+        ))
     }
 }
 
@@ -106,13 +90,7 @@ mod wire {
     impl Result {
         /// A hit, or `None` for an entry without a URL.
         pub(super) fn into_hit(self) -> Option<PremiumHit> {
-            let url = self.url.filter(|u| !u.is_empty())?;
-            Some(PremiumHit {
-                url,
-                title: self.title.unwrap_or_default(),
-                content: self.content.unwrap_or_default(),
-                published_date: self.published_date.filter(|d| !d.is_empty()),
-            })
+            PremiumHit::from_fields(self.url, self.title, self.content, self.published_date)
         }
     }
 }
@@ -122,6 +100,7 @@ mod wire {
 mod tests {
     use super::*;
     use crate::providers::api::interpret;
+    use crate::providers::api::Method;
     use crate::providers::PremiumHit;
     use crate::request::TimeRange;
     use reqwest::header::HeaderValue;
