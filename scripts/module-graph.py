@@ -36,7 +36,7 @@ ALLOWED = {
     # The whole configuration, put together from the sections each owner reads.
     "config": {"clients", "env", "providers", "reader", "shared"},
     # Who may search and how much.
-    "clients": {"env", "metrics", "rolling"},
+    "clients": {"env", "metrics", "rolling", "shared"},
     # Upstreams report facts, never policy.
     "providers": {"env", "metrics", "request", "upstream"},
     "searxng": {"metrics", "request", "search_result", "upstream"},

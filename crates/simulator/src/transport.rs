@@ -47,9 +47,16 @@ impl Connection {
     }
 }
 
-/// How long clients kept a fake's connections open before closing them, on the fake's own clock.
+/// How long clients kept a fake's connections open before closing them, on the fake's own clock:
+/// over all connections, and per the path of a connection's first request.
 #[derive(Debug, Clone, Default)]
-pub(crate) struct Lifetimes(Arc<Mutex<LifetimeStats>>);
+pub(crate) struct Lifetimes(Arc<Mutex<LifetimeLog>>);
+
+#[derive(Debug, Default)]
+struct LifetimeLog {
+    all: LifetimeStats,
+    by_path: std::collections::HashMap<String, LifetimeStats>,
+}
 
 /// What [`Lifetimes`] has seen so far.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -60,23 +67,39 @@ pub struct LifetimeStats {
     pub longest: Duration,
 }
 
+impl LifetimeStats {
+    fn add(&mut self, lived: Duration) {
+        self.closed += 1;
+        self.longest = self.longest.max(lived);
+    }
+}
+
 impl Lifetimes {
-    fn record(&self, opened: Instant) {
+    /// A connection opened at `opened` closed now; `first_path`: its first request's path (none
+    /// for a connection that was never read).
+    fn record(&self, opened: Instant, first_path: Option<&str>) {
         let lived = opened.elapsed();
-        let mut stats = self
-            .0
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        stats.closed += 1;
-        stats.longest = stats.longest.max(lived);
+        let mut log = self.log();
+        log.all.add(lived);
+        if let Some(path) = first_path {
+            log.by_path.entry(path.to_owned()).or_default().add(lived);
+        }
     }
 
-    /// What was seen so far.
-    pub(crate) fn stats(&self) -> LifetimeStats {
-        *self
-            .0
+    fn log(&self) -> std::sync::MutexGuard<'_, LifetimeLog> {
+        self.0
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// What was seen so far, over every connection.
+    pub(crate) fn stats(&self) -> LifetimeStats {
+        self.log().all
+    }
+
+    /// What was seen so far of the connections whose first request was for `path`.
+    pub(crate) fn stats_of(&self, path: &str) -> LifetimeStats {
+        self.log().by_path.get(path).copied().unwrap_or_default()
     }
 }
 
@@ -123,7 +146,7 @@ pub(crate) fn spawn(
 }
 
 /// Holds a connection without ever answering it, reading what the client sends into the void until
-/// the client closes it (recorded) or the fake stops.
+/// the client closes it (recorded, with the path of the request line it sent) or the fake stops.
 fn hold(
     mut stream: TcpStream,
     mut stopping: watch::Receiver<bool>,
@@ -131,13 +154,27 @@ fn hold(
     opened: Instant,
 ) {
     tokio::spawn(async move {
+        let mut head = Vec::new();
         let mut sink = [0u8; 4096];
-        let closed = async { while matches!(stream.read(&mut sink).await, Ok(n) if n > 0) {} };
+        let closed = async {
+            while let Ok(n @ 1..) = stream.read(&mut sink).await {
+                if head.len() < 1024 {
+                    head.extend_from_slice(&sink[..n.min(1024 - head.len())]);
+                }
+            }
+        };
         tokio::select! {
-            () = closed => lifetimes.record(opened),
+            () = closed => lifetimes.record(opened, request_path(&head)),
             _ = stopping.wait_for(|stopped| *stopped) => {}
         }
     });
+}
+
+/// The path of the request line at the start of `head` (`GET /search?q=x HTTP/1.1` → `/search`).
+fn request_path(head: &[u8]) -> Option<&str> {
+    let line = head.split(|b| *b == b'\n').next()?;
+    let target = std::str::from_utf8(line).ok()?.split(' ').nth(1)?;
+    target.split('?').next()
 }
 
 /// One connection, until the client closes it (recorded) or the fake stops.
@@ -155,7 +192,10 @@ fn serve(
         connection: connection.clone(),
     });
     let app = TowerToHyperService::new(router);
+    let first_path: Arc<std::sync::OnceLock<String>> = Arc::default();
+    let seen_path = Arc::clone(&first_path);
     let service = service_fn(move |mut req: Request<Incoming>| {
+        let _ = seen_path.set(req.uri().path().to_owned());
         req.extensions_mut().insert(connection.clone());
         app.call(req)
     });
@@ -166,7 +206,7 @@ fn serve(
             let _ = stopping.wait_for(|stopped| *stopped).await;
         };
         tokio::select! {
-            _ = served.as_mut() => lifetimes.record(opened),
+            _ = served.as_mut() => lifetimes.record(opened, first_path.get().map(String::as_str)),
             () = stopped => {
                 served.as_mut().graceful_shutdown();
                 let _ = served.await;
@@ -246,5 +286,24 @@ impl AsyncWrite for Controlled {
 
     fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         Pin::new(&mut self.get_mut().stream).poll_shutdown(cx)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_held_connections_path_comes_from_its_request_line() {
+        assert_eq!(
+            request_path(b"GET /search?q=x HTTP/1.1\r\nhost: a\r\n"),
+            Some("/search")
+        );
+        assert_eq!(
+            request_path(b"POST /v1/search HTTP/1.1"),
+            Some("/v1/search")
+        );
+        assert_eq!(request_path(b""), None);
+        assert_eq!(request_path(b"garbage"), None);
     }
 }

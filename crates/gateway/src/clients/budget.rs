@@ -14,8 +14,9 @@
 //! A request is checked when it starts and charged when it ends, so one request that started
 //! within the budget may finish its fan-out: the overshoot is at most one request's premium calls
 //! (the number of active providers). Budgets are per client, so one client's spending never takes
-//! from another's. Time is tokio's (paused in tests). A shared store (the Redis tier) replaces
-//! [`Budgets`] behind the same calls.
+//! from another's. Time is tokio's (paused in tests). With the Redis tier the fleet's spend is
+//! judged instead ([`Allowance::judge`], on what `shared::limits` sums), and these local logs still
+//! count this replica's calls (for `/admin/status` and for a Redis outage).
 
 use std::collections::HashMap;
 use std::sync::{Mutex, PoisonError};
@@ -39,6 +40,38 @@ pub(crate) struct Allowance {
     pub(crate) calls: u32,
     /// US dollars per rolling 24 h.
     pub(crate) usd: f64,
+}
+
+impl Allowance {
+    /// Whether `spent` leaves anything of this allowance, or which part is used up.
+    pub(crate) fn judge(self, spent: Spent) -> Result<(), Exhausted> {
+        if self.calls > 0 && spent.calls >= u64::from(self.calls) {
+            return Err(Exhausted::Calls);
+        }
+        if self.usd > 0.0 && spent.usd >= self.usd {
+            return Err(Exhausted::Usd);
+        }
+        Ok(())
+    }
+
+    /// Whether any part of it is limited.
+    pub(crate) fn is_limited(self) -> bool {
+        self.calls > 0 || self.usd > 0.0
+    }
+
+    /// This replica's share while the fleet cannot count together: `1/replicas` of each part
+    /// (at least one call of a limited call budget).
+    pub(crate) fn share(self, replicas: u64) -> Self {
+        let replicas = replicas.max(1);
+        Self {
+            calls: if self.calls == 0 {
+                0
+            } else {
+                u32::try_from(u64::from(self.calls).div_ceil(replicas)).unwrap_or(u32::MAX)
+            },
+            usd: self.usd / replicas as f64,
+        }
+    }
 }
 
 /// Which allowance a spent client has used up.
@@ -81,17 +114,10 @@ impl Budgets {
     /// Whether `client` may still call premium APIs under `allowance`, or which part of it is
     /// used up.
     pub(crate) fn check(&self, client: &ClientName, allowance: Allowance) -> Result<(), Exhausted> {
-        if allowance.calls == 0 && allowance.usd <= 0.0 {
+        if !allowance.is_limited() {
             return Ok(());
         }
-        let spent = self.used(client);
-        if allowance.calls > 0 && spent.calls >= u64::from(allowance.calls) {
-            return Err(Exhausted::Calls);
-        }
-        if allowance.usd > 0.0 && spent.usd >= allowance.usd {
-            return Err(Exhausted::Usd);
-        }
-        Ok(())
+        allowance.judge(self.used(client))
     }
 
     /// Counts `calls` premium calls costing `usd` made now for `client`.
@@ -165,6 +191,18 @@ mod tests {
         assert!((used.usd - 0.02).abs() < 1e-9);
         tokio::time::advance(DAY + MINUTE).await;
         assert_eq!(budgets.used(&alice), Spent::default());
+    }
+
+    #[test]
+    fn a_replicas_share_is_a_fraction_of_each_part_and_never_zero_calls() {
+        let budget = Allowance { calls: 5, usd: 0.3 };
+        assert_eq!(budget.share(1), budget);
+        let third = budget.share(3);
+        assert_eq!(third.calls, 2);
+        assert!((third.usd - 0.1).abs() < 1e-12);
+        assert_eq!(Allowance { calls: 1, usd: 0.0 }.share(4).calls, 1);
+        assert_eq!(Allowance::default().share(3), Allowance::default());
+        assert_eq!(budget.share(0), budget, "no count yet: the whole");
     }
 
     #[tokio::test(start_paused = true)]

@@ -8,7 +8,14 @@
 //!
 //! [`Clients`] is the handle the server holds: the current [`Registry`] (swapped whole, atomically,
 //! when SIGHUP re-reads the file — requests in flight keep the generation they started with), the
-//! buckets and the budgets. Without `API_KEYS_FILE` the gateway is open: every caller is
+//! buckets and the budgets.
+//!
+//! With the Redis tier (`REDIS_URL`) the limits hold for the whole fleet: each admission takes the
+//! request from the client's rate and reads its premium spend in one round trip to Redis
+//! (`shared::limits`), and each charge goes there too. While Redis is away each replica falls back
+//! to its own buckets and budgets, at a `1/N` share of every limit, `N` being the replicas it last
+//! saw sending heartbeats — the fleet's total stays near the limit, and nothing waits longer than
+//! `REDIS_TIMEOUT_MS`. Without `API_KEYS_FILE` the gateway is open: every caller is
 //! `anonymous`, and `RATE_LIMIT_PER_MINUTE` / `PREMIUM_CALLS_PER_DAY` apply to all of them together.
 //!
 //! Keys: a presented key is hashed with SHA-256 and its digest compared with **every** client's
@@ -29,7 +36,8 @@ use arc_swap::ArcSwap;
 use subtle::{ConditionallySelectable, ConstantTimeEq};
 
 use crate::rolling;
-use budget::{Allowance, Budgets, Exhausted};
+use crate::shared::SharedTier;
+use budget::{Allowance, Budgets, Exhausted, Spent};
 use end_users::{EndUser, EndUsers};
 use keys_file::{KeyEntry, KeysFileError};
 use metrics::ClientMetrics;
@@ -154,6 +162,14 @@ impl Registry {
     }
 }
 
+/// A caller's premium allowances.
+fn allowance_of(caller: &Caller) -> Allowance {
+    Allowance {
+        calls: caller.premium_calls_per_day,
+        usd: rolling::usd(caller.micro_usd_per_day),
+    }
+}
+
 /// One client's usage, for the admin `/status`.
 #[derive(Debug, Clone, serde::Serialize)]
 pub(crate) struct Usage {
@@ -184,6 +200,8 @@ pub(crate) struct Clients {
 struct Inner {
     registry: ArcSwap<Registry>,
     path: Option<PathBuf>,
+    /// The Redis tier the limits are counted in, fleet-wide; `None`: this process alone.
+    shared: Option<SharedTier>,
     buckets: Buckets,
     budgets: Budgets,
     end_users: EndUsers,
@@ -191,11 +209,13 @@ struct Inner {
 }
 
 impl Clients {
-    /// The clients of `source` (`None`: an open gateway) with `defaults`.
+    /// The clients of `source` (`None`: an open gateway) with `defaults`, their limits counted
+    /// fleet-wide in `shared` when given.
     pub(crate) fn new(
         source: Option<&KeysSource>,
         defaults: ClientDefaults,
         metrics: ClientMetrics,
+        shared: Option<SharedTier>,
     ) -> Self {
         let registry = Registry {
             clients: source.map(|s| s.entries.clone()),
@@ -206,6 +226,7 @@ impl Clients {
             inner: Arc::new(Inner {
                 registry: ArcSwap::from_pointee(registry),
                 path: source.map(|s| s.path.clone()),
+                shared,
                 buckets: Buckets::default(),
                 budgets: Budgets::default(),
                 end_users: EndUsers::default(),
@@ -294,29 +315,103 @@ impl Clients {
         }
     }
 
-    /// Takes a token from the caller's bucket and then, for an end user, from its client's (a
-    /// user over its own rate takes nothing from its client's), counting the request or the
-    /// refusal.
-    pub(crate) fn admit(&self, caller: &Caller) -> Result<(), RateLimited> {
-        match self
-            .inner
-            .buckets
-            .admit(&caller.name, caller.requests_per_minute)
-        {
-            Ok(()) => {
-                if let Some(parent) = &caller.parent {
-                    self.admit(parent)?;
-                }
-                self.inner.metrics.request(&caller.name);
-                Ok(())
+    /// Whether the limits are counted fleet-wide (the Redis tier is configured): admitting then
+    /// takes a round trip, [`Clients::admit`]; without it [`Clients::admit_here`] decides at once.
+    pub(crate) fn is_fleet_wide(&self) -> bool {
+        self.inner.shared.is_some()
+    }
+
+    /// Admits `caller` against this process's own buckets and budgets (no Redis tier): takes a
+    /// token from its bucket and then, for an end user, from its client's (a user over its own
+    /// rate takes nothing from its client's), counting the request or the refusal. `Ok` says
+    /// whether it may still call premium APIs.
+    pub(crate) fn admit_here(&self, caller: &Caller) -> Result<Result<(), Exhausted>, RateLimited> {
+        self.admitted(caller, |level| self.take_here(level, 1))
+    }
+
+    /// [`Clients::admit_here`], fleet-wide: each level's rate and spend in one round trip to
+    /// Redis, or — while it is away — this replica's share of them.
+    pub(crate) async fn admit(
+        &self,
+        caller: &Caller,
+    ) -> Result<Result<(), Exhausted>, RateLimited> {
+        let Some(tier) = &self.inner.shared else {
+            return self.admit_here(caller);
+        };
+        let mut fleet = Vec::new();
+        let mut level = Some(caller);
+        while let Some(c) = level {
+            let allowance = allowance_of(c);
+            let spend_minutes = allowance.is_limited().then_some(rolling::MINUTES_KEPT);
+            let answer = tier
+                .admit_client(c.name.as_str(), c.requests_per_minute, spend_minutes)
+                .await;
+            let stop = answer.is_some_and(|a| a.rate.is_err());
+            fleet.push(answer);
+            if stop {
+                break;
             }
-            Err(limited) => {
-                self.inner
-                    .metrics
-                    .refused(&caller.name, metrics::Refusal::RateLimited);
-                Err(limited)
-            }
+            level = c.parent.as_deref();
         }
+        let mut answers = fleet.into_iter();
+        self.admitted(caller, |level| match answers.next().flatten() {
+            Some(answer) => {
+                answer
+                    .rate
+                    .map_err(|wait| RateLimited { retry_after: wait })?;
+                let spent = answer.spend.map_or_else(Spent::default, |s| Spent {
+                    calls: s.calls,
+                    usd: rolling::usd(s.micro_usd),
+                });
+                Ok(allowance_of(level).judge(spent))
+            }
+            None => self.take_here(level, tier.replicas()),
+        })
+    }
+
+    /// Walks `caller` and its client through `take` (each level's rate, then its premium state),
+    /// counting the request per level once every level admitted it, or the refusal of the level
+    /// that refused. A client's spent budget wins over its end user's.
+    fn admitted(
+        &self,
+        caller: &Caller,
+        mut take: impl FnMut(&Caller) -> Result<Result<(), Exhausted>, RateLimited>,
+    ) -> Result<Result<(), Exhausted>, RateLimited> {
+        let mut premium = Ok(());
+        let mut levels = Vec::new();
+        let mut level = Some(caller);
+        while let Some(c) = level {
+            match take(c) {
+                Ok(state) => {
+                    if state.is_err() {
+                        premium = state;
+                    }
+                    levels.push(c);
+                }
+                Err(limited) => {
+                    self.inner
+                        .metrics
+                        .refused(&c.name, metrics::Refusal::RateLimited);
+                    return Err(limited);
+                }
+            }
+            level = c.parent.as_deref();
+        }
+        for c in levels {
+            self.inner.metrics.request(&c.name);
+        }
+        Ok(premium)
+    }
+
+    /// One level against this process's bucket and budget, at a `1/replicas` share.
+    fn take_here(&self, c: &Caller, replicas: u64) -> Result<Result<(), Exhausted>, RateLimited> {
+        self.inner
+            .buckets
+            .admit(&c.name, rate_limit::share(c.requests_per_minute, replicas))?;
+        Ok(self
+            .inner
+            .budgets
+            .check(&c.name, allowance_of(c).share(replicas)))
     }
 
     /// Counts a refused key (under `anonymous`: a wrong key names no client).
@@ -326,37 +421,38 @@ impl Clients {
             .refused(&ClientName::anonymous(), metrics::Refusal::Unauthorized);
     }
 
-    /// Whether the caller (and, for an end user, its client) may still call premium APIs, or
-    /// which of its allowances is used up.
-    pub(crate) fn premium(&self, caller: &Caller) -> Result<(), Exhausted> {
-        if let Some(parent) = caller.parent.as_deref() {
-            self.premium(parent)?;
+    /// Whether the caller (and, for an end user, its client) may still call premium APIs by what
+    /// this process counted (`/admin/status`, MCP on stdio; an admission over HTTP decides with
+    /// the fleet's count). A client's spent budget wins over its end user's.
+    pub(crate) fn premium_here(&self, caller: &Caller) -> Result<(), Exhausted> {
+        let mut state = Ok(());
+        let mut level = Some(caller);
+        while let Some(c) = level {
+            let here = self.inner.budgets.check(&c.name, allowance_of(c));
+            if here.is_err() {
+                state = here;
+            }
+            level = c.parent.as_deref();
         }
-        self.inner.budgets.check(
-            &caller.name,
-            Allowance {
-                calls: caller.premium_calls_per_day,
-                usd: rolling::usd(caller.micro_usd_per_day),
-            },
-        )
-    }
-
-    /// Whether the caller may still call premium APIs.
-    pub(crate) fn premium_allowed(&self, caller: &Caller) -> bool {
-        self.premium(caller).is_ok()
+        state
     }
 
     /// Charges `calls` premium calls costing `usd` to the caller (and, for an end user, to its
-    /// client).
-    pub(crate) fn charge(&self, caller: &Caller, calls: u32, usd: f64) {
+    /// client): here, and fleet-wide when the Redis tier is there.
+    pub(crate) async fn charge(&self, caller: &Caller, calls: u32, usd: f64) {
         if calls == 0 && usd <= 0.0 {
             return;
         }
-        if let Some(parent) = &caller.parent {
-            self.charge(parent, calls, usd);
+        let mut level = Some(caller);
+        while let Some(c) = level {
+            self.inner.budgets.charge(&c.name, calls, usd);
+            self.inner.metrics.premium_calls(&c.name, calls, usd);
+            if let Some(tier) = &self.inner.shared {
+                tier.charge_client(c.name.as_str(), u64::from(calls), rolling::micro_usd(usd))
+                    .await;
+            }
+            level = c.parent.as_deref();
         }
-        self.inner.budgets.charge(&caller.name, calls, usd);
-        self.inner.metrics.premium_calls(&caller.name, calls, usd);
     }
 
     /// Every configured client's limits and usage, then every end user seen.
@@ -398,7 +494,7 @@ impl Clients {
             premium_calls_last_24h: spent.calls,
             usd_per_day: rolling::usd(caller.micro_usd_per_day),
             premium_spend_usd_last_24h: spent.usd,
-            premium_allowed: self.premium_allowed(caller),
+            premium_allowed: self.premium_here(caller).is_ok(),
             parent: caller.parent.as_ref().map(|p| p.name.as_str().to_owned()),
             end_user,
         }
@@ -420,6 +516,7 @@ mod tests {
             Some(&source),
             defaults,
             ClientMetrics::new(&mut MetricsRegistry::new()),
+            None,
         )
     }
 
@@ -477,19 +574,28 @@ mod tests {
         let ada = c.end_user(alice.clone(), &user("u1"));
         assert_eq!(ada.name.as_str(), "alice/u1");
         assert_eq!((ada.requests_per_minute, ada.premium_calls_per_day), (2, 4));
-        assert!(c.admit(&ada).is_ok());
-        assert!(c.admit(&ada).is_ok());
-        assert!(c.admit(&ada).is_err(), "the user's own rate is 2 a minute");
-        let bo = c.end_user(alice.clone(), &user("u2"));
-        assert!(c.admit(&bo).is_ok(), "another user has a rate of its own");
+        assert!(c.admit_here(&ada).is_ok());
+        assert!(c.admit_here(&ada).is_ok());
         assert!(
-            c.admit(&bo).is_err(),
+            c.admit_here(&ada).is_err(),
+            "the user's own rate is 2 a minute"
+        );
+        let bo = c.end_user(alice.clone(), &user("u2"));
+        assert!(
+            c.admit_here(&bo).is_ok(),
+            "another user has a rate of its own"
+        );
+        assert!(
+            c.admit_here(&bo).is_err(),
             "but the client's 3 a minute hold for all its users"
         );
-        c.charge(&ada, 4, 0.0);
-        assert!(!c.premium_allowed(&ada));
-        assert!(!c.premium_allowed(&bo), "the client's budget is spent too");
-        assert!(!c.premium_allowed(&alice));
+        c.charge(&ada, 4, 0.0).await;
+        assert!(c.premium_here(&ada).is_err());
+        assert!(
+            c.premium_here(&bo).is_err(),
+            "the client's budget is spent too"
+        );
+        assert!(c.premium_here(&alice).is_err());
         let usage = c.usage();
         let row = usage.iter().find(|u| u.client == "alice/u1").unwrap();
         assert_eq!(row.parent.as_deref(), Some("alice"));
@@ -511,6 +617,7 @@ mod tests {
             None,
             ClientDefaults::default(),
             ClientMetrics::new(&mut MetricsRegistry::new()),
+            None,
         );
         assert!(!c.requires_keys());
         assert_eq!(c.authenticate(None).unwrap().name.as_str(), ANONYMOUS);
@@ -528,6 +635,7 @@ mod tests {
             Some(&source),
             ClientDefaults::default(),
             ClientMetrics::new(&mut MetricsRegistry::new()),
+            None,
         );
         std::fs::write(&path, line("bob", "kb")).unwrap();
         assert_eq!(c.reload(), Some(Ok(1)));

@@ -4,8 +4,9 @@
 //! about the caller, not the upstreams. All anonymous callers (an open gateway) share one bucket.
 //!
 //! The buckets read time through [`TokioClock`], so tests drive them with tokio's paused clock. A
-//! reload keeps a client's bucket when its rate did not change. A shared store (the Redis tier)
-//! replaces [`Buckets`] behind the same two calls.
+//! reload keeps a client's bucket when its rate did not change. With the Redis tier the fleet's
+//! rate is taken there (`shared::limits`, the same GCRA rule); these buckets then serve only while
+//! Redis is away, each at this replica's share ([`share`]).
 
 use std::collections::HashMap;
 use std::num::NonZeroU32;
@@ -55,6 +56,13 @@ impl RateLimited {
         };
         rounded.max(1)
     }
+}
+
+/// This replica's share of `per_minute` while the fleet cannot count together: `1/replicas` of
+/// it, rounded up (a limited rate never becomes unlimited).
+pub(crate) fn share(per_minute: u32, replicas: u64) -> u32 {
+    let share = u64::from(per_minute).div_ceil(replicas.max(1));
+    u32::try_from(share).unwrap_or(u32::MAX)
 }
 
 /// Every client's bucket.
@@ -117,6 +125,15 @@ mod tests {
 
     fn name(n: &str) -> ClientName {
         ClientName::new(n)
+    }
+
+    #[test]
+    fn a_replicas_share_of_a_rate_is_rounded_up() {
+        assert_eq!(share(60, 3), 20);
+        assert_eq!(share(10, 3), 4);
+        assert_eq!(share(1, 5), 1);
+        assert_eq!(share(0, 3), 0, "unlimited stays unlimited");
+        assert_eq!(share(7, 0), 7);
     }
 
     #[tokio::test(start_paused = true)]

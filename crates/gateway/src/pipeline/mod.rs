@@ -480,6 +480,12 @@ impl Gateway {
         }
     }
 
+    /// The Redis tier this gateway shares with its replicas, if any: the clients' limits are
+    /// counted there too.
+    pub(crate) fn shared_tier(&self) -> Option<SharedTier> {
+        self.inner.shared.clone()
+    }
+
     /// Whether `PREMIUM_USD_PER_DAY` is spent: every request is answered from SearXNG and the
     /// cache only.
     pub(crate) fn premium_capped(&self) -> bool {
@@ -621,6 +627,7 @@ impl Gateway {
             redis: inner.shared.as_ref().map(|tier| status::RedisStatus {
                 url: tier.url().to_owned(),
                 connected: tier.is_connected(),
+                replicas: tier.replicas(),
             }),
         }
     }

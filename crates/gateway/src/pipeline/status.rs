@@ -65,6 +65,9 @@ pub(crate) struct RedisStatus {
     pub(crate) url: String,
     /// Whether the last operation reached it (false: local tiers only until it returns).
     pub(crate) connected: bool,
+    /// Replicas whose heartbeat it last showed, this one included: while Redis is away each
+    /// takes `1/replicas` of every client limit.
+    pub(crate) replicas: u64,
 }
 
 /// One provider or engine breaker.

@@ -66,7 +66,7 @@ impl Admitted {
     /// A caller on a local transport (MCP on stdio), with no request ID.
     pub(super) fn local(clients: &Clients, gateway: &Gateway) -> Self {
         let caller = clients.local();
-        let refusal = premium_refusal(clients, gateway, &caller);
+        let refusal = premium_refusal(clients.premium_here(&caller), gateway);
         Self {
             premium: premium_of(refusal),
             refusal,
@@ -110,12 +110,9 @@ impl PremiumRefusal {
     }
 }
 
-fn premium_refusal(
-    clients: &Clients,
-    gateway: &Gateway,
-    caller: &Caller,
-) -> Option<PremiumRefusal> {
-    match clients.premium(caller) {
+/// Why the caller may not call premium APIs now, from its own budget's state and the gateway's.
+fn premium_refusal(budget: Result<(), Exhausted>, gateway: &Gateway) -> Option<PremiumRefusal> {
+    match budget {
         Err(Exhausted::Calls) => Some(PremiumRefusal::Calls),
         Err(Exhausted::Usd) => Some(PremiumRefusal::Usd),
         Ok(()) if gateway.premium_capped() => Some(PremiumRefusal::Global),
@@ -246,7 +243,15 @@ where
                 };
             }
         };
-        match gate.admit(key.as_deref(), &mut request, &self.layer.refusals) {
+        if gate.clients.is_fleet_wide() {
+            // Limits counted in Redis: admitting takes a round trip.
+            let ready = self.inner.clone();
+            let inner = std::mem::replace(&mut self.inner, ready);
+            return Admission::Body {
+                future: Box::pin(admit_then_call(self.layer.clone(), key, request, inner)),
+            };
+        }
+        match gate.admit_here(key.as_deref(), &mut request, &self.layer.refusals) {
             Ok(refusal) => Admission::Admitted {
                 future: self.inner.call(request),
                 refusal,
@@ -293,7 +298,7 @@ where
 
 /// A request whose key may be in its body: the body is read (and put back), then the caller
 /// admitted or refused.
-async fn admit_after_body<S, R>(layer: GateLayer<R>, request: Request, mut inner: S) -> Response
+async fn admit_after_body<S, R>(layer: GateLayer<R>, request: Request, inner: S) -> Response
 where
     S: Service<Request, Response = Response, Error = Infallible>,
     R: Refusals,
@@ -304,10 +309,26 @@ where
         Err(err) => return layer.refusals.unreadable(err),
     };
     let key = from_body(&parts.headers, &bytes);
-    let mut request = Request::from_parts(parts, Body::from(bytes));
+    let request = Request::from_parts(parts, Body::from(bytes));
+    admit_then_call(layer, key, request, inner).await
+}
+
+/// Admits the caller `key` names — fleet-wide when the limits are counted in Redis — and then
+/// asks the surface, or answers the refusal.
+async fn admit_then_call<S, R>(
+    layer: GateLayer<R>,
+    key: Option<String>,
+    mut request: Request,
+    mut inner: S,
+) -> Response
+where
+    S: Service<Request, Response = Response, Error = Infallible>,
+    R: Refusals,
+{
     match layer
         .gate
         .admit(key.as_deref(), &mut request, &layer.refusals)
+        .await
     {
         Ok(refusal) => match inner.call(request).await {
             Ok(response) => mark_budget(response, refusal),
@@ -319,13 +340,45 @@ where
 
 impl Gate {
     /// Authenticates `key` (as the end user the surface names, if any) and asks the caller's
-    /// token bucket; an admitted caller goes on the request as [`Admitted`], a refusal is logged.
-    fn admit<R: Refusals>(
+    /// token bucket and budget here, in this process (no Redis tier); an admitted caller goes on
+    /// the request as [`Admitted`], a refusal is logged.
+    fn admit_here<R: Refusals>(
         &self,
         key: Option<&str>,
         request: &mut Request,
         refusals: &R,
     ) -> Result<Option<PremiumRefusal>, Refused> {
+        let caller = self.authenticate(key, request, refusals)?;
+        let budget = self
+            .clients
+            .admit_here(&caller)
+            .map_err(|limited| refused(Refused::RateLimited(limited), Some(&caller)))?;
+        Ok(self.admitted(caller, budget, request))
+    }
+
+    /// [`Gate::admit_here`], with the limits counted fleet-wide when the Redis tier is there.
+    async fn admit<R: Refusals>(
+        &self,
+        key: Option<&str>,
+        request: &mut Request,
+        refusals: &R,
+    ) -> Result<Option<PremiumRefusal>, Refused> {
+        let caller = self.authenticate(key, request, refusals)?;
+        let budget = self
+            .clients
+            .admit(&caller)
+            .await
+            .map_err(|limited| refused(Refused::RateLimited(limited), Some(&caller)))?;
+        Ok(self.admitted(caller, budget, request))
+    }
+
+    /// Who `key` is, as the end user the surface names, if any.
+    fn authenticate<R: Refusals>(
+        &self,
+        key: Option<&str>,
+        request: &Request,
+        refusals: &R,
+    ) -> Result<Caller, Refused> {
         let mut caller = match self.clients.authenticate(key) {
             Ok(caller) => caller,
             Err(why) => {
@@ -336,10 +389,17 @@ impl Gate {
         if let Some(user) = refusals.end_user(request.headers()) {
             caller = self.clients.end_user(caller, &user);
         }
-        if let Err(limited) = self.clients.admit(&caller) {
-            return Err(refused(Refused::RateLimited(limited), Some(&caller)));
-        }
-        let refusal = premium_refusal(&self.clients, &self.gateway, &caller);
+        Ok(caller)
+    }
+
+    /// Puts the admitted caller on the request; returns why it may not call premium APIs, if so.
+    fn admitted(
+        &self,
+        caller: Caller,
+        budget: Result<(), Exhausted>,
+        request: &mut Request,
+    ) -> Option<PremiumRefusal> {
+        let refusal = premium_refusal(budget, &self.gateway);
         let request_id = request
             .extensions()
             .get::<RequestId>()
@@ -353,7 +413,7 @@ impl Gate {
             request_id,
             recent: self.recent.clone(),
         });
-        Ok(refusal)
+        refusal
     }
 }
 

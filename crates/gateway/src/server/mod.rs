@@ -178,12 +178,15 @@ impl Running {
     fn start(config: Config) -> Self {
         let mut metrics = Metrics::new();
         let server_metrics = metrics::ServerMetrics::new(metrics.registry_mut());
-        let clients = Clients::new(
-            config.clients.keys.as_ref(),
-            config.clients.defaults,
-            ClientMetrics::new(metrics.registry_mut()),
-        );
+        let client_metrics = ClientMetrics::new(metrics.registry_mut());
+        let (keys, defaults) = (config.clients.keys.clone(), config.clients.defaults);
         let gateway = Gateway::new(config, metrics);
+        let clients = Clients::new(
+            keys.as_ref(),
+            defaults,
+            client_metrics,
+            gateway.shared_tier(),
+        );
         let (stop, mut stopped) = watch::channel(false);
         let background = {
             let gateway = gateway.clone();

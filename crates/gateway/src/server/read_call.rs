@@ -48,7 +48,8 @@ pub(super) async fn run(
         .await;
     admitted
         .clients
-        .charge(&admitted.caller, read.premium_calls, 0.0);
+        .charge(&admitted.caller, read.premium_calls, 0.0)
+        .await;
     let (outcome, source) = match &read.result {
         Ok(done) => ("ok", done.source.as_str()),
         Err(failed) => (failed.failure.code(), "-"),

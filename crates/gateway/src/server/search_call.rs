@@ -57,11 +57,14 @@ pub(super) async fn run(
             return Err(err);
         }
     };
-    admitted.clients.charge(
-        &admitted.caller,
-        served.premium_calls,
-        served.premium_spend_usd,
-    );
+    admitted
+        .clients
+        .charge(
+            &admitted.caller,
+            served.premium_calls,
+            served.premium_spend_usd,
+        )
+        .await;
     let cache = served.cache.as_str();
     span.record("outcome", served.outcome.as_str());
     span.record("cache", cache);

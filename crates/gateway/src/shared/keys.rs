@@ -11,6 +11,9 @@
 //! | `<prefix>{breakers:searxng}` | hash: SearXNG instance → cooldown | fields deleted on close |
 //! | `<prefix>{breakers:…}:probe:<name>:<until>` | who probes that open period | `PX` = the probe hold |
 //! | `<prefix>{rotation}` | the provider round-robin counter | none |
+//! | `<prefix>{c:<hash>}:rate` | a client's request rate (GCRA: its theoretical arrival time, ms) | `PX` = until it is full again |
+//! | `<prefix>{c:<hash>}:calls`, `…:usd` | hashes: a client's premium calls and micro-dollars per minute | 25 h after the last charge |
+//! | `<prefix>{replicas}` | sorted set: replica → its last heartbeat (ms) | entries older than the heartbeat window go |
 //! | `<prefix>{p:<hash>}:page` | one page read (versioned blob) | `PX` = `FETCH_CACHE_TTL_SECONDS` |
 //!
 //! `<hash>` is the first 128 bits of SHA-256 of the cache key, hex: fixed length whatever the
@@ -89,6 +92,29 @@ impl Keys {
         format!("{}:probe:{name}:{until_ms}", self.board(board))
     }
 
+    fn client_tag(client: &str) -> String {
+        format!("c:{}", Self::query_tag(client))
+    }
+
+    /// Where `client`'s request rate is kept.
+    pub(crate) fn rate(&self, client: &str) -> String {
+        format!("{}{{{}}}:rate", self.prefix, Self::client_tag(client))
+    }
+
+    /// Where `client`'s premium calls and micro-dollars per minute are kept (one slot).
+    pub(crate) fn spend(&self, client: &str) -> [String; 2] {
+        let tag = Self::client_tag(client);
+        [
+            format!("{}{{{tag}}}:calls", self.prefix),
+            format!("{}{{{tag}}}:usd", self.prefix),
+        ]
+    }
+
+    /// The replicas' heartbeats.
+    pub(crate) fn replicas(&self) -> String {
+        format!("{}{{replicas}}", self.prefix)
+    }
+
     /// The provider rotation's shared counter.
     pub(crate) fn rotation(&self) -> String {
         format!("{}{{rotation}}", self.prefix)
@@ -122,6 +148,16 @@ mod tests {
         let keys = Keys::new("p:");
         let a = keys.answer("q={}}{");
         assert_eq!(a.matches('{').count(), 1, "{a}");
+    }
+
+    #[test]
+    fn a_clients_keys_share_one_slot_apart_from_other_clients() {
+        let keys = Keys::new("sxgw:");
+        let [calls, usd] = keys.spend("alice");
+        assert_eq!(hash_tag(&calls), hash_tag(&usd));
+        assert_eq!(hash_tag(&calls), hash_tag(&keys.rate("alice")));
+        assert_ne!(hash_tag(&calls), hash_tag(&keys.rate("bob")));
+        assert_eq!(keys.rate("a{b}").matches('{').count(), 1);
     }
 
     #[test]

@@ -35,11 +35,17 @@ pub(crate) enum Operation {
     PageRead,
     /// Storing a page read here.
     PageWrite,
+    /// Taking a client's request from its shared rate.
+    RateCheck,
+    /// Reading a client's premium calls and spend of the last 24 h.
+    BudgetRead,
+    /// Charging a client's premium calls and spend.
+    BudgetCharge,
 }
 
 impl Operation {
     /// Every operation, for metric initialisation.
-    pub(crate) const ALL: [Operation; 11] = [
+    pub(crate) const ALL: [Operation; 14] = [
         Self::Read,
         Self::LeaseClaim,
         Self::LeaseRenew,
@@ -51,6 +57,9 @@ impl Operation {
         Self::Ping,
         Self::PageRead,
         Self::PageWrite,
+        Self::RateCheck,
+        Self::BudgetRead,
+        Self::BudgetCharge,
     ];
 
     /// The label value and span attribute.
@@ -67,6 +76,9 @@ impl Operation {
             Self::PageRead => "page_read",
             Self::PageWrite => "page_write",
             Self::Ping => "ping",
+            Self::RateCheck => "rate_check",
+            Self::BudgetRead => "budget_read",
+            Self::BudgetCharge => "budget_charge",
         }
     }
 }

@@ -2,7 +2,8 @@
 //! (`REDIS_URL`). This module owns the connection, the key layout ([`keys`]), the health of the
 //! link and the typed operations the pipeline uses — read a miss's answer and the breaker boards,
 //! claim / renew / release a computation's lease, poll a flight, store an answer, publish breaker
-//! transitions, claim a shared probe, advance the rotation counter. Values are bytes here: what
+//! transitions, claim a shared probe, advance the rotation counter — and the clients' fleet-wide
+//! limits ([`limits`]: a rate, a premium spend, the replicas' heartbeats). Values are bytes here: what
 //! they mean (the versioned answer blob, a breaker record) belongs to the pipeline.
 //!
 //! Redis is never on the critical path of an answer:
@@ -16,6 +17,7 @@
 //! connection and reconnects by itself; nothing here speaks the protocol by hand.
 
 mod keys;
+mod limits;
 mod metrics;
 pub(crate) mod settings;
 
@@ -131,6 +133,8 @@ struct Inner {
     health: Mutex<Health>,
     /// Bumped each time Redis becomes reachable (again).
     epoch: AtomicU64,
+    /// Replicas that sent a heartbeat lately, this one included (0: not known yet).
+    replicas: AtomicU64,
     metrics: SharedMetrics,
 }
 
@@ -174,6 +178,7 @@ impl SharedTier {
                 next_token: AtomicU64::new(0),
                 health: Mutex::new(Health::Unknown),
                 epoch: AtomicU64::new(0),
+                replicas: AtomicU64::new(0),
                 metrics,
             }),
         })
@@ -501,12 +506,18 @@ impl SharedTier {
     /// One background reachability check: keeps the link's state (and the `redis_connected`
     /// gauge) following Redis with no traffic, and brings a returning Redis back into use. Call it
     /// every [`PING_INTERVAL`].
+    /// The ping is also this replica's heartbeat: it counts the replicas sharing this Redis
+    /// ([`SharedTier::replicas`]).
     pub(crate) async fn ping(&self) {
         let mut pipe = redis::pipe();
         pipe.cmd("PING").ignore();
-        let _: Option<()> = self
+        self.heartbeat(&mut pipe);
+        let replicas: Option<(u64,)> = self
             .run(Operation::Ping, &pipe, PING_TIMEOUT.max(self.inner.timeout))
             .await;
+        if let Some((count,)) = replicas {
+            self.saw_replicas(count);
+        }
     }
 }
 

@@ -21,7 +21,7 @@ use simulator::searxng::{SearxngMode, SimulatedSearxng};
 use simulator::Provider;
 
 use crate::support::gateway::metric_value;
-use crate::support::ports::unused_loopback_port;
+use crate::support::ports::refusing_port;
 use crate::support::process::GatewayProcess;
 use crate::support::wait;
 
@@ -126,7 +126,8 @@ async fn cell(upstream: Faulty, fault: Fault) -> Vec<String> {
         .expect("simulated provider");
     provider.set_expected_key(&key);
     // A true refusal: nothing listens on the port. Every other fault is served by the fake.
-    let refused = format!("http://127.0.0.1:{}", unused_loopback_port());
+    let (_held, refused_port) = refusing_port();
+    let refused = format!("http://127.0.0.1:{refused_port}");
     let mut searxng_url = searxng.base_url();
     let mut provider_url = provider.base_url();
     match (upstream, fault) {
@@ -190,8 +191,10 @@ async fn cell(upstream: Faulty, fault: Fault) -> Vec<String> {
             Faulty::Searxng => SEARXNG_TIMEOUT,
             Faulty::Provider(_) => PROVIDER_TIMEOUT,
         };
+        // SearXNG's: the search calls', apart from the gateway's own background `/config` reads
+        // (which trickle too, under their own longer timeout).
         let lifetimes = || match upstream {
-            Faulty::Searxng => searxng.connection_lifetimes(),
+            Faulty::Searxng => searxng.connection_lifetimes_of("/search"),
             Faulty::Provider(_) => provider.connection_lifetimes(),
         };
         // The fake sees the close a moment after the gateway makes it.
@@ -241,7 +244,11 @@ async fn cell(upstream: Faulty, fault: Fault) -> Vec<String> {
         problems.push(format!("{label}: no {class} counted; counted: {seen:?}"));
     }
 
-    eprintln!("fault matrix: {label}: {status}, {class} counted");
+    eprintln!(
+        "fault matrix: {label}: {status}, {class} counted; connections the gateway closed: SearXNG searches {:?}, provider {:?}",
+        searxng.connection_lifetimes_of("/search"),
+        provider.connection_lifetimes()
+    );
     let exit = gateway.terminate().await;
     let output = gateway.output().await;
     if exit.code() != Some(0) {

@@ -6,7 +6,7 @@ use std::time::Duration;
 use simulator::searxng::SearxngMode;
 
 use crate::support::gateway::TestGateway;
-use crate::support::ports::unused_loopback_port;
+use crate::support::ports::refusing_port;
 use crate::support::stack::SimStack;
 use crate::support::wait;
 
@@ -436,7 +436,8 @@ async fn healthz_readyz_and_the_metrics_path_answer_and_other_paths_are_json_404
         (404, Some("not_found"))
     );
 
-    let closed = format!("http://127.0.0.1:{}", unused_loopback_port());
+    let (_held, port) = refusing_port();
+    let closed = format!("http://127.0.0.1:{port}");
     let nowhere = TestGateway::start(&[("SEARXNG_BACKEND_URL", &closed)]).await;
     let not_ready = nowhere.get("/readyz").await;
     assert_eq!(

@@ -11,6 +11,7 @@ mod client_budgets;
 mod dashboard;
 mod doors;
 mod fault_matrix;
+mod fleet_limits;
 mod gateway_core;
 mod inbound_keys;
 mod limits;

@@ -20,7 +20,7 @@ use simulator::premium::{
 use simulator::Provider;
 
 use crate::support::gateway::Reply;
-use crate::support::ports::unused_loopback_port;
+use crate::support::ports::refusing_port;
 use crate::support::process::GatewayProcess;
 use crate::support::stack::SimStack;
 use crate::support::wait::{self, UNREACHED_TIMEOUT_SECONDS};
@@ -688,7 +688,8 @@ async fn a_body_over_the_8_mib_cap_is_too_large_for_every_provider() {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_provider_that_is_not_listening_is_a_transient_connect_failure() {
     for_every_provider(|kind| async move {
-        let origin = format!("http://127.0.0.1:{}", unused_loopback_port());
+        let (_held, port) = refusing_port();
+        let origin = format!("http://127.0.0.1:{port}");
         let base_url = format!("{}_BASE_URL", kind.env_prefix());
         let rig = Rig::with(kind, &[(base_url.as_str(), origin.as_str())]).await;
         rig.failing_search("connect").await;

@@ -136,6 +136,12 @@ impl SimulatedSearxng {
         self.lifetimes.stats()
     }
 
+    /// [`SimulatedSearxng::connection_lifetimes`] of the connections whose first request was for
+    /// `path` (`/search`: a client's search, apart from the gateway's own `/config` reads).
+    pub fn connection_lifetimes_of(&self, path: &str) -> crate::LifetimeStats {
+        self.lifetimes.stats_of(path)
+    }
+
     /// The address it listens on.
     pub fn address(&self) -> SocketAddr {
         self.address

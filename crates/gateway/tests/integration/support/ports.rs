@@ -9,3 +9,15 @@ pub fn unused_loopback_port() -> u16 {
         .expect("probe a free loopback port")
         .port()
 }
+
+/// A loopback port held bound but never listening, for as long as the returned socket lives: a
+/// connection to it is refused, and no other process or test can take the port meanwhile (where
+/// [`unused_loopback_port`], released at once, could be handed to the next listener).
+pub fn refusing_port() -> (tokio::net::TcpSocket, u16) {
+    let socket = tokio::net::TcpSocket::new_v4().expect("a TCP socket");
+    socket
+        .bind(std::net::SocketAddr::from(([127, 0, 0, 1], 0)))
+        .expect("bind a loopback port");
+    let port = socket.local_addr().expect("its address").port();
+    (socket, port)
+}
