@@ -243,13 +243,17 @@ const USER_HZ: f64 = 100.0;
 
 /// Builds the release `searxng-gateway` binary (a cargo bench builds only this package's targets)
 /// and returns its path: `$CARGO_TARGET_DIR/release/searxng-gateway`, else `target/` under `repo`.
+/// It is built with the `bench` profile — the release profile's settings, in the release directory
+/// — so it reuses every dependency the harness itself was just built with, instead of building
+/// them all again for `--release`.
 pub(crate) fn build_release_gateway(repo: &std::path::Path) -> std::io::Result<std::path::PathBuf> {
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let status = std::process::Command::new(cargo)
         .current_dir(repo)
         .args([
             "build",
-            "--release",
+            "--profile",
+            "bench",
             "--locked",
             "-p",
             "searxng-gateway",
@@ -259,7 +263,7 @@ pub(crate) fn build_release_gateway(repo: &std::path::Path) -> std::io::Result<s
         .status()?;
     if !status.success() {
         return Err(std::io::Error::other(format!(
-            "cargo build --release failed: {status}"
+            "cargo build --profile bench failed: {status}"
         )));
     }
     let target = std::env::var_os("CARGO_TARGET_DIR")
