@@ -123,10 +123,10 @@ pub enum Problem {
     #[error("must be an http:// URL: this build exports to a collector without TLS (a local agent or sidecar)")]
     NotPlainHttp,
     /// Not a Redis URL (its text is not shown: it may hold a password).
-    #[error("not a URL: expected redis://[user:pass@]host:port/db, redis+cluster://host:port,host:port or redis+sentinel://host:port/master")]
+    #[error("not a URL: expected redis://[user:pass@]host:port/db, redis+cluster://host:port,host:port or redis+sentinel://host:port,host:port/master")]
     NotARedisUrl,
     /// A Redis URL whose scheme the client does not take.
-    #[error("the scheme must be redis://, rediss:// (TLS), redis+cluster:// or redis+sentinel://")]
+    #[error("the scheme must be redis://, rediss:// (TLS), redis+cluster://, redis+sentinel:// (rediss+… with TLS)")]
     RedisScheme,
     /// A URL without a host.
     #[error("has no host")]
@@ -134,6 +134,9 @@ pub enum Problem {
     /// A Redis URL whose path is not a database number.
     #[error("the path must be a database number (/0)")]
     NotADatabase,
+    /// A Sentinel URL without the master's name.
+    #[error("names no master: redis+sentinel://host:port,host:port/<master>[/db]")]
+    NoSentinelMaster,
     /// A Redis URL the client library refuses.
     #[error("not usable by the Redis client")]
     UnusableRedisUrl,

@@ -13,11 +13,12 @@
 //! - each change of state is logged once (`redis unavailable` / `redis reachable`), and a
 //!   reconnection bumps [`SharedTier::epoch`] so the pipeline republishes what it knows.
 //!
-//! The connection is redis-rs's `ConnectionManager`: it multiplexes every request over one
-//! connection and reconnects by itself; nothing here speaks the protocol by hand.
+//! How the servers are reached — one server, a Cluster, a master found through Sentinel — is
+//! [`link`]'s business; nothing here speaks the protocol by hand.
 
 mod keys;
 mod limits;
+mod link;
 mod metrics;
 pub(crate) mod settings;
 
@@ -27,7 +28,6 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use bytes::Bytes;
-use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::{FromRedisValue, Pipeline};
 use tracing::field::Empty;
 use tracing::Instrument;
@@ -37,8 +37,8 @@ pub(crate) use metrics::{SharedLookup, SharedMetrics};
 
 use crate::trace::{SpanError, TARGET};
 use keys::Keys;
+use link::Link;
 use metrics::{LookupLabels, OpResult, Operation, OperationLabels};
-use settings::masked;
 pub(crate) use settings::RedisSettings;
 
 /// How long a computation's lease lives without renewal: a leader that dies is replaced this
@@ -122,7 +122,7 @@ pub(crate) struct SharedTier {
 }
 
 struct Inner {
-    connection: ConnectionManager,
+    link: Link,
     keys: Keys,
     timeout: Duration,
     /// Shown in `/status` (password masked).
@@ -158,22 +158,15 @@ impl SharedTier {
         settings: &RedisSettings,
         metrics: SharedMetrics,
     ) -> Result<Self, SetupError> {
-        let client = redis::Client::open(settings.url.as_str())
-            .map_err(|e| SetupError(format!("{:?}", e.kind())))?;
-        let config = ConnectionManagerConfig::new()
-            .set_connection_timeout(Some(PING_TIMEOUT))
-            .set_number_of_retries(1)
-            .set_min_delay(Duration::from_millis(10))
-            .set_max_delay(Duration::from_millis(100));
-        let connection = ConnectionManager::new_lazy_with_config(client, config)
+        let link = Link::new(&settings.topology, PING_TIMEOUT)
             .map_err(|e| SetupError(format!("{:?}", e.kind())))?;
         metrics.connected.set(0);
         Ok(Self {
             inner: Arc::new(Inner {
-                connection,
+                link,
                 keys: Keys::new(&settings.key_prefix),
                 timeout: settings.timeout,
-                url: masked(&settings.url),
+                url: settings.shown.clone(),
                 replica: format!("{:016x}", rand::random::<u64>()),
                 next_token: AtomicU64::new(0),
                 health: Mutex::new(Health::Unknown),
@@ -245,11 +238,35 @@ impl SharedTier {
 
     /// One round trip of `pipe`, bounded by `timeout`, counted and traced. `None` when Redis is
     /// unavailable, slow or refused it; the caller then goes on without the shared tier.
-    async fn run<T: FromRedisValue>(
+    async fn run<T: FromRedisValue + Send>(
         &self,
         operation: Operation,
         pipe: &Pipeline,
         timeout: Duration,
+    ) -> Option<T> {
+        self.bounded(operation, timeout, self.inner.link.query::<T>(pipe))
+            .await
+    }
+
+    /// [`SharedTier::run`] for an operation made of `parts` of one hash slot each (see
+    /// [`Link::query_parts`]): their replies in order, as from one pipeline.
+    async fn run_parts(
+        &self,
+        operation: Operation,
+        parts: &[Pipeline],
+        timeout: Duration,
+    ) -> Option<Vec<redis::Value>> {
+        self.bounded(operation, timeout, self.inner.link.query_parts(parts))
+            .await
+    }
+
+    /// Runs `query` unless Redis counts as unavailable (the background ping always runs), bounded
+    /// by `timeout`; counts, traces and judges the health by its outcome.
+    async fn bounded<T>(
+        &self,
+        operation: Operation,
+        timeout: Duration,
+        query: impl std::future::Future<Output = redis::RedisResult<T>>,
     ) -> Option<T> {
         let background = operation == Operation::Ping;
         if !background && *self.health() == Health::Down {
@@ -257,8 +274,7 @@ impl SharedTier {
             return None;
         }
         let span = tracing::info_span!(target: TARGET, "redis", operation = operation.as_str(), result = Empty);
-        let mut connection = self.inner.connection.clone();
-        let reply = tokio::time::timeout(timeout, pipe.query_async::<T>(&mut connection))
+        let reply = tokio::time::timeout(timeout, query)
             .instrument(span.clone())
             .await;
         let (result, value) = match reply {
@@ -300,16 +316,23 @@ impl SharedTier {
     ) -> Option<MissRead> {
         let keys = &self.inner.keys;
         let answer = keys.answer(cache_key);
+        // One part per hash slot: the answer, each board, the counter (one pipeline on one server).
+        let mut parts = Vec::with_capacity(2 + boards.len());
         let mut pipe = redis::pipe();
         pipe.cmd("GET").arg(&answer).cmd("PTTL").arg(&answer);
+        parts.push(pipe);
         for board in boards {
+            let mut pipe = redis::pipe();
             pipe.cmd("HGETALL").arg(keys.board(*board));
+            parts.push(pipe);
         }
         if rotate {
+            let mut pipe = redis::pipe();
             pipe.cmd("INCR").arg(keys.rotation());
+            parts.push(pipe);
         }
-        let mut replies: std::vec::IntoIter<redis::Value> = self
-            .run::<Vec<redis::Value>>(Operation::Read, &pipe, self.inner.timeout)
+        let mut replies = self
+            .run_parts(Operation::Read, &parts, self.inner.timeout)
             .await?
             .into_iter();
         let blob: Option<Vec<u8>> = parse(replies.next())?;
@@ -509,6 +532,10 @@ impl SharedTier {
     /// The ping is also this replica's heartbeat: it counts the replicas sharing this Redis
     /// ([`SharedTier::replicas`]).
     pub(crate) async fn ping(&self) {
+        if *self.health() == Health::Down {
+            // Whatever failed may have failed over: start from a fresh connection.
+            self.inner.link.reset();
+        }
         let mut pipe = redis::pipe();
         pipe.cmd("PING").ignore();
         self.heartbeat(&mut pipe);
@@ -570,7 +597,10 @@ mod tests {
             .unwrap()
             .port();
         let settings = RedisSettings {
-            url: url::Url::parse(&format!("redis://127.0.0.1:{port}/0")).unwrap(),
+            topology: settings::Topology::Single(
+                url::Url::parse(&format!("redis://127.0.0.1:{port}/0")).unwrap(),
+            ),
+            shown: format!("redis://127.0.0.1:{port}/0"),
             key_prefix: "t:".into(),
             timeout: Duration::from_secs(5),
         };

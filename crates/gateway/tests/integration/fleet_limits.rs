@@ -16,15 +16,20 @@ use crate::support::redis::RedisServer;
 use crate::support::stack::SimStack;
 use crate::support::wait;
 
-const KEY: &str = "fleet-client-key-0123456789";
-/// The key the test's own `/status` reads go with: another client, unlimited, so that watching
-/// the replicas takes nothing from `fleet`'s limits.
-const WATCHER_KEY: &str = "fleet-watcher-key-0123456789";
+pub(crate) const KEY: &str = "fleet-client-key-0123456789";
+/// The key the test's own `/status` reads (and [`TestGateway::spawn_search`]) go with: another
+/// client, unlimited, so that watching the replicas takes nothing from `fleet`'s limits.
+pub(crate) const WATCHER_KEY: &str = "fleet-watcher-key-0123456789";
 
 /// A keys file naming client `fleet` with `limits` (`:RPM[:CALLS_PER_DAY]`), and the watcher.
 fn keys_file(limits: &str) -> tempfile::NamedTempFile {
+    clients_file(&[("fleet", KEY, limits)])
+}
+
+/// A keys file naming each of `clients` (name, key, limits) and the watcher.
+pub(crate) fn clients_file(clients: &[(&str, &str, &str)]) -> tempfile::NamedTempFile {
     let mut file = tempfile::NamedTempFile::new().expect("temp file");
-    for (name, key, limits) in [("fleet", KEY, limits), ("watcher", WATCHER_KEY, "")] {
+    for (name, key, limits) in clients.iter().chain([&("watcher", WATCHER_KEY, "")]) {
         let line = searxng_gateway::clients::keys_file::hash_line(name, key).expect("valid");
         writeln!(file, "{line}{limits}").expect("write the keys file");
     }
@@ -38,10 +43,18 @@ async fn fleet(
     keys: &tempfile::NamedTempFile,
     vars: &[(&str, &str)],
 ) -> (SimStack, Vec<TestGateway>) {
+    fleet_at(&redis.url(), keys, vars).await
+}
+
+/// [`fleet`] sharing the Redis at `url` (any `REDIS_URL` form).
+pub(crate) async fn fleet_at(
+    url: &str,
+    keys: &tempfile::NamedTempFile,
+    vars: &[(&str, &str)],
+) -> (SimStack, Vec<TestGateway>) {
     let path = keys.path().to_str().expect("utf-8 path").to_owned();
-    let url = redis.url();
     let mut env = vec![
-        ("REDIS_URL", url.as_str()),
+        ("REDIS_URL", url),
         ("API_KEYS_FILE", path.as_str()),
         ("TEST_CLIENT_KEY", WATCHER_KEY),
     ];
@@ -59,10 +72,15 @@ async fn fleet(
 
 /// One search as client `fleet`; its status.
 async fn search(g: &TestGateway, query: &str) -> u16 {
+    search_as(g, KEY, query).await
+}
+
+/// One search with client key `key`; its status.
+pub(crate) async fn search_as(g: &TestGateway, key: &str, query: &str) -> u16 {
     g.http
         .get(format!("{}/search", g.url))
         .query(&[("q", query), ("format", "json")])
-        .bearer_auth(KEY)
+        .bearer_auth(key)
         .send()
         .await
         .expect("the gateway answers")

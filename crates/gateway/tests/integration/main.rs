@@ -24,6 +24,7 @@ mod reading;
 mod real_clients;
 mod real_searxng;
 mod real_searxng_pool;
+mod redis_topologies;
 mod replicas;
 mod root_path;
 mod searxng_env;

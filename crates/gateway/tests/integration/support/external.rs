@@ -17,8 +17,10 @@ use std::sync::Once;
 pub(crate) enum Program {
     /// SearXNG in its virtualenv (`SEARXNG_VENV`, default `/opt/searxng-gateway/venv`).
     Searxng,
-    /// `redis-server` on `PATH`.
+    /// `redis-server` and `redis-cli` on `PATH` (Debian's redis-server, with redis-tools).
     RedisServer,
+    /// `redis-sentinel` on `PATH` (Debian's redis-sentinel).
+    RedisSentinel,
     /// `prometheus` on `PATH`.
     Prometheus,
     /// `promtool` on `PATH`.
@@ -50,6 +52,7 @@ impl Program {
         match self {
             Self::Searxng => "SearXNG",
             Self::RedisServer => "redis-server",
+            Self::RedisSentinel => "redis-sentinel",
             Self::Prometheus => "prometheus",
             Self::Promtool => "promtool",
             Self::ClientLibraries => "the Python client libraries",
@@ -61,6 +64,7 @@ impl Program {
         match self {
             Self::Searxng => "bash .ci/install-searxng.sh",
             Self::RedisServer => "apt-get install redis-server",
+            Self::RedisSentinel => "apt-get install redis-sentinel",
             Self::Prometheus | Self::Promtool => "apt-get install prometheus",
             Self::ClientLibraries => "bash .ci/install-clients.sh",
             Self::Chromium => "bash scripts/install-chromium.sh",
@@ -70,7 +74,8 @@ impl Program {
     fn is_installed(self) -> bool {
         match self {
             Self::Searxng => searxng_venv().join("bin").join("granian").is_file(),
-            Self::RedisServer => on_path("redis-server"),
+            Self::RedisServer => on_path("redis-server") && on_path("redis-cli"),
+            Self::RedisSentinel => on_path("redis-sentinel"),
             Self::Prometheus => on_path("prometheus"),
             Self::Promtool => on_path("promtool"),
             Self::ClientLibraries => clients_venv().join("bin").join("python").is_file(),

@@ -18,16 +18,28 @@ use super::wait;
 /// A running `redis-server`; killed when dropped.
 pub struct RedisServer {
     port: u16,
+    /// Arguments after the port and the defaults (a Cluster node's, a replica's).
+    extra: Vec<String>,
     child: Option<Child>,
 }
 
 impl RedisServer {
     /// Starts a fresh server on a free loopback port and waits until it answers `PING`.
     pub async fn start() -> Self {
+        Self::start_with(&[]).await
+    }
+
+    /// [`RedisServer::start`] with more arguments; `{port}` in one stands for the server's port.
+    pub async fn start_with(extra: &[&str]) -> Self {
         const ATTEMPTS: usize = 3;
         for attempt in 1..=ATTEMPTS {
+            let port = unused_loopback_port();
             let mut server = Self {
-                port: unused_loopback_port(),
+                port,
+                extra: extra
+                    .iter()
+                    .map(|a| a.replace("{port}", &port.to_string()))
+                    .collect(),
                 child: None,
             };
             match server.launch().await {
@@ -44,6 +56,23 @@ impl RedisServer {
     /// `redis://127.0.0.1:PORT/0`, for `REDIS_URL`.
     pub fn url(&self) -> String {
         format!("redis://127.0.0.1:{}/0", self.port)
+    }
+
+    /// The loopback port it listens on.
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// Whether it runs (it was not killed).
+    pub fn is_running(&self) -> bool {
+        self.child.is_some()
+    }
+
+    /// A synchronous connection, for the test's own commands.
+    pub fn connection(&self) -> redis::Connection {
+        redis::Client::open(self.url())
+            .and_then(|c| c.get_connection())
+            .expect("connect to redis-server")
     }
 
     /// Kills the server (SIGKILL): connections drop, nothing is saved.
@@ -73,6 +102,7 @@ impl RedisServer {
             .args(["--port", &self.port.to_string()])
             .args(["--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
             .args(["--protected-mode", "no", "--loglevel", "warning"])
+            .args(&self.extra)
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
@@ -121,8 +151,7 @@ impl RedisServer {
     /// Overwrites every stored answer with `blob` (as another version of the gateway might
     /// have written it), keeping its expiry.
     pub fn rewrite_answers(&self, blob: &[u8]) {
-        let client = redis::Client::open(self.url()).expect("client");
-        let mut connection = client.get_connection().expect("connect");
+        let mut connection = self.connection();
         let keys: Vec<String> = redis::cmd("KEYS")
             .arg("*:answer")
             .query(&mut connection)
