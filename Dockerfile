@@ -41,13 +41,19 @@ RUN for crate in gateway simulator testbed; do \
 COPY crates/gateway/src ./crates/gateway/src
 RUN touch crates/gateway/src/main.rs crates/gateway/src/lib.rs \
     && cargo build --release --locked -p searxng-gateway --bin searxng-gateway \
-    && cp target/release/searxng-gateway /searxng-gateway
+    && cp target/release/searxng-gateway /searxng-gateway \
+    && mkdir -p /state
 
 FROM gcr.io/distroless/cc-debian12:nonroot AS runtime
 
 COPY --from=builder /searxng-gateway /usr/local/bin/searxng-gateway
+# STATE_DIR: open breakers, parked quotas and the last 24 h of premium spend survive a restart or an
+# upgrade. Owned by nonroot, so a named volume mounted here starts writable.
+COPY --chown=65532:65532 --from=builder /state /var/lib/searxng-gateway
 
 ENV LISTEN_ADDR=":8080"
+ENV STATE_DIR="/var/lib/searxng-gateway"
+VOLUME ["/var/lib/searxng-gateway"]
 EXPOSE 8080
 # uid/gid 65532 ("nonroot" in distroless images).
 USER nonroot:nonroot

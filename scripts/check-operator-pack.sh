@@ -154,6 +154,9 @@ for name, svc in services.items():
             host, target = vol.get("source", ""), vol.get("target", "")
             is_bind = vol.get("type") == "bind"
         if not is_bind:
+            # A named volume must be declared at the top level, or compose refuses the file.
+            if host and host not in (compose.get("volumes") or {}):
+                fail(f"docker-compose.yml: service {name}: volume {host} is not declared under volumes:")
             continue
         container_mounts[target] = host
         if os.path.exists(os.path.expanduser(host)):

@@ -25,18 +25,18 @@ ENTRY = {"fuzzing", "bench"}
 # Top to bottom, as ARCHITECTURE.md draws it: a module may import only what is listed for it.
 ALLOWED = {
     # The front doors: surfaces ask the pipeline; they admit callers through clients.
-    "server": {"clients", "config", "pipeline", "request", "trace", "metrics"},
+    "server": {"clients", "config", "persist", "pipeline", "request", "trace", "metrics"},
     # Beside the path: installs logs and traces from the configuration.
     "telemetry": {"config", "trace"},
     # The decisions: everything an answer is made of.
     "pipeline": {
         "breaker", "cache", "canonical_url", "config", "merge", "metrics", "providers", "reader",
-        "request", "rolling", "search_result", "searxng", "shared", "trace", "upstream",
+        "persist", "request", "rolling", "search_result", "searxng", "shared", "trace", "upstream",
     },
     # The whole configuration, put together from the sections each owner reads.
-    "config": {"clients", "env", "providers", "reader", "shared"},
+    "config": {"clients", "env", "persist", "providers", "reader", "shared"},
     # Who may search and how much.
-    "clients": {"env", "metrics", "rolling", "shared"},
+    "clients": {"env", "metrics", "persist", "rolling", "shared"},
     # Upstreams report facts, never policy.
     "providers": {"env", "metrics", "request", "upstream"},
     "searxng": {"metrics", "request", "search_result", "upstream"},
@@ -46,6 +46,8 @@ ALLOWED = {
     # The tier replicas share: typed operations on bytes.
     "shared": {"env", "metrics", "trace"},
     "search_result": {"canonical_url"},
+    # The file STATE_DIR keeps across restarts: plain entries, filled and read by their owners.
+    "persist": {"env"},
     "breaker": {"metrics"},
     # Below everything.
     "cache": set(),

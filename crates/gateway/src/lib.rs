@@ -27,7 +27,9 @@
 //! 7. With `REDIS_URL`, [`shared`] is the tier several replicas share below the local one: answers,
 //!    pages, computations in flight (leases), breaker open periods and probes, the rotation counter
 //!    — every operation bounded, skipped while Redis is away.
-//! 8. Below everything: [`env`] (one variable at a time, its errors as variants), [`breaker`],
+//! 8. With `STATE_DIR`, [`persist`] is the file a gateway without Redis keeps its open breakers and
+//!    the last 24 h of premium spend in across restarts; the owners fill it and take it back.
+//! 9. Below everything: [`env`] (one variable at a time, its errors as variants), [`breaker`],
 //!    [`upstream`] (error classes, the HTTP client, body cap, `Retry-After`), [`metrics`],
 //!    [`request`], [`trace`] (the OpenTelemetry span names and their closed-set errors).
 //!
@@ -60,6 +62,7 @@ pub mod clients;
 mod env;
 mod merge;
 mod metrics;
+mod persist;
 mod pipeline;
 mod providers;
 mod reader;

@@ -38,9 +38,10 @@ impl Default for Minutes {
 }
 
 impl Minutes {
-    /// The minute `Instant::now()` falls in.
+    /// The minute `Instant::now()` falls in. Numbered from [`MINUTES_KEPT`], so that a day of
+    /// amounts from before the start (restored from `STATE_DIR`) still has minute numbers.
     pub(crate) fn now(&self) -> u64 {
-        Instant::now().duration_since(self.origin).as_secs() / MINUTE.as_secs()
+        Instant::now().duration_since(self.origin).as_secs() / MINUTE.as_secs() + MINUTES_KEPT
     }
 }
 
@@ -80,6 +81,29 @@ impl Window {
     pub(crate) fn total(&mut self, now: u64) -> u64 {
         self.prune(now);
         self.total
+    }
+
+    /// Each minute's amount still in the window at minute `now`, as `[minutes ago, amount]`,
+    /// oldest first: what `STATE_DIR` keeps.
+    pub(crate) fn export(&mut self, now: u64) -> Vec<[u64; 2]> {
+        self.prune(now);
+        self.minutes
+            .iter()
+            .map(|&(minute, amount)| [now.saturating_sub(minute), amount])
+            .collect()
+    }
+
+    /// Takes back what [`Window::export`] gave, `elapsed` minutes later, at minute `now`: the
+    /// amounts that have left the window meanwhile are dropped. For an empty window (at start);
+    /// entries must come oldest first.
+    pub(crate) fn restore(&mut self, now: u64, elapsed: u64, entries: &[[u64; 2]]) {
+        for &[ago, amount] in entries {
+            let ago = ago.saturating_add(elapsed);
+            if ago < MINUTES_KEPT && ago <= now {
+                self.add(now - ago, amount);
+            }
+        }
+        self.prune(now);
     }
 
     /// Entries held (what its memory grows with).
@@ -141,6 +165,29 @@ mod tests {
             "{}",
             window.entries()
         );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_exported_window_restored_later_keeps_what_is_still_in_the_day() {
+        let clock = Minutes::default();
+        let mut window = Window::default();
+        window.add(clock.now(), 5);
+        tokio::time::advance(Duration::from_secs(20 * 3600)).await;
+        window.add(clock.now(), 2);
+        let exported = window.export(clock.now());
+        assert_eq!(exported, [[20 * 60, 5], [0, 2]]);
+
+        // A new process (its own clock), 5 h later: the first minute has left the day.
+        let fresh = Minutes::default();
+        let mut restored = Window::default();
+        restored.restore(fresh.now(), 5 * 60, &exported);
+        assert_eq!(restored.total(fresh.now()), 2);
+        // 1 h later: both were still in.
+        let mut restored = Window::default();
+        restored.restore(fresh.now(), 60, &exported);
+        assert_eq!(restored.total(fresh.now()), 7);
+        tokio::time::advance(Duration::from_secs(3 * 3600 + 60)).await;
+        assert_eq!(restored.total(fresh.now()), 2, "and it keeps ageing");
     }
 
     #[test]

@@ -35,6 +35,24 @@ use crate::metrics::InstanceLabel;
 use machine::{Admission, Machine, Transition};
 use metrics::{BreakerLabels, TripLabels};
 
+/// Where an open period taken by [`Breaker::adopt_open`] comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Origin {
+    /// Another replica, through the shared tier.
+    OtherReplica,
+    /// This gateway before its restart (`STATE_DIR`).
+    StateFile,
+}
+
+impl Origin {
+    fn as_str(self) -> &'static str {
+        match self {
+            Origin::OtherReplica => "another replica's period",
+            Origin::StateFile => "restored from STATE_DIR",
+        }
+    }
+}
+
 /// One upstream's breaker. Shared as `Arc<Breaker>`; obtained from [`BreakerBoard::get`] (or
 /// built alone for the SearXNG cooldown).
 pub(crate) struct Breaker {
@@ -207,8 +225,8 @@ impl Breaker {
         self.lock().mark_shared(epoch);
     }
 
-    /// Takes another replica's open period (see [`Machine::adopt_open`]).
-    pub(crate) fn adopt_open(&self, open: SharedOpen) {
+    /// Takes an open period learnt from `origin` (see [`Machine::adopt_open`]).
+    pub(crate) fn adopt_open(&self, open: SharedOpen, origin: Origin) {
         let now = Instant::now();
         let mut machine = self.lock();
         if machine.adopt_open(open) {
@@ -219,7 +237,8 @@ impl Breaker {
                 instance = self.instance.name().unwrap_or(""),
                 reason = open.reason.as_str(),
                 open_for_s = open.until.saturating_duration_since(now).as_secs(),
-                "circuit breaker open: another replica's period"
+                "circuit breaker open: {}",
+                origin.as_str()
             );
         }
     }

@@ -22,6 +22,7 @@ use std::collections::HashMap;
 use std::sync::{Mutex, PoisonError};
 
 use super::ClientName;
+use crate::persist::SpendEntry;
 use crate::rolling::{self, Minutes, Window};
 
 /// What a client spent in the last 24 h.
@@ -130,6 +131,32 @@ impl Budgets {
         let log = spent.entry(client.clone()).or_default();
         log.calls.add(now, u64::from(calls));
         log.micro_usd.add(now, rolling::micro_usd(usd));
+    }
+
+    /// Every client's calls and spend still in the window, for `STATE_DIR`.
+    pub(crate) fn export(&self) -> Vec<SpendEntry> {
+        let now = self.minutes.now();
+        let mut spent = self.spent.lock().unwrap_or_else(PoisonError::into_inner);
+        spent
+            .iter_mut()
+            .map(|(name, log)| SpendEntry {
+                owner: name.as_str().to_owned(),
+                calls: log.calls.export(now),
+                micro_usd: log.micro_usd.export(now),
+            })
+            .filter(|entry| !entry.calls.is_empty() || !entry.micro_usd.is_empty())
+            .collect()
+    }
+
+    /// Takes back what [`Budgets::export`] gave, `elapsed` minutes later (at start).
+    pub(crate) fn restore(&self, entries: &[SpendEntry], elapsed: u64) {
+        let now = self.minutes.now();
+        let mut spent = self.spent.lock().unwrap_or_else(PoisonError::into_inner);
+        for entry in entries {
+            let log = spent.entry(ClientName::new(&entry.owner)).or_default();
+            log.calls.restore(now, elapsed, &entry.calls);
+            log.micro_usd.restore(now, elapsed, &entry.micro_usd);
+        }
     }
 
     /// Forgets clients no longer configured (after a reload).

@@ -35,6 +35,7 @@ use std::sync::Arc;
 use arc_swap::ArcSwap;
 use subtle::{ConditionallySelectable, ConstantTimeEq};
 
+use crate::persist::SpendEntry;
 use crate::rolling;
 use crate::shared::SharedTier;
 use budget::{Allowance, Budgets, Exhausted, Spent};
@@ -412,6 +413,16 @@ impl Clients {
             .inner
             .budgets
             .check(&c.name, allowance_of(c).share(replicas)))
+    }
+
+    /// Every client's premium calls and spend of the last 24 h as counted here, for `STATE_DIR`.
+    pub(crate) fn export_spend(&self) -> Vec<SpendEntry> {
+        self.inner.budgets.export()
+    }
+
+    /// Takes back what [`Clients::export_spend`] gave, `elapsed` minutes later (at start).
+    pub(crate) fn restore_spend(&self, entries: &[SpendEntry], elapsed: u64) {
+        self.inner.budgets.restore(entries, elapsed);
     }
 
     /// Counts a refused key (under `anonymous`: a wrong key names no client).

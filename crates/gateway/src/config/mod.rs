@@ -18,6 +18,7 @@ use crate::clients::settings::ClientSettings;
 pub use crate::env::variables;
 use crate::env::Env;
 pub use crate::env::{ConfigError, Problem};
+use crate::persist::StateDir;
 use crate::providers::readers::{self, PremiumReaderSettings, ReaderKind};
 use crate::providers::settings as provider_settings;
 use crate::providers::{ProviderKind, ProviderSettings};
@@ -209,6 +210,8 @@ pub struct Config {
     pub(crate) fetch_cache_bytes: usize,
     /// `REDIS_URL` and friends; `None`: nothing is shared with other replicas.
     pub(crate) redis: Option<RedisSettings>,
+    /// `STATE_DIR`; `None`: nothing survives a restart (but what Redis keeps).
+    pub(crate) state_dir: Option<StateDir>,
 }
 
 impl Config {
@@ -283,6 +286,7 @@ impl Config {
         let ui = ui::UiSettings::read(env)?;
         let log_format = log_format(env)?;
         let redis = RedisSettings::read(env)?;
+        let state_dir = StateDir::read(env)?;
         let reader = ReaderSettings::read(env)?;
         let read_providers = readers::read_list(env)?;
         let premium_readers = readers::read_settings(env)?;
@@ -326,6 +330,7 @@ impl Config {
             ui,
             log_format,
             redis,
+            state_dir,
             reader,
             read_providers,
             premium_readers,

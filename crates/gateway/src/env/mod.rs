@@ -143,6 +143,9 @@ pub enum Problem {
     /// Characters the value may not hold (named in the message).
     #[error("must not contain {0}")]
     ForbiddenCharacters(&'static str),
+    /// A directory the gateway cannot create or write in.
+    #[error("must be a directory the gateway can create and write in")]
+    NotAWritableDirectory,
     /// Not an absolute path such as `/metrics`.
     #[error("must be an absolute path such as /metrics")]
     NotAnAbsolutePath,

@@ -148,6 +148,7 @@ pub const VARIABLES: &[Variable] = &[
     var("REDIS_URL", Unset, "Redis or Valkey shared by several gateway replicas (`redis://[user:pass@]host:port/db`, `rediss://` for TLS; `redis+cluster://host:port,host:port` for a Cluster; `redis+sentinel://host:port,host:port/<master>[/db]` behind Sentinel): answers, coalescing, breakers, parking and the clients' rate limits and premium budgets are shared. Unset: one process, nothing shared."),
     var("REDIS_KEY_PREFIX", Text("sxgw:"), "Put in front of every Redis key (several gateways on one Redis keep apart by prefix)."),
     var("REDIS_TIMEOUT_MS", Text("50"), "Bound of every Redis operation; a slower or absent Redis is skipped (local tiers only) and retried in the background."),
+    var("STATE_DIR", Unset, "A directory where a gateway without Redis keeps what it must not forget across a restart or upgrade: open breakers (parked quotas included), the premium spend of the last 24 h (its own, each provider's, each client's). Written atomically every 5 s and at shutdown, read at start; created if missing. Unset: every start is a first start."),
     var("OTEL_EXPORTER_OTLP_ENDPOINT", Unset, "OpenTelemetry collector (`http://host:4318`): spans go to its `/v1/traces`. Unset (and no traces endpoint): tracing is off."),
     var("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", Unset, "The full OTLP traces URL; wins over `OTEL_EXPORTER_OTLP_ENDPOINT`."),
     var("OTEL_EXPORTER_OTLP_PROTOCOL", Text("http/protobuf"), "OTLP protocol; `http/protobuf` (the specification's default) is the one supported."),

@@ -15,6 +15,7 @@
 //! - [`breaker_signals`]: what upstream facts mean for breakers.
 //! - [`shared_answer`], [`shared_breakers`]: a miss and the breakers across replicas, through the
 //!   shared Redis tier (`REDIS_URL`).
+//! - [`persisted`]: the open breakers and the spend, out to `STATE_DIR` and back at start.
 //! - [`answer`], [`outcome`], [`failure`]: what a fan-out produces and how it is labelled;
 //!   [`explain`]: the record of what the fan-out did, kept with its answer.
 //! - [`status`]: the `/status` document; [`background`]: the catalog refresh and cache sweep;
@@ -33,6 +34,7 @@ pub(crate) mod failure;
 mod fanout;
 mod metrics;
 mod outcome;
+mod persisted;
 mod pool;
 mod provider_rotation;
 pub(crate) mod read;
@@ -57,6 +59,7 @@ pub(crate) use answer::Answer;
 pub(crate) use fanout::finish_answered;
 pub(crate) use metrics::Metrics;
 pub(crate) use outcome::Outcome;
+pub(crate) use persisted::Restored;
 
 /// The breaker namespaces an operator names (`/admin/breakers/{namespace}/{name}`).
 pub(crate) use crate::breaker::BreakerKind;
@@ -65,6 +68,7 @@ use crate::breaker::{BreakerBoard, BreakerPolicy, BreakerState};
 pub(crate) use crate::cache::CacheStatus;
 use crate::cache::{AnswerCache, CacheCounters, ComputationLost};
 use crate::config::Config;
+use crate::persist::{OpenBreaker, Snapshot, SpendEntry};
 use crate::providers::quota::QuotaBoard;
 use crate::providers::readers::PremiumReader;
 use crate::providers::ProviderClient;
@@ -478,6 +482,16 @@ impl Gateway {
             None => self.inner.cache.purge(|_| true) + self.inner.reading.purge(),
             Some(query) => self.inner.cache.purge(|key| key.is_of_query(query)),
         }
+    }
+
+    /// The open breakers and the premium spend, for `STATE_DIR` ([`persisted`]).
+    pub(crate) fn export_state(&self) -> (Vec<OpenBreaker>, Vec<SpendEntry>) {
+        persisted::export(&self.inner)
+    }
+
+    /// Takes back what an earlier process wrote to `STATE_DIR` (at start, before serving).
+    pub(crate) fn restore_state(&self, snapshot: &Snapshot) -> Restored {
+        persisted::restore(&self.inner, snapshot)
     }
 
     /// The Redis tier this gateway shares with its replicas, if any: the clients' limits are

@@ -24,9 +24,10 @@ use tokio::time::Instant;
 
 use super::pool::Instance;
 use super::Inner;
-use crate::breaker::{Breaker, BreakerBoard, BreakerKey, SharedOpen, TripReason};
+use crate::breaker::{Breaker, BreakerBoard, BreakerKey, Origin, SharedOpen, TripReason};
 use crate::providers::keys::KeyId;
 use crate::providers::ProviderKind;
+use crate::searxng::EngineName;
 use crate::shared::{Board, SharedTier};
 
 /// Record version written by this build; a record of another version is ignored.
@@ -47,8 +48,8 @@ struct MirrorState {
 }
 
 /// One board as the pipeline holds it.
-struct Mirrored<'a> {
-    board: Board<'a>,
+pub(super) struct Mirrored<'a> {
+    pub(super) board: Board<'a>,
     /// Breakers are created on demand (engines appear as they are named).
     source: Source<'a>,
 }
@@ -62,7 +63,7 @@ enum Source<'a> {
     Cooldowns,
 }
 
-fn boards(inner: &Inner) -> Vec<Mirrored<'_>> {
+pub(super) fn boards(inner: &Inner) -> Vec<Mirrored<'_>> {
     let mut boards = vec![
         Mirrored {
             board: Board::Providers,
@@ -89,7 +90,7 @@ fn boards(inner: &Inner) -> Vec<Mirrored<'_>> {
 }
 
 impl Mirrored<'_> {
-    fn breakers(&self, inner: &Inner) -> Vec<(String, Arc<Breaker>)> {
+    pub(super) fn breakers(&self, inner: &Inner) -> Vec<(String, Arc<Breaker>)> {
         match self.source {
             Source::Providers(board) => named(board),
             Source::Keys(board) => named(board),
@@ -102,6 +103,17 @@ impl Mirrored<'_> {
                 .iter()
                 .map(|i| (cooldown_name(&i.name), Arc::clone(&i.cooldown)))
                 .collect(),
+        }
+    }
+
+    /// The breaker called `name` on this board, as this gateway wrote it itself before a restart
+    /// (`STATE_DIR`): an engine needs no catalog yet — the name was checked when it tripped.
+    pub(super) fn get_own(&self, inner: &Inner, name: &str) -> Option<Arc<Breaker>> {
+        match self.source {
+            Source::Engines(instance) => {
+                EngineName::checked(name).map(|engine| instance.engines.get(&engine))
+            }
+            _ => self.get(inner, name),
         }
     }
 
@@ -180,7 +192,10 @@ pub(super) async fn adopt(inner: &Inner, tier: &SharedTier, read: &[HashMap<Stri
                 paused: record.paused,
             };
             if record.until_ms > wall {
-                breaker.adopt_open(open(now + Duration::from_millis(record.until_ms - wall)));
+                breaker.adopt_open(
+                    open(now + Duration::from_millis(record.until_ms - wall)),
+                    Origin::OtherReplica,
+                );
                 continue;
             }
             // Half-open everywhere: one replica probes.
@@ -188,8 +203,8 @@ pub(super) async fn adopt(inner: &Inner, tier: &SharedTier, read: &[HashMap<Stri
                 .claim_probe(mirrored.board, name, record.until_ms, hold)
                 .await
             {
-                Some(true) => breaker.adopt_open(open(now)),
-                Some(false) => breaker.adopt_open(open(now + hold)),
+                Some(true) => breaker.adopt_open(open(now), Origin::OtherReplica),
+                Some(false) => breaker.adopt_open(open(now + hold), Origin::OtherReplica),
                 None => return,
             }
         }

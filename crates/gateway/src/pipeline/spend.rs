@@ -8,6 +8,7 @@
 use std::collections::BTreeMap;
 use std::sync::{Mutex, PoisonError};
 
+use crate::persist::SpendEntry;
 use crate::providers::ProviderKind;
 use crate::rolling::{self, Minutes, Window};
 
@@ -113,7 +114,56 @@ impl GlobalSpend {
     pub(crate) fn capped(&self) -> bool {
         self.cap_micro > 0 && self.micro_last_24h() >= self.cap_micro
     }
+
+    /// The gateway's spend (owner [`GATEWAY`]) and each provider's, for `STATE_DIR`.
+    pub(crate) fn export(&self) -> Vec<SpendEntry> {
+        let now = self.minutes.now();
+        let gateway = SpendEntry {
+            owner: GATEWAY.to_owned(),
+            calls: Vec::new(),
+            micro_usd: self
+                .window
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .export(now),
+        };
+        let mut providers = self
+            .providers
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        std::iter::once(gateway)
+            .chain(providers.iter_mut().map(|(kind, windows)| SpendEntry {
+                owner: kind.as_str().to_owned(),
+                calls: windows.calls.export(now),
+                micro_usd: windows.micro_usd.export(now),
+            }))
+            .collect()
+    }
+
+    /// Takes back what [`GlobalSpend::export`] gave, `elapsed` minutes later (at start).
+    pub(crate) fn restore(&self, entries: &[SpendEntry], elapsed: u64) {
+        let now = self.minutes.now();
+        let mut providers = self
+            .providers
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        for entry in entries {
+            if entry.owner == GATEWAY {
+                self.window
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .restore(now, elapsed, &entry.micro_usd);
+            } else if let Some(kind) = ProviderKind::from_name(&entry.owner) {
+                let windows = providers.entry(kind).or_default();
+                windows.calls.restore(now, elapsed, &entry.calls);
+                windows.micro_usd.restore(now, elapsed, &entry.micro_usd);
+            }
+        }
+    }
 }
+
+/// The owner name of the gateway's own spend in `STATE_DIR`.
+const GATEWAY: &str = "gateway";
 
 #[cfg(test)]
 mod tests {

@@ -18,7 +18,8 @@
 //! [`document`] (the answer as the JSON surfaces read
 //! it), [`json_fields`] (field-by-field JSON input). The operator endpoints are [`operations`].
 //! Below every route: [`connection`] (the accept loop with the server limits) and [`read_guard`]
-//! (a socket's idle and slow-head clocks); [`metrics`] counts what they turn away.
+//! (a socket's idle and slow-head clocks); [`metrics`] counts what they turn away. Beside them,
+//! [`state_file`] reads `STATE_DIR` at start and keeps it written.
 //! No decision is made here: every search goes to the pipeline.
 
 mod admin;
@@ -44,6 +45,7 @@ mod request_id;
 mod search_call;
 mod search_span;
 mod searxng_api;
+mod state_file;
 mod tavily;
 mod ui;
 
@@ -175,11 +177,12 @@ struct Running {
 }
 
 impl Running {
-    fn start(config: Config) -> Self {
+    async fn start(config: Config) -> Self {
         let mut metrics = Metrics::new();
         let server_metrics = metrics::ServerMetrics::new(metrics.registry_mut());
         let client_metrics = ClientMetrics::new(metrics.registry_mut());
         let (keys, defaults) = (config.clients.keys.clone(), config.clients.defaults);
+        let state_dir = config.state_dir.clone();
         let gateway = Gateway::new(config, metrics);
         let clients = Clients::new(
             keys.as_ref(),
@@ -187,7 +190,18 @@ impl Running {
             client_metrics,
             gateway.shared_tier(),
         );
+        if let Some(dir) = &state_dir {
+            state_file::restore(dir, &gateway, &clients).await;
+        }
         let (stop, mut stopped) = watch::channel(false);
+        let kept = state_dir.map(|dir| {
+            tokio::spawn(state_file::keep(
+                dir,
+                gateway.clone(),
+                clients.clone(),
+                stop.subscribe(),
+            ))
+        });
         let background = {
             let gateway = gateway.clone();
             tokio::spawn(async move {
@@ -196,6 +210,9 @@ impl Running {
                         let _ = stopped.wait_for(|s| *s).await;
                     })
                     .await;
+                if let Some(kept) = kept {
+                    let _ = kept.await;
+                }
             })
         };
         Self {
@@ -223,7 +240,7 @@ pub async fn serve(
 ) -> std::io::Result<()> {
     // A page read must never reach the gateway itself (it would loop).
     config.reader.policy.own.extend(listener.local_addr().ok());
-    let running = Running::start(config);
+    let running = Running::start(config).await;
     log_start(&listener, running.gateway.config(), &running.clients);
     let reloads = tokio::spawn(reload_on_sighup(running.clients.clone()));
     let mcp_shutdown = CancellationToken::new();
@@ -253,7 +270,7 @@ pub async fn serve(
 /// closes stdin: what an MCP client that launches a command runs (`searxng-gateway mcp`). Stdout
 /// carries the protocol only; the caller sends logs to stderr.
 pub async fn serve_mcp_stdio(config: Config) -> std::io::Result<()> {
-    let running = Running::start(config);
+    let running = Running::start(config).await;
     warn_t1_cut(running.gateway.config());
     tracing::info!(
         searxng = %crate::pipeline::status::redact_urls(running.gateway.config()),

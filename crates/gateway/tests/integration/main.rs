@@ -26,6 +26,7 @@ mod real_searxng;
 mod real_searxng_pool;
 mod redis_topologies;
 mod replicas;
+mod restarts;
 mod root_path;
 mod searxng_env;
 mod searxng_pool;

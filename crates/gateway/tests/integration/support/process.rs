@@ -55,8 +55,12 @@ impl GatewayProcess {
         }
     }
 
-    /// Waits for an output line containing `needle` and returns it.
+    /// Waits for an output line containing `needle` and returns it (the first such line, also
+    /// when an earlier wait already read past it).
     pub async fn wait_for_line(&mut self, needle: &str) -> String {
+        if let Some(line) = self.seen.iter().find(|line| line.contains(needle)) {
+            return line.clone();
+        }
         let found = wait::guarded(&format!("an output line containing {needle:?}"), async {
             while let Some(line) = self.lines.recv().await {
                 self.seen.push(line.clone());
@@ -99,6 +103,14 @@ impl GatewayProcess {
             .await
             .expect("run kill");
         assert!(sent.success(), "kill -{signal} {pid} failed");
+    }
+
+    /// Kills the process (SIGKILL: no shutdown work at all) and waits for it to be gone.
+    pub async fn kill(&mut self) {
+        self.child.start_kill().expect("SIGKILL the gateway");
+        wait::guarded("the gateway to die after SIGKILL", self.child.wait())
+            .await
+            .expect("reap the gateway");
     }
 
     /// Sends SIGTERM and waits for the process to exit.

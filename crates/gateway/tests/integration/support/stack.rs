@@ -89,6 +89,12 @@ impl SimStack {
         gateway
     }
 
+    /// The gateway's environment (the simulators' addresses and keys, and the test's variables),
+    /// for starting the real binary in front of the same simulators.
+    pub fn env(&self) -> Vec<(String, String)> {
+        self.env.clone()
+    }
+
     /// Another gateway with the same environment and state of its own, in front of the same
     /// simulators: a replica (with `REDIS_URL`, they share through Redis). Its start-up check is
     /// not counted as test traffic.
