@@ -2,12 +2,14 @@
 //! list (every other key SearXNG sent kept; the same keys, empty, when SearXNG did not answer), or
 //! the 502 body naming each upstream and its error class. Rendered once, then cached as bytes.
 
+use std::sync::Arc;
+
 use bytes::Bytes;
 use serde_json::Value;
 
 use tokio::time::Instant;
 
-use super::explain::FanOutRecord;
+use super::explain::{FanOutRecord, RemoteFanOut};
 use super::failure::{Upstream, UpstreamFailure};
 use super::outcome::Outcome;
 use crate::merge::Merged;
@@ -42,6 +44,9 @@ pub(crate) struct Answer {
     pub(crate) record: FanOutRecord,
     /// When the fan-out finished (a cache hit's age).
     pub(crate) computed_at: Instant,
+    /// Set on an answer another replica computed (a hit from the shared tier): who, when, and
+    /// its fan-out's record; `record` is then empty.
+    pub(crate) remote: Option<Arc<RemoteFanOut>>,
 }
 
 impl Answer {
@@ -80,6 +85,7 @@ impl Answer {
             engine_count: merged.engines.len(),
             record: FanOutRecord::default(),
             computed_at: Instant::now(),
+            remote: None,
         }
     }
 
@@ -121,6 +127,7 @@ impl Answer {
             engine_count: merged.engines.len(),
             record: FanOutRecord::default(),
             computed_at: Instant::now(),
+            remote: None,
         }
     }
 
@@ -148,6 +155,7 @@ impl Answer {
             engine_count: 0,
             record: FanOutRecord::default(),
             computed_at: Instant::now(),
+            remote: None,
         }
     }
 }

@@ -130,6 +130,24 @@ pub(crate) struct FanOutRecord {
     origin: Option<Instant>,
 }
 
+/// The fan-out of an answer another replica computed, as it stored it with the answer.
+#[derive(Debug)]
+pub(crate) struct RemoteFanOut {
+    /// That replica's id (its `/status` shows it as `redis.replica`).
+    pub(crate) replica: String,
+    /// When its fan-out finished (unix ms).
+    pub(crate) computed_at_ms: u64,
+    /// Its [`FanOutRecord`], as the JSON it serialized to.
+    pub(crate) record: Box<serde_json::value::RawValue>,
+}
+
+/// Shown as its record: who and when go in the `cache` object.
+impl Serialize for RemoteFanOut {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        self.record.serialize(serializer)
+    }
+}
+
 fn ms(d: Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }

@@ -13,8 +13,8 @@
 //! - [`slow_threshold`]: how long the fallback waits for a silent SearXNG.
 //! - [`cooldown`]: when a SearXNG instance itself is skipped.
 //! - [`breaker_signals`]: what upstream facts mean for breakers.
-//! - [`shared_answer`], [`shared_breakers`]: a miss and the breakers across replicas, through the
-//!   shared Redis tier (`REDIS_URL`).
+//! - [`shared_answer`], [`shared_breakers`], [`shared_quota`]: a miss, the breakers and the
+//!   providers' quota windows across replicas, through the shared Redis tier (`REDIS_URL`).
 //! - [`persisted`]: the open breakers and the spend, out to `STATE_DIR` and back at start.
 //! - [`answer`], [`outcome`], [`failure`]: what a fan-out produces and how it is labelled;
 //!   [`explain`]: the record of what the fan-out did, kept with its answer.
@@ -41,6 +41,7 @@ pub(crate) mod read;
 mod searxng_call;
 mod shared_answer;
 mod shared_breakers;
+mod shared_quota;
 mod slow_threshold;
 mod spend;
 pub(crate) mod status;
@@ -143,6 +144,8 @@ struct Inner {
     shared: Option<SharedTier>,
     /// What this process last published of its breakers to the shared tier.
     mirror: shared_breakers::Mirror,
+    /// What the shared tier was last told about the providers' quota windows.
+    quota_mirror: shared_quota::QuotaMirror,
     metrics: Arc<Metrics>,
     /// Reading pages: the direct reader, the premium readers, their breakers and cache.
     reading: Reading,
@@ -321,6 +324,7 @@ impl Gateway {
                 admission,
                 shared,
                 mirror: shared_breakers::Mirror::default(),
+                quota_mirror: shared_quota::QuotaMirror::default(),
                 metrics: Arc::new(metrics),
                 reading,
                 traffic: ring,
@@ -642,6 +646,7 @@ impl Gateway {
                 url: tier.url().to_owned(),
                 connected: tier.is_connected(),
                 replicas: tier.replicas(),
+                replica: tier.replica().to_owned(),
             }),
         }
     }

@@ -15,27 +15,31 @@
 //! counted as `unreadable`.
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use bytes::{BufMut, Bytes, BytesMut};
+use serde_json::value::RawValue;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
 use super::admission::Overloaded;
-use super::explain::FanOutRecord;
+use super::explain::{FanOutRecord, RemoteFanOut};
 use super::outcome::Outcome;
 use super::provider_rotation::Premium;
-use super::{fanout, shared_breakers, Answer, FanOutResult, Inner};
+use super::{fanout, shared_breakers, shared_quota, Answer, FanOutResult, Inner};
 use crate::cache::{refresh_window, Computed, Keep, Lifetime};
+use crate::persist::unix_ms;
 use crate::request::{AnswerScope, CacheKey, SearchRequest};
 use crate::shared::{
-    Claim, FlightState, Lease, SharedLookup, SharedTier, StoredAnswer, LEASE_TTL, POLL_INTERVAL,
+    Board, Claim, FlightState, Lease, SharedLookup, SharedTier, StoredAnswer, LEASE_TTL,
+    POLL_INTERVAL,
 };
 
 /// The first bytes of every answer blob, then its version.
 const MAGIC: &[u8; 4] = b"sxgw";
-/// The blob layout this build writes and reads.
-const VERSION: u8 = 1;
+/// The blob layout this build writes and reads (2: with the computing replica, when, and its
+/// fan-out's record).
+const VERSION: u8 = 2;
 /// A follower fans out itself after waiting this share of its budget.
 const FOLLOW_SHARE: u32 = 2;
 /// Leases claimed in a row before a miss stops coordinating and fans out itself.
@@ -59,13 +63,18 @@ pub(super) async fn compute(
     let Some(tier) = inner.shared.clone() else {
         return fan_out(&inner, req, budget, premium).await;
     };
-    let boards = shared_breakers::board_ids(&inner);
+    let mut boards = shared_breakers::board_ids(&inner);
+    // Read with the breakers, taken apart from them.
+    boards.push(Board::QuotaWindows);
     let rotate = inner
         .fanout
         .premium
         .rotation
         .shares_counter(inner.fanout.premium.providers.len());
-    if let Some(read) = tier.read_miss(key, &boards, rotate).await {
+    if let Some(mut read) = tier.read_miss(key, &boards, rotate).await {
+        if let Some(windows) = read.boards.pop() {
+            shared_quota::adopt(&inner, &windows);
+        }
         shared_breakers::adopt(&inner, &tier, &read.boards).await;
         if let Some(counter) = read.rotation {
             inner.fanout.premium.rotation.follow(counter);
@@ -140,10 +149,11 @@ async fn lead(
     let mut held = Held::new(tier, lease);
     let (result, keep) = fan_out(inner, req, budget, premium).await;
     shared_breakers::publish(inner, tier).await;
+    shared_quota::publish(inner, tier).await;
     let lease = held.lease.take();
     let stored = match (&result, keep) {
-        (Ok(answer), Keep::Complete(ttl)) => Some((encode(answer, true), ttl)),
-        (Ok(answer), Keep::Partial(ttl)) => Some((encode(answer, false), ttl)),
+        (Ok(answer), Keep::Complete(ttl)) => Some((encode(answer, true, tier.replica()), ttl)),
+        (Ok(answer), Keep::Partial(ttl)) => Some((encode(answer, false, tier.replica()), ttl)),
         _ => None,
     };
     match (stored, lease) {
@@ -220,10 +230,17 @@ fn is_complete(computed: &Computed<FanOutResult>) -> bool {
     matches!(computed.1, Keep::Shared(Lifetime::Complete(_)))
 }
 
-/// The blob: magic, version, flags (bit 0: complete), status, outcome label, counts, JSON body.
-fn encode(answer: &Answer, complete: bool) -> Bytes {
+/// The blob: magic, version, flags (bit 0: complete), status, outcome label, counts, who computed
+/// it and when, its fan-out's record (JSON), the answer's JSON body.
+fn encode(answer: &Answer, complete: bool, replica: &str) -> Bytes {
     let outcome = answer.outcome.as_str().as_bytes();
-    let mut blob = BytesMut::with_capacity(24 + outcome.len() + answer.json.len());
+    let record = serde_json::to_vec(&answer.record).unwrap_or_else(|_| b"{}".to_vec());
+    let replica = &replica.as_bytes()[..replica.len().min(usize::from(u8::MAX))];
+    let computed_at_ms = unix_ms(SystemTime::now())
+        .saturating_sub(u64::try_from(answer.computed_at.elapsed().as_millis()).unwrap_or(0));
+    let mut blob = BytesMut::with_capacity(
+        40 + outcome.len() + replica.len() + record.len() + answer.json.len(),
+    );
     blob.put_slice(MAGIC);
     blob.put_u8(VERSION);
     blob.put_u8(u8::from(complete));
@@ -232,6 +249,11 @@ fn encode(answer: &Answer, complete: bool) -> Bytes {
     blob.put_slice(outcome);
     blob.put_u32(u32::try_from(answer.result_count).unwrap_or(u32::MAX));
     blob.put_u32(u32::try_from(answer.engine_count).unwrap_or(u32::MAX));
+    blob.put_u8(u8::try_from(replica.len()).unwrap_or(0));
+    blob.put_slice(replica);
+    blob.put_u64(computed_at_ms);
+    blob.put_u32(u32::try_from(record.len()).unwrap_or(0));
+    blob.put_slice(&record);
     blob.put_slice(&answer.json);
     blob.freeze()
 }
@@ -269,6 +291,11 @@ fn read_blob(blob: &Bytes) -> Option<(Answer, bool)> {
         .and_then(Outcome::parse)?;
     let result_count = u32::from_be_bytes(take(4)?.as_ref().try_into().ok()?);
     let engine_count = u32::from_be_bytes(take(4)?.as_ref().try_into().ok()?);
+    let replica_len = usize::from(take(1)?[0]);
+    let replica = String::from_utf8(take(replica_len)?.to_vec()).ok()?;
+    let computed_at_ms = u64::from_be_bytes(take(8)?.as_ref().try_into().ok()?);
+    let record_len = u32::from_be_bytes(take(4)?.as_ref().try_into().ok()?) as usize;
+    let record = serde_json::from_slice::<Box<RawValue>>(&take(record_len)?).ok()?;
     let json = blob.slice(at..);
     if !matches!(status, 200 | 502)
         || serde_json::from_slice::<serde::de::IgnoredAny>(&json).is_err()
@@ -282,9 +309,13 @@ fn read_blob(blob: &Bytes) -> Option<(Answer, bool)> {
             json,
             result_count: result_count as usize,
             engine_count: engine_count as usize,
-            // What the other replica's fan-out did stays with it (`explain` shows the tier).
             record: FanOutRecord::default(),
             computed_at: Instant::now(),
+            remote: Some(Arc::new(RemoteFanOut {
+                replica,
+                computed_at_ms,
+                record,
+            })),
         },
         complete,
     ))
@@ -304,13 +335,15 @@ mod tests {
             engine_count: 2,
             record: FanOutRecord::default(),
             computed_at: Instant::now(),
+            remote: None,
         }
     }
 
     #[test]
     fn an_answer_reads_back_with_its_completeness() {
         for complete in [true, false] {
-            let (back, was_complete) = read_blob(&encode(&answer(), complete)).unwrap();
+            let (back, was_complete) =
+                read_blob(&encode(&answer(), complete, "replica-a")).unwrap();
             assert_eq!(was_complete, complete);
             assert_eq!(
                 (
@@ -322,12 +355,20 @@ mod tests {
                 (Outcome::SearxngOk, 200, 3, 2)
             );
             assert_eq!(back.json, answer().json);
+            let remote = back.remote.expect("who computed it");
+            assert_eq!(remote.replica, "replica-a");
+            assert!(remote.computed_at_ms > 1_700_000_000_000);
+            assert!(
+                remote.record.get().starts_with("{\"calls\":[]"),
+                "{}",
+                remote.record
+            );
         }
     }
 
     #[test]
     fn another_version_or_a_damaged_blob_is_unreadable() {
-        let blob = encode(&answer(), true);
+        let blob = encode(&answer(), true, "replica-a");
         let mut other = blob.to_vec();
         other[4] = VERSION + 1;
         assert!(read_blob(&Bytes::from(other)).is_none(), "another version");

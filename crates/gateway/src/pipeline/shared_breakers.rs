@@ -17,7 +17,7 @@
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime};
 
 use bytes::Bytes;
 use tokio::time::Instant;
@@ -25,6 +25,7 @@ use tokio::time::Instant;
 use super::pool::Instance;
 use super::Inner;
 use crate::breaker::{Breaker, BreakerBoard, BreakerKey, Origin, SharedOpen, TripReason};
+use crate::persist::unix_ms;
 use crate::providers::keys::KeyId;
 use crate::providers::ProviderKind;
 use crate::searxng::EngineName;
@@ -345,11 +346,6 @@ impl Record {
             paused,
         })
     }
-}
-
-fn unix_ms(at: SystemTime) -> u64 {
-    at.duration_since(UNIX_EPOCH)
-        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }
 
 #[cfg(test)]

@@ -68,6 +68,8 @@ pub(crate) struct RedisStatus {
     /// Replicas whose heartbeat it last showed, this one included: while Redis is away each
     /// takes `1/replicas` of every client limit.
     pub(crate) replicas: u64,
+    /// This replica's id: what `explain` names as `computed_by` on another replica's hit.
+    pub(crate) replica: String,
 }
 
 /// One provider or engine breaker.

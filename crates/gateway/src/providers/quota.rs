@@ -5,12 +5,13 @@
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, PoisonError};
+use std::time::SystemTime;
 
 use super::keys::KeyId;
 
 /// One rate-limit window as the provider last reported it. A value is `None` when its header entry
-/// was missing or unreadable: unknown, never zero.
-#[derive(Debug, Clone, PartialEq)]
+/// was missing or unreadable: unknown, never zero. Serialized for the shared tier.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub(crate) struct RateWindow {
     /// `1s`, `month`, `w<secs>` from the policy, or the window's index when there is no policy.
     pub(crate) label: String,
@@ -46,39 +47,95 @@ impl RateWindow {
 /// The latest windows of every key that reported them. Cheap to clone.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct QuotaBoard {
-    windows: Arc<Mutex<BTreeMap<KeyId, Vec<RateWindow>>>>,
+    inner: Arc<Mutex<Reports>>,
+}
+
+#[derive(Debug, Default)]
+struct Reports {
+    by_key: BTreeMap<KeyId, Report>,
+    /// Bumped by each report this process received itself (not by adopted ones).
+    version: u64,
+}
+
+/// A key's windows and when they were reported.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Report {
+    pub(crate) windows: Vec<RateWindow>,
+    /// When the provider reported them (wall clock): the newer report wins across replicas.
+    pub(crate) at: SystemTime,
 }
 
 impl QuotaBoard {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Reports> {
+        self.inner.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
     /// Replaces `key`'s windows with the ones its latest response reported (no report keeps the
     /// previous ones: an error page without headers says nothing about the quota).
     pub(crate) fn update(&self, key: &KeyId, windows: Vec<RateWindow>) {
         if windows.is_empty() {
             return;
         }
-        self.windows
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .insert(key.clone(), windows);
+        let mut reports = self.lock();
+        reports.by_key.insert(
+            key.clone(),
+            Report {
+                windows,
+                at: SystemTime::now(),
+            },
+        );
+        reports.version += 1;
+    }
+
+    /// Takes a report another replica received for `key`, if it is newer than ours.
+    pub(crate) fn adopt(&self, key: &KeyId, report: Report) {
+        let mut reports = self.lock();
+        if reports
+            .by_key
+            .get(key)
+            .is_none_or(|ours| ours.at < report.at)
+        {
+            reports.by_key.insert(key.clone(), report);
+        }
     }
 
     /// Whether `key` last reported a quota window that is nearly spent.
     pub(crate) fn nearly_spent(&self, key: &KeyId) -> bool {
-        self.windows
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
+        self.lock()
+            .by_key
             .get(key)
-            .is_some_and(|windows| windows.iter().any(RateWindow::is_nearly_spent_quota))
+            .is_some_and(|report| report.windows.iter().any(RateWindow::is_nearly_spent_quota))
     }
 
-    /// `key`'s latest windows (empty when it never reported any).
+    /// `key`'s latest windows (empty when it never reported any), each reset counted down to now.
     pub(crate) fn windows(&self, key: &KeyId) -> Vec<RateWindow> {
-        self.windows
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .get(key)
-            .cloned()
-            .unwrap_or_default()
+        let Some(report) = self.lock().by_key.get(key).cloned() else {
+            return Vec::new();
+        };
+        let age = report.at.elapsed().map_or(0.0, |d| d.as_secs_f64());
+        report
+            .windows
+            .into_iter()
+            .map(|w| RateWindow {
+                reset_seconds: w.reset_seconds.map(|r| (r - age).max(0.0)),
+                ..w
+            })
+            .collect()
+    }
+
+    /// The reports this process received itself since `version` (all of them for 0), and the
+    /// version now: what the shared tier has not been told yet.
+    pub(crate) fn reports_since(&self, version: u64) -> (Vec<(KeyId, Report)>, u64) {
+        let reports = self.lock();
+        if reports.version == version {
+            return (Vec::new(), version);
+        }
+        let all = reports
+            .by_key
+            .iter()
+            .map(|(k, r)| (k.clone(), r.clone()))
+            .collect();
+        (all, reports.version)
     }
 }
 

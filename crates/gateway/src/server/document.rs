@@ -169,6 +169,7 @@ mod tests {
                 engine_count: 0,
                 record: Default::default(),
                 computed_at: tokio::time::Instant::now(),
+                remote: None,
             }),
             cache: CacheStatus::Miss,
             outcome: Outcome::SearxngOk,

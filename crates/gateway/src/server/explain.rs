@@ -7,11 +7,15 @@
 //!
 //! Only a request that asks pays for it: without `explain` the cached bytes go out untouched.
 
+use std::sync::Arc;
+use std::time::SystemTime;
+
 use serde::Serialize;
 use serde_json::{json, Map, Value};
 
 use super::auth::{Admitted, PremiumRefusal};
-use crate::pipeline::explain::FanOutRecord;
+use crate::persist::unix_ms;
+use crate::pipeline::explain::{FanOutRecord, RemoteFanOut};
 use crate::pipeline::read::PageRead;
 use crate::pipeline::{CacheStatus, Premium, Served};
 
@@ -47,7 +51,15 @@ pub(super) struct Explanation {
     cache: Value,
     coalesced: bool,
     premium: PremiumExplained,
-    fanout: FanOutRecord,
+    fanout: FanOutShown,
+}
+
+/// The fan-out's record: this replica's, or the one another replica stored with its answer.
+#[derive(Debug, Clone, Serialize)]
+#[serde(untagged)]
+enum FanOutShown {
+    Here(FanOutRecord),
+    Elsewhere(Arc<RemoteFanOut>),
 }
 
 /// The premium budget's part of an [`Explanation`].
@@ -77,9 +89,18 @@ impl Explanation {
                 "expired_for_ms": u64::try_from(expired_for.as_millis()).unwrap_or(u64::MAX),
                 "why": "every upstream failed: the last complete answer",
             }),
-            // Another replica's answer, through the shared Redis tier: its fan-out's record and
-            // age stayed with that replica.
-            CacheStatus::SharedHit => json!({"status": "hit", "tier": "redis"}),
+            // Another replica's answer, through the shared Redis tier: who computed it and when
+            // (its record is the fan-out below).
+            CacheStatus::SharedHit => match &answer.remote {
+                Some(remote) => json!({
+                    "status": "hit",
+                    "tier": "redis",
+                    "computed_by": remote.replica,
+                    "computed_at_ms": remote.computed_at_ms,
+                    "age_ms": unix_ms(SystemTime::now()).saturating_sub(remote.computed_at_ms),
+                }),
+                None => json!({"status": "hit", "tier": "redis"}),
+            },
             CacheStatus::Miss => json!({"status": "miss"}),
         };
         Self {
@@ -95,7 +116,10 @@ impl Explanation {
                 charged: served.premium_calls,
                 charged_usd: served.premium_spend_usd,
             },
-            fanout: answer.record.clone(),
+            fanout: match &answer.remote {
+                Some(remote) => FanOutShown::Elsewhere(Arc::clone(remote)),
+                None => FanOutShown::Here(answer.record.clone()),
+            },
         }
     }
 

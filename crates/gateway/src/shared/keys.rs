@@ -9,6 +9,7 @@
 //! | `<prefix>{breakers:provider}` | hash: provider → open period | fields deleted on close |
 //! | `<prefix>{breakers:engine:<instance>}` | hash: engine → open period | fields deleted on close |
 //! | `<prefix>{breakers:searxng}` | hash: SearXNG instance → cooldown | fields deleted on close |
+//! | `<prefix>{breakers:quota_windows}` | hash: provider key → its last reported rate-limit windows | fields replaced |
 //! | `<prefix>{breakers:…}:probe:<name>:<until>` | who probes that open period | `PX` = the probe hold |
 //! | `<prefix>{rotation}` | the provider round-robin counter | none |
 //! | `<prefix>{c:<hash>}:rate` | a client's request rate (GCRA: its theoretical arrival time, ms) | `PX` = until it is full again |
@@ -35,6 +36,9 @@ pub(crate) enum Board<'a> {
     },
     /// The SearXNG instances' cooldowns, keyed by instance name.
     Cooldowns,
+    /// Not breakers: the rate-limit and quota windows each provider key last reported, keyed by
+    /// the key's name (`brave:1a2b3c4d`).
+    QuotaWindows,
 }
 
 impl Board<'_> {
@@ -45,6 +49,7 @@ impl Board<'_> {
             Board::Keys => "key".to_owned(),
             Board::Engines { instance } => format!("engine:{instance}"),
             Board::Cooldowns => "searxng".to_owned(),
+            Board::QuotaWindows => "quota_windows".to_owned(),
         }
     }
 }

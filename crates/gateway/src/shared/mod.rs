@@ -182,6 +182,12 @@ impl SharedTier {
         &self.inner.url
     }
 
+    /// This process's id among the replicas (lease tokens and probe claims carry it; stored
+    /// answers name it as the replica that computed them).
+    pub(crate) fn replica(&self) -> &str {
+        &self.inner.replica
+    }
+
     /// Whether the last operation reached Redis.
     pub(crate) fn is_connected(&self) -> bool {
         *self.health() == Health::Up

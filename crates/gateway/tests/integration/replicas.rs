@@ -253,6 +253,81 @@ async fn a_captchad_engine_seen_by_one_replica_is_excluded_by_another() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn explain_on_a_redis_hit_shows_which_replica_computed_it_when_and_its_fan_out() {
+    needs!(RedisServer);
+    let redis = RedisServer::start().await;
+    let (s, others) = replicas(&redis, 1, &[("T1_PREMIUM_COUNT", "1")]).await;
+    let (a, b) = (&s.gateway, &others[0]);
+
+    let first = a
+        .search(&[("q", "explained elsewhere"), ("explain", "1")])
+        .await;
+    let here = &first.json["gateway"];
+    assert_eq!(here["cache"]["status"], "miss");
+    let on_b = b
+        .search(&[("q", "explained elsewhere"), ("explain", "1")])
+        .await;
+    let there = &on_b.json["gateway"];
+    assert_eq!(
+        (&there["cache"]["status"], &there["cache"]["tier"]),
+        (&"hit".into(), &"redis".into()),
+        "{there}"
+    );
+    let a_id = a.status().await["redis"]["replica"].clone();
+    assert!(a_id.is_string(), "/status names the replica");
+    assert_eq!(there["cache"]["computed_by"], a_id, "{there}");
+    assert_ne!(
+        there["cache"]["computed_by"],
+        b.status().await["redis"]["replica"]
+    );
+    assert!(there["cache"]["age_ms"].as_u64().is_some(), "{there}");
+    assert_eq!(
+        there["fanout"], here["fanout"],
+        "B shows the fan-out A ran: its calls, in full"
+    );
+    let names: Vec<&str> = there["fanout"]["calls"]
+        .as_array()
+        .expect("calls")
+        .iter()
+        .filter_map(|c| c["name"].as_str())
+        .collect();
+    assert_eq!(names, ["searxng", "brave"], "{there}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_quota_windows_brave_reported_to_one_replica_show_on_another() {
+    needs!(RedisServer);
+    let redis = RedisServer::start().await;
+    let (s, others) = replicas(&redis, 1, &[("BREAKER_FAILURE_THRESHOLD", "10")]).await;
+    let (a, b) = (&s.gateway, &others[0]);
+    let windows = |status: serde_json::Value| status["providers"][0]["quota_windows"].clone();
+    assert_eq!(windows(b.status().await), serde_json::json!([]));
+
+    // SearXNG fails once: A's fallback calls Brave, which reports its windows.
+    s.searxng.set_mode(SearxngMode::Status(500));
+    assert_eq!(a.search(&[("q", "brave reports")]).await.status, 200);
+    s.searxng.set_mode(SearxngMode::Normal);
+    let on_a = windows(a.status().await);
+    assert!(
+        on_a.as_array()
+            .is_some_and(|w| w.iter().any(|w| w["window"] == "month")),
+        "{on_a}"
+    );
+
+    // B never calls Brave (SearXNG answers its miss), yet knows the windows after that miss.
+    assert_eq!(b.search(&[("q", "searxng answers")]).await.status, 200);
+    assert_eq!(s.provider(Brave).calls(), 1, "only A called Brave");
+    let on_b = windows(b.status().await);
+    let month = |w: &serde_json::Value| {
+        w.as_array()
+            .and_then(|w| w.iter().find(|w| w["window"] == "month"))
+            .map(|m| (m["limit"].clone(), m["remaining"].clone()))
+    };
+    assert!(month(&on_b).is_some(), "{on_b}");
+    assert_eq!(month(&on_b), month(&on_a), "B shows what Brave told A");
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn killing_redis_mid_load_loses_no_request_and_a_restart_restores_sharing() {
     needs!(RedisServer);
     let mut redis = RedisServer::start().await;
