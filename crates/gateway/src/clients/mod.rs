@@ -171,6 +171,16 @@ fn allowance_of(caller: &Caller) -> Allowance {
     }
 }
 
+/// Where a [`Usage`]'s spend was counted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum Counted {
+    /// By this process alone (no Redis tier, or Redis away: this replica's own count).
+    Replica,
+    /// By the whole fleet, read from Redis.
+    Fleet,
+}
+
 /// One client's usage, for the admin `/status`.
 #[derive(Debug, Clone, serde::Serialize)]
 pub(crate) struct Usage {
@@ -183,6 +193,8 @@ pub(crate) struct Usage {
     /// US dollars of premium calls in the last 24 h.
     pub(crate) premium_spend_usd_last_24h: f64,
     pub(crate) premium_allowed: bool,
+    /// Where the premium calls and spend were counted.
+    pub(crate) counted: Counted,
     /// For an end user: the client whose key it came through.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) parent: Option<String>,
@@ -466,14 +478,52 @@ impl Clients {
         }
     }
 
-    /// Every configured client's limits and usage, then every end user seen.
-    pub(crate) fn usage(&self) -> Vec<Usage> {
+    /// Every configured client's limits and usage, then every end user seen. With the Redis tier
+    /// the premium calls and spend are the fleet's (one round trip per client), else — or while
+    /// Redis is away — this replica's.
+    pub(crate) async fn usage(&self) -> Vec<Usage> {
+        let rows = self.usage_rows();
+        let Some(tier) = &self.inner.shared else {
+            return rows
+                .iter()
+                .map(|(c, seen)| self.usage_of(c, seen.clone()))
+                .collect();
+        };
+        let mut usage = Vec::with_capacity(rows.len());
+        for (caller, seen) in rows {
+            let mut row = self.usage_of(&caller, seen);
+            let fleet = tier
+                .admit_client(caller.name.as_str(), 0, Some(rolling::MINUTES_KEPT))
+                .await
+                .and_then(|admission| admission.spend);
+            if let Some(spend) = fleet {
+                let spent = Spent {
+                    calls: spend.calls,
+                    usd: rolling::usd(spend.micro_usd),
+                };
+                row.premium_calls_last_24h = spent.calls;
+                row.premium_spend_usd_last_24h = spent.usd;
+                row.premium_allowed = allowance_of(&caller).judge(spent).is_ok()
+                    && caller
+                        .parent
+                        .as_deref()
+                        .is_none_or(|p| row_allowed(&usage, &p.name));
+                row.counted = Counted::Fleet;
+            }
+            usage.push(row);
+        }
+        usage
+    }
+
+    /// Every configured client, then every end user seen (with when).
+    fn usage_rows(&self) -> Vec<(Caller, Option<end_users::Seen>)> {
         let registry = self.inner.registry.load();
         let callers: Vec<Caller> = match &registry.clients {
             Some(entries) => entries.iter().map(|e| registry.caller(Some(e))).collect(),
             None => vec![registry.caller(None)],
         };
-        let mut usage: Vec<Usage> = callers.iter().map(|c| self.usage_of(c, None)).collect();
+        let mut rows: Vec<(Caller, Option<end_users::Seen>)> =
+            callers.iter().map(|c| (c.clone(), None)).collect();
         for (parent, name, seen) in self.inner.end_users.list() {
             let Some(client) = callers.iter().find(|c| c.name == parent) else {
                 continue;
@@ -491,9 +541,9 @@ impl Clients {
                 micro_usd_per_day: client.micro_usd_per_day,
                 parent: Some(Box::new(client.clone())),
             };
-            usage.push(self.usage_of(&caller, Some(seen)));
+            rows.push((caller, Some(seen)));
         }
-        usage
+        rows
     }
 
     fn usage_of(&self, caller: &Caller, end_user: Option<end_users::Seen>) -> Usage {
@@ -506,10 +556,18 @@ impl Clients {
             usd_per_day: rolling::usd(caller.micro_usd_per_day),
             premium_spend_usd_last_24h: spent.usd,
             premium_allowed: self.premium_here(caller).is_ok(),
+            counted: Counted::Replica,
             parent: caller.parent.as_ref().map(|p| p.name.as_str().to_owned()),
             end_user,
         }
     }
+}
+
+/// Whether the row of client `name` (a parent, listed before its end users) may call premium APIs.
+fn row_allowed(rows: &[Usage], name: &ClientName) -> bool {
+    rows.iter()
+        .find(|row| row.client == name.as_str())
+        .is_none_or(|row| row.premium_allowed)
 }
 
 #[cfg(test)]
@@ -607,7 +665,7 @@ mod tests {
             "the client's budget is spent too"
         );
         assert!(c.premium_here(&alice).is_err());
-        let usage = c.usage();
+        let usage = c.usage().await;
         let row = usage.iter().find(|u| u.client == "alice/u1").unwrap();
         assert_eq!(row.parent.as_deref(), Some("alice"));
         assert_eq!(row.premium_calls_last_24h, 4);

@@ -205,7 +205,7 @@ async fn status(State(admin): State<Admin>) -> Response {
         Ok(status) => status,
         Err(_) => return ApiError::Internal.into_response(),
     };
-    json_ok(json!({"status": status, "clients": admin.clients.usage()}))
+    json_ok(json!({"status": status, "clients": admin.clients.usage().await}))
 }
 
 #[cfg(test)]

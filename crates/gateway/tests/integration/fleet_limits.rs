@@ -17,6 +17,8 @@ use crate::support::stack::SimStack;
 use crate::support::wait;
 
 pub(crate) const KEY: &str = "fleet-client-key-0123456789";
+/// The replicas' `ADMIN_TOKEN` where a test reads `/admin/status`.
+const ADMIN_TOKEN: &str = "fleet-admin-token-0123456789";
 /// The key the test's own `/status` reads (and [`TestGateway::spawn_search`]) go with: another
 /// client, unlimited, so that watching the replicas takes nothing from `fleet`'s limits.
 pub(crate) const WATCHER_KEY: &str = "fleet-watcher-key-0123456789";
@@ -121,7 +123,12 @@ async fn a_clients_premium_budget_holds_for_the_whole_fleet() {
     let redis = RedisServer::start().await;
     // Unlimited rate, 3 premium calls a day; every miss calls Brave once beside SearXNG.
     let keys = keys_file(":0:3");
-    let (s, others) = fleet(&redis, &keys, &[("T1_PREMIUM_COUNT", "1")]).await;
+    let (s, others) = fleet(
+        &redis,
+        &keys,
+        &[("T1_PREMIUM_COUNT", "1"), ("ADMIN_TOKEN", ADMIN_TOKEN)],
+    )
+    .await;
     let replicas: Vec<&TestGateway> = std::iter::once(&s.gateway).chain(&others).collect();
     for i in 0..9 {
         assert_eq!(
@@ -135,6 +142,32 @@ async fn a_clients_premium_budget_holds_for_the_whole_fleet() {
         3,
         "3 premium calls a day fleet-wide (each replica alone would make 3: 9)"
     );
+    // Every replica's /admin/status shows the fleet's count, not its own share of it.
+    for g in &replicas {
+        let admin: serde_json::Value = g
+            .http
+            .get(format!("{}/admin/status", g.url))
+            .bearer_auth(ADMIN_TOKEN)
+            .send()
+            .await
+            .expect("the gateway answers")
+            .json()
+            .await
+            .expect("JSON");
+        let row = admin["clients"]
+            .as_array()
+            .and_then(|rows| rows.iter().find(|r| r["client"] == "fleet"))
+            .expect("client fleet is listed");
+        assert_eq!(
+            (
+                &row["premium_calls_last_24h"],
+                &row["counted"],
+                &row["premium_allowed"]
+            ),
+            (&3.into(), &"fleet".into(), &false.into()),
+            "{row}"
+        );
+    }
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -71,7 +71,7 @@ struct Overview<'a> {
 async fn overview(gateway: Gateway, sources: Sources) -> Response {
     let status = gateway.status();
     let traffic = gateway.traffic();
-    let clients = sources.clients.usage();
+    let clients = sources.clients.usage().await;
     let body = sources.recent.rows(|rows| {
         serde_json::to_vec(&Overview {
             status,
