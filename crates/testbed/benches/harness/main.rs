@@ -321,6 +321,11 @@ async fn run(plan: Plan) -> usize {
                 let result = bench.shared_tier(&searxng).await;
                 bench.settle("j. shared tier", result);
             }
+            if wants("l") {
+                println!("== l. fleet limits (Redis)");
+                let result = bench.fleet_limits(&searxng).await;
+                bench.settle("l. fleet limits", result);
+            }
             if wants("k") {
                 println!("== k. reading pages");
                 let result = bench.extraction(&repo).await;

@@ -2,8 +2,8 @@
 //! rows, details and failures: [`cache_hits`] (a), [`miss_path`] (b), [`t1`] (c), [`coalescing`] (d),
 //! [`memory`] (e), [`pool`] (f), [`fault_soak`] (g), [`day`] (h, decision quality over a day of
 //! upstream trouble) and [`tracing_cost`] (i, cache hits with tracing off and on) and
-//! [`shared_tier`] (j, several replicas on one Redis) and [`extraction`] (k, the page reader on
-//! the Readability corpus).
+//! [`shared_tier`] (j, several replicas on one Redis), [`extraction`] (k, the page reader on
+//! the Readability corpus) and [`fleet_limits`] (l, one client's limits over three replicas).
 
 mod cache_hits;
 mod coalescing;
@@ -12,7 +12,9 @@ mod extraction;
 mod fault_soak;
 mod memory;
 mod miss_path;
+mod fleet_limits;
 mod pool;
+mod redis_process;
 mod shared_tier;
 mod t1;
 mod tracing_cost;

@@ -4,10 +4,10 @@
 //! `redis-server` (the Debian package; CI installs it): without it the measurement is skipped,
 //! with a note in the report.
 
-use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpStream};
-use std::process::{Child, Command, Stdio};
+use std::net::SocketAddr;
 use std::time::Duration;
+
+use super::redis_process::RedisProcess;
 
 use crate::loadgen::{self, BoxError, Load, LoadReport};
 use crate::processes::Server;
@@ -159,7 +159,7 @@ fn ratio(a: &LoadReport, b: &LoadReport) -> f64 {
 }
 
 /// `redis_operations_total` summed over every operation but the background ping.
-async fn redis_operations(addr: SocketAddr) -> Result<f64, BoxError> {
+pub(super) async fn redis_operations(addr: SocketAddr) -> Result<f64, BoxError> {
     let text = String::from_utf8(loadgen::get(addr, "/metrics").await?.body.to_vec())?;
     Ok(text
         .lines()
@@ -168,70 +168,4 @@ async fn redis_operations(addr: SocketAddr) -> Result<f64, BoxError> {
         .filter(|l| l.contains("result=\"ok\""))
         .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
         .sum())
-}
-
-/// A `redis-server` on a free loopback port, no persistence; killed when dropped.
-struct RedisProcess {
-    child: Child,
-    port: u16,
-}
-
-impl RedisProcess {
-    /// `None` when `redis-server` is not installed.
-    fn start(log_dir: &std::path::Path) -> Result<Option<Self>, BoxError> {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")?
-            .local_addr()?
-            .port();
-        std::fs::create_dir_all(log_dir)?;
-        let log = std::fs::File::create(log_dir.join("redis-server.log"))?;
-        let child = match Command::new("redis-server")
-            .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
-            .args(["--save", "", "--appendonly", "no"])
-            .stdout(Stdio::from(log))
-            .stderr(Stdio::null())
-            .spawn()
-        {
-            Ok(child) => child,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(e.into()),
-        };
-        let redis = Self { child, port };
-        for _ in 0..500 {
-            if redis.command("PING").is_ok_and(|r| r.starts_with("+PONG")) {
-                return Ok(Some(redis));
-            }
-            std::thread::sleep(Duration::from_millis(10));
-        }
-        Err("redis-server did not answer PING within 5 s".into())
-    }
-
-    fn url(&self) -> String {
-        format!("redis://127.0.0.1:{}/0", self.port)
-    }
-
-    /// An inline command's whole reply, as text.
-    fn command(&self, command: &str) -> Result<String, BoxError> {
-        let mut stream = TcpStream::connect(("127.0.0.1", self.port))?;
-        stream.set_read_timeout(Some(Duration::from_secs(2)))?;
-        stream.write_all(format!("{command}\r\nQUIT\r\n").as_bytes())?;
-        let mut reply = String::new();
-        stream.read_to_string(&mut reply)?;
-        Ok(reply)
-    }
-
-    /// `used_memory` from `INFO memory`.
-    fn used_memory(&self) -> Result<u64, BoxError> {
-        let info = self.command("INFO memory")?;
-        info.lines()
-            .find_map(|l| l.strip_prefix("used_memory:"))
-            .and_then(|v| v.trim().parse().ok())
-            .ok_or_else(|| "INFO memory has no used_memory".into())
-    }
-}
-
-impl Drop for RedisProcess {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
 }
