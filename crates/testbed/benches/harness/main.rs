@@ -42,6 +42,7 @@ mod baseline;
 mod histogram;
 mod loadgen;
 mod measure;
+mod nginx;
 mod otlp_sink;
 mod processes;
 mod report;

@@ -54,7 +54,7 @@ impl Server {
         Self::spawn(command, addr, log_dir, "baseline", "/").await
     }
 
-    async fn spawn(
+    pub(crate) async fn spawn(
         mut command: Command,
         addr: SocketAddr,
         log_dir: &Path,
@@ -124,8 +124,15 @@ impl Server {
     }
 
     /// CPU time used so far (user + system), in clock ticks.
+    /// Its child processes are counted too (nginx's workers).
     pub(crate) fn cpu_ticks(&self) -> u64 {
-        process_ticks(&format!("/proc/{}/stat", self.pid())).unwrap_or(0)
+        let pid = self.pid();
+        let children = std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children"))
+            .unwrap_or_default();
+        std::iter::once(pid.to_string())
+            .chain(children.split_whitespace().map(str::to_owned))
+            .filter_map(|p| process_ticks(&format!("/proc/{p}/stat")))
+            .sum()
     }
 
     /// Stops it with SIGTERM (the gateway drains in-flight requests), SIGKILL after 5 s.
@@ -158,7 +165,7 @@ impl Drop for Server {
 }
 
 /// A loopback port nobody listens on right now (the server binds it a moment later).
-fn free_loopback_port() -> std::io::Result<SocketAddr> {
+pub(crate) fn free_loopback_port() -> std::io::Result<SocketAddr> {
     std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()
 }
 

@@ -1,9 +1,14 @@
 //! a. Cache hits: 64 keep-alive connections on one cached query against the gateway, then against a
-//! minimal hyper server answering the same bytes ([`crate::baseline`]), alternating; the throughput ratio,
-//! the latency of each and the CPU each spends per request.
+//! minimal hyper server answering the same bytes ([`crate::baseline`]), then against nginx's
+//! `proxy_cache` in front of the same simulated SearXNG ([`crate::nginx`]), alternating; the
+//! throughput ratios, the latency of each and the CPU each spends per request. Each at its
+//! defaults: the gateway's line per search and nginx's access log are written (to `/dev/null` and
+//! a file). In a smoke run, the gateway falling below [`NGINX_GUARD`] of nginx's throughput in the
+//! same run fails it: a ratio within one run, so the machine's noise cancels.
 
 use crate::histogram::Histogram;
 use crate::loadgen::{self, BoxError, Load};
+use crate::nginx::{self, NginxRole};
 use crate::processes::{CpuMeter, Server};
 use crate::report::Row;
 use crate::{gateway_env, latency_summary, ms, search_path, Bench, CONNECTIONS, ENGINES};
@@ -13,6 +18,10 @@ use simulator::searxng::SimulatedSearxng;
 const CACHE_HIT_RATIO_TARGET: f64 = 0.9;
 /// The gateway's cache-hit p99 latency as a multiple of the minimal server's, at most.
 const CACHE_HIT_P99_TARGET: f64 = 1.2;
+/// The gateway's cache-hit throughput as a multiple of nginx `proxy_cache`'s (issue #28).
+const NGINX_RATIO_TARGET: f64 = 1.5;
+/// Below this share of nginx's cache-hit throughput in the same run, the run fails (CI's guard).
+const NGINX_GUARD: f64 = 0.8;
 
 impl Bench {
     /// a. Cache-hit throughput and latency against the minimal hyper server.
@@ -36,29 +45,49 @@ impl Bench {
             return Err("the baseline does not answer the gateway's bytes".into());
         }
 
-        let mut totals = [
-            (0.0, Histogram::default(), 0.0, 0u64),
-            (0.0, Histogram::default(), 0.0, 0u64),
+        let nginx = if nginx::installed() {
+            let nginx = Server::nginx(NginxRole::Cache, searxng.address(), &self.log_dir).await?;
+            loadgen::get(nginx.addr, &path).await?;
+            let again = loadgen::get(nginx.addr, &path).await?;
+            let status = again
+                .headers
+                .get("x-cache-status")
+                .and_then(|v| v.to_str().ok());
+            if status != Some("HIT") {
+                return Err(format!("nginx warm-up: X-Cache-Status {status:?}").into());
+            }
+            Some(nginx)
+        } else {
+            println!("   nginx is not installed (apt-get install nginx): no comparison with it");
+            None
+        };
+
+        let mut servers = vec![
+            (&gateway, path.as_str(), "gateway"),
+            (&baseline, "/", "baseline"),
         ];
+        if let Some(nginx) = &nginx {
+            servers.push((nginx, path.as_str(), "nginx"));
+        }
+        let all: Vec<&Server> = servers.iter().map(|s| s.0).collect();
+        let mut totals = vec![(0.0, Histogram::default(), 0.0, 0u64); servers.len()];
         for repeat in 0..self.plan.hit_repeats {
-            for (slot, (server, other, label)) in [
-                (&gateway, &baseline, "gateway"),
-                (&baseline, &gateway, "baseline"),
-            ]
-            .into_iter()
-            .enumerate()
-            {
+            for (slot, &(server, server_path, label)) in servers.iter().enumerate() {
                 let load = |duration| Load {
                     addr: server.addr,
                     connections: CONNECTIONS,
                     duration,
                     max_requests: None,
-                    path: loadgen::fixed(if slot == 0 { &path } else { "/" }),
+                    path: loadgen::fixed(server_path),
                 };
                 loadgen::run(&load(self.plan.hit_warmup)).await;
-                let meter = CpuMeter::start(&[server, other]);
+                // The server under test first, then every other of ours.
+                let running: Vec<&Server> = std::iter::once(server)
+                    .chain(all.iter().copied().filter(|s| !std::ptr::eq(*s, server)))
+                    .collect();
+                let meter = CpuMeter::start(&running);
                 let report = loadgen::run(&load(self.plan.hit_run)).await;
-                let cpu = meter.finish(&[server, other]);
+                let cpu = meter.finish(&running);
                 let cpu_per_request = cpu.server_seconds / report.ok.max(1) as f64;
                 println!(
                     "   {label} run {}: {:.0} req/s, {}, server CPU {:.1} µs/request, other processes {:.0}% CPU",
@@ -99,6 +128,35 @@ impl Bench {
             target: format!("≥ {CACHE_HIT_RATIO_TARGET:.2}×"),
             met: Some(ratio >= CACHE_HIT_RATIO_TARGET),
         });
+        if let Some(nginx_slot) = totals.get(2) {
+            let nginx_rps = nginx_slot.0 / runs;
+            let versus = gateway_rps / nginx_rps.max(1e-9);
+            self.rows.push(Row {
+                name: format!("a. cache hits against nginx proxy_cache, {CONNECTIONS} connections"),
+                result: format!(
+                    "gateway {gateway_rps:.0} req/s = {versus:.2}× nginx ({nginx_rps:.0} req/s; p50 {} / p99 {}, {:.1} µs CPU per hit); nginx = {:.2}× the minimal server",
+                    ms(nginx_slot.1.quantile(0.5)),
+                    ms(nginx_slot.1.quantile(0.99)),
+                    nginx_slot.2 / runs * 1e6,
+                    nginx_rps / baseline_rps.max(1e-9)
+                ),
+                target: format!("≥ {NGINX_RATIO_TARGET:.1}×"),
+                met: Some(versus >= NGINX_RATIO_TARGET),
+            });
+            if self.plan.smoke && versus < NGINX_GUARD {
+                self.failures.push(format!(
+                    "a. cache hits: the gateway served {versus:.2}× nginx proxy_cache's throughput in \
+                     this run (the guard is {NGINX_GUARD}×)"
+                ));
+            }
+        } else {
+            self.rows.push(Row {
+                name: "a. cache hits against nginx proxy_cache".into(),
+                result: "not measured: nginx is not installed on this machine".into(),
+                target: format!("≥ {NGINX_RATIO_TARGET:.1}×"),
+                met: None,
+            });
+        }
         let (p99, baseline_p99) = (totals[0].1.quantile(0.99), totals[1].1.quantile(0.99));
         let p99_ratio = p99.as_secs_f64() / baseline_p99.as_secs_f64().max(1e-9);
         self.rows.push(Row {
@@ -126,6 +184,9 @@ impl Bench {
         ));
         baseline.stop();
         gateway.stop();
+        if let Some(nginx) = nginx {
+            nginx.stop();
+        }
         Ok(())
     }
 }

@@ -1,11 +1,14 @@
-//! b. The miss path: one connection, `CACHE_SIZE=0`, the same search sent through the gateway and straight
-//! to the simulated SearXNG in alternating blocks (so drift hits both); the latency the gateway adds.
+//! b. The miss path: one connection, `CACHE_SIZE=0`, the same search sent through the gateway, straight
+//! to the simulated SearXNG and — when nginx is installed — through nginx's plain `proxy_pass` hop
+//! ([`crate::nginx`]), in alternating blocks (so drift hits all); the latency the gateway adds, and
+//! what nginx's hop adds beside it.
 
 use std::time::Duration;
 
 use crate::histogram::Histogram;
 use crate::loadgen::{self, BoxError, Load};
-use crate::processes::CpuMeter;
+use crate::nginx::{self, NginxRole};
+use crate::processes::{CpuMeter, Server};
 use crate::report::Row;
 use crate::{gateway_env, latency_summary, search_path, us, Bench};
 use simulator::searxng::SimulatedSearxng;
@@ -15,6 +18,8 @@ const MISS_P50_TARGET: Duration = Duration::from_micros(150);
 const MISS_P99_TARGET: Duration = Duration::from_millis(1);
 /// The gateway's own CPU per miss, at most (issue #16).
 const MISS_CPU_TARGET: Duration = Duration::from_micros(150);
+/// What a miss through the gateway adds, as a multiple of what nginx's hop adds, at most (#28).
+const NGINX_HOP_TARGET: f64 = 2.0;
 
 impl Bench {
     /// b. The latency a miss adds over calling the simulated SearXNG directly.
@@ -40,11 +45,20 @@ impl Bench {
             max_requests: Some(requests),
             path: loadgen::fixed(path),
         };
-        // Warm both paths (connections, allocator, branch predictors).
+        let hop = if nginx::installed() {
+            Some(Server::nginx(NginxRole::Hop, searxng_addr, &self.log_dir).await?)
+        } else {
+            None
+        };
+        // Warm every path (connections, allocator, branch predictors).
         loadgen::run(&sequential(searxng_addr, &direct, 100)).await;
         loadgen::run(&sequential(gateway.addr, &through_gateway, 100)).await;
+        if let Some(hop) = &hop {
+            loadgen::run(&sequential(hop.addr, &direct, 100)).await;
+        }
         let mut direct_latency = Histogram::default();
         let mut gateway_latency = Histogram::default();
+        let mut hop_latency = Histogram::default();
         let meter = CpuMeter::start(&[&gateway]);
         let searxng_before = searxng.hits();
         let blocks = (self.plan.miss_requests / self.plan.miss_block).max(1);
@@ -61,10 +75,17 @@ impl Bench {
             .await;
             self.fail_on_errors("b. gateway", &report);
             gateway_latency.merge(&report.latency);
+            if let Some(hop) = &hop {
+                let report =
+                    loadgen::run(&sequential(hop.addr, &direct, self.plan.miss_block)).await;
+                self.fail_on_errors("b. nginx hop", &report);
+                hop_latency.merge(&report.latency);
+            }
         }
         let cpu = meter.finish(&[&gateway]);
         let upstream_calls = searxng.hits() - searxng_before;
-        let expected = (blocks * self.plan.miss_block * 2) as usize;
+        let legs = if hop.is_some() { 3 } else { 2 };
+        let expected = (blocks * self.plan.miss_block * legs) as usize;
         if upstream_calls != expected {
             self.failures.push(format!(
                 "b. miss path: SearXNG saw {upstream_calls} searches, expected {expected} (is the cache off?)"
@@ -108,6 +129,34 @@ impl Bench {
             target: format!("≤ {}", us(MISS_P99_TARGET)),
             met: Some(added_p99 <= MISS_P99_TARGET),
         });
+        if let Some(hop) = hop {
+            let nginx_added = |quantile| {
+                hop_latency
+                    .quantile(quantile)
+                    .saturating_sub(direct_latency.quantile(quantile))
+            };
+            let (nginx_p50, nginx_p99) = (nginx_added(0.5), nginx_added(0.99));
+            let versus = added_p50.as_secs_f64() / nginx_p50.as_secs_f64().max(1e-6);
+            self.rows.push(Row {
+                name: "b. miss path against nginx's proxy_pass hop".into(),
+                result: format!(
+                    "nginx adds {} p50 / {} p99 ({}); the gateway adds {versus:.1}× nginx's p50",
+                    us(nginx_p50),
+                    us(nginx_p99),
+                    latency_summary(&hop_latency)
+                ),
+                target: format!("≤ {NGINX_HOP_TARGET:.0}×"),
+                met: Some(versus <= NGINX_HOP_TARGET),
+            });
+            hop.stop();
+        } else {
+            self.rows.push(Row {
+                name: "b. miss path against nginx's proxy_pass hop".into(),
+                result: "not measured: nginx is not installed on this machine".into(),
+                target: format!("≤ {NGINX_HOP_TARGET:.0}×"),
+                met: None,
+            });
+        }
         let cpu_per_miss = Duration::try_from_secs_f64(per_miss).unwrap_or_default();
         self.rows.push(Row {
             name: "b. miss path: gateway CPU per miss".into(),
