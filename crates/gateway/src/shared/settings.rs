@@ -145,12 +145,7 @@ fn parse_url(text: &str) -> Result<(Topology, String), Refusal> {
             }
             let nodes = hosts
                 .iter()
-                .map(|host| {
-                    let url = Url::parse(&format!("{base}://{credentials}{host}"))
-                        .map_err(|_| refuse(Problem::NotARedisUrl))?;
-                    check_server(&url).map_err(refuse)?;
-                    Ok(url)
-                })
+                .map(|host| server_url(&format!("{base}://{credentials}{host}")).map_err(refuse))
                 .collect::<Result<Vec<_>, Refusal>>()?;
             Ok((Topology::Cluster { nodes }, shown))
         }
@@ -163,16 +158,10 @@ fn parse_url(text: &str) -> Result<(Topology, String), Refusal> {
             let db = segments.next().unwrap_or_default();
             let sentinels = hosts
                 .iter()
-                .map(|host| {
-                    let url = Url::parse(&format!("{base}://{host}"))
-                        .map_err(|_| refuse(Problem::NotARedisUrl))?;
-                    check_server(&url).map_err(refuse)?;
-                    Ok(url)
-                })
+                .map(|host| server_url(&format!("{base}://{host}")).map_err(refuse))
                 .collect::<Result<Vec<_>, Refusal>>()?;
-            let server = Url::parse(&format!("{base}://{credentials}{}/{db}", hosts[0]))
-                .map_err(|_| refuse(Problem::NotARedisUrl))?;
-            check_server(&server).map_err(refuse)?;
+            let server =
+                server_url(&format!("{base}://{credentials}{}/{db}", hosts[0])).map_err(refuse)?;
             Ok((
                 Topology::Sentinel {
                     sentinels,
@@ -189,6 +178,13 @@ fn parse_url(text: &str) -> Result<(Topology, String), Refusal> {
 enum Kind {
     Cluster,
     Sentinel,
+}
+
+/// `text` as one server's URL, checked.
+fn server_url(text: &str) -> Result<Url, Problem> {
+    let url = Url::parse(text).map_err(|_| Problem::NotARedisUrl)?;
+    check_server(&url)?;
+    Ok(url)
 }
 
 /// One server's URL: a host, a database number as its path, and something the client takes.

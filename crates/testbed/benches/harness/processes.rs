@@ -127,8 +127,8 @@ impl Server {
     /// Its child processes are counted too (nginx's workers).
     pub(crate) fn cpu_ticks(&self) -> u64 {
         let pid = self.pid();
-        let children = std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children"))
-            .unwrap_or_default();
+        let children =
+            std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children")).unwrap_or_default();
         std::iter::once(pid.to_string())
             .chain(children.split_whitespace().map(str::to_owned))
             .filter_map(|p| process_ticks(&format!("/proc/{p}/stat")))

@@ -40,7 +40,10 @@ const CLIENTS: [(&str, &str, &str); 4] = [
 
 impl Bench {
     /// l. One client's limits over three replicas.
-    pub(crate) async fn fleet_limits(&mut self, searxng: &SimulatedSearxng) -> Result<(), BoxError> {
+    pub(crate) async fn fleet_limits(
+        &mut self,
+        searxng: &SimulatedSearxng,
+    ) -> Result<(), BoxError> {
         let Some(mut redis) = RedisProcess::start(&self.log_dir)? else {
             println!("   skipped: redis-server is not installed (apt-get install redis-server)");
             self.rows.push(Row {
@@ -207,11 +210,7 @@ fn admitted(reports: &[LoadReport]) -> u64 {
 }
 
 fn elapsed(reports: &[LoadReport]) -> Duration {
-    reports
-        .iter()
-        .map(|r| r.elapsed)
-        .max()
-        .unwrap_or_default()
+    reports.iter().map(|r| r.elapsed).max().unwrap_or_default()
 }
 
 /// What `PER_MINUTE` allows in `elapsed`: the burst and the refill.
