@@ -229,6 +229,15 @@ impl Machine {
         }
     }
 
+    /// Asks to make one call at `now` that must not be the probe: admitted only while closed. A
+    /// half-open breaker's one probe is left to whoever probes on purpose ([`Machine::admit`]).
+    pub(crate) fn admit_closed(&self) -> Admission {
+        match self.phase {
+            Phase::Closed { .. } => Admission::Admitted { probe: false },
+            Phase::Open { .. } => Admission::Rejected,
+        }
+    }
+
     /// Records what a call said. `from_probe`: the call was admitted as this breaker's probe.
     pub(crate) fn record(
         &mut self,

@@ -151,6 +151,24 @@ impl Breaker {
         }
     }
 
+    /// Asks to make one call that must not carry the probe (a client's search including an
+    /// engine): admitted only while the breaker is closed, so a half-open breaker's probe stays
+    /// with its out-of-band prober. `None` means rejected, counted as [`Breaker::admit`] counts it.
+    #[must_use = "a permit admits a call; report its outcome with `Permit::record`"]
+    pub(crate) fn admit_closed(self: &Arc<Self>) -> Option<Permit> {
+        let admitted = self.lock().admit_closed() != Admission::Rejected;
+        if !admitted {
+            if let Some(series) = &self.series {
+                series.rejections.inc();
+            }
+            return None;
+        }
+        Some(Permit {
+            breaker: Arc::clone(self),
+            is_probe: false,
+        })
+    }
+
     /// Records a signal not tied to a permit, e.g. a provider whose successful answer says its
     /// quota is spent. A success here never closes an open breaker: only the probe does.
     pub(crate) fn record(&self, signal: Signal) {
@@ -320,7 +338,6 @@ pub(crate) struct Permit {
 
 impl Permit {
     /// This call is the half-open probe: its outcome decides whether the breaker closes.
-    #[cfg(test)]
     pub(crate) fn is_probe(&self) -> bool {
         self.is_probe
     }

@@ -119,6 +119,7 @@ async fn call(
 ) -> Event {
     let call_deadline = deadline.checked_sub(DEADLINE_MARGIN).unwrap_or(deadline);
     let started = Instant::now();
+    side.recent.note(&req.query);
     let mut tried: Vec<usize> = Vec::new();
     let mut planned = Planned::new(&side, &req, first);
     if !planned.plan.excluded.is_empty() {

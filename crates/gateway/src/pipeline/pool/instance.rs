@@ -130,17 +130,18 @@ impl Instance {
         self.in_flight.load(Ordering::SeqCst)
     }
 
-    /// Engines whose breaker is open on this instance now, sorted.
+    /// Engines client searches leave out on this instance now (open, or half-open until a probe
+    /// succeeded), sorted.
     pub(crate) fn excluded_engines(&self) -> Vec<String> {
         self.engines
             .all()
             .iter()
-            .filter(|b| b.state() == BreakerState::Open)
+            .filter(|b| b.state() != BreakerState::Closed)
             .map(|b| b.name().to_owned())
             .collect()
     }
 
-    /// How many engines `req` would search here are open (0 before `/config` answered).
+    /// How many engines `req` would search here are left out (0 before `/config` answered).
     fn excluded_for(&self, req: &SearchRequest) -> usize {
         let Some(catalog) = self.catalog.get() else {
             return 0;
@@ -151,7 +152,7 @@ impl Instance {
             .filter(|name| {
                 EngineName::checked(name)
                     .and_then(|engine| self.engines.existing(&engine))
-                    .is_some_and(|breaker| breaker.state() == BreakerState::Open)
+                    .is_some_and(|breaker| breaker.state() != BreakerState::Closed)
             })
             .count()
     }
