@@ -8,8 +8,9 @@
 //! probe.
 //!
 //! One [`Prober`] per instance, run by the background work: it sleeps until the earliest open
-//! period of the instance's engines ends (looking at least every [`LOOK_EVERY`] for periods set
-//! from elsewhere: another replica, an operator, `/stats/errors`), then probes every engine that is
+//! period of the instance's engines ends (woken when an answer reports engines failing, and looking
+//! at least every [`LOOK_EVERY`] — or half the first open period, if shorter — for periods set from
+//! elsewhere: another replica, an operator, `/stats/errors`), then probes every engine that is
 //! half-open, at once. Exactly one probe per engine per open period: the breaker admits one probe,
 //! its result closes the breaker or opens a longer period; an inconclusive probe (SearXNG itself
 //! failed, not the engine) waits the first open period before the next. With the shared tier
@@ -39,8 +40,10 @@ use crate::upstream::{ErrorClass, UpstreamError};
 
 /// What a probe asks before any client has searched: harmless, and every web engine answers it.
 pub(crate) const FALLBACK_QUERY: &str = "weather";
-/// The prober looks at its board at least this often, for open periods it did not see start.
+/// The prober looks at its board at least this often, for open periods it was not woken for.
 const LOOK_EVERY: Duration = Duration::from_secs(1);
+/// ... but never more often than this (a zero first open period).
+const LOOK_AT_MOST_EVERY: Duration = Duration::from_millis(10);
 /// The shared tier's miss read brings the breaker boards; a probe reads them with this key, whose
 /// answer nobody stores (one `GET` of nothing beside the boards).
 const BOARDS_ONLY: &str = "engine-probe";
@@ -119,6 +122,8 @@ pub(crate) trait ProbeTarget: Sync {
     fn reachable(&self) -> bool;
     /// Before probing ended periods: take what the other replicas say (another may probe instead).
     fn coordinate(&self) -> impl Future<Output = ()> + Send;
+    /// Resolves when something may have tripped a breaker (the prober then looks again).
+    fn woken(&self) -> impl Future<Output = ()> + Send;
     /// One probe search of `engine` for `query`.
     fn search(
         &self,
@@ -137,6 +142,8 @@ pub(crate) struct Prober<'a, T> {
     timeout: Duration,
     /// After an inconclusive probe, the engine waits this long (`BREAKER_OPEN_SECONDS`).
     retry: Duration,
+    /// How often it looks at its board unwoken.
+    look_every: Duration,
     queries: &'a RecentQueries,
     metrics: ProbeMetrics,
     instance: InstanceLabel,
@@ -167,6 +174,7 @@ impl<'a, T: ProbeTarget> Prober<'a, T> {
             target,
             timeout: settings.timeout,
             retry: settings.retry,
+            look_every: (settings.retry / 2).clamp(LOOK_AT_MOST_EVERY, LOOK_EVERY),
             queries,
             metrics,
             instance,
@@ -180,8 +188,12 @@ impl<'a, T: ProbeTarget> Prober<'a, T> {
             let now = Instant::now();
             let (due, next) = self.schedule(now);
             if due.is_empty() || !self.target.reachable() {
-                let wake = next.map_or(now + LOOK_EVERY, |at| at.min(now + LOOK_EVERY));
-                tokio::time::sleep_until(wake.max(now + Duration::from_millis(1))).await;
+                let look = now + self.look_every;
+                let wake = next.map_or(look, |at| at.min(look));
+                tokio::select! {
+                    () = tokio::time::sleep_until(wake.max(now + LOOK_AT_MOST_EVERY)) => {}
+                    () = self.target.woken() => {}
+                }
                 continue;
             }
             self.probe_due(due).await;
@@ -302,6 +314,10 @@ impl ProbeTarget for InstanceTarget<'_> {
 
     fn reachable(&self) -> bool {
         self.instance.cooldown.state() == BreakerState::Closed
+    }
+
+    async fn woken(&self) {
+        self.instance.probe_wake.notified().await;
     }
 
     async fn coordinate(&self) {

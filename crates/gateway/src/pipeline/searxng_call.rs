@@ -242,6 +242,10 @@ fn answered(
     if plan.settle(&answer, &instance.engines, catalog.as_deref()) {
         instance.catalog.refresh.notify_one();
     }
+    if !answer.unresponsive.is_empty() {
+        // A breaker may have tripped: its prober plans the probe now, not at its next look.
+        instance.probe_wake.notify_one();
+    }
     let result = Ok(answer);
     instance.client.count_call(started, &result, false);
     side.latency.record(started.elapsed());

@@ -38,6 +38,8 @@ struct Fake {
     started: Instant,
     /// Another replica wins every probe claim.
     loses_claims: bool,
+    /// What a tripping answer would notify.
+    wake: tokio::sync::Notify,
 }
 
 impl Fake {
@@ -58,6 +60,7 @@ impl Fake {
             seen: Mutex::new(Vec::new()),
             started: Instant::now(),
             loses_claims: false,
+            wake: tokio::sync::Notify::new(),
         }
     }
 
@@ -106,6 +109,10 @@ impl ProbeTarget for &Fake {
 
     fn reachable(&self) -> bool {
         true
+    }
+
+    async fn woken(&self) {
+        self.wake.notified().await;
     }
 
     async fn coordinate(&self) {
@@ -255,6 +262,37 @@ async fn a_client_search_in_the_half_open_moment_leaves_the_engine_out_and_the_p
     .await;
     assert_eq!(fake.at(), [secs(10.0)], "the prober still had its probe");
     assert_eq!(fake.client_plan(), None);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_trip_it_is_woken_for_is_probed_when_its_period_ends_not_at_the_next_look() {
+    let fake = Fake {
+        board: BreakerBoard::new(
+            BreakerPolicy {
+                open_base: Duration::from_millis(100),
+                open_max: Duration::from_secs(100),
+                failure_threshold: 3,
+                jitter: 0.0,
+                healthy_interval: Duration::from_secs(1000),
+                quota_park: Duration::from_secs(86_400),
+            },
+            BreakerMetrics::new(&mut Registry::new()),
+        ),
+        ..Fake::new()
+    };
+    let queries = RecentQueries::default();
+    fake.set(Reply::Recovered);
+    with_prober(&fake, &queries, async {
+        // The prober looks every 1 s (its retry is 10 s) and has just looked: the trip at 0.3 s
+        // would wait for its next look at 1 s without the wake-up.
+        until(&fake, 0.3).await;
+        fake.breaker("beta")
+            .record(Signal::stop(TripReason::Captcha));
+        fake.wake.notify_one();
+        until(&fake, 0.9).await;
+    })
+    .await;
+    assert_eq!(fake.at(), [secs(0.4)]);
 }
 
 #[tokio::test(start_paused = true)]

@@ -39,6 +39,8 @@ pub(crate) struct Instance {
     pub(crate) cooldown: Arc<Breaker>,
     /// Its engines' breakers.
     pub(crate) engines: BreakerBoard<EngineName>,
+    /// Wakes its engine prober early: an answer reported engines failing (one may have tripped).
+    pub(crate) probe_wake: tokio::sync::Notify,
     load: Mutex<Load>,
     in_flight: Arc<AtomicUsize>,
 }
@@ -98,6 +100,7 @@ impl Instance {
             catalog: CatalogHandle::default(),
             cooldown: Arc::new(cooldown),
             engines,
+            probe_wake: tokio::sync::Notify::new(),
             load: Mutex::new(Load::default()),
             in_flight: Arc::default(),
         }
