@@ -34,7 +34,6 @@ use super::recent_queries::RecentQueries;
 use super::{shared_breakers, Inner};
 use crate::breaker::{Breaker, BreakerBoard, BreakerState, Signal};
 use crate::metrics::{label_value_as_str, InstanceLabel, Registry};
-use crate::request::SearchRequest;
 use crate::searxng::{EngineName, EngineReason, SearxngAnswer};
 use crate::upstream::{ErrorClass, UpstreamError};
 
@@ -337,10 +336,9 @@ impl ProbeTarget for InstanceTarget<'_> {
         deadline: Instant,
     ) -> Result<SearxngAnswer, UpstreamError> {
         let _busy = self.instance.begin();
-        let engines = [engine.as_str().to_owned()];
         self.instance
             .client
-            .attempt(&SearchRequest::simple(query), Some(&engines), deadline)
+            .probe(engine.as_str(), query, deadline)
             .await
     }
 

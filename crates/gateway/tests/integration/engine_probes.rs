@@ -91,6 +91,11 @@ async fn a_blocked_engine_is_probed_alone_once_per_open_period_and_clients_get_i
     let requests = s.searxng.requests();
     let probed = probes(&requests, "gamma");
     assert_eq!(probed.len(), 2, "one probe per open period: {probed:?}");
+    assert_eq!(
+        s.searxng.engine_observations().probes,
+        2,
+        "each probe is marked as one (x-searxng-gateway-probe), so SearXNG can tell it from a search"
+    );
     let recovered_at = probed[1];
     for (i, request) in requests.iter().enumerate().skip(first_client + 1) {
         if probed.contains(&i) {

@@ -6,6 +6,7 @@ use std::sync::Mutex;
 use super::*;
 use crate::breaker::{BreakerMetrics, BreakerPolicy, SharedOpen, TripReason};
 use crate::pipeline::engine_plan::EnginePlan;
+use crate::request::SearchRequest;
 use crate::searxng::catalog::EngineInfo;
 use crate::searxng::{EngineCatalog, Unresponsive};
 
