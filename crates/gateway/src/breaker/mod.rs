@@ -199,6 +199,18 @@ impl Breaker {
         self.publish(&machine, now);
     }
 
+    /// Ends the open period at `to` instead, if it is ours to shorten (see [`Machine::shorten`]).
+    /// Returns whether it moved.
+    pub(crate) fn shorten(&self, to: Instant) -> bool {
+        let now = Instant::now();
+        let mut machine = self.lock();
+        let moved = machine.shorten(now, to);
+        if moved {
+            self.publish(&machine, now);
+        }
+        moved
+    }
+
     /// An operator opens the breaker for exactly `period` (see [`Machine::force_open`]).
     pub(crate) fn force_open(&self, period: Duration) {
         let now = Instant::now();

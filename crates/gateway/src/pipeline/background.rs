@@ -79,6 +79,7 @@ async fn probe_engines(inner: &Inner, instance: &Instance) {
     let settings = ProbeSettings {
         timeout: inner.config.engine_probe_timeout,
         retry: inner.config.breaker_open,
+        max: inner.config.breaker_max_open,
     };
     Prober::new(
         InstanceTarget { inner, instance },

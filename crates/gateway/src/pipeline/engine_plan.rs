@@ -107,6 +107,11 @@ impl EnginePlan {
         }
     }
 
+    /// The engines this plan asks SearXNG for (empty before the catalog is known).
+    pub(crate) fn asked(&self) -> Vec<&str> {
+        self.permits.iter().map(|(name, _)| name.as_str()).collect()
+    }
+
     /// Feeds SearXNG's answer to the engine breakers: an engine with results is a success, an
     /// unresponsive one (also `Suspended:`) a failure of its reason, one absent from both neutral.
     /// Returns whether the answer named an engine the catalog does not know.

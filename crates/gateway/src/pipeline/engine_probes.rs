@@ -11,7 +11,21 @@
 //! period of the instance's engines ends (woken when an answer reports engines failing, and looking
 //! at least every [`LOOK_EVERY`] — or half the first open period, if shorter — for periods set from
 //! elsewhere: another replica, an operator, `/stats/errors`), then probes every engine that is
-//! half-open, at once. Exactly one probe per engine per open period: the breaker admits one probe,
+//! half-open, at once.
+//!
+//! **When** to probe prices both mistakes ([`probe_delay`]). A probe into a still-blocked engine
+//! costs one call (one search's worth); a recovered engine left out costs `L` per second — the
+//! client searches per second reaching the instance × the share of their results that engine
+//! usually brings ([`super::engine_value`]). Over an open period `P` (the breaker's doubling
+//! backoff: the longer the block keeps repeating, the longer it is expected to last), probing every
+//! `T` costs `P / T` probes and finds a recovery `T / 2` late on average, `L × T / 2`: the sum is
+//! least at `T = √(2 P / L)`. So the probe comes sooner than `P` when traffic is heavy and the
+//! engine matters (`L × P > 2`), later when it does not — at most `BREAKER_MAX_OPEN_SECONDS` after
+//! the period began, at least a quarter of `BREAKER_OPEN_SECONDS` — and never before a server's own
+//! reset hint. A deferred probe is weighed again as traffic changes; before any client search the
+//! backoff alone decides.
+//!
+//! Exactly one probe per engine per open period: the breaker admits one probe,
 //! its result closes the breaker or opens a longer period; an inconclusive probe (SearXNG itself
 //! failed, not the engine) waits the first open period before the next. With the shared tier
 //! (`REDIS_URL`), the replicas race for each ended period's probe first
@@ -121,6 +135,8 @@ pub(crate) trait ProbeTarget: Sync {
     fn reachable(&self) -> bool;
     /// Before probing ended periods: take what the other replicas say (another may probe instead).
     fn coordinate(&self) -> impl Future<Output = ()> + Send;
+    /// What leaving `engine` out costs per second now (`None`: nothing known yet).
+    fn loss_per_second(&self, engine: &str) -> Option<f64>;
     /// Resolves when something may have tripped a breaker (the prober then looks again).
     fn woken(&self) -> impl Future<Output = ()> + Send;
     /// One probe search of `engine` for `query`.
@@ -143,6 +159,12 @@ pub(crate) struct Prober<'a, T> {
     retry: Duration,
     /// How often it looks at its board unwoken.
     look_every: Duration,
+    /// The earliest probe after a period began (a quarter of `BREAKER_OPEN_SECONDS`).
+    floor: Duration,
+    /// The latest (`BREAKER_MAX_OPEN_SECONDS`).
+    max: Duration,
+    /// The probe time chosen for each open period seen.
+    plans: HashMap<String, Plan>,
     queries: &'a RecentQueries,
     metrics: ProbeMetrics,
     instance: InstanceLabel,
@@ -157,6 +179,33 @@ pub(crate) struct ProbeSettings {
     pub(crate) timeout: Duration,
     /// `BREAKER_OPEN_SECONDS`: the wait after an inconclusive probe.
     pub(crate) retry: Duration,
+    /// `BREAKER_MAX_OPEN_SECONDS`: the latest probe after a period began.
+    pub(crate) max: Duration,
+}
+
+/// One open period as the prober planned it.
+#[derive(Debug, Clone, Copy)]
+struct Plan {
+    /// When the prober first saw it, and how long it was then (the backoff `P`).
+    seen: Instant,
+    period: Duration,
+    /// Its end as the breaker has it (after shortening).
+    until: Instant,
+}
+
+/// How long after an open period of length `period` began its probe is due, given what leaving
+/// the engine out costs per second (`loss`; `None`: unknown, the period decides): `√(2 P / L)`
+/// between `floor` and `max` (see the module doc).
+fn probe_delay(period: Duration, loss: Option<f64>, floor: Duration, max: Duration) -> Duration {
+    let Some(loss) = loss else {
+        return period;
+    };
+    let max = max.max(floor);
+    if loss.is_nan() || loss <= 0.0 {
+        return max;
+    }
+    let best = (2.0 * period.as_secs_f64() / loss).sqrt();
+    Duration::try_from_secs_f64(best).map_or(max, |best| best.clamp(floor, max))
 }
 
 impl<'a, T: ProbeTarget> Prober<'a, T> {
@@ -174,6 +223,9 @@ impl<'a, T: ProbeTarget> Prober<'a, T> {
             timeout: settings.timeout,
             retry: settings.retry,
             look_every: (settings.retry / 2).clamp(LOOK_AT_MOST_EVERY, LOOK_EVERY),
+            floor: settings.retry / 4,
+            max: settings.max,
+            plans: HashMap::new(),
             queries,
             metrics,
             instance,
@@ -199,25 +251,65 @@ impl<'a, T: ProbeTarget> Prober<'a, T> {
         }
     }
 
-    /// The half-open engines due for their probe now, and when the next open period ends.
+    /// The half-open engines due for their probe now, and when the next one may be. A period seen
+    /// for the first time gets its probe time, and is shortened to it when that comes sooner.
     fn schedule(&mut self, now: Instant) -> (Vec<Arc<Breaker>>, Option<Instant>) {
         let mut due = Vec::new();
         let mut next: Option<Instant> = None;
         let mut soonest = |at: Instant| next = Some(next.map_or(at, |n| n.min(at)));
         for breaker in self.target.board().all() {
+            let name = breaker.name();
             let snapshot = breaker.snapshot();
             match snapshot.state {
                 BreakerState::Closed => {
-                    self.later.remove(breaker.name());
+                    self.later.remove(name);
+                    self.plans.remove(name);
                 }
-                BreakerState::Open => soonest(now + snapshot.open_for.unwrap_or_default()),
-                BreakerState::HalfOpen => match self.later.get(breaker.name()) {
-                    Some(at) if *at > now => soonest(*at),
-                    _ => due.push(breaker),
-                },
+                BreakerState::Open => {
+                    let until = now + snapshot.open_for.unwrap_or_default();
+                    let until = match self.plans.get(name) {
+                        Some(plan) if plan.until == until => until,
+                        _ => self.plan(&breaker, now, until),
+                    };
+                    soonest(until);
+                }
+                BreakerState::HalfOpen => {
+                    let probe_at = self.plans.get(name).map(|plan| {
+                        let loss = self.target.loss_per_second(name);
+                        plan.seen + probe_delay(plan.period, loss, self.floor, self.max)
+                    });
+                    match (self.later.get(name), probe_at) {
+                        (Some(at), _) if *at > now => soonest(*at),
+                        // Not worth a probe yet (little traffic): weighed again at each look.
+                        (_, Some(at)) if at > now => soonest(at),
+                        _ => due.push(breaker),
+                    }
+                }
             }
         }
         (due, next)
+    }
+
+    /// Plans the open period of `breaker` ending at `until`, seen now: shortened to its probe
+    /// time when that comes sooner. Returns the period's end.
+    fn plan(&mut self, breaker: &Breaker, now: Instant, until: Instant) -> Instant {
+        let period = until.saturating_duration_since(now);
+        let loss = self.target.loss_per_second(breaker.name());
+        let probe_at = now + probe_delay(period, loss, self.floor, self.max);
+        let until = if probe_at < until && breaker.shorten(probe_at) {
+            now + breaker.snapshot().open_for.unwrap_or_default()
+        } else {
+            until
+        };
+        self.plans.insert(
+            breaker.name().to_owned(),
+            Plan {
+                seen: now,
+                period,
+                until,
+            },
+        );
+        until
     }
 
     /// Probes every breaker of `due` still half-open once the replicas have coordinated, at once.
@@ -243,6 +335,7 @@ impl<'a, T: ProbeTarget> Prober<'a, T> {
         let now = Instant::now();
         for (engine, outcome) in outcomes {
             self.metrics.count(engine.as_str(), outcome, &self.instance);
+            self.plans.remove(engine.as_str());
             if outcome == ProbeOutcome::Inconclusive {
                 self.later
                     .insert(engine.as_str().to_owned(), now + self.retry);
@@ -317,6 +410,10 @@ impl ProbeTarget for InstanceTarget<'_> {
 
     async fn woken(&self) {
         self.instance.probe_wake.notified().await;
+    }
+
+    fn loss_per_second(&self, engine: &str) -> Option<f64> {
+        self.instance.value.loss_per_second(engine)
     }
 
     async fn coordinate(&self) {

@@ -239,6 +239,7 @@ fn answered(
     if let Some(permit) = permit {
         permit.record(signal);
     }
+    instance.value.note(&plan.asked(), &answer);
     if plan.settle(&answer, &instance.engines, catalog.as_deref()) {
         instance.catalog.refresh.notify_one();
     }

@@ -12,6 +12,7 @@ use crate::searxng::{EngineCatalog, Unresponsive};
 
 const OPEN: Duration = Duration::from_secs(10);
 const TIMEOUT: Duration = Duration::from_secs(2);
+const MAX: Duration = Duration::from_secs(100);
 
 /// How the fake instance answers a probe of an engine.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -41,6 +42,8 @@ struct Fake {
     loses_claims: bool,
     /// What a tripping answer would notify.
     wake: tokio::sync::Notify,
+    /// What leaving an engine out costs per second (`None`: nothing known).
+    loss: Mutex<Option<f64>>,
 }
 
 impl Fake {
@@ -62,7 +65,12 @@ impl Fake {
             started: Instant::now(),
             loses_claims: false,
             wake: tokio::sync::Notify::new(),
+            loss: Mutex::new(None),
         }
+    }
+
+    fn set_loss(&self, loss: Option<f64>) {
+        *self.loss.lock().unwrap() = loss;
     }
 
     fn set(&self, reply: Reply) {
@@ -114,6 +122,10 @@ impl ProbeTarget for &Fake {
 
     async fn woken(&self) {
         self.wake.notified().await;
+    }
+
+    fn loss_per_second(&self, _engine: &str) -> Option<f64> {
+        *self.loss.lock().unwrap()
     }
 
     async fn coordinate(&self) {
@@ -176,6 +188,7 @@ async fn with_prober(
         ProbeSettings {
             timeout: TIMEOUT,
             retry: OPEN,
+            max: MAX,
         },
         queries,
         ProbeMetrics::new(&mut registry),
@@ -393,4 +406,123 @@ async fn the_probe_asks_the_most_popular_recent_query_or_a_fixed_harmless_one() 
     .await;
     let asked: Vec<String> = fake.seen().into_iter().map(|s| s.query).collect();
     assert_eq!(asked, [FALLBACK_QUERY, "rust"]);
+}
+
+#[test]
+fn the_probe_delay_is_the_square_root_rule_between_its_bounds() {
+    let (floor, max) = (secs(2.5), secs(100.0));
+    assert_eq!(
+        probe_delay(secs(10.0), None, floor, max),
+        secs(10.0),
+        "unknown: the backoff"
+    );
+    assert_eq!(
+        probe_delay(secs(10.0), Some(0.8), floor, max),
+        secs(5.0),
+        "√(2·10/0.8)"
+    );
+    assert_eq!(
+        probe_delay(secs(40.0), Some(0.8), floor, max),
+        secs(10.0),
+        "a repeating block: later"
+    );
+    assert_eq!(
+        probe_delay(secs(10.0), Some(0.2), floor, max),
+        secs(10.0),
+        "L × P = 2: the backoff"
+    );
+    assert_eq!(
+        probe_delay(secs(10.0), Some(1000.0), floor, max),
+        floor,
+        "never sooner than the floor"
+    );
+    assert_eq!(
+        probe_delay(secs(10.0), Some(0.001), floor, max),
+        max,
+        "idle: later, up to the cap"
+    );
+    assert_eq!(probe_delay(secs(10.0), Some(0.0), floor, max), max);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_valuable_engine_under_heavy_traffic_is_probed_before_its_backoff_ends() {
+    let fake = Fake::new();
+    let queries = RecentQueries::default();
+    fake.set_loss(Some(0.8));
+    fake.set(Reply::Recovered);
+    fake.breaker("beta")
+        .record(Signal::stop(TripReason::Captcha));
+    fake.wake.notify_one();
+    with_prober(&fake, &queries, async {
+        until(&fake, 4.9).await;
+        assert!(fake.seen().is_empty());
+        assert_eq!(fake.client_plan(), Some(vec!["alpha".to_owned()]));
+        until(&fake, 5.1).await;
+    })
+    .await;
+    assert_eq!(
+        fake.at(),
+        [secs(5.0)],
+        "√(2 × 10 s / 0.8 per s), not the 10 s backoff"
+    );
+    assert_eq!(fake.client_plan(), None);
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_engine_nobody_searches_is_probed_later_and_sooner_once_traffic_returns() {
+    let fake = Fake::new();
+    let queries = RecentQueries::default();
+    fake.set_loss(Some(0.0));
+    fake.set(Reply::Recovered);
+    fake.breaker("beta")
+        .record(Signal::stop(TripReason::Captcha));
+    fake.wake.notify_one();
+    with_prober(&fake, &queries, async {
+        until(&fake, 50.0).await;
+        assert!(fake.seen().is_empty(), "idle: not worth a probe at 10 s");
+        assert_eq!(fake.breaker("beta").state(), BreakerState::HalfOpen);
+        assert_eq!(fake.client_plan(), Some(vec!["alpha".to_owned()]));
+        fake.set_loss(Some(0.8));
+        until(&fake, 51.5).await;
+    })
+    .await;
+    let at = fake.at();
+    assert_eq!(at.len(), 1);
+    assert!(
+        at[0] >= secs(50.0) && at[0] <= secs(51.0),
+        "at its next look: {at:?}"
+    );
+
+    let idle = Fake::new();
+    idle.set_loss(Some(0.0));
+    idle.breaker("beta")
+        .record(Signal::stop(TripReason::Captcha));
+    idle.wake.notify_one();
+    with_prober(&idle, &queries, async {
+        until(&idle, 150.0).await;
+    })
+    .await;
+    assert_eq!(
+        idle.at(),
+        [MAX],
+        "at most BREAKER_MAX_OPEN_SECONDS after the period began"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_servers_reset_hint_still_wins_over_heavy_traffic() {
+    let fake = Fake::new();
+    let queries = RecentQueries::default();
+    fake.set_loss(Some(100.0));
+    fake.set(Reply::Recovered);
+    fake.breaker("beta").record(Signal::Stop {
+        reason: TripReason::RateLimited,
+        retry_after: Some(secs(30.0)),
+    });
+    fake.wake.notify_one();
+    with_prober(&fake, &queries, async {
+        until(&fake, 30.5).await;
+    })
+    .await;
+    assert_eq!(fake.at(), [secs(30.0)]);
 }

@@ -12,6 +12,7 @@ use url::Url;
 use super::choice::Candidate;
 use crate::breaker::{Breaker, BreakerBoard, BreakerState};
 use crate::pipeline::engine_plan::CatalogHandle;
+use crate::pipeline::engine_value::EngineValue;
 use crate::request::SearchRequest;
 use crate::searxng::EngineName;
 use crate::searxng::SearxngClient;
@@ -41,6 +42,8 @@ pub(crate) struct Instance {
     pub(crate) engines: BreakerBoard<EngineName>,
     /// Wakes its engine prober early: an answer reported engines failing (one may have tripped).
     pub(crate) probe_wake: tokio::sync::Notify,
+    /// What its engines are worth to clients now (the probes' timing).
+    pub(crate) value: EngineValue,
     load: Mutex<Load>,
     in_flight: Arc<AtomicUsize>,
 }
@@ -101,6 +104,7 @@ impl Instance {
             cooldown: Arc::new(cooldown),
             engines,
             probe_wake: tokio::sync::Notify::new(),
+            value: EngineValue::default(),
             load: Mutex::new(Load::default()),
             in_flight: Arc::default(),
         }
