@@ -37,9 +37,6 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-use prometheus_client::encoding::EncodeLabelSet;
-use prometheus_client::metrics::counter::Counter;
-use prometheus_client::metrics::family::Family;
 use tokio::time::Instant;
 
 use super::breaker_signals;
@@ -47,9 +44,15 @@ use super::pool::Instance;
 use super::recent_queries::RecentQueries;
 use super::{shared_breakers, Inner};
 use crate::breaker::{Breaker, BreakerBoard, BreakerState, Signal};
-use crate::metrics::{label_value_as_str, InstanceLabel, Registry};
+use crate::metrics::InstanceLabel;
 use crate::searxng::{EngineName, EngineReason, SearxngAnswer};
 use crate::upstream::{ErrorClass, UpstreamError};
+
+mod metrics;
+mod timing;
+
+pub(crate) use metrics::{ProbeMetrics, ProbeOutcome};
+use timing::probe_delay;
 
 /// What a probe asks before any client has searched: harmless, and every web engine answers it.
 pub(crate) const FALLBACK_QUERY: &str = "weather";
@@ -60,72 +63,6 @@ const LOOK_AT_MOST_EVERY: Duration = Duration::from_millis(10);
 /// The shared tier's miss read brings the breaker boards; a probe reads them with this key, whose
 /// answer nobody stores (one `GET` of nothing beside the boards).
 const BOARDS_ONLY: &str = "engine-probe";
-
-/// What one probe found: the `outcome` label of `engine_probes_total`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub(crate) enum ProbeOutcome {
-    /// The engine answered without failing: its breaker closed.
-    Recovered,
-    /// SearXNG reported the engine failing again: its breaker opened for longer.
-    Blocked,
-    /// The engine (or the probe as a whole) took longer than the probe's timeout: a failed probe.
-    Timeout,
-    /// SearXNG itself failed (5xx, refused, garbled): nothing learned about the engine; probed
-    /// again after the first open period.
-    Inconclusive,
-}
-
-impl ProbeOutcome {
-    /// The label value.
-    pub(crate) fn as_str(self) -> &'static str {
-        match self {
-            Self::Recovered => "recovered",
-            Self::Blocked => "blocked",
-            Self::Timeout => "timeout",
-            Self::Inconclusive => "inconclusive",
-        }
-    }
-}
-
-label_value_as_str!(ProbeOutcome);
-
-/// `{engine, outcome[, searxng_instance]}`.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
-pub(crate) struct ProbeLabels {
-    engine: String,
-    outcome: ProbeOutcome,
-    #[prometheus(flatten)]
-    instance: InstanceLabel,
-}
-
-/// `engine_probes_total`. Cheap to clone.
-#[derive(Debug, Clone, Default)]
-pub(crate) struct ProbeMetrics {
-    probes: Family<ProbeLabels, Counter>,
-}
-
-impl ProbeMetrics {
-    /// The family, registered on `r`.
-    pub(crate) fn new(r: &mut Registry) -> Self {
-        let m = Self::default();
-        r.register(
-            "engine_probes",
-            "Out-of-band probes of blocked SearXNG engines, by engine and outcome",
-            m.probes.clone(),
-        );
-        m
-    }
-
-    fn count(&self, engine: &str, outcome: ProbeOutcome, instance: &InstanceLabel) {
-        self.probes
-            .get_or_create(&ProbeLabels {
-                engine: engine.to_owned(),
-                outcome,
-                instance: instance.clone(),
-            })
-            .inc();
-    }
-}
 
 /// What a prober probes, and how it talks to the other replicas.
 pub(crate) trait ProbeTarget: Sync {
@@ -191,21 +128,6 @@ struct Plan {
     period: Duration,
     /// Its end as the breaker has it (after shortening).
     until: Instant,
-}
-
-/// How long after an open period of length `period` began its probe is due, given what leaving
-/// the engine out costs per second (`loss`; `None`: unknown, the period decides): `√(2 P / L)`
-/// between `floor` and `max` (see the module doc).
-fn probe_delay(period: Duration, loss: Option<f64>, floor: Duration, max: Duration) -> Duration {
-    let Some(loss) = loss else {
-        return period;
-    };
-    let max = max.max(floor);
-    if loss.is_nan() || loss <= 0.0 {
-        return max;
-    }
-    let best = (2.0 * period.as_secs_f64() / loss).sqrt();
-    Duration::try_from_secs_f64(best).map_or(max, |best| best.clamp(floor, max))
 }
 
 impl<'a, T: ProbeTarget> Prober<'a, T> {

@@ -5,10 +5,12 @@ use std::sync::Mutex;
 
 use super::*;
 use crate::breaker::{BreakerMetrics, BreakerPolicy, SharedOpen, TripReason};
+use crate::metrics::Registry;
 use crate::pipeline::engine_plan::EnginePlan;
 use crate::request::SearchRequest;
 use crate::searxng::catalog::EngineInfo;
 use crate::searxng::{EngineCatalog, Unresponsive};
+use prometheus_client::metrics::counter::Counter;
 
 const OPEN: Duration = Duration::from_secs(10);
 const TIMEOUT: Duration = Duration::from_secs(2);
@@ -406,42 +408,6 @@ async fn the_probe_asks_the_most_popular_recent_query_or_a_fixed_harmless_one() 
     .await;
     let asked: Vec<String> = fake.seen().into_iter().map(|s| s.query).collect();
     assert_eq!(asked, [FALLBACK_QUERY, "rust"]);
-}
-
-#[test]
-fn the_probe_delay_is_the_square_root_rule_between_its_bounds() {
-    let (floor, max) = (secs(2.5), secs(100.0));
-    assert_eq!(
-        probe_delay(secs(10.0), None, floor, max),
-        secs(10.0),
-        "unknown: the backoff"
-    );
-    assert_eq!(
-        probe_delay(secs(10.0), Some(0.8), floor, max),
-        secs(5.0),
-        "√(2·10/0.8)"
-    );
-    assert_eq!(
-        probe_delay(secs(40.0), Some(0.8), floor, max),
-        secs(10.0),
-        "a repeating block: later"
-    );
-    assert_eq!(
-        probe_delay(secs(10.0), Some(0.2), floor, max),
-        secs(10.0),
-        "L × P = 2: the backoff"
-    );
-    assert_eq!(
-        probe_delay(secs(10.0), Some(1000.0), floor, max),
-        floor,
-        "never sooner than the floor"
-    );
-    assert_eq!(
-        probe_delay(secs(10.0), Some(0.001), floor, max),
-        max,
-        "idle: later, up to the cap"
-    );
-    assert_eq!(probe_delay(secs(10.0), Some(0.0), floor, max), max);
 }
 
 #[tokio::test(start_paused = true)]
