@@ -261,6 +261,9 @@ async fn a_blocked_engine_is_probed_by_one_replica_alone_and_its_recovery_reache
         2,
         &[
             ("BREAKER_OPEN_SECONDS", "1"),
+            // Probe at the end of the period on every replica, whatever each one's traffic: the
+            // replicas race for it.
+            ("BREAKER_MAX_OPEN_SECONDS", "1"),
             ("BREAKER_JITTER", "0"),
             ("CACHE_SIZE", "0"),
         ],
@@ -287,7 +290,8 @@ async fn a_blocked_engine_is_probed_by_one_replica_alone_and_its_recovery_reache
             results: simulator::searxng::DEFAULT_RESULTS_PER_ENGINE,
         },
     );
-    // The three replicas' probers race for the ended period: one of them probes.
+    // The three replicas' probers race for the ended period: one of them probes, the others lose
+    // the claim (open for the claim's hold) or find it closed already.
     let probes = || {
         s.searxng
             .requests()
@@ -297,13 +301,22 @@ async fn a_blocked_engine_is_probed_by_one_replica_alone_and_its_recovery_reache
     };
     wait::until("one replica to probe alpha", || async { probes() >= 1 }).await;
     for (i, g) in all.iter().enumerate() {
+        wait::until(&format!("replica {i}'s prober to settle alpha"), || async {
+            let alpha = g.breaker("engine", "alpha").await;
+            alpha["state"] == "closed"
+                || (alpha["state"] == "open"
+                    && alpha["open_for_seconds"].as_f64().unwrap_or(0.0) > 5.0)
+        })
+        .await;
+    }
+    assert_eq!(probes(), 1, "one probe across the replicas");
+    for (i, g) in all.iter().enumerate() {
         wait::until(&format!("replica {i} to see alpha closed"), || async {
             g.search(&[("q", &format!("after the probe {i}"))]).await;
             g.breaker("engine", "alpha").await["state"] == "closed"
         })
         .await;
     }
-    assert_eq!(probes(), 1, "one probe across the replicas");
     let mut recovered = 0.0;
     for g in &all {
         recovered += g
