@@ -448,7 +448,6 @@ impl SearchRequest {
     }
 
     /// A request for `query` with every other parameter at its default (tests, benchmarks, probes).
-    #[cfg(test)]
     pub(crate) fn simple(query: &str) -> Self {
         Self {
             query: query.to_owned(),

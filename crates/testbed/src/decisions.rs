@@ -89,6 +89,13 @@ pub(crate) fn describe(
             label(&labels, "reason")
         ));
     }
+    for (labels, _) in after.grown(before, "engine_probes_total") {
+        let engine = label(&labels, "engine");
+        lines.push(format!(
+            "probed {engine} itself, outside any client's search (engines={engine}): {}",
+            label(&labels, "outcome")
+        ));
+    }
     for (labels, _) in after.grown(before, "circuit_breaker_recovery_total") {
         lines.push(format!(
             "the half-open probe of {} {} succeeded: breaker closed (recovery)",

@@ -64,7 +64,7 @@ impl Step {
             Step::SameSearchAgain => "The same search again",
             Step::Captcha => "google answers with a CAPTCHA: its breaker trips",
             Step::WhileOpen => "Another search while google's breaker is open",
-            Step::Probe => "google's open period ends: one search probes it",
+            Step::Probe => "google's open period ends: the gateway probes it itself",
             Step::Degraded => "SearXNG is degraded: every engine times out",
             Step::BraveRateLimited => "SearXNG finds nothing and Brave answers 429",
             Step::Metrics => "The metrics",
@@ -203,7 +203,7 @@ impl<W: Write> Scenario<W> {
                 }
                 Step::WhileOpen => self.search(&query("tokio runtime")).await,
                 Step::Probe => {
-                    self.wait_until_closed("engine", BLOCKED_ENGINE).await;
+                    self.probed_out_of_band(BLOCKED_ENGINE).await;
                     self.search(&query("prometheus metrics")).await;
                 }
                 Step::Degraded => {
@@ -235,6 +235,32 @@ impl<W: Write> Scenario<W> {
             }
         }
         self.upstreams.calm();
+    }
+
+    /// Waits, bounded, for the gateway's own probe of the open engine `name` to close its breaker,
+    /// and says what the gateway did meanwhile (no client search carries that probe).
+    async fn probed_out_of_band(&mut self, name: &str) {
+        let before = self.gateway.scrape().await;
+        self.wait_until_closed("engine", name).await;
+        let deadline = Instant::now() + self.breaker_open * 2;
+        while Instant::now() < deadline
+            && self
+                .gateway
+                .breaker("engine", name)
+                .await
+                .is_some_and(|breaker| breaker.state != "closed")
+        {
+            tokio::time::sleep(POLL).await;
+        }
+        let after = self.gateway.scrape().await;
+        let seen = SearxngSeen {
+            asked: false,
+            engines: None,
+            results: None,
+        };
+        for line in decisions::describe(&before, &after, &seen, &|_: &str, _: &str| None) {
+            self.narrator.decided(&line);
+        }
     }
 
     /// Waits, bounded, while the breaker is open, saying how long.

@@ -110,7 +110,10 @@ async fn a_round_shows_every_step_it_announces() {
         (Step::WhileOpen, &["(google left out: breaker open)"]),
         (
             Step::Probe,
-            &["the half-open probe of engine google succeeded: breaker closed"],
+            &[
+                "probed google itself, outside any client's search (engines=google): recovered",
+                "the half-open probe of engine google succeeded: breaker closed",
+            ],
         ),
         (
             Step::Degraded,

@@ -110,6 +110,10 @@ pub(crate) struct Machine {
     /// The open period is known to the shared tier (adopted from it, or published and
     /// confirmed): when the tier no longer lists it, another replica closed it.
     shared: bool,
+    /// While open: the earliest end [`Machine::shorten`] may give the period — the server's own
+    /// reset hint, or the whole period when it is not ours to shorten (a pause, an operator's,
+    /// another replica's).
+    floor: Option<Instant>,
 }
 
 /// An open period as the shared tier carries it between replicas.
@@ -136,6 +140,7 @@ impl Machine {
             heard: None,
             epoch: 0,
             shared: false,
+            floor: None,
         }
     }
 
@@ -178,6 +183,7 @@ impl Machine {
         self.reason = Some(open.reason);
         self.paused = open.paused;
         self.shared = true;
+        self.floor = Some(open.until);
         true
     }
 
@@ -229,6 +235,39 @@ impl Machine {
         }
     }
 
+    /// Asks to make one call at `now` that must not be the probe: admitted only while closed. A
+    /// half-open breaker's one probe is left to whoever probes on purpose ([`Machine::admit`]).
+    pub(crate) fn admit_closed(&self) -> Admission {
+        match self.phase {
+            Phase::Closed { .. } => Admission::Admitted { probe: false },
+            Phase::Open { .. } => Admission::Rejected,
+        }
+    }
+
+    /// Brings the end of the open period forward to `to` (the engine prober's choice of its probe
+    /// time), never before `now`, never before a server's own reset hint, and never for a period
+    /// that is not ours to shorten (a pause, an operator's, another replica's). Returns whether it
+    /// moved.
+    pub(crate) fn shorten(&mut self, now: Instant, to: Instant) -> bool {
+        let Phase::Open {
+            until,
+            probe_in_flight,
+        } = self.phase
+        else {
+            return false;
+        };
+        let to = to.max(now).max(self.floor.unwrap_or(now));
+        if to >= until {
+            return false;
+        }
+        self.phase = Phase::Open {
+            until: to,
+            probe_in_flight,
+        };
+        self.changed();
+        true
+    }
+
     /// Records what a call said. `from_probe`: the call was admitted as this breaker's probe.
     pub(crate) fn record(
         &mut self,
@@ -276,16 +315,19 @@ impl Machine {
                 };
                 self.reason = Some(reason);
                 self.paused = true;
+                self.floor = Some(deadline(now, period));
                 self.changed();
             }
             Phase::Open {
                 until,
                 probe_in_flight,
             } => {
+                let until = until.max(deadline(now, period));
                 self.phase = Phase::Open {
-                    until: until.max(deadline(now, period)),
+                    until,
                     probe_in_flight,
                 };
+                self.floor = Some(until);
                 self.changed();
             }
         }
@@ -301,6 +343,7 @@ impl Machine {
         };
         self.reason = Some(TripReason::Operator);
         self.paused = true;
+        self.floor = Some(deadline(now, period));
         self.changed();
     }
 
@@ -362,6 +405,7 @@ impl Machine {
             until: deadline(now, period),
             probe_in_flight: false,
         };
+        self.floor = hint.map(|hint| deadline(now, hint));
         self.changed();
         Transition::Tripped(reason)
     }
@@ -436,6 +480,10 @@ impl Machine {
                     until: until.max(deadline(now, hint)),
                     probe_in_flight,
                 };
+                self.floor = Some(
+                    self.floor
+                        .map_or(deadline(now, hint), |floor| floor.max(deadline(now, hint))),
+                );
                 self.changed();
                 Transition::None
             }

@@ -169,6 +169,24 @@ impl Breaker {
         }
     }
 
+    /// Asks to make one call that must not carry the probe (a client's search including an
+    /// engine): admitted only while the breaker is closed, so a half-open breaker's probe stays
+    /// with its out-of-band prober. `None` means rejected, counted as [`Breaker::admit`] counts it.
+    #[must_use = "a permit admits a call; report its outcome with `Permit::record`"]
+    pub(crate) fn admit_closed(self: &Arc<Self>) -> Option<Permit> {
+        let admitted = self.lock().admit_closed() != Admission::Rejected;
+        if !admitted {
+            if let Some(series) = &self.series {
+                series.rejections.inc();
+            }
+            return None;
+        }
+        Some(Permit {
+            breaker: Arc::clone(self),
+            is_probe: false,
+        })
+    }
+
     /// Records a signal not tied to a permit, e.g. a provider whose successful answer says its
     /// quota is spent. A success here never closes an open breaker: only the probe does.
     pub(crate) fn record(&self, signal: Signal) {
@@ -197,6 +215,18 @@ impl Breaker {
         let mut machine = self.lock();
         machine.pause(now, reason, period);
         self.publish(&machine, now);
+    }
+
+    /// Ends the open period at `to` instead, if it is ours to shorten (see [`Machine::shorten`]).
+    /// Returns whether it moved.
+    pub(crate) fn shorten(&self, to: Instant) -> bool {
+        let now = Instant::now();
+        let mut machine = self.lock();
+        let moved = machine.shorten(now, to);
+        if moved {
+            self.publish(&machine, now);
+        }
+        moved
     }
 
     /// An operator opens the breaker for exactly `period` (see [`Machine::force_open`]).
@@ -339,7 +369,6 @@ pub(crate) struct Permit {
 
 impl Permit {
     /// This call is the half-open probe: its outcome decides whether the breaker closes.
-    #[cfg(test)]
     pub(crate) fn is_probe(&self) -> bool {
         self.is_probe
     }

@@ -120,6 +120,32 @@ async fn a_dropped_probe_permit_frees_the_slot() {
 }
 
 #[tokio::test(start_paused = true)]
+async fn a_call_that_must_not_probe_is_admitted_only_while_closed_and_leaves_the_probe() {
+    let (board, metrics) = board();
+    let google = board.get(&P("google"));
+    assert!(!google.admit_closed().unwrap().is_probe());
+    google.record(Signal::stop(TripReason::Captcha));
+    assert!(google.admit_closed().is_none(), "open");
+    tokio::time::advance(BASE).await;
+    assert_eq!(google.state(), BreakerState::HalfOpen);
+    assert!(
+        google.admit_closed().is_none(),
+        "half-open: not for a client"
+    );
+    assert_eq!(
+        metrics.sample(
+            "circuit_breaker_rejections_total",
+            &[("engine", "google"), ("kind", "provider")]
+        ),
+        Some(2.0)
+    );
+    let probe = google.admit().unwrap();
+    assert!(probe.is_probe(), "the probe is still there for the prober");
+    probe.record(Signal::Success);
+    assert!(google.admit_closed().is_some(), "closed again");
+}
+
+#[tokio::test(start_paused = true)]
 async fn a_pause_is_neither_a_trip_nor_a_recovery() {
     let (board, metrics) = board();
     let brave = board.get(&P("brave"));

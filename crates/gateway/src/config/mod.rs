@@ -180,6 +180,8 @@ pub struct Config {
     pub(crate) breaker_failure_threshold: u32,
     /// `BREAKER_JITTER`: the random share of an open period.
     pub(crate) breaker_jitter: f64,
+    /// `ENGINE_PROBE_TIMEOUT_MS`: the bound of one out-of-band probe of a blocked engine.
+    pub(crate) engine_probe_timeout: Duration,
     /// `MAX_CONCURRENT_MISSES`, `MAX_MISS_WAIT_MS`.
     pub(crate) shedding: Shedding,
     /// What the HTTP server accepts from a client.
@@ -277,6 +279,8 @@ impl Config {
         }
         let breaker_failure_threshold = env.integer("BREAKER_FAILURE_THRESHOLD", 1u32, 10_000)?;
         let breaker_jitter = env.number("BREAKER_JITTER", 0.0, 1.0)?;
+        let engine_probe_timeout =
+            Duration::from_millis(env.integer("ENGINE_PROBE_TIMEOUT_MS", 1u64, 600_000)?);
         let shedding = Shedding::read(env)?;
         let server_limits = ServerLimits::read(env)?;
         let otlp = OtlpExport::read(env)?;
@@ -321,6 +325,7 @@ impl Config {
             breaker_max_open,
             breaker_failure_threshold,
             breaker_jitter,
+            engine_probe_timeout,
             shedding,
             server_limits,
             otlp,

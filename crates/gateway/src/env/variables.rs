@@ -127,6 +127,7 @@ pub const VARIABLES: &[Variable] = &[
     var("QUOTA_PARK_SECONDS", Text("86400"), "How long a provider whose monthly or plan quota is spent is parked when it gives no reset time of its own (Brave's headers do); then one call checks whether it returned."),
     var("BREAKER_JITTER", Text("0.1"), "Fraction (0–1) of a tripped breaker's open period added at random, so breakers tripped together are not probed together (a pool member's SearXNG cooldown too); 0 makes every period exact."),
     var("BREAKER_FAILURE_THRESHOLD", Text("5"), "Consecutive transient failures (5xx, timeout, connect) that trip a breaker."),
+    var("ENGINE_PROBE_TIMEOUT_MS", Text("3000"), "Bound of the gateway's own probe of a blocked SearXNG engine (one search with `engines=<engine>` when its open period ends; clients' searches leave the engine out until a probe succeeded); a probe that takes longer fails, and the engine stays out for a longer period."),
     var("MAX_CONCURRENT_MISSES", Text("64"), "Cache misses fanning out to the upstreams at once; one more waits up to `MAX_MISS_WAIT_MS` for a slot, then gets 503 `overloaded`. Cache hits and requests sharing an identical miss in flight never take a slot."),
     var("MAX_MISS_WAIT_MS", Text("250"), "How long a cache miss waits for a fan-out slot before it is shed (0: shed at once)."),
     var("MAX_CONNECTIONS", Text("1024"), "Client connections served at once; one more is answered 503 `overloaded` and closed."),

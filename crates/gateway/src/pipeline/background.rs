@@ -3,8 +3,8 @@
 //! names an engine the catalog does not know), the engine health the instance already knows (its
 //! `/stats/errors`, read after each catalog read: an engine it saw blocked on at least
 //! [`SEED_MIN_PERCENT`] of its requests starts with its breaker open, unless our own calls said
-//! something about it since the last read), and the cache sweep that keeps `cache_size` counting
-//! live answers only.
+//! something about it since the last read), each instance's engine prober ([`super::engine_probes`]), and
+//! the cache sweep that keeps `cache_size` counting live answers only.
 
 use std::future::Future;
 use std::sync::Arc;
@@ -12,6 +12,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
+use super::engine_probes::{InstanceTarget, ProbeSettings, Prober};
 use super::pool::Instance;
 use super::{breaker_signals, Inner};
 use crate::searxng::engine_errors::blocked_engines;
@@ -29,6 +30,15 @@ pub(super) async fn run(inner: Arc<Inner>, shutdown: impl Future<Output = ()>) {
     let catalogs = futures::future::join_all(
         (0..inner.fanout.searxng.pool.instances().len()).map(|index| keep_catalog(&inner, index)),
     );
+    let probers = futures::future::join_all(
+        inner
+            .fanout
+            .searxng
+            .pool
+            .instances()
+            .iter()
+            .map(|instance| probe_engines(&inner, instance)),
+    );
     let sweep = async {
         let mut sweep = tokio::time::interval(CACHE_SWEEP);
         loop {
@@ -40,6 +50,7 @@ pub(super) async fn run(inner: Arc<Inner>, shutdown: impl Future<Output = ()>) {
     let shared = keep_shared(&inner);
     tokio::select! {
         _ = catalogs => {}
+        _ = probers => {}
         () = sweep => {}
         () = shared => {}
         () = shutdown => {}
@@ -61,6 +72,24 @@ async fn keep_shared(inner: &Arc<Inner>) {
             super::shared_breakers::publish(inner, tier).await;
         }
     }
+}
+
+/// Probes `instance`'s blocked engines out of band, forever.
+async fn probe_engines(inner: &Inner, instance: &Instance) {
+    let settings = ProbeSettings {
+        timeout: inner.config.engine_probe_timeout,
+        retry: inner.config.breaker_open,
+        max: inner.config.breaker_max_open,
+    };
+    Prober::new(
+        InstanceTarget { inner, instance },
+        settings,
+        &inner.fanout.searxng.recent,
+        inner.metrics.probes.clone(),
+        instance.client.instance().clone(),
+    )
+    .run()
+    .await;
 }
 
 /// Keeps instance `index`'s catalog and seeded engine health fresh, forever.

@@ -2,7 +2,9 @@
 //! `/config` reported), minus those whose breaker is open. When something is excluded the gateway
 //! sends an explicit `engines=` list — only names `/config` reported, never an empty list, and never
 //! excluding every requested engine (then it sends the request as the client asked, and counts
-//! that). A half-open engine is included in exactly one request: the one holding its probe permit.
+//! that). An engine is included only while its breaker is closed: a half-open engine's probe is
+//! the gateway's own search ([`super::engine_probes`]), never a client's, and the engine comes back
+//! into clients' searches once that probe succeeded.
 
 use std::sync::{Arc, RwLock};
 
@@ -72,7 +74,7 @@ impl EnginePlan {
                 permits.push((name.clone(), None));
                 continue;
             };
-            match board.get(&engine).admit() {
+            match board.get(&engine).admit_closed() {
                 Some(permit) => permits.push((name.clone(), Some(permit))),
                 None => excluded.push(name.clone()),
             }
@@ -103,6 +105,11 @@ impl EnginePlan {
             excluded,
             permits,
         }
+    }
+
+    /// The engines this plan asks SearXNG for (empty before the catalog is known).
+    pub(crate) fn asked(&self) -> Vec<&str> {
+        self.permits.iter().map(|(name, _)| name.as_str()).collect()
     }
 
     /// Feeds SearXNG's answer to the engine breakers: an engine with results is a success, an
@@ -300,27 +307,38 @@ mod tests {
     }
 
     #[tokio::test(start_paused = true)]
-    async fn a_half_open_engine_is_included_in_exactly_one_request() {
+    async fn a_half_open_engine_stays_out_of_client_searches_until_its_probe_succeeded() {
         let overridden = Counter::default();
         let b = board();
         trip(&b, "beta");
         tokio::time::advance(Duration::from_secs(11)).await;
-        let first = EnginePlan::new(
-            Some(&catalog()),
-            &SearchRequest::simple("q"),
-            &b,
-            &overridden,
+        assert_eq!(b.get(&engine("beta")).state(), BreakerState::HalfOpen);
+        let plan = || {
+            EnginePlan::new(
+                Some(&catalog()),
+                &SearchRequest::simple("q"),
+                &b,
+                &overridden,
+            )
+        };
+        for _ in 0..3 {
+            let client = plan();
+            assert_eq!(client.explicit, Some(vec!["alpha".to_owned()]));
+            assert!(client
+                .permits
+                .iter()
+                .all(|(_, p)| p.as_ref().is_none_or(|p| !p.is_probe())));
+        }
+        let probe = b.get(&engine("beta")).admit();
+        assert!(
+            probe.as_ref().is_some_and(Permit::is_probe),
+            "no client search took the probe"
         );
-        let second = EnginePlan::new(
-            Some(&catalog()),
-            &SearchRequest::simple("q"),
-            &b,
-            &overridden,
-        );
-        assert_eq!(first.explicit, None, "the probe request searches beta");
-        assert_eq!(second.explicit, Some(vec!["alpha".to_owned()]));
-        first.settle(&answer(&["alpha", "beta"], &[]), &b, Some(&catalog()));
-        assert_eq!(b.get(&engine("beta")).state(), BreakerState::Closed);
+        assert_eq!(plan().explicit, Some(vec!["alpha".to_owned()]), "probe out");
+        if let Some(probe) = probe {
+            probe.record(Signal::Success);
+        }
+        assert_eq!(plan().explicit, None, "beta is searched again");
     }
 
     #[tokio::test(start_paused = true)]

@@ -1,6 +1,7 @@
 //! The request-level families (outcomes, the surface each search came through, durations, answer
 //! sizes, the cache, the SearXNG cooldown, engine-exclusion overrides, the start time), and
-//! [`Metrics`]: every module's families on one registry.
+//! [`Metrics`]: every module's families on one registry (the engine probes' are
+//! [`super::engine_probes`]'s own).
 
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
@@ -8,6 +9,7 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::Histogram;
 
+use super::engine_probes::ProbeMetrics;
 use super::read::ReadMetrics;
 use super::Outcome;
 use crate::breaker::BreakerMetrics;
@@ -177,6 +179,8 @@ pub(crate) struct Metrics {
     pub(crate) reader_calls: ReaderCallMetrics,
     /// Reads by outcome, their latency, the page cache, open host breakers.
     pub(crate) reads: ReadMetrics,
+    /// The out-of-band engine probes by engine and outcome.
+    pub(crate) probes: ProbeMetrics,
 }
 
 impl Metrics {
@@ -192,6 +196,7 @@ impl Metrics {
             reader: ReaderMetrics::new(&mut registry),
             reader_calls: ReaderCallMetrics::new(&mut registry),
             reads: ReadMetrics::new(&mut registry),
+            probes: ProbeMetrics::new(&mut registry),
             registry,
         }
     }

@@ -9,6 +9,9 @@
 //! - [`pool`]: the SearXNG instances, each with its catalog, cooldown and engine breakers, and the
 //!   rule that picks one per attempt.
 //! - [`engine_plan`]: which SearXNG engines a request may use, given the engine breakers.
+//! - [`engine_probes`]: the gateway's own probe of each blocked engine whose open period ended
+//!   (never inside a client's search), asking a recent popular query ([`recent_queries`]), timed
+//!   by what the engine is worth to clients ([`engine_value`]).
 //! - [`provider_rotation`]: which providers a request calls, in which order.
 //! - [`slow_threshold`]: how long the fallback waits for a silent SearXNG.
 //! - [`cooldown`]: when a SearXNG instance itself is skipped.
@@ -29,6 +32,8 @@ mod breaker_signals;
 mod calls;
 mod cooldown;
 mod engine_plan;
+mod engine_probes;
+mod engine_value;
 pub(crate) mod explain;
 pub(crate) mod failure;
 mod fanout;
@@ -38,6 +43,7 @@ mod persisted;
 mod pool;
 mod provider_rotation;
 pub(crate) mod read;
+mod recent_queries;
 mod searxng_call;
 mod shared_answer;
 mod shared_breakers;

@@ -119,6 +119,7 @@ async fn call(
 ) -> Event {
     let call_deadline = deadline.checked_sub(DEADLINE_MARGIN).unwrap_or(deadline);
     let started = Instant::now();
+    side.recent.note(&req.query);
     let mut tried: Vec<usize> = Vec::new();
     let mut planned = Planned::new(&side, &req, first);
     if !planned.plan.excluded.is_empty() {
@@ -238,8 +239,13 @@ fn answered(
     if let Some(permit) = permit {
         permit.record(signal);
     }
+    instance.value.note(&plan.asked(), &answer);
     if plan.settle(&answer, &instance.engines, catalog.as_deref()) {
         instance.catalog.refresh.notify_one();
+    }
+    if !answer.unresponsive.is_empty() {
+        // A breaker may have tripped: its prober plans the probe now, not at its next look.
+        instance.probe_wake.notify_one();
     }
     let result = Ok(answer);
     instance.client.count_call(started, &result, false);

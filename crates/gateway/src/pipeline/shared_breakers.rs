@@ -197,6 +197,10 @@ pub(super) async fn adopt(inner: &Inner, tier: &SharedTier, read: &[HashMap<Stri
                     open(now + Duration::from_millis(record.until_ms - wall)),
                     Origin::OtherReplica,
                 );
+                if let Source::Engines(instance) = mirrored.source {
+                    // Its prober plans the probe of this period now, as the other replicas' do.
+                    instance.probe_wake.notify_one();
+                }
                 continue;
             }
             // Half-open everywhere: one replica probes.

@@ -12,6 +12,7 @@ use tokio::time::Instant;
 
 use super::pool::SearxngPool;
 use super::provider_rotation::Rotation;
+use super::recent_queries::RecentQueries;
 use super::slow_threshold::LatencyWindow;
 use super::spend::GlobalSpend;
 use crate::breaker::BreakerBoard;
@@ -30,6 +31,8 @@ pub(crate) struct SearxngSide {
     last_ok: Mutex<Option<Instant>>,
     /// `engine_exclusion_overridden_total`: plans that sent a whole open group as asked.
     pub(crate) exclusion_overridden: Counter,
+    /// What clients searched lately: the engine probes ask the most popular of it.
+    pub(crate) recent: RecentQueries,
 }
 
 impl SearxngSide {
@@ -40,6 +43,7 @@ impl SearxngSide {
             latency: LatencyWindow::default(),
             last_ok: Mutex::new(None),
             exclusion_overridden,
+            recent: RecentQueries::default(),
         }
     }
 

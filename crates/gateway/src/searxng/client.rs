@@ -26,6 +26,9 @@ pub(crate) const MAX_ATTEMPTS: u32 = 3;
 /// The first backoff step; it doubles per attempt.
 pub(crate) const BACKOFF_BASE: Duration = Duration::from_millis(100);
 
+/// The header on the gateway's own probe of an engine: its value is the engine.
+pub(crate) const PROBE_HEADER: &str = "x-searxng-gateway-probe";
+
 /// The wait before attempt `attempt + 1` after attempt `attempt` (1-based) failed: base × 2^(n−1),
 /// scaled by `jitter` ∈ [0, 1] into the upper half ("equal jitter": never less than half).
 pub(crate) fn backoff_delay(attempt: u32, jitter: f64) -> Duration {
@@ -88,7 +91,7 @@ impl SearxngClient {
     ) -> Result<SearxngAnswer, UpstreamError> {
         let left = deadline.saturating_duration_since(Instant::now());
         let timeout = self.attempt_timeout.min(left);
-        let outcome = match tokio::time::timeout(timeout, self.send(req, engines)).await {
+        let outcome = match tokio::time::timeout(timeout, self.send(req, engines, None)).await {
             Ok(outcome) => outcome,
             Err(_) => Err(UpstreamError::new(ErrorClass::Timeout)),
         };
@@ -98,6 +101,24 @@ impl SearxngClient {
             }
         }
         outcome
+    }
+
+    /// The gateway's own probe of `engine` (a search for `query` with `engines=<engine>` alone,
+    /// marked with [`PROBE_HEADER`] so SearXNG's logs, a proxy or a benchmark can tell it from a
+    /// client's search), answered by `deadline`. Not a call of a client: no call metric counts it.
+    pub(crate) async fn probe(
+        &self,
+        engine: &str,
+        query: &str,
+        deadline: Instant,
+    ) -> Result<SearxngAnswer, UpstreamError> {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let engines = [engine.to_owned()];
+        let req = SearchRequest::simple(query);
+        let send = self.send(&req, Some(&engines), Some(engine));
+        tokio::time::timeout(left, send)
+            .await
+            .unwrap_or_else(|_| Err(UpstreamError::new(ErrorClass::Timeout)))
     }
 
     /// Counts attempt number `attempt` of a call (`retry_attempts_total`).
@@ -190,16 +211,22 @@ impl SearxngClient {
         pairs
     }
 
+    /// One search; `probe`: the engine this is the gateway's own probe of ([`PROBE_HEADER`]).
     async fn send(
         &self,
         req: &SearchRequest,
         engines: Option<&[String]>,
+        probe: Option<&str>,
     ) -> Result<SearxngAnswer, UpstreamError> {
-        let response = self
+        let mut request = self
             .http
             .get(self.endpoint("/search"))
             .query(&Self::query_pairs(req, engines))
-            .header(reqwest::header::ACCEPT, "application/json")
+            .header(reqwest::header::ACCEPT, "application/json");
+        if let Some(engine) = probe {
+            request = request.header(PROBE_HEADER, engine);
+        }
+        let response = request
             .send()
             .await
             .map_err(|e| UpstreamError::new(classify_transport(&e)))?;

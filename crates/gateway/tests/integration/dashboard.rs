@@ -288,7 +288,8 @@ async fn drive_every_panel(
         .await;
     assert!(rejected >= 1.0, "alpha was excluded while open");
 
-    // Healed: once the open period (2 s) ends, one search probes alpha and closes it: "Breaker recoveries".
+    // Healed: once the open period (2 s) ends, the gateway's own probe of alpha closes it: "Breaker
+    // recoveries" (the recovery and the probe's outcome).
     searxng.set_engine(
         "alpha",
         EngineBehaviour::Ok {

@@ -10,6 +10,7 @@ mod binary;
 mod client_budgets;
 mod dashboard;
 mod doors;
+mod engine_probes;
 mod fault_matrix;
 mod fleet_limits;
 mod gateway_core;

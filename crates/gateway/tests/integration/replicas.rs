@@ -328,6 +328,83 @@ async fn the_quota_windows_brave_reported_to_one_replica_show_on_another() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn a_blocked_engine_is_probed_by_one_replica_alone_and_its_recovery_reaches_every_replica() {
+    needs!(RedisServer);
+    let redis = RedisServer::start().await;
+    let (s, others) = replicas(
+        &redis,
+        2,
+        &[
+            ("BREAKER_OPEN_SECONDS", "1"),
+            // Probe at the end of the period on every replica, whatever each one's traffic: the
+            // replicas race for it.
+            ("BREAKER_MAX_OPEN_SECONDS", "1"),
+            ("BREAKER_JITTER", "0"),
+            ("CACHE_SIZE", "0"),
+        ],
+    )
+    .await;
+    let all: Vec<&TestGateway> = std::iter::once(&s.gateway).chain(others.iter()).collect();
+    for g in &all {
+        g.wait_for_catalog().await;
+    }
+    s.searxng
+        .set_engine("alpha", EngineBehaviour::Fails(EngineFailure::Captcha));
+    s.gateway.search(&[("q", "captcha")]).await;
+    for (i, g) in all.iter().enumerate() {
+        g.search(&[("q", &format!("adopt {i}"))]).await;
+        assert_eq!(
+            g.breaker("engine", "alpha").await["state"],
+            "open",
+            "replica {i}"
+        );
+    }
+    s.searxng.set_engine(
+        "alpha",
+        EngineBehaviour::Ok {
+            results: simulator::searxng::DEFAULT_RESULTS_PER_ENGINE,
+        },
+    );
+    // The three replicas' probers race for the ended period: one of them probes, the others lose
+    // the claim (open for the claim's hold) or find it closed already.
+    let probes = || {
+        s.searxng
+            .requests()
+            .iter()
+            .filter(|r| r.iter().any(|(k, v)| k == "engines" && v == "alpha"))
+            .count()
+    };
+    wait::until("one replica to probe alpha", || async { probes() >= 1 }).await;
+    for (i, g) in all.iter().enumerate() {
+        wait::until(&format!("replica {i}'s prober to settle alpha"), || async {
+            let alpha = g.breaker("engine", "alpha").await;
+            alpha["state"] == "closed"
+                || (alpha["state"] == "open"
+                    && alpha["open_for_seconds"].as_f64().unwrap_or(0.0) > 5.0)
+        })
+        .await;
+    }
+    assert_eq!(probes(), 1, "one probe across the replicas");
+    for (i, g) in all.iter().enumerate() {
+        wait::until(&format!("replica {i} to see alpha closed"), || async {
+            g.search(&[("q", &format!("after the probe {i}"))]).await;
+            g.breaker("engine", "alpha").await["state"] == "closed"
+        })
+        .await;
+    }
+    let mut recovered = 0.0;
+    for g in &all {
+        recovered += g
+            .metric(
+                "searxng_gateway_engine_probes_total",
+                &[("engine", "alpha"), ("outcome", "recovered")],
+            )
+            .await;
+    }
+    assert_eq!(recovered, 1.0);
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn killing_redis_mid_load_loses_no_request_and_a_restart_restores_sharing() {
     needs!(RedisServer);
     let mut redis = RedisServer::start().await;

@@ -90,6 +90,10 @@ pub struct EngineObservations {
     pub searches_excluding_healthy: u64,
     /// Searches with an explicit `engines=` list.
     pub explicit_searches: u64,
+    /// Requests marked as a client's probe of an engine ([`super::PROBE_HEADER`]): their calls
+    /// into blocked engines count in `calls_into_blocked`; they are no searches, so they count in
+    /// neither of the other two.
+    pub probes: u64,
 }
 
 /// How the handler answers once the lock is released.
@@ -455,6 +459,10 @@ impl Instance {
             if explicit && !queried && eligible && !blocked {
                 excluded_healthy = true;
             }
+        }
+        if params.probe {
+            self.observations.probes += 1;
+            return;
         }
         if explicit {
             self.observations.explicit_searches += 1;

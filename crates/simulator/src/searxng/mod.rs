@@ -60,6 +60,10 @@ pub use capacity::Capacity;
 pub use instance::EngineObservations;
 use instance::{lock, Instance};
 
+/// The header a client sends on its own health probe of an engine (the gateway's out-of-band engine
+/// probes do): scored apart from searches in [`EngineObservations`].
+pub const PROBE_HEADER: &str = "x-searxng-gateway-probe";
+
 /// How many results a healthy engine returns per page until a test says otherwise.
 pub const DEFAULT_RESULTS_PER_ENGINE: usize = 5;
 

@@ -33,6 +33,8 @@ impl UiLanguage {
 pub(super) struct Params {
     /// Every pair in SearXNG's order: the body's, then the query string's for keys the body lacks.
     pub(super) pairs: Vec<(String, String)>,
+    /// The request carried [`super::PROBE_HEADER`]: a client's own probe of an engine, not a search.
+    pub(super) probe: bool,
 }
 
 impl Params {
@@ -47,7 +49,10 @@ impl Params {
                     .filter(|(key, _)| !body_keys.contains(key)),
             );
         }
-        Self { pairs }
+        Self {
+            pairs,
+            probe: false,
+        }
     }
 
     /// The first value, as Flask's `request.form.get` gives.

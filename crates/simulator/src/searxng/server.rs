@@ -94,7 +94,8 @@ async fn search(
     if let Some(limit) = capacity {
         limit.serve().await;
     }
-    let params = Params::from_request(query_string.as_deref(), &body);
+    let mut params = Params::from_request(query_string.as_deref(), &body);
+    params.probe = headers.contains_key(super::PROBE_HEADER);
     let language = UiLanguage::of(&params, &headers);
     let plan = lock(&app.state).plan_search(params, language);
     match plan {

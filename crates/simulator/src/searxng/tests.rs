@@ -923,12 +923,23 @@ async fn scores_each_search_against_what_its_engines_were_doing_then() {
         &[("q", "x"), ("format", "json"), ("engines", "alpha")],
     )
     .await;
+    // A client's probe of the blocked beta: a call into a blocked engine, but no search leaving
+    // out the healthy alpha and gamma.
+    let probe = client()
+        .get(format!("{}/search", searxng.base_url()))
+        .query(&[("q", "x"), ("format", "json"), ("engines", "beta")])
+        .header(PROBE_HEADER, "beta")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(probe.status(), 200);
     assert_eq!(
         searxng.engine_observations(),
         EngineObservations {
-            calls_into_blocked: 1,
+            calls_into_blocked: 2,
             searches_excluding_healthy: 1,
             explicit_searches: 2,
+            probes: 1,
         }
     );
 }

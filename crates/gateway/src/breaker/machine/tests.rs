@@ -476,3 +476,48 @@ fn every_change_of_our_own_moves_the_epoch_and_unshares_it() {
         "a stale confirmation does not mark the new state shared"
     );
 }
+
+#[test]
+fn a_period_is_shortened_only_down_to_the_servers_hint_and_never_when_not_ours() {
+    let mut rig = Rig::new();
+    rig.call(Signal::stop(TripReason::Captcha));
+    let start = rig.now;
+    assert!(rig.machine.shorten(rig.now, start + secs(4)));
+    assert_eq!(rig.machine.snapshot(rig.now).open_for, Some(secs(4)));
+    assert!(
+        !rig.machine.shorten(rig.now, start + secs(6)),
+        "never longer"
+    );
+    rig.advance(secs(4));
+    assert_eq!(rig.state(), BreakerState::HalfOpen);
+    let Admission::Admitted { probe: true } = rig.admit() else {
+        panic!("the probe");
+    };
+    // A failed probe with a server hint of 30 s: the period (20 s doubled, hint 30 s) can come
+    // forward to the hint, not before.
+    rig.machine.record(
+        rig.now,
+        Signal::Stop {
+            reason: TripReason::RateLimited,
+            retry_after: Some(secs(30)),
+        },
+        true,
+        &rig.policy,
+    );
+    assert!(
+        !rig.machine.shorten(rig.now, rig.now + secs(5)),
+        "30 s is the hint itself"
+    );
+    let mut paused = Rig::new();
+    paused
+        .machine
+        .pause(paused.now, TripReason::RateLimited, secs(60));
+    assert!(!paused.machine.shorten(paused.now, paused.now + secs(1)));
+    let mut adopted = Rig::new();
+    adopted.machine.adopt_open(SharedOpen {
+        until: adopted.now + secs(60),
+        reason: TripReason::Captcha,
+        paused: false,
+    });
+    assert!(!adopted.machine.shorten(adopted.now, adopted.now + secs(1)));
+}

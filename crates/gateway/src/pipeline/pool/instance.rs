@@ -12,6 +12,7 @@ use url::Url;
 use super::choice::Candidate;
 use crate::breaker::{Breaker, BreakerBoard, BreakerState};
 use crate::pipeline::engine_plan::CatalogHandle;
+use crate::pipeline::engine_value::EngineValue;
 use crate::request::SearchRequest;
 use crate::searxng::EngineName;
 use crate::searxng::SearxngClient;
@@ -39,6 +40,10 @@ pub(crate) struct Instance {
     pub(crate) cooldown: Arc<Breaker>,
     /// Its engines' breakers.
     pub(crate) engines: BreakerBoard<EngineName>,
+    /// Wakes its engine prober early: an answer reported engines failing (one may have tripped).
+    pub(crate) probe_wake: tokio::sync::Notify,
+    /// What its engines are worth to clients now (the probes' timing).
+    pub(crate) value: EngineValue,
     load: Mutex<Load>,
     in_flight: Arc<AtomicUsize>,
 }
@@ -98,6 +103,8 @@ impl Instance {
             catalog: CatalogHandle::default(),
             cooldown: Arc::new(cooldown),
             engines,
+            probe_wake: tokio::sync::Notify::new(),
+            value: EngineValue::default(),
             load: Mutex::new(Load::default()),
             in_flight: Arc::default(),
         }
@@ -130,17 +137,18 @@ impl Instance {
         self.in_flight.load(Ordering::SeqCst)
     }
 
-    /// Engines whose breaker is open on this instance now, sorted.
+    /// Engines client searches leave out on this instance now (open, or half-open until a probe
+    /// succeeded), sorted.
     pub(crate) fn excluded_engines(&self) -> Vec<String> {
         self.engines
             .all()
             .iter()
-            .filter(|b| b.state() == BreakerState::Open)
+            .filter(|b| b.state() != BreakerState::Closed)
             .map(|b| b.name().to_owned())
             .collect()
     }
 
-    /// How many engines `req` would search here are open (0 before `/config` answered).
+    /// How many engines `req` would search here are left out (0 before `/config` answered).
     fn excluded_for(&self, req: &SearchRequest) -> usize {
         let Some(catalog) = self.catalog.get() else {
             return 0;
@@ -151,7 +159,7 @@ impl Instance {
             .filter(|name| {
                 EngineName::checked(name)
                     .and_then(|engine| self.engines.existing(&engine))
-                    .is_some_and(|breaker| breaker.state() == BreakerState::Open)
+                    .is_some_and(|breaker| breaker.state() != BreakerState::Closed)
             })
             .count()
     }

@@ -140,8 +140,11 @@ impl Bench {
         self.rows.push(Row {
             name: name("engine decisions"),
             result: format!(
-                "{} calls into blocked engines; {} SearXNG requests left out a healthy engine",
-                all.engines.calls_into_blocked, all.engines.searches_excluding_healthy
+                "{} calls into blocked engines, probes included ({} engine probes in all); {} SearXNG \
+                 requests left out a healthy engine",
+                all.engines.calls_into_blocked,
+                all.engines.probes,
+                all.engines.searches_excluding_healthy
             ),
             target: target(format!(
                 "≤ {BLOCKED_CALLS_TARGET} and ≤ {HEALTHY_EXCLUSIONS_TARGET}"
@@ -192,8 +195,8 @@ fn by_provider(tally: &Tally) -> String {
 fn summary(tally: &Tally) -> String {
     format!(
         "{} searches, {:.1} % ≥ {TARGET} ({} partial, {} failed, {} stale), p50 {} / p95 {}, \
-         {:.1} premium/100 ({}), {} calls into blocked engines, {} requests leaving out a healthy \
-         engine (of {} with an explicit list), {:.1} URLs per answer",
+         {:.1} premium/100 ({}), {} calls into blocked engines ({} engine probes in all), {} requests \
+         leaving out a healthy engine (of {} with an explicit list), {:.1} URLs per answer",
         tally.searches,
         tally.full_percent(),
         tally.partial,
@@ -204,6 +207,7 @@ fn summary(tally: &Tally) -> String {
         tally.premium_per_100(),
         by_provider(tally),
         tally.engines.calls_into_blocked,
+        tally.engines.probes,
         tally.engines.searches_excluding_healthy,
         tally.engines.explicit_searches,
         tally.urls_per_answer(),

@@ -75,6 +75,7 @@ impl Tally {
         self.engines.calls_into_blocked += other.engines.calls_into_blocked;
         self.engines.searches_excluding_healthy += other.engines.searches_excluding_healthy;
         self.engines.explicit_searches += other.engines.explicit_searches;
+        self.engines.probes += other.engines.probes;
     }
 
     /// Share answered with at least the target, in percent.
@@ -127,6 +128,7 @@ impl Counters {
             searches_excluding_healthy: self.engines.searches_excluding_healthy
                 - earlier.engines.searches_excluding_healthy,
             explicit_searches: self.engines.explicit_searches - earlier.engines.explicit_searches,
+            probes: self.engines.probes - earlier.engines.probes,
         };
     }
 }
