@@ -1,6 +1,8 @@
 //! What a self-hoster would put in front of SearXNG instead of the gateway: Debian's nginx, run by
 //! the harness on loopback with a configuration written here, at its defaults where nothing is
-//! said — a master and one worker per core, its access log written to a file.
+//! said — a master and one worker per core, its access log written to a file — but one: a client
+//! connection is never closed after a number of requests (`keepalive_requests`, 1000 by default,
+//! would make the load generator reconnect; the gateway has no such limit).
 //! - [`NginxRole::Cache`]: `proxy_cache` keyed by the request URI (`X-Cache-Status` says `HIT`),
 //!   for cache hits (a.);
 //! - [`NginxRole::Hop`]: a plain `proxy_pass` with upstream keep-alive, for misses (b.).
@@ -71,6 +73,7 @@ impl Server {
              events {{ worker_connections 4096; }}\n\
              http {{\n\
                  access_log {dir}/access.log;\n\
+                 keepalive_requests 100000000;\n\
                  client_body_temp_path {dir}/body;\n\
                  proxy_temp_path {dir}/proxy;\n\
                  fastcgi_temp_path {dir}/fastcgi;\n\
