@@ -11,7 +11,6 @@
 //! compare with it say so instead.
 
 use std::net::SocketAddr;
-use std::os::unix::fs::PermissionsExt as _;
 use std::path::Path;
 use std::process::Command;
 
@@ -36,6 +35,14 @@ impl NginxRole {
     }
 }
 
+/// Whether this process runs as root (`id -u` says 0).
+fn running_as_root() -> bool {
+    Command::new("id")
+        .arg("-u")
+        .output()
+        .is_ok_and(|out| String::from_utf8_lossy(&out.stdout).trim() == "0")
+}
+
 /// Whether `nginx` is on `PATH`.
 pub(crate) fn installed() -> bool {
     Command::new("nginx").arg("-v").output().is_ok()
@@ -53,10 +60,7 @@ impl Server {
         let prefix = log_dir.join(role.label());
         let _ = std::fs::remove_dir_all(&prefix);
         std::fs::create_dir_all(prefix.join("cache"))?;
-        // Run as root, nginx's workers drop to `nobody`: they must be able to write the cache.
-        for dir in [&prefix, &prefix.join("cache")] {
-            std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o777))?;
-        }
+
         let dir = prefix.display();
         let cache = match role {
             NginxRole::Cache => {
@@ -65,8 +69,15 @@ impl Server {
             }
             NginxRole::Hop => "",
         };
+        // Started as root, nginx's workers would drop to `nobody`, who may not even reach a
+        // checkout under a private directory (mktemp's 0700): they stay the harness's user.
+        let user = if running_as_root() {
+            "user root root;\n"
+        } else {
+            ""
+        };
         let config = format!(
-            "worker_processes auto;\n\
+            "{user}worker_processes auto;\n\
              daemon off;\n\
              pid {dir}/nginx.pid;\n\
              error_log {dir}/error.log warn;\n\
