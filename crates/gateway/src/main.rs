@@ -136,8 +136,11 @@ async fn serve(config: Config) -> anyhow::Result<()> {
     let listener = tokio::net::TcpListener::bind(config.listen_addr())
         .await
         .with_context(|| format!("cannot bind LISTEN_ADDR {}", config.listen_addr()))?;
+    // Registered before the "listening" line: a SIGTERM sent as soon as that line is read must
+    // stop the gateway cleanly, not kill it with the signal's default action.
+    let stop = shutdown_signal().context("cannot listen for SIGTERM and SIGINT")?;
     let shutdown = async {
-        shutdown_signal().await;
+        stop.await;
         tracing::info!("shutdown requested: finishing in-flight requests");
     };
     searxng_gateway::serve(listener, config, shutdown).await?;
@@ -154,23 +157,17 @@ async fn mcp(config: Config) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Resolves on SIGINT (Ctrl-C) or SIGTERM.
-async fn shutdown_signal() {
-    let ctrl_c = async {
-        let _ = tokio::signal::ctrl_c().await;
-    };
-    let terminate = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut sig) => {
-                sig.recv().await;
-            }
-            Err(_) => std::future::pending::<()>().await,
+/// Registers for SIGINT (Ctrl-C) and SIGTERM now; the future resolves on the first of them.
+fn shutdown_signal() -> std::io::Result<impl std::future::Future<Output = ()>> {
+    use tokio::signal::unix::{signal, SignalKind};
+    let mut interrupt = signal(SignalKind::interrupt())?;
+    let mut terminate = signal(SignalKind::terminate())?;
+    Ok(async move {
+        tokio::select! {
+            _ = interrupt.recv() => {}
+            _ = terminate.recv() => {}
         }
-    };
-    tokio::select! {
-        () = ctrl_c => {}
-        () = terminate => {}
-    }
+    })
 }
 
 /// `searxng-gateway healthcheck`: exit 0 when the local `/healthz` answers 200 (for HEALTHCHECK in

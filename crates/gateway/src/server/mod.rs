@@ -241,8 +241,11 @@ pub async fn serve(
     // A page read must never reach the gateway itself (it would loop).
     config.reader.policy.own.extend(listener.local_addr().ok());
     let running = Running::start(config).await;
+    // Registered before the "listening" line, so a SIGHUP sent once it is read reloads the keys
+    // instead of ending the process (the signal's default action).
+    let hangups = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup());
     log_start(&listener, running.gateway.config(), &running.clients);
-    let reloads = tokio::spawn(reload_on_sighup(running.clients.clone()));
+    let reloads = tokio::spawn(reload_on_sighup(hangups, running.clients.clone()));
     let mcp_shutdown = CancellationToken::new();
     let shutdown = {
         let mcp_shutdown = mcp_shutdown.clone();
@@ -294,9 +297,8 @@ fn provider_names(config: &Config) -> String {
 /// Re-reads `API_KEYS_FILE` on every SIGHUP, for as long as the server runs. The registry is
 /// swapped whole, so requests in flight finish with the clients they were admitted under; a file
 /// that no longer parses is logged and the current clients stay.
-async fn reload_on_sighup(clients: Clients) {
-    use tokio::signal::unix::{signal, SignalKind};
-    let Ok(mut hangups) = signal(SignalKind::hangup()) else {
+async fn reload_on_sighup(hangups: std::io::Result<tokio::signal::unix::Signal>, clients: Clients) {
+    let Ok(mut hangups) = hangups else {
         tracing::warn!("cannot listen for SIGHUP: API_KEYS_FILE will not be reloaded");
         return;
     };
