@@ -14,9 +14,7 @@ WORKDIR /build
 RUN command -v make >/dev/null \
     || (apt-get update && apt-get install -y --no-install-recommends make && rm -rf /var/lib/apt/lists/*)
 
-# Strip symbols from the release binary; set once so both builds below share one fingerprint.
-ENV CARGO_PROFILE_RELEASE_STRIP=symbols \
-    CARGO_TERM_COLOR=never
+ENV CARGO_TERM_COLOR=never
 
 # Dependency layer: build every dependency of the gateway crate against placeholder sources, so this
 # layer is reused until a manifest or Cargo.lock changes. Cargo loads every workspace member's
@@ -25,23 +23,29 @@ COPY Cargo.toml Cargo.lock ./
 COPY crates/gateway/Cargo.toml crates/gateway/
 COPY crates/simulator/Cargo.toml crates/simulator/
 COPY crates/testbed/Cargo.toml crates/testbed/
-RUN for crate in gateway simulator testbed; do \
+COPY crates/pipeline-bench/Cargo.toml crates/pipeline-bench/
+RUN for crate in gateway simulator testbed pipeline-bench; do \
         mkdir -p crates/$crate/src \
         && echo '//! placeholder' > crates/$crate/src/lib.rs \
         && echo 'fn main() {}' > crates/$crate/src/main.rs; \
     done \
     && mkdir -p crates/testbed/benches/harness \
     && echo 'fn main() {}' > crates/testbed/benches/harness/main.rs \
+    && mkdir -p crates/pipeline-bench/benches \
+    && echo 'fn main() {}' > crates/pipeline-bench/benches/pipeline.rs \
     && cargo build --release --locked -p searxng-gateway \
     && rm -rf crates/gateway/src
 
 # The gateway itself (only the production crate: the simulator never enters the image). `touch`
 # makes the copied sources newer than the placeholder build, whatever modification times the build
-# context carried, so cargo rebuilds the crate instead of reusing it.
+# context carried, so cargo rebuilds the crate instead of reusing it. The binary's symbols are
+# stripped by `strip` rather than the profile's `strip` setting, which would give every dependency a
+# fingerprint of its own (CI's check of these steps shares its build with the benchmark harness).
 COPY crates/gateway/src ./crates/gateway/src
 RUN touch crates/gateway/src/main.rs crates/gateway/src/lib.rs \
     && cargo build --release --locked -p searxng-gateway --bin searxng-gateway \
     && cp target/release/searxng-gateway /searxng-gateway \
+    && strip --strip-all /searxng-gateway \
     && mkdir -p /state
 
 FROM gcr.io/distroless/cc-debian12:nonroot AS runtime

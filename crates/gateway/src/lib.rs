@@ -77,4 +77,4 @@ mod trace;
 mod upstream;
 
 pub use config::{Config, ConfigError, LogFormat, LogLevel};
-pub use server::{serve, serve_mcp_stdio};
+pub use server::{serve, serve_mcp_stdio, Served};

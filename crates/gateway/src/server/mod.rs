@@ -50,6 +50,7 @@ mod tavily;
 mod ui;
 
 use std::future::Future;
+use std::pin::Pin;
 
 use axum::routing::get;
 use axum::Router;
@@ -233,10 +234,33 @@ impl Running {
 /// Serves the gateway configured by `config` on `listener` until `shutdown` resolves: every
 /// surface and operator endpoint, plus the background work. In-flight requests finish before it
 /// returns. The binary, the demo and the tests all start the gateway this way.
-pub async fn serve(
+pub fn serve(
+    listener: TcpListener,
+    config: Config,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Served {
+    serving(listener, config, Box::pin(shutdown))
+}
+
+/// The future [`serve`] and [`serve_mcp_stdio`] return. Boxed, and made in a function that is never
+/// inlined, so that the server's state machines are compiled once, in this crate — a caller that
+/// awaited the concrete future would compile the whole server again in its own crate (the binary,
+/// the demo, every test binary: a minute of optimized build each).
+pub type Served = Pin<Box<dyn Future<Output = std::io::Result<()>> + Send>>;
+
+#[inline(never)]
+fn serving(
+    listener: TcpListener,
+    config: Config,
+    shutdown: Pin<Box<dyn Future<Output = ()> + Send>>,
+) -> Served {
+    Box::pin(serve_until(listener, config, shutdown))
+}
+
+async fn serve_until(
     listener: TcpListener,
     mut config: Config,
-    shutdown: impl Future<Output = ()> + Send + 'static,
+    shutdown: std::pin::Pin<Box<dyn Future<Output = ()> + Send>>,
 ) -> std::io::Result<()> {
     // A page read must never reach the gateway itself (it would loop).
     config.reader.policy.own.extend(listener.local_addr().ok());
@@ -272,7 +296,12 @@ pub async fn serve(
 /// Serves the MCP tool on stdin/stdout, with the gateway's pipeline in-process, until the client
 /// closes stdin: what an MCP client that launches a command runs (`searxng-gateway mcp`). Stdout
 /// carries the protocol only; the caller sends logs to stderr.
-pub async fn serve_mcp_stdio(config: Config) -> std::io::Result<()> {
+#[inline(never)]
+pub fn serve_mcp_stdio(config: Config) -> Served {
+    Box::pin(mcp_stdio(config))
+}
+
+async fn mcp_stdio(config: Config) -> std::io::Result<()> {
     let running = Running::start(config).await;
     warn_t1_cut(running.gateway.config());
     tracing::info!(

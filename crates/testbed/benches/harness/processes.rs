@@ -251,11 +251,20 @@ const USER_HZ: f64 = 100.0;
 /// Builds the release `searxng-gateway` binary (a cargo bench builds only this package's targets)
 /// and returns its path: `$CARGO_TARGET_DIR/release/searxng-gateway`, else `target/` under `repo`.
 /// It is built with the `bench` profile — the release profile's settings, in the release directory
-/// — so it reuses every dependency the harness itself was just built with, instead of building
-/// them all again for `--release`.
+/// — and the `bench` feature the harness's own build gave the gateway's library (it only makes
+/// more items public), so the library and every dependency the harness was just built with are
+/// reused and only the binary is compiled. The variables `cargo bench` sets for the harness
+/// (`CARGO_MANIFEST_DIR`, `CARGO_PKG_*`, …) are not passed on: ring's build script reruns when one
+/// of them changes, which would rebuild the TLS stack and the gateway in both builds.
 pub(crate) fn build_release_gateway(repo: &std::path::Path) -> std::io::Result<std::path::PathBuf> {
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    let status = std::process::Command::new(cargo)
+    let mut command = std::process::Command::new(cargo);
+    for (name, _) in std::env::vars_os() {
+        if name.to_str().is_some_and(set_by_cargo_for_a_target) {
+            command.env_remove(name);
+        }
+    }
+    let status = command
         .current_dir(repo)
         .args([
             "build",
@@ -264,6 +273,8 @@ pub(crate) fn build_release_gateway(repo: &std::path::Path) -> std::io::Result<s
             "--locked",
             "-p",
             "searxng-gateway",
+            "--features",
+            "bench",
             "--bin",
             "searxng-gateway",
         ])
@@ -276,4 +287,19 @@ pub(crate) fn build_release_gateway(repo: &std::path::Path) -> std::io::Result<s
     let target = std::env::var_os("CARGO_TARGET_DIR")
         .map_or_else(|| repo.join("target"), std::path::PathBuf::from);
     Ok(target.join("release").join("searxng-gateway"))
+}
+
+/// The variables cargo sets for a target it runs (a bench, a test), as opposed to the user's own.
+fn set_by_cargo_for_a_target(name: &str) -> bool {
+    name.starts_with("CARGO_PKG_")
+        || matches!(
+            name,
+            "CARGO_MANIFEST_DIR"
+                | "CARGO_MANIFEST_PATH"
+                | "CARGO_CRATE_NAME"
+                | "CARGO_BIN_NAME"
+                | "CARGO_PRIMARY_PACKAGE"
+                | "CARGO_TARGET_TMPDIR"
+                | "OUT_DIR"
+        )
 }

@@ -10,8 +10,9 @@
 //!
 //! The inputs are real bodies: at start-up (not measured) the simulated SearXNG and the simulated
 //! Brave and Exa answer one request each on loopback, and their bodies are what the benchmark
-//! decodes. `cargo bench -p testbed --bench pipeline` runs it (criterion's options after `--`, e.g.
-//! `-- --quick`); CI's smoke runs it briefly; `cargo test` runs only the check that the inputs and answers are real.
+//! decodes. `cargo bench-pipeline` runs it (criterion's options after `--`, e.g.
+//! `-- --quick`); it is a measuring tool run by hand, and `cargo test --all-targets` (CI's test
+//! command) runs only the check that the inputs and answers are real.
 
 use std::hint::black_box;
 
