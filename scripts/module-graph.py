@@ -27,7 +27,7 @@ ALLOWED = {
     # The front doors: surfaces ask the pipeline; they admit callers through clients.
     "server": {"clients", "config", "persist", "pipeline", "request", "trace", "metrics"},
     # Beside the path: installs logs and traces from the configuration.
-    "telemetry": {"config", "trace"},
+    "telemetry": {"config", "metrics", "trace"},
     # The decisions: everything an answer is made of.
     "pipeline": {
         "breaker", "cache", "canonical_url", "config", "merge", "metrics", "providers", "reader",

@@ -10,6 +10,11 @@
 //! carries its `request_id`), never the trace spans; the OpenTelemetry
 //! layer takes the [`crate::trace::TARGET`] spans and nothing else. Without an endpoint the second
 //! layer is not installed, so nothing wants those spans and they cost nothing.
+//!
+//! Lines are written by a thread of their own (tracing-appender's non-blocking writer): a request
+//! formats its line into a queue of `LOG_QUEUE_LINES` and goes on, so a slow or stalled stdout (a
+//! log shipper that stopped reading) never holds up a search. A full queue drops the line and
+//! counts it (`log_lines_dropped_total`); [`Telemetry::shutdown`] writes out what is queued.
 
 use std::fmt;
 
@@ -20,12 +25,12 @@ use opentelemetry_sdk::trace::SdkTracerProvider;
 use opentelemetry_sdk::Resource;
 use tracing::field::{Field, Visit};
 use tracing::{Event, Subscriber};
+use tracing_appender::non_blocking::{NonBlocking, NonBlockingBuilder, WorkerGuard};
 use tracing_opentelemetry::OpenTelemetrySpanExt;
 use tracing_subscriber::field::RecordFields;
 use tracing_subscriber::filter::{EnvFilter, Targets};
 use tracing_subscriber::fmt::format::Writer;
 use tracing_subscriber::fmt::time::FormatTime;
-use tracing_subscriber::fmt::writer::BoxMakeWriter;
 use tracing_subscriber::fmt::{FmtContext, FormatEvent, FormatFields};
 use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::registry::LookupSpan;
@@ -40,6 +45,8 @@ use crate::trace::TARGET;
 #[derive(Debug)]
 pub struct Telemetry {
     provider: Option<SdkTracerProvider>,
+    /// The log writer thread; dropping it writes out the queued lines.
+    log_writer: WorkerGuard,
 }
 
 /// Where log lines go: stdout when serving HTTP, stderr when stdout carries the MCP protocol.
@@ -52,11 +59,19 @@ pub enum LogTo {
 }
 
 impl LogTo {
-    fn writer(self) -> BoxMakeWriter {
-        match self {
-            LogTo::Stdout => BoxMakeWriter::new(std::io::stdout),
-            LogTo::Stderr => BoxMakeWriter::new(std::io::stderr),
-        }
+    /// The process's log writer: a thread writing this stream, fed by a queue of `queue_lines`
+    /// lines that drops (and counts) what does not fit.
+    fn writer(self, queue_lines: usize) -> (NonBlocking, WorkerGuard) {
+        let builder = NonBlockingBuilder::default()
+            .lossy(true)
+            .buffered_lines_limit(queue_lines)
+            .thread_name("log-writer");
+        let (writer, guard) = match self {
+            LogTo::Stdout => builder.finish(std::io::stdout()),
+            LogTo::Stderr => builder.finish(std::io::stderr()),
+        };
+        crate::metrics::log_drops::count_from(writer.error_counter());
+        (writer, guard)
     }
 
     fn is_terminal(self) -> bool {
@@ -82,12 +97,13 @@ pub fn init(config: &Config, to: LogTo) -> Result<Telemetry, TelemetryError> {
         crate::trace::REQUEST_TARGET
     ));
     let json = config.log_format() == LogFormat::Json;
+    let (writer, log_writer) = to.writer(config.log_queue_lines());
     let Some(export) = &config.otlp else {
         let logs = if json {
-            json_lines(to).with_filter(log_filter).boxed()
+            json_lines(writer).with_filter(log_filter).boxed()
         } else {
             tracing_subscriber::fmt::layer()
-                .with_writer(to.writer())
+                .with_writer(writer)
                 .with_timer(LineTime)
                 .with_target(false)
                 .with_ansi(to.is_terminal())
@@ -96,7 +112,10 @@ pub fn init(config: &Config, to: LogTo) -> Result<Telemetry, TelemetryError> {
                 .boxed()
         };
         tracing_subscriber::registry().with(logs).init();
-        return Ok(Telemetry { provider: None });
+        return Ok(Telemetry {
+            provider: None,
+            log_writer,
+        });
     };
     let provider = tracer_provider(export)?;
     opentelemetry::global::set_text_map_propagator(TraceContextPropagator::new());
@@ -106,13 +125,13 @@ pub fn init(config: &Config, to: LogTo) -> Result<Telemetry, TelemetryError> {
     let logs = if json {
         tracing_subscriber::fmt::layer()
             .json()
-            .with_writer(to.writer())
+            .with_writer(writer)
             .event_format(WithTraceId::json(json_format()))
             .with_filter(log_filter)
             .boxed()
     } else {
         tracing_subscriber::fmt::layer()
-            .with_writer(to.writer())
+            .with_writer(writer)
             .with_ansi(false)
             .fmt_fields(text_fields(false))
             .event_format(WithTraceId::text(
@@ -131,6 +150,7 @@ pub fn init(config: &Config, to: LogTo) -> Result<Telemetry, TelemetryError> {
     );
     Ok(Telemetry {
         provider: Some(provider),
+        log_writer,
     })
 }
 
@@ -297,13 +317,13 @@ fn write_time(w: &mut impl fmt::Write, at: std::time::SystemTime) -> fmt::Result
 
 /// `LOG_FORMAT=json`: one JSON object per line, the event's fields under `fields` and the
 /// request's span (with its `request_id`) under `span`.
-fn json_lines<S>(to: LogTo) -> impl Layer<S>
+fn json_lines<S>(writer: NonBlocking) -> impl Layer<S>
 where
     S: Subscriber + for<'a> LookupSpan<'a>,
 {
     tracing_subscriber::fmt::layer()
         .json()
-        .with_writer(to.writer())
+        .with_writer(writer)
         .event_format(json_format())
 }
 
@@ -343,6 +363,7 @@ impl Telemetry {
                 eprintln!("searxng-gateway: exporting the last spans failed: {err}");
             }
         }
+        drop(self.log_writer);
     }
 }
 

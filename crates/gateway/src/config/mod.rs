@@ -198,6 +198,8 @@ pub struct Config {
     pub(crate) ui: Option<ui::UiSettings>,
     /// `LOG_FORMAT`.
     pub(crate) log_format: LogFormat,
+    /// `LOG_QUEUE_LINES`: log lines waiting for the writer thread before new ones are dropped.
+    pub(crate) log_queue_lines: usize,
     /// The direct page reader (`FETCH_*`).
     pub(crate) reader: ReaderSettings,
     /// `READ_PROVIDERS`, in order.
@@ -289,6 +291,7 @@ impl Config {
         let admin_token = AdminToken::read(env)?;
         let ui = ui::UiSettings::read(env)?;
         let log_format = log_format(env)?;
+        let log_queue_lines = env.integer("LOG_QUEUE_LINES", 1, 10_000_000)?;
         let redis = RedisSettings::read(env)?;
         let state_dir = StateDir::read(env)?;
         let reader = ReaderSettings::read(env)?;
@@ -334,6 +337,7 @@ impl Config {
             admin_token,
             ui,
             log_format,
+            log_queue_lines,
             redis,
             state_dir,
             reader,
@@ -368,6 +372,11 @@ impl Config {
     /// `LOG_FORMAT`.
     pub fn log_format(&self) -> LogFormat {
         self.log_format
+    }
+
+    /// `LOG_QUEUE_LINES`.
+    pub fn log_queue_lines(&self) -> usize {
+        self.log_queue_lines
     }
 
     /// The provider settings for `kind`.

@@ -11,6 +11,7 @@
 //! struct's `new`, a row in README.md's metrics table, and a dashboard panel.
 
 pub(crate) mod exposition;
+pub(crate) mod log_drops;
 
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
@@ -110,7 +111,9 @@ pub(crate) struct Registry(prometheus_client::registry::Registry);
 impl Registry {
     /// An empty registry with the gateway's prefix.
     pub(crate) fn new() -> Self {
-        Self(prometheus_client::registry::Registry::with_prefix(PREFIX))
+        let mut registry = prometheus_client::registry::Registry::with_prefix(PREFIX);
+        registry.register_collector(Box::new(log_drops::LogDrops));
+        Self(registry)
     }
 
     /// Registers `metric` as `searxng_gateway_<name>` (counters get `_total` in the exposition).

@@ -301,3 +301,78 @@ async fn the_live_exposition_passes_promtool_check_metrics() {
         assert!(text.contains(&format!("\n{family}")), "{family} is exposed");
     }
 }
+
+/// A stdout nobody reads (a log shipper that stopped) never holds up a search: lines wait in the
+/// writer's queue (`LOG_QUEUE_LINES`), what does not fit is dropped and counted in
+/// `log_lines_dropped_total`, and every search is still answered. Written straight to the pipe, the
+/// gateway would block on the first full pipe buffer and these searches would hang.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_stalled_stdout_drops_log_lines_and_counts_them_but_never_holds_up_a_search() {
+    let searxng = SimulatedSearxng::start(&["alpha"])
+        .await
+        .expect("simulator");
+    let listen = format!("127.0.0.1:{}", unused_loopback_port());
+    let base_url = searxng.base_url();
+    let mut stalled = Command::from(process::command(&[
+        ("SEARXNG_BACKEND_URL", base_url.as_str()),
+        ("LISTEN_ADDR", listen.as_str()),
+        ("LOG_LEVEL", "debug"),
+        ("LOG_QUEUE_LINES", "8"),
+    ]))
+    .stdin(Stdio::null())
+    .stdout(Stdio::piped())
+    .stderr(Stdio::null())
+    .kill_on_drop(true)
+    .spawn()
+    .expect("the gateway binary starts");
+    // Held, never read: once the pipe's buffer (64 KiB) is full, every write to it would block.
+    let _unread = stalled.stdout.take().expect("stdout is piped");
+    let url = format!("http://{listen}");
+    let client = reqwest::Client::new();
+    let healthz = format!("{url}/healthz");
+    let (client_ref, healthz_ref) = (&client, healthz.as_str());
+    wait::until("the gateway to serve /healthz", || async move {
+        client_ref
+            .get(healthz_ref)
+            .send()
+            .await
+            .is_ok_and(|r| r.status().is_success())
+    })
+    .await;
+
+    // Each miss logs several debug lines of a few hundred bytes: far more than the pipe holds.
+    let searches = 400;
+    let answered = wait::guarded("400 searches with a stalled stdout", async {
+        let mut answered = 0;
+        for n in 0..searches {
+            let reply = client
+                .get(format!("{url}/search?q=stalled+stdout+{n}&format=json"))
+                .send()
+                .await
+                .expect("answer");
+            answered += usize::from(reply.status() == 200);
+        }
+        answered
+    })
+    .await;
+    assert_eq!(answered, searches, "every search is answered");
+
+    let metrics = client
+        .get(format!("{url}/metrics"))
+        .send()
+        .await
+        .expect("answer")
+        .text()
+        .await
+        .expect("text");
+    let dropped = crate::support::gateway::metric_value(
+        &metrics,
+        "searxng_gateway_log_lines_dropped_total",
+        &[],
+    );
+    assert!(
+        dropped > 0.0,
+        "the lines that did not fit are counted:\n{metrics}"
+    );
+    stalled.start_kill().expect("kill the gateway");
+}
