@@ -4,7 +4,9 @@
 //! one the gateway documents — a 200, the 502 `all_upstreams_failed` or the 503 `overloaded`, each
 //! with its JSON body — anything else (a transport error, another status, a body that is not the
 //! documented JSON) is an unexpected error. Resident memory and open file descriptors are sampled
-//! throughout and must stay flat after warm-up.
+//! throughout and must stay flat after warm-up. Every answer is counted in the phase it arrived in,
+//! and each 502 by the cause its body names (which upstreams were skipped as open, which were called
+//! and failed how), so the report says why the 502s are there.
 //!
 //! What "flat" compares: the workload is the cycle through the matrix (a pass), so the steady state
 //! is a pass, not an instant. Within a pass resident memory follows what the scripted fault keeps
