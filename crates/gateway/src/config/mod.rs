@@ -89,6 +89,15 @@ pub(crate) enum SlowThreshold {
     Fixed(Duration),
 }
 
+/// `SEARXNG_HEDGE_SECONDS`: when a search starts the fallback alongside SearXNG at once.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) enum Hedge {
+    /// Never: the slow threshold alone decides when the fallback joins a silent SearXNG.
+    Off,
+    /// When the instance a search goes to has recently taken at least this long to answer.
+    Above(Duration),
+}
+
 /// `PROVIDER_POLICY`: in which order one request offers the providers of `FALLBACK_PROVIDERS`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum ProviderPolicy {
@@ -165,6 +174,8 @@ pub struct Config {
     /// `SEARXNG_MAX_COOLDOWN_SECONDS`, never below `searxng_fail_cooldown`.
     pub(crate) searxng_max_cooldown: Duration,
     pub(crate) searxng_slow: SlowThreshold,
+    /// `SEARXNG_HEDGE_SECONDS`.
+    pub(crate) searxng_hedge: Hedge,
     pub(crate) cache_size: usize,
     pub(crate) cache_ttl: Duration,
     /// `CACHE_STALE_SECONDS`: how long past expiry a complete answer may still be served when
@@ -254,6 +265,11 @@ impl Config {
             Some(raw) => SlowThreshold::Fixed(crate::env::seconds(&raw)?),
             None => SlowThreshold::Auto,
         };
+        let searxng_hedge = match env.value("SEARXNG_HEDGE_SECONDS") {
+            Some(raw) if raw.text.eq_ignore_ascii_case("off") => Hedge::Off,
+            Some(raw) => Hedge::Above(crate::env::seconds(&raw)?),
+            None => Hedge::Off,
+        };
         let cache_size = env.integer("CACHE_SIZE", 0usize, 10_000_000)?;
         let cache_ttl = env.seconds("CACHE_TTL_SECONDS")?;
         let cache_stale = match env.value("CACHE_STALE_SECONDS") {
@@ -317,6 +333,7 @@ impl Config {
             searxng_fail_cooldown,
             searxng_max_cooldown,
             searxng_slow,
+            searxng_hedge,
             cache_size,
             cache_ttl,
             cache_stale,

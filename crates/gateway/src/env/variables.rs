@@ -64,6 +64,7 @@ pub const VARIABLES: &[Variable] = &[
     var("SEARXNG_FAIL_COOLDOWN_SECONDS", Text("180"), "How long SearXNG is skipped after the threshold; then exactly one request probes it."),
     var("SEARXNG_MAX_COOLDOWN_SECONDS", Text("1800"), "Pool only: cap of an instance's cooldown, which doubles on each trip in a row (never below `SEARXNG_FAIL_COOLDOWN_SECONDS`); a single instance keeps the fixed cooldown."),
     var("SEARXNG_SLOW_SECONDS", Text("auto"), "How long the fallback waits for SearXNG before starting alongside it; `auto` = 2 × SearXNG's recent p95, at least 1 s, at most half the budget."),
+    var("SEARXNG_HEDGE_SECONDS", Text("0.8"), "Hedge a slow SearXNG: when the instance a cache miss goes to has lately taken at least this long to answer (a weighted mean of its recent answer times), the fallback starts alongside SearXNG at once instead of after `SEARXNG_SLOW_SECONDS`; hedging stops as soon as its answers are fast again. Set it above your SearXNG's usual answer time; `off` never hedges."),
     var("CACHE_SIZE", Text("1000"), "Answer cache capacity in entries (0 disables the cache)."),
     var("CACHE_TTL_SECONDS", Text("3600"), "Lifetime of a complete cached answer (degraded answers live at most 60 s)."),
     var("CACHE_STALE_SECONDS", Text("86400"), "How long past its lifetime a complete answer is kept to serve when every upstream fails (`X-Cache: stale`); 0 disables. Popular entries are refreshed in the background shortly before they expire."),

@@ -20,6 +20,8 @@ use crate::upstream::ErrorClass;
 pub(crate) enum FallbackReason {
     /// SearXNG had not answered by the slow threshold.
     SearxngSlow,
+    /// The instance had lately been slow to answer: the fallback started with it (the hedge).
+    SearxngHedged,
     /// SearXNG failed (or was cut by the deadline).
     SearxngFailed,
     /// SearXNG answered zero results while its engines failed.

@@ -1,7 +1,8 @@
 //! One fan-out (GATEWAY.md §3 steps 3–8). [`run`] drives the calls; [`FanOut`] holds the
 //! request's state and every rule, one method each, so each rule can be read and tested alone:
 //!
-//! - SearXNG and the T1 providers start together ([`run`]).
+//! - SearXNG and the T1 providers start together ([`run`]); when the instance has lately been slow
+//!   to answer, the fallback starts with them ([`FanOut::hedge`], `slow_threshold::hedges`).
 //! - [`FanOut::on_event`]: SearXNG answered (healthy, degraded) or failed; a provider answered or
 //!   failed. Results are counted by distinct canonical URL.
 //! - [`FanOut::on_slow_threshold`]: SearXNG is still silent after the slow threshold, so the
@@ -11,6 +12,7 @@
 //! - [`FanOut::on_deadline`]: the budget is hard; whatever is in flight is dropped (cancelled).
 //! - [`FanOut::finish`]: merge, outcome, the answer and how long to cache it.
 
+use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -18,6 +20,7 @@ use bytes::Bytes;
 use futures::future::BoxFuture;
 use futures::stream::{FuturesUnordered, StreamExt};
 use tokio::time::Instant;
+use tracing::Instrument;
 
 use super::answer::Answer;
 use super::breaker_signals::{self, Concerns};
@@ -26,9 +29,9 @@ use super::explain::{FallbackReason, FanOutRecord};
 use super::failure::{Failures, Shortfall, Upstream, UpstreamFailure};
 use super::outcome::{Contribution, Outcome};
 use super::provider_rotation::{Breakers, Premium, ProviderWalk};
-use super::searxng_call;
 use super::upstreams::FanOutContext;
 use super::SHORT_TTL;
+use super::{searxng_call, slow_threshold};
 use crate::cache::{Computed, Keep};
 use crate::merge::{merge_owned, DistinctUrls, Source, SourceResults};
 use crate::request::{DomainFilter, SearchRequest};
@@ -80,6 +83,8 @@ pub(super) struct FanOut {
     providers_exhausted: bool,
     /// The fallback started because SearXNG was still silent at the slow threshold.
     slow_fired: bool,
+    /// The fallback started with SearXNG: the instance had lately been slow to answer.
+    hedged: bool,
     failures: Vec<UpstreamFailure>,
     record: FanOutRecord,
     /// The client's domain filter, applied to every source's results as they arrive (so the
@@ -104,6 +109,7 @@ impl FanOut {
             fallback_in_flight: false,
             providers_exhausted: false,
             slow_fired: false,
+            hedged: false,
             failures: Vec::new(),
             record: FanOutRecord::starting_now(),
             domains: DomainFilter::default(),
@@ -118,6 +124,7 @@ impl FanOut {
     /// Why the fallback is running, for the record.
     fn fallback_reason(&self) -> FallbackReason {
         match self.searxng {
+            _ if self.hedged => FallbackReason::SearxngHedged,
             _ if self.slow_fired => FallbackReason::SearxngSlow,
             SearxngProgress::Skipped => FallbackReason::SearxngSkipped,
             SearxngProgress::Failed => FallbackReason::SearxngFailed,
@@ -190,6 +197,13 @@ impl FanOut {
         Step::Wait {
             slow_timer: !self.fallback && (searxng_pending || self.target_met()),
         }
+    }
+
+    /// SearXNG is expected to answer late: the fallback starts now, alongside it, rather than at
+    /// the slow threshold.
+    pub(super) fn hedge(&mut self) {
+        self.fallback = true;
+        self.hedged = true;
     }
 
     /// The slow threshold passed: the fallback starts alongside a still-silent SearXNG.
@@ -343,17 +357,29 @@ pub(crate) async fn run(
     let excluded = Arc::new(std::sync::OnceLock::new());
     let mut calls: FuturesUnordered<BoxFuture<'static, Event>> = FuturesUnordered::new();
 
-    // SearXNG (unless every instance is cooling down) and the T1 pass start together.
+    // SearXNG (unless every instance is cooling down) and the T1 pass start together, and the
+    // fallback too when the instance has lately been slow to answer.
     match ctx.searxng.pool.choose(&req, &[], None) {
         Some(chosen) => {
             fan.record_mut().searxng_started();
-            calls.push(Box::pin(searxng_call::searxng(
+            let answer_time = ctx.searxng.pool.get(chosen.index).answer_time();
+            let call = searxng_call::searxng(
                 Arc::clone(&ctx.searxng),
                 req.clone(),
                 deadline,
                 chosen,
                 Arc::clone(&excluded),
-            )));
+            );
+            if slow_threshold::hedges(ctx.settings.searxng_hedge, answer_time) {
+                tracing::debug!(
+                    answer_ms = answer_time.unwrap_or_default().as_millis() as u64,
+                    "SearXNG has been slow to answer: the fallback starts alongside it"
+                );
+                fan.hedge();
+                calls.push(Box::pin(heard_to_the_end(call)));
+            } else {
+                calls.push(Box::pin(call));
+            }
         }
         None => {
             ctx.searxng_skipped.inc();
@@ -448,10 +474,30 @@ pub(crate) async fn run(
         }
     }
     drop(calls);
-    if let Some(excluded) = Arc::into_inner(excluded).and_then(std::sync::OnceLock::into_inner) {
+    // A hedged SearXNG call may still be running (and holding its handle on the plan's exclusions).
+    let excluded = Arc::try_unwrap(excluded)
+        .map(std::sync::OnceLock::into_inner)
+        .unwrap_or_else(|running| running.get().cloned());
+    if let Some(excluded) = excluded {
         fan.record_mut().engines_excluded = excluded;
     }
     fan.finish(&req.query, ctx.settings.cache_ttl, started.elapsed())
+}
+
+/// A hedged search's SearXNG call, run as its own task so that it ends as it would have — answer,
+/// failure, or its deadline — even when the search's answer goes out first: the instance's answer
+/// time hears how long it took, and only that tells the hedge when SearXNG is fast again (a call
+/// cancelled as soon as a provider met the target would teach it nothing). It is the call the
+/// search would have made anyway, bounded by the same deadline.
+async fn heard_to_the_end(call: impl Future<Output = Event> + Send + 'static) -> Event {
+    match tokio::spawn(call.in_current_span()).await {
+        Ok(event) => event,
+        Err(err) if err.is_panic() => std::panic::resume_unwind(err.into_panic()),
+        // Only a runtime shutting down cancels it.
+        Err(_) => Event::Searxng(Err(crate::upstream::UpstreamError::new(
+            ErrorClass::Timeout,
+        ))),
+    }
 }
 
 /// The CPU part of a miss with no I/O: SearXNG's decoded answer and the providers' answers fed to

@@ -13,7 +13,8 @@
 //!   (never inside a client's search), asking a recent popular query ([`recent_queries`]), timed
 //!   by what the engine is worth to clients ([`engine_value`]).
 //! - [`provider_rotation`]: which providers a request calls, in which order.
-//! - [`slow_threshold`]: how long the fallback waits for a silent SearXNG.
+//! - [`slow_threshold`]: how long the fallback waits for a silent SearXNG, and when it does not
+//!   wait at all (the hedge).
 //! - [`cooldown`]: when a SearXNG instance itself is skipped.
 //! - [`breaker_signals`]: what upstream facts mean for breakers.
 //! - [`shared_answer`], [`shared_breakers`], [`shared_quota`]: a miss, the breakers and the
@@ -297,6 +298,7 @@ impl Gateway {
                 t1_premium_count: config.t1_premium_count,
                 sufficient_min_results: config.sufficient_min_results,
                 searxng_slow: config.searxng_slow,
+                searxng_hedge: config.searxng_hedge,
                 cache_ttl: config.cache_ttl,
             },
             searxng_skipped: metrics.requests.searxng_skipped.clone(),
@@ -686,6 +688,44 @@ mod tests {
         })
         .unwrap();
         Gateway::new(config, Metrics::new())
+    }
+
+    /// The hedge with the gateway's own instance and settings: slow answers make the next search
+    /// start the fallback at once; fast answers end it; failures do not count either way.
+    #[tokio::test(start_paused = true)]
+    async fn a_slow_searxng_is_hedged_from_the_next_search_until_it_answers_fast_again() {
+        let gw = gateway(&[("BRAVE_API_KEY", "k")]);
+        let fanout = &gw.inner.fanout;
+        let instance = fanout.searxng.pool.get(0);
+        let hedges =
+            || slow_threshold::hedges(fanout.settings.searxng_hedge, instance.answer_time());
+        assert!(!hedges(), "no answer yet");
+        instance.record_latency(Duration::from_millis(200), true);
+        instance.record_latency(Duration::from_secs(1), false);
+        instance.record_latency(Duration::from_secs(1), false);
+        assert!(!hedges(), "a healthy SearXNG, whatever its failures");
+        for _ in 0..4 {
+            instance.record_latency(Duration::from_secs(2), true);
+        }
+        assert!(hedges(), "slow answers: the next search hedges");
+        tokio::time::advance(Duration::from_millis(500)).await;
+        assert!(hedges(), "still slow half a second later");
+        let mut fast_answers = 0;
+        while hedges() {
+            instance.record_latency(Duration::from_millis(100), true);
+            fast_answers += 1;
+        }
+        assert!(
+            (1..=6).contains(&fast_answers),
+            "a few fast answers end it: {fast_answers}"
+        );
+        let off = gateway(&[("BRAVE_API_KEY", "k"), ("SEARXNG_HEDGE_SECONDS", "off")]);
+        let instance = off.inner.fanout.searxng.pool.get(0);
+        instance.record_latency(Duration::from_secs(5), true);
+        assert!(!slow_threshold::hedges(
+            off.inner.fanout.settings.searxng_hedge,
+            instance.answer_time()
+        ));
     }
 
     /// `BREAKER_JITTER=0` makes a tripped breaker's period exact, so a test on a paused clock can

@@ -1,11 +1,13 @@
 //! The slow threshold: how long the fallback waits for a SearXNG answer before it starts alongside
-//! the still-running call — fixed (`SEARXNG_SLOW_SECONDS`), or `auto` from SearXNG's recent latency.
+//! the still-running call — fixed (`SEARXNG_SLOW_SECONDS`), or `auto` from SearXNG's recent latency
+//! — and the hedge, which does not wait at all when the instance has lately been slow to answer
+//! (`SEARXNG_HEDGE_SECONDS`).
 
 use std::collections::VecDeque;
 use std::sync::Mutex;
 use std::time::Duration;
 
-use crate::config::SlowThreshold;
+use crate::config::{Hedge, SlowThreshold};
 
 const WINDOW: usize = 128;
 const FLOOR: Duration = Duration::from_secs(1);
@@ -56,6 +58,18 @@ impl LatencyWindow {
     }
 }
 
+/// Whether a search hedges — starts the fallback alongside SearXNG at once — given how long the
+/// instance it goes to has lately taken to answer (`pool::Instance::answer_time`, `None` before
+/// its first answer). Waiting for the slow threshold would only add to the client's wait when the
+/// answer is expected late anyway; the estimate falls with every fast answer, so hedging stops as
+/// soon as SearXNG is fast again.
+pub(crate) fn hedges(setting: Hedge, answer_time: Option<Duration>) -> bool {
+    match (setting, answer_time) {
+        (Hedge::Above(bar), Some(answer_time)) => answer_time >= bar,
+        (Hedge::Off, _) | (_, None) => false,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -87,6 +101,16 @@ mod tests {
             w.slow_threshold(SlowThreshold::Fixed(Duration::from_millis(300)), budget),
             Duration::from_millis(300)
         );
+    }
+
+    #[test]
+    fn a_search_hedges_only_when_the_instance_has_lately_answered_at_or_past_the_bar() {
+        let bar = Hedge::Above(Duration::from_millis(800));
+        assert!(hedges(bar, Some(Duration::from_millis(800))));
+        assert!(hedges(bar, Some(Duration::from_secs(2))));
+        assert!(!hedges(bar, Some(Duration::from_millis(799))));
+        assert!(!hedges(bar, None), "no answer yet: nothing says it is slow");
+        assert!(!hedges(Hedge::Off, Some(Duration::from_secs(20))));
     }
 
     #[test]

@@ -16,7 +16,7 @@ use super::recent_queries::RecentQueries;
 use super::slow_threshold::LatencyWindow;
 use super::spend::GlobalSpend;
 use crate::breaker::BreakerBoard;
-use crate::config::SlowThreshold;
+use crate::config::{Hedge, SlowThreshold};
 use crate::providers::keys::KeyId;
 use crate::providers::quota::QuotaBoard;
 use crate::providers::{ProviderClient, ProviderKind};
@@ -86,6 +86,8 @@ pub(crate) struct FanOutSettings {
     pub(crate) sufficient_min_results: usize,
     /// `SEARXNG_SLOW_SECONDS`.
     pub(crate) searxng_slow: SlowThreshold,
+    /// `SEARXNG_HEDGE_SECONDS`.
+    pub(crate) searxng_hedge: Hedge,
     /// `CACHE_TTL_SECONDS`: a complete answer's lifetime.
     pub(crate) cache_ttl: Duration,
 }

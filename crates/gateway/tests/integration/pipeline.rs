@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 use simulator::premium::{ProviderBehaviour, SimError, SimHit};
+use simulator::script::{Latency, Script};
 use simulator::searxng::SearxngMode;
 use simulator::Provider::{Brave, Exa, Jina, Tavily};
 
@@ -447,6 +448,59 @@ async fn a_hanging_t1_provider_does_not_hold_back_a_complete_searxng_answer() {
         brave.in_flight() == 0
     })
     .await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_slow_searxng_is_hedged_from_the_next_search_and_not_once_it_is_fast_again() {
+    let s = SimStack::start(
+        &[Brave],
+        &[
+            ("SEARXNG_HEDGE_SECONDS", "0.2"),
+            ("SEARXNG_SLOW_SECONDS", UNREACHED_TIMEOUT_SECONDS),
+            ("FALLBACK_TIMEOUT_SECONDS", UNREACHED_TIMEOUT_SECONDS),
+            ("CACHE_SIZE", "0"),
+        ],
+    )
+    .await;
+    s.searxng
+        .set_script(Script::new().latency(Latency::Fixed(Duration::from_millis(400))));
+    let brave = s.provider(Brave);
+
+    let first = s.gateway.search(&[("q", "hedge 0")]).await;
+    assert_eq!((first.status, first.outcome.as_str()), (200, "searxng_ok"));
+    assert_eq!(brave.calls(), 0, "nothing said SearXNG would be slow");
+    let second = s.gateway.search(&[("q", "hedge 1")]).await;
+    assert_eq!(second.status, 200);
+    assert_eq!(
+        brave.calls(),
+        1,
+        "the fallback started alongside the slow SearXNG"
+    );
+
+    s.searxng.clear_scripts();
+    // The hedged call still answers (its 400 ms are heard), then fast answers bring the mean down.
+    let mut searches = 0;
+    loop {
+        let calls = brave.calls();
+        s.gateway
+            .search(&[("q", &format!("fast {searches}"))])
+            .await;
+        searches += 1;
+        if brave.calls() == calls {
+            break;
+        }
+        assert!(searches < 10, "still hedging after {searches} fast answers");
+    }
+    let calls = brave.calls();
+    for n in 0..5 {
+        let reply = s.gateway.search(&[("q", &format!("healthy {n}"))]).await;
+        assert_eq!(reply.outcome, "searxng_ok");
+    }
+    assert_eq!(
+        brave.calls(),
+        calls,
+        "no premium call while SearXNG is fast"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -68,6 +68,9 @@ pub(crate) struct LoadReport {
 /// Which non-200 answers a run counts as expected rather than as errors.
 pub(crate) type Tolerate = fn(&Answer) -> bool;
 
+/// Sees every answer as it arrives (a measurement that counts answers by what they say).
+pub(crate) type Observe = Arc<dyn Fn(&Answer) + Send + Sync>;
+
 impl LoadReport {
     /// Successful answers per second.
     pub(crate) fn throughput(&self) -> f64 {
@@ -102,6 +105,11 @@ pub(crate) async fn run(load: &Load) -> LoadReport {
 /// Runs `load` to its end; a non-200 answer `tolerate` accepts is counted in
 /// [`LoadReport::tolerated`], not as an error.
 pub(crate) async fn run_tolerating(load: &Load, tolerate: Tolerate) -> LoadReport {
+    run_observed(load, tolerate, Arc::new(|_| {})).await
+}
+
+/// [`run_tolerating`], showing every answer to `observe` too.
+pub(crate) async fn run_observed(load: &Load, tolerate: Tolerate, observe: Observe) -> LoadReport {
     let next = Arc::new(AtomicU64::new(0));
     let started = Instant::now();
     let deadline = started + load.duration;
@@ -114,6 +122,7 @@ pub(crate) async fn run_tolerating(load: &Load, tolerate: Tolerate) -> LoadRepor
             deadline,
             load.max_requests,
             tolerate,
+            Arc::clone(&observe),
         ));
     }
     let mut report = LoadReport::default();
@@ -134,6 +143,7 @@ async fn connection(
     deadline: Instant,
     max_requests: Option<u64>,
     tolerate: Tolerate,
+    observe: Observe,
 ) -> LoadReport {
     let mut report = LoadReport::default();
     let mut sender: Option<SendRequest<Empty<Bytes>>> = None;
@@ -159,6 +169,7 @@ async fn connection(
         match send(&mut open, addr, &path).await {
             Ok(answer) => {
                 report.latency.record(sent.elapsed());
+                observe(&answer);
                 report.body_bytes += answer.body.len() as u64;
                 if answer.status == 200 {
                     report.ok += 1;

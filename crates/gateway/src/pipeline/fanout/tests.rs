@@ -212,6 +212,36 @@ fn a_silent_searxng_gets_the_fallback_alongside_it_at_the_slow_threshold() {
 }
 
 #[test]
+fn a_hedged_fan_out_calls_the_fallback_at_once_and_answers_without_waiting_for_searxng() {
+    let mut waits = Rig::new(2);
+    assert_eq!(
+        waits.step(Duration::ZERO, 1),
+        Step::Wait { slow_timer: true },
+        "not hedged: SearXNG gets until the slow threshold"
+    );
+    let mut rig = Rig::new(2);
+    rig.fan.hedge();
+    assert_eq!(rig.step(Duration::ZERO, 1), Step::CallFallback);
+    rig.fan.fallback_started();
+    assert_eq!(
+        rig.step(Duration::ZERO, 2),
+        Step::Wait { slow_timer: false },
+        "one fallback call at a time, and no slow timer left to wait for"
+    );
+    rig.fan.on_event(provider(
+        ProviderKind::Brave,
+        Pass::Fallback,
+        &["https://a.example/1", "https://a.example/2"],
+    ));
+    assert_eq!(
+        rig.step(ms(200), 1),
+        Step::Finish,
+        "the target is met: SearXNG is not waited for"
+    );
+    assert_eq!(rig.fan.fallback_reason(), FallbackReason::SearxngHedged);
+}
+
+#[test]
 fn no_fallback_call_starts_in_the_margin_before_the_deadline() {
     let mut rig = Rig::new(1);
     rig.fan.on_event(searxng(&[]));

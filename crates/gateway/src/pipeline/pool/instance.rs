@@ -51,7 +51,11 @@ pub(crate) struct Instance {
 /// The recent latency and when the last attempt went out.
 #[derive(Debug, Default)]
 struct Load {
+    /// Every attempt's duration, a failure's at least [`FAILURE_LATENCY`]: how the pool balances.
     latency: LatencyEstimate,
+    /// Answers' durations only: whether a search hedges (`slow_threshold::hedges`). A failing
+    /// instance is the cooldown's business, and a failure's made-up duration would start hedging.
+    answers: LatencyEstimate,
     last_sent: Option<Instant>,
 }
 
@@ -124,7 +128,17 @@ impl Instance {
         } else {
             took.max(FAILURE_LATENCY)
         };
-        self.lock().latency.record(sample, Instant::now());
+        let now = Instant::now();
+        let mut load = self.lock();
+        load.latency.record(sample, now);
+        if succeeded {
+            load.answers.record(took, now);
+        }
+    }
+
+    /// How long its answers took of late (failures left out), once it has answered.
+    pub(crate) fn answer_time(&self) -> Option<Duration> {
+        self.lock().answers.at(Instant::now())
     }
 
     /// Its recent latency, once it has answered or failed.

@@ -4,7 +4,9 @@
 //! one the gateway documents — a 200, the 502 `all_upstreams_failed` or the 503 `overloaded`, each
 //! with its JSON body — anything else (a transport error, another status, a body that is not the
 //! documented JSON) is an unexpected error. Resident memory and open file descriptors are sampled
-//! throughout and must stay flat after warm-up.
+//! throughout and must stay flat after warm-up. Every answer is counted in the phase it arrived in,
+//! and each 502 by the cause its body names (which upstreams were skipped as open, which were called
+//! and failed how), so the report says why the 502s are there.
 //!
 //! What "flat" compares: the workload is the cycle through the matrix (a pass), so the steady state
 //! is a pass, not an instant. Within a pass resident memory follows what the scripted fault keeps
@@ -21,7 +23,9 @@
 //! out of the levels; memory that stays behind after the huge bodies is growth and shows in the
 //! levels of the passes after.
 
-use std::sync::Arc;
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use simulator::fault::Fault;
@@ -61,6 +65,46 @@ fn documented(answer: &Answer) -> bool {
         (answer.status, code.as_deref()),
         (502, Some("all_upstreams_failed")) | (503, Some("overloaded"))
     )
+}
+
+/// Why an answer was not a 200, as the gateway said it: `overloaded` for a 503, and for a 502 the
+/// body's `upstreams` list (`searxng: cooldown, brave: keys_unusable, exa: breaker_open`) — which
+/// upstreams were skipped as open, and which were called and failed how.
+fn cause(answer: &Answer) -> String {
+    let json = serde_json::from_slice::<serde_json::Value>(&answer.body).unwrap_or_default();
+    if answer.status != 502 {
+        return json["error"].as_str().unwrap_or("undocumented").to_owned();
+    }
+    let mut upstreams: Vec<String> = json["upstreams"]
+        .as_array()
+        .map(|list| {
+            list.iter()
+                .map(|u| {
+                    format!(
+                        "{}: {}",
+                        u["name"].as_str().unwrap_or("?"),
+                        u["error_class"].as_str().unwrap_or("?")
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    // The providers are listed in the order they were offered, which rotates: one cause, one key.
+    upstreams.sort_by_key(|u| (!u.starts_with("searxng"), u.clone()));
+    upstreams.join(", ")
+}
+
+/// The answers that arrived during one phase: 200s, and the others by [`cause`].
+#[derive(Default, Clone)]
+struct PhaseTally {
+    ok: u64,
+    by_cause: BTreeMap<String, u64>,
+}
+
+impl PhaseTally {
+    fn failed(&self) -> u64 {
+        self.by_cause.values().sum()
+    }
 }
 
 /// One sample of the gateway's resources.
@@ -113,6 +157,67 @@ fn fault_of(index: u32, upstreams: usize) -> Fault {
 }
 
 impl Bench {
+    /// The non-200 answers counted by the phase they came in (summed over the passes) and by
+    /// their cause: printed, and one line of the report's details.
+    fn report_failures_by_phase(&mut self, phases: &[String], tallies: &[PhaseTally]) {
+        let mut by_phase: Vec<(&str, PhaseTally)> = Vec::new();
+        for (name, tally) in phases.iter().zip(tallies) {
+            let at = match by_phase.iter().position(|(n, _)| *n == name.as_str()) {
+                Some(at) => at,
+                None => {
+                    by_phase.push((name.as_str(), PhaseTally::default()));
+                    by_phase.len() - 1
+                }
+            };
+            let entry = &mut by_phase[at].1;
+            entry.ok += tally.ok;
+            for (cause, count) in &tally.by_cause {
+                *entry.by_cause.entry(cause.clone()).or_default() += count;
+            }
+        }
+        let mut by_cause: BTreeMap<&str, u64> = BTreeMap::new();
+        for (_, tally) in &by_phase {
+            for (cause, count) in &tally.by_cause {
+                *by_cause.entry(cause.as_str()).or_default() += count;
+            }
+        }
+        let mut causes: Vec<(&str, u64)> = by_cause.into_iter().collect();
+        causes.sort_by_key(|(_, count)| std::cmp::Reverse(*count));
+        let causes: Vec<String> = causes
+            .iter()
+            .map(|(cause, count)| format!("{count} × [{cause}]"))
+            .collect();
+        let phases: Vec<String> = by_phase
+            .iter()
+            .filter(|(_, tally)| tally.failed() > 0)
+            .map(|(name, tally)| {
+                let mut causes: Vec<(&String, &u64)> = tally.by_cause.iter().collect();
+                causes.sort_by_key(|(_, count)| std::cmp::Reverse(**count));
+                let causes: Vec<String> = causes
+                    .iter()
+                    .map(|(cause, count)| format!("{count} × [{cause}]"))
+                    .collect();
+                format!(
+                    "{name}: {} of {} ({})",
+                    tally.failed(),
+                    tally.ok + tally.failed(),
+                    causes.join("; ")
+                )
+            })
+            .collect();
+        println!("   not 200, by cause: {}", causes.join("; "));
+        println!("   not 200, by phase (all passes):");
+        for phase in &phases {
+            println!("     {phase}");
+        }
+        self.details.push(format!(
+            "g. soak with faults, answers other than 200 by cause (each 502 by its body's upstreams): {}; by phase, \
+             all passes summed: {}",
+            causes.join("; "),
+            phases.join(" | ")
+        ));
+    }
+
     /// g. A soak at saturation while the upstreams cycle through the fault matrix.
     pub(crate) async fn fault_soak(&mut self) -> Result<(), BoxError> {
         let searxng = SimulatedSearxng::start(&ENGINES).await?;
@@ -164,7 +269,24 @@ impl Bench {
         let mut samples: Vec<Sample> = Vec::new();
         let mut phases: Vec<String> = Vec::new();
         let started = Instant::now();
-        let running = loadgen::run_tolerating(&load, documented);
+        // Every answer is counted in the phase it arrived in, a 502 by what its body says.
+        let current_phase = Arc::new(AtomicUsize::new(0));
+        let tallies = Arc::new(Mutex::new(vec![PhaseTally::default(); PHASES as usize]));
+        let observe: loadgen::Observe = {
+            let (current_phase, tallies) = (Arc::clone(&current_phase), Arc::clone(&tallies));
+            Arc::new(move |answer: &Answer| {
+                let index = current_phase.load(Ordering::Relaxed);
+                let cause = (answer.status != 200).then(|| cause(answer));
+                let mut tallies = tallies.lock().unwrap_or_else(|p| p.into_inner());
+                if let Some(tally) = tallies.get_mut(index) {
+                    match cause {
+                        None => tally.ok += 1,
+                        Some(cause) => *tally.by_cause.entry(cause).or_default() += 1,
+                    }
+                }
+            })
+        };
+        let running = loadgen::run_observed(&load, documented, observe);
         tokio::pin!(running);
         let mut phase = 0u32;
         let mut next_phase = started;
@@ -181,6 +303,7 @@ impl Bench {
                         other.heal();
                     }
                     upstream.fault(fault);
+                    current_phase.store(index, Ordering::Relaxed);
                     phases.push(format!("{} × {}", upstream.name(), fault.name()));
                     phase += 1;
                     next_phase += phase_length;
@@ -213,6 +336,8 @@ impl Bench {
         };
         let cpu = meter.finish(&[&gateway]);
         self.note_cpu("g. soak with faults", cpu.foreign);
+        let tallies = tallies.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        self.report_failures_by_phase(&phases, &tallies);
         self.fail_on_errors("g. soak with faults", &report);
         // The first pass through the matrix is warm-up; the same window decides every check.
         let after_warm_up: Vec<&Sample> = samples.iter().filter(|s| s.pass > 0).collect();
