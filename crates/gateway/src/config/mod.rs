@@ -94,6 +94,9 @@ pub(crate) enum SlowThreshold {
 pub(crate) enum Hedge {
     /// Never: the slow threshold alone decides when the fallback joins a silent SearXNG.
     Off,
+    /// `auto`: when the instance a search goes to has recently taken at least as long to answer as
+    /// the slow threshold this search would wait — the fallback would join at the threshold anyway.
+    AtSlowThreshold,
     /// When the instance a search goes to has recently taken at least this long to answer.
     Above(Duration),
 }
@@ -267,8 +270,9 @@ impl Config {
         };
         let searxng_hedge = match env.value("SEARXNG_HEDGE_SECONDS") {
             Some(raw) if raw.text.eq_ignore_ascii_case("off") => Hedge::Off,
+            Some(raw) if raw.text.eq_ignore_ascii_case("auto") => Hedge::AtSlowThreshold,
             Some(raw) => Hedge::Above(crate::env::seconds(&raw)?),
-            None => Hedge::Off,
+            None => Hedge::AtSlowThreshold,
         };
         let cache_size = env.integer("CACHE_SIZE", 0usize, 10_000_000)?;
         let cache_ttl = env.seconds("CACHE_TTL_SECONDS")?;

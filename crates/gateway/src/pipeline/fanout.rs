@@ -346,11 +346,11 @@ pub(crate) async fn run(
 ) -> Computed<Arc<Answer>> {
     let started = Instant::now();
     let deadline = started + budget;
-    let slow_at = started
-        + ctx
-            .searxng
-            .latency
-            .slow_threshold(ctx.settings.searxng_slow, budget);
+    let slow_wait = ctx
+        .searxng
+        .latency
+        .slow_threshold(ctx.settings.searxng_slow, budget);
+    let slow_at = started + slow_wait;
     let mut fan = FanOut::new(ctx.settings.sufficient_min_results, slow_at, deadline);
     fan.filter_domains(req.domains.clone());
     fan.record_mut().set_budget(budget);
@@ -370,7 +370,7 @@ pub(crate) async fn run(
                 chosen,
                 Arc::clone(&excluded),
             );
-            if slow_threshold::hedges(ctx.settings.searxng_hedge, answer_time) {
+            if slow_threshold::hedges(ctx.settings.searxng_hedge, answer_time, slow_wait) {
                 tracing::debug!(
                     answer_ms = answer_time.unwrap_or_default().as_millis() as u64,
                     "SearXNG has been slow to answer: the fallback starts alongside it"

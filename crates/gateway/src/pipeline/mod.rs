@@ -694,11 +694,13 @@ mod tests {
     /// start the fallback at once; fast answers end it; failures do not count either way.
     #[tokio::test(start_paused = true)]
     async fn a_slow_searxng_is_hedged_from_the_next_search_until_it_answers_fast_again() {
-        let gw = gateway(&[("BRAVE_API_KEY", "k")]);
+        // A fixed threshold of 1 s: `auto` (the default) hedges at the threshold in effect.
+        let gw = gateway(&[("BRAVE_API_KEY", "k"), ("SEARXNG_SLOW_SECONDS", "1")]);
         let fanout = &gw.inner.fanout;
         let instance = fanout.searxng.pool.get(0);
+        let wait = Duration::from_secs(1);
         let hedges =
-            || slow_threshold::hedges(fanout.settings.searxng_hedge, instance.answer_time());
+            || slow_threshold::hedges(fanout.settings.searxng_hedge, instance.answer_time(), wait);
         assert!(!hedges(), "no answer yet");
         instance.record_latency(Duration::from_millis(200), true);
         instance.record_latency(Duration::from_secs(1), false);
@@ -724,7 +726,8 @@ mod tests {
         instance.record_latency(Duration::from_secs(5), true);
         assert!(!slow_threshold::hedges(
             off.inner.fanout.settings.searxng_hedge,
-            instance.answer_time()
+            instance.answer_time(),
+            wait
         ));
     }
 

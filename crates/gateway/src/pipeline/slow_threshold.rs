@@ -60,11 +60,16 @@ impl LatencyWindow {
 
 /// Whether a search hedges — starts the fallback alongside SearXNG at once — given how long the
 /// instance it goes to has lately taken to answer (`pool::Instance::answer_time`, `None` before
-/// its first answer). Waiting for the slow threshold would only add to the client's wait when the
-/// answer is expected late anyway; the estimate falls with every fast answer, so hedging stops as
-/// soon as SearXNG is fast again.
-pub(crate) fn hedges(setting: Hedge, answer_time: Option<Duration>) -> bool {
+/// its first answer) and the slow threshold the search would otherwise wait (`slow_wait`).
+/// Waiting for the threshold would only add to the client's wait when the answer is expected late
+/// anyway; the estimate falls with every fast answer, so hedging stops as soon as SearXNG is fast
+/// again. By default (`auto`) the bar is that threshold: the recent answer time (a mean that
+/// follows a slowdown within a few answers) against 2 × the p95 of the last 128 calls, so an
+/// instance that is always slow is not hedged — its threshold grew with it — and a sudden
+/// slowdown is.
+pub(crate) fn hedges(setting: Hedge, answer_time: Option<Duration>, slow_wait: Duration) -> bool {
     match (setting, answer_time) {
+        (Hedge::AtSlowThreshold, Some(answer_time)) => answer_time >= slow_wait,
         (Hedge::Above(bar), Some(answer_time)) => answer_time >= bar,
         (Hedge::Off, _) | (_, None) => false,
     }
@@ -105,12 +110,38 @@ mod tests {
 
     #[test]
     fn a_search_hedges_only_when_the_instance_has_lately_answered_at_or_past_the_bar() {
+        let wait = Duration::from_secs(2);
         let bar = Hedge::Above(Duration::from_millis(800));
-        assert!(hedges(bar, Some(Duration::from_millis(800))));
-        assert!(hedges(bar, Some(Duration::from_secs(2))));
-        assert!(!hedges(bar, Some(Duration::from_millis(799))));
-        assert!(!hedges(bar, None), "no answer yet: nothing says it is slow");
-        assert!(!hedges(Hedge::Off, Some(Duration::from_secs(20))));
+        assert!(hedges(bar, Some(Duration::from_millis(800)), wait));
+        assert!(hedges(bar, Some(Duration::from_secs(2)), wait));
+        assert!(!hedges(bar, Some(Duration::from_millis(799)), wait));
+        assert!(
+            !hedges(bar, None, wait),
+            "no answer yet: nothing says it is slow"
+        );
+        assert!(!hedges(Hedge::Off, Some(Duration::from_secs(20)), wait));
+        let auto = Hedge::AtSlowThreshold;
+        assert!(hedges(auto, Some(Duration::from_secs(2)), wait));
+        assert!(
+            !hedges(auto, Some(Duration::from_millis(1999)), wait),
+            "expected before the threshold: the fallback waits for it"
+        );
+        assert!(!hedges(auto, None, wait));
+    }
+
+    /// `auto` follows the threshold: an instance that has always answered in 1.5 s has a threshold
+    /// of 3 s and is not hedged; the same instance after a sudden slowdown to 4 s is.
+    #[test]
+    fn auto_hedges_a_sudden_slowdown_but_not_an_instance_that_is_always_slow() {
+        let w = LatencyWindow::default();
+        for _ in 0..WINDOW {
+            w.record(Duration::from_millis(1500));
+        }
+        let wait = w.slow_threshold(SlowThreshold::Auto, Duration::from_secs(30));
+        assert_eq!(wait, Duration::from_secs(3));
+        let auto = Hedge::AtSlowThreshold;
+        assert!(!hedges(auto, Some(Duration::from_millis(1500)), wait));
+        assert!(hedges(auto, Some(Duration::from_secs(4)), wait));
     }
 
     #[test]
