@@ -175,11 +175,12 @@ for name, svc in services.items():
         else:
             fail(f"docker-compose.yml: service {name}: port {spec!r} is published beyond loopback by default")
 
-# --- metric names registered in the gateway crate (each module's metrics.rs; prometheus-client adds `_total` to counters)
+# --- metric names registered in the gateway crate (each module's metrics.rs, and a collector's
+# `encode_descriptor` such as metrics/log_drops.rs; prometheus-client adds `_total` to counters)
 registered = set()
 for metrics_file in glob.glob("crates/gateway/src/**/*.rs", recursive=True):
     with open(metrics_file, encoding="utf-8") as f:
-        registered |= set(re.findall(r'\.register\(\s*"([a-z][a-z0-9_]*)"', f.read()))
+        registered |= set(re.findall(r'\.(?:register|encode_descriptor)\(\s*"([a-z][a-z0-9_]*)"', f.read()))
 if len(registered) < 20:
     fail(f"crates/gateway/src: found only {len(registered)} registered metric names")
 PREFIX = "searxng_gateway_"

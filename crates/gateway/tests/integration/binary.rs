@@ -32,6 +32,24 @@ fn config_table_rows(table: &str) -> Vec<(String, String)> {
         .collect()
 }
 
+/// Waits until a gateway started on a port the test chose (its start line not read) serves
+/// `/healthz` at `url`.
+async fn serving_healthz(client: &reqwest::Client, url: &str) {
+    let healthz = format!("{url}/healthz");
+    let healthz = healthz.as_str();
+    wait::until(
+        "the gateway to serve /healthz (if it exited, the probed port was taken meanwhile)",
+        || async move {
+            client
+                .get(healthz)
+                .send()
+                .await
+                .is_ok_and(|r| r.status().is_success())
+        },
+    )
+    .await;
+}
+
 fn stdout_of(args: &[&str]) -> String {
     let out = process::command(&[]).args(args).output().expect("runs");
     assert!(out.status.success(), "{args:?}: {}", out.status);
@@ -151,19 +169,7 @@ async fn warn_level_prints_warnings_and_suppresses_info_lines() {
     let mut gateway = GatewayProcess::start(&vars);
     let url = format!("http://{listen}");
     let client = reqwest::Client::new();
-    let healthz = format!("{url}/healthz");
-    let (client_ref, healthz_ref) = (&client, healthz.as_str());
-    wait::until(
-        "the quiet gateway to serve /healthz (if it exited, the probed port was taken meanwhile)",
-        || async move {
-            client_ref
-                .get(healthz_ref)
-                .send()
-                .await
-                .is_ok_and(|r| r.status().is_success())
-        },
-    )
-    .await;
+    serving_healthz(&client, &url).await;
 
     let reply = client
         .get(format!("{url}/search?q=quiet"))
@@ -329,16 +335,7 @@ async fn a_stalled_stdout_drops_log_lines_and_counts_them_but_never_holds_up_a_s
     let _unread = stalled.stdout.take().expect("stdout is piped");
     let url = format!("http://{listen}");
     let client = reqwest::Client::new();
-    let healthz = format!("{url}/healthz");
-    let (client_ref, healthz_ref) = (&client, healthz.as_str());
-    wait::until("the gateway to serve /healthz", || async move {
-        client_ref
-            .get(healthz_ref)
-            .send()
-            .await
-            .is_ok_and(|r| r.status().is_success())
-    })
-    .await;
+    serving_healthz(&client, &url).await;
 
     // Each miss logs several debug lines of a few hundred bytes: far more than the pipe holds.
     let searches = 400;
