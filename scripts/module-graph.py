@@ -25,7 +25,9 @@ ENTRY = {"fuzzing", "bench"}
 # Top to bottom, as ARCHITECTURE.md draws it: a module may import only what is listed for it.
 ALLOWED = {
     # The front doors: surfaces ask the pipeline; they admit callers through clients.
-    "server": {"clients", "config", "persist", "pipeline", "request", "trace", "metrics"},
+    "server": {
+        "clients", "config", "persist", "pipeline", "request", "runtime", "trace", "metrics",
+    },
     # Beside the path: installs logs and traces from the configuration.
     "telemetry": {"config", "metrics", "trace"},
     # The decisions: everything an answer is made of.
@@ -34,7 +36,7 @@ ALLOWED = {
         "persist", "request", "rolling", "search_result", "searxng", "shared", "trace", "upstream",
     },
     # The whole configuration, put together from the sections each owner reads.
-    "config": {"clients", "env", "persist", "providers", "reader", "shared"},
+    "config": {"clients", "env", "persist", "providers", "reader", "runtime", "shared"},
     # Who may search and how much.
     "clients": {"env", "metrics", "persist", "rolling", "shared"},
     # Upstreams report facts, never policy.
@@ -57,7 +59,10 @@ ALLOWED = {
     "request": set(),
     "rolling": set(),
     "trace": {"upstream"},
-    "upstream": set(),
+    # The scheduler (RUNTIME) and which worker a thread is: the upstream client keeps one pool per
+    # worker.
+    "runtime": set(),
+    "upstream": {"runtime"},
 }
 
 USE = re.compile(r"\bcrate::([a-z_]+)")

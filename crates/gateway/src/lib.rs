@@ -68,6 +68,7 @@ mod providers;
 mod reader;
 mod request;
 mod rolling;
+pub mod runtime;
 mod search_result;
 mod searxng;
 mod server;

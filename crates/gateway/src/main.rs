@@ -101,13 +101,9 @@ fn main() -> ExitCode {
     } else {
         None
     };
-    // 8 MiB per thread: a page's HTML is parsed on a blocking thread, and a parser recurses with
-    // its nesting (the reader refuses markup deeper than a few hundred levels; the rest fits).
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .thread_stack_size(8 * 1024 * 1024)
-        .build()
-    {
+    // RUNTIME: the work-stealing runtime, or worker 0's of thread-per-core (the server starts the
+    // other workers).
+    let runtime = match config.runtime().build() {
         Ok(rt) => rt,
         Err(err) => {
             eprintln!("searxng-gateway: cannot start the async runtime: {err}");
@@ -133,7 +129,9 @@ fn main() -> ExitCode {
 }
 
 async fn serve(config: Config) -> anyhow::Result<()> {
-    let listener = tokio::net::TcpListener::bind(config.listen_addr())
+    let listener = config
+        .runtime()
+        .bind(config.listen_addr())
         .await
         .with_context(|| format!("cannot bind LISTEN_ADDR {}", config.listen_addr()))?;
     // Registered before the "listening" line: a SIGTERM sent as soon as that line is read must

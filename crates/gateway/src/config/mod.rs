@@ -23,6 +23,7 @@ use crate::providers::readers::{self, PremiumReaderSettings, ReaderKind};
 use crate::providers::settings as provider_settings;
 use crate::providers::{ProviderKind, ProviderSettings};
 use crate::reader::ReaderSettings;
+use crate::runtime::Runtime;
 use crate::shared::RedisSettings;
 use access::AdminToken;
 pub(crate) use backends::SearxngBackend;
@@ -214,6 +215,8 @@ pub struct Config {
     pub(crate) log_format: LogFormat,
     /// `LOG_QUEUE_LINES`: log lines waiting for the writer thread before new ones are dropped.
     pub(crate) log_queue_lines: usize,
+    /// `RUNTIME` and `WORKER_THREADS`: the scheduler.
+    pub(crate) runtime: Runtime,
     /// The direct page reader (`FETCH_*`).
     pub(crate) reader: ReaderSettings,
     /// `READ_PROVIDERS`, in order.
@@ -312,6 +315,12 @@ impl Config {
         let ui = ui::UiSettings::read(env)?;
         let log_format = log_format(env)?;
         let log_queue_lines = env.integer("LOG_QUEUE_LINES", 1, 10_000_000)?;
+        let workers = crate::runtime::workers_or_cores(env.integer("WORKER_THREADS", 0, 1024)?);
+        let runtime = match env.value("RUNTIME") {
+            Some(raw) => Runtime::parse(&raw.text, workers)
+                .ok_or_else(|| raw.error(Problem::NotOneOf(Runtime::NAMES)))?,
+            None => Runtime::WorkStealing { workers },
+        };
         let redis = RedisSettings::read(env)?;
         let state_dir = StateDir::read(env)?;
         let reader = ReaderSettings::read(env)?;
@@ -359,6 +368,7 @@ impl Config {
             ui,
             log_format,
             log_queue_lines,
+            runtime,
             redis,
             state_dir,
             reader,
@@ -398,6 +408,11 @@ impl Config {
     /// `LOG_QUEUE_LINES`.
     pub fn log_queue_lines(&self) -> usize {
         self.log_queue_lines
+    }
+
+    /// `RUNTIME` and `WORKER_THREADS`.
+    pub fn runtime(&self) -> Runtime {
+        self.runtime
     }
 
     /// The provider settings for `kind`.

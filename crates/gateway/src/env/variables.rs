@@ -139,6 +139,8 @@ pub const VARIABLES: &[Variable] = &[
     var("MAX_BODY_BYTES", Text("65536"), "Largest form body of `POST /search`; larger is 413."),
     var("LOG_FORMAT", Text("text"), "`text` (one readable line per event) or `json` (one JSON object per line); both carry the request's `request_id`."),
     var("LOG_QUEUE_LINES", Text("65536"), "Log lines waiting to be written. A thread of its own writes them, so a slow or stalled stdout never holds up a request; when the queue is full a line is dropped and counted in `searxng_gateway_log_lines_dropped_total`."),
+    var("RUNTIME", Text("work-stealing"), "The scheduler: `work-stealing` (one tokio runtime whose threads, one per core, take work from each other) or `thread-per-core` (one single-threaded runtime per core, each with its own `SO_REUSEPORT` listener and its own upstream connections; the cache, breakers, metrics and clients' state are shared). README \"Runtime\" has the measurements."),
+    var("WORKER_THREADS", Text("0"), "Threads serving requests, under either `RUNTIME` (0: one per core, as the container's CPU limit allows)."),
     var("API_KEYS_FILE", Unset, "File of clients allowed to search, one `NAME:SHA256_HEX_OF_KEY[:REQUESTS_PER_MINUTE[:PREMIUM_CALLS_PER_DAY[:USD_PER_DAY]]]` per line (`searxng-gateway hash-key NAME` prints one); re-read on SIGHUP. Unset: the gateway is open to anyone who reaches it."),
     var("RATE_LIMIT_PER_MINUTE", Text("0"), "Requests per minute of a client whose line sets none, and of all anonymous callers together (0: unlimited); over it: 429 with `Retry-After`."),
     var("PREMIUM_CALLS_PER_DAY", Text("0"), "Premium API calls per client in any rolling 24 h, for a client whose line sets none (0: unlimited); a spent client gets SearXNG and cache answers only."),

@@ -84,7 +84,7 @@ use crate::reader::{Reader, SystemLookup};
 use crate::request::{AnswerScope, CacheKey, SearchRequest, Surface};
 use crate::shared::SharedTier;
 use crate::trace::TARGET;
-use crate::upstream::http_client;
+use crate::upstream::UpstreamHttp;
 use cooldown::CooldownSettings;
 use metrics::{OutcomeLabels, SurfaceLabels};
 use pool::{PoolSettings, SearxngPool};
@@ -169,7 +169,7 @@ fn answer_bytes(result: &FanOutResult) -> usize {
 /// inactive: keyless reads are direct only).
 fn premium_readers(
     config: &Config,
-    http: &reqwest::Client,
+    http: &UpstreamHttp,
     metrics: &Metrics,
 ) -> Vec<Arc<PremiumReader>> {
     let mut readers = Vec::new();
@@ -205,7 +205,7 @@ impl Gateway {
     /// Builds the pipeline from a validated configuration. Providers without a key are inactive
     /// (logged once here) and never called.
     pub(crate) fn new(config: Config, metrics: Metrics) -> Self {
-        let http = http_client();
+        let http = UpstreamHttp::new(config.runtime.pools());
         let quota = QuotaBoard::default();
         let mut providers = Vec::new();
         for kind in &config.fallback_providers {

@@ -19,7 +19,7 @@ use super::metrics::{
 use super::quota::{QuotaBoard, RateWindow};
 use super::{ProviderAnswer, ProviderKind, ProviderSettings};
 use crate::request::SearchRequest;
-use crate::upstream::{ErrorClass, UpstreamError};
+use crate::upstream::{ErrorClass, UpstreamError, UpstreamHttp};
 
 /// One key of the provider's pool, with the HTTP mechanics that carry it.
 struct PoolKey {
@@ -42,10 +42,10 @@ pub(crate) struct ProviderClient {
 
 impl ProviderClient {
     /// A client for the provider `settings` describe, or `None` when it has no key (inactive).
-    /// `http` is the process-wide HTTP client.
+    /// `http` is the upstream HTTP client.
     pub(crate) fn new(
         settings: &ProviderSettings,
-        http: reqwest::Client,
+        http: UpstreamHttp,
         metrics: ProviderMetrics,
         quota: QuotaBoard,
     ) -> Option<Self> {
@@ -282,7 +282,7 @@ mod tests {
         };
         ProviderClient::new(
             &settings,
-            reqwest::Client::new(),
+            UpstreamHttp::new(1),
             ProviderMetrics::new(&mut Registry::new()),
             QuotaBoard::default(),
         )
@@ -300,7 +300,7 @@ mod tests {
         let quota = QuotaBoard::default();
         let c = ProviderClient::new(
             &settings,
-            reqwest::Client::new(),
+            UpstreamHttp::new(1),
             ProviderMetrics::new(&mut Registry::new()),
             quota.clone(),
         )
@@ -411,7 +411,7 @@ mod tests {
         };
         let c = ProviderClient::new(
             &settings,
-            reqwest::Client::new(),
+            UpstreamHttp::new(1),
             ProviderMetrics::new(&mut registry),
             QuotaBoard::default(),
         )

@@ -16,7 +16,9 @@ use url::Url;
 
 use super::api::{ApiRequest, Auth, Method};
 use super::ApiKey;
-use crate::upstream::{classify_transport, read_body_capped, ErrorClass, UpstreamError, BODY_CAP};
+use crate::upstream::{
+    classify_transport, read_body_capped, ErrorClass, UpstreamError, UpstreamHttp, BODY_CAP,
+};
 
 /// One complete answer.
 #[derive(Debug)]
@@ -26,9 +28,9 @@ pub(crate) struct Exchanged {
     pub(crate) body: Bytes,
 }
 
-/// A premium API's origin, key and timeout, over the process-wide HTTP client.
+/// A premium API's origin, key and timeout, over the upstream HTTP client.
 pub(crate) struct KeyedHttp {
-    http: reqwest::Client,
+    http: UpstreamHttp,
     base_url: Url,
     timeout: Duration,
     key: ApiKey,
@@ -36,12 +38,7 @@ pub(crate) struct KeyedHttp {
 
 impl KeyedHttp {
     /// Calls to `base_url` with `key`, each bounded by `timeout`.
-    pub(crate) fn new(
-        http: reqwest::Client,
-        base_url: Url,
-        timeout: Duration,
-        key: ApiKey,
-    ) -> Self {
+    pub(crate) fn new(http: UpstreamHttp, base_url: Url, timeout: Duration, key: ApiKey) -> Self {
         Self {
             http,
             base_url,
@@ -90,8 +87,8 @@ impl KeyedHttp {
         status: &mut Option<u16>,
     ) -> Result<Exchanged, UpstreamError> {
         let mut builder = match api_req.method {
-            Method::Get => self.http.get(self.url(api_req)),
-            Method::Post => self.http.post(self.url(api_req)),
+            Method::Get => self.http.get().get(self.url(api_req)),
+            Method::Post => self.http.get().post(self.url(api_req)),
         }
         .headers(self.headers(auth, api_req)?);
         if let Some(body) = &api_req.body {

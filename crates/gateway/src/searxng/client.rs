@@ -19,7 +19,9 @@ use super::metrics::{
 };
 use crate::metrics::InstanceLabel;
 use crate::request::{SafeSearch, SearchRequest, TimeRange};
-use crate::upstream::{classify_transport, read_body_capped, ErrorClass, UpstreamError, BODY_CAP};
+use crate::upstream::{
+    classify_transport, read_body_capped, ErrorClass, UpstreamError, UpstreamHttp, BODY_CAP,
+};
 
 /// Attempts per SearXNG call, the first included.
 pub(crate) const MAX_ATTEMPTS: u32 = 3;
@@ -39,7 +41,7 @@ pub(crate) fn backoff_delay(attempt: u32, jitter: f64) -> Duration {
 /// The client of one SearXNG instance. Cheap to clone.
 #[derive(Debug, Clone)]
 pub(crate) struct SearxngClient {
-    http: reqwest::Client,
+    http: UpstreamHttp,
     base: Url,
     attempt_timeout: Duration,
     metrics: SearxngMetrics,
@@ -50,7 +52,7 @@ impl SearxngClient {
     /// A client for the instance at `base` (no trailing slash), counted under `instance`. `http`
     /// must not follow redirects.
     pub(crate) fn new(
-        http: reqwest::Client,
+        http: UpstreamHttp,
         base: Url,
         attempt_timeout: Duration,
         metrics: SearxngMetrics,
@@ -220,6 +222,7 @@ impl SearxngClient {
     ) -> Result<SearxngAnswer, UpstreamError> {
         let mut request = self
             .http
+            .get()
             .get(self.endpoint("/search"))
             .query(&Self::query_pairs(req, engines))
             .header(reqwest::header::ACCEPT, "application/json");
@@ -302,6 +305,7 @@ impl SearxngClient {
     async fn fetch_json(&self, path: &str, timeout: Duration) -> Result<Value, UpstreamError> {
         let response = self
             .http
+            .get()
             .get(self.endpoint(path))
             .timeout(timeout)
             .send()
@@ -325,6 +329,7 @@ impl SearxngClient {
     pub(crate) async fn json_enabled(&self, timeout: Duration) -> Result<bool, UpstreamError> {
         let response = self
             .http
+            .get()
             .get(self.endpoint("/search"))
             .query(&[("format", "json")])
             .timeout(timeout)

@@ -13,6 +13,10 @@
 //! Every rejection is counted in `http_rejections_total{reason}`: here, or from the marker an
 //! [`ApiError`] leaves on its response. Shutdown is graceful: the listener closes, idle connections
 //! close, requests in flight finish, then [`serve_connections`] returns.
+//!
+//! Under `RUNTIME=thread-per-core` ([`crate::runtime`]) every further worker is a thread with its
+//! own current-thread runtime and its own listener on the same address, running the same accept
+//! loop; the limits above are the server's, shared by all of them.
 
 use std::convert::Infallible;
 use std::future::Future;
@@ -33,12 +37,14 @@ use hyper_util::server::graceful::GracefulShutdown;
 use hyper_util::service::TowerToHyperService;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::Semaphore;
+use tokio::sync::{oneshot, Semaphore};
+use tokio_util::sync::CancellationToken;
 
 use super::error::ApiError;
 use super::metrics::{Rejection, ServerMetrics};
 use super::read_guard::ReadGuard;
 use crate::config::limits::ServerLimits;
+use crate::runtime::Runtime;
 
 /// Connections turned away at `MAX_CONNECTIONS` that may be getting their 503 at once; beyond
 /// this a flood is dropped without an answer rather than costing a task each.
@@ -46,26 +52,139 @@ const MAX_REFUSALS_IN_FLIGHT: usize = 64;
 /// How long a turned-away connection is given to take its 503.
 const REFUSAL_TIME: Duration = Duration::from_secs(1);
 
-/// Serves `router` on `listener` within `limits` until `shutdown` resolves, then lets every request
-/// in flight finish.
+/// The sockets the server accepts on: the one it was given, and under thread-per-core one more per
+/// further worker (`runtime::sibling_listener`), made before the server says it is listening so
+/// that a failure to bind them is a failure to start.
+pub(super) struct Listeners {
+    own: TcpListener,
+    siblings: Vec<std::net::TcpListener>,
+}
+
+impl Listeners {
+    /// `listener` for `runtime`'s workers.
+    pub(super) fn new(listener: TcpListener, runtime: Runtime) -> io::Result<Self> {
+        let siblings = (1..runtime.pools())
+            .map(|_| crate::runtime::sibling_listener(&listener))
+            .collect::<io::Result<_>>()?;
+        Ok(Self {
+            own: listener,
+            siblings,
+        })
+    }
+
+    /// The address every listener is bound to.
+    pub(super) fn local_addr(&self) -> io::Result<std::net::SocketAddr> {
+        self.own.local_addr()
+    }
+}
+
+/// What every worker's accept loop shares: the router, and the connection limit and the refusals in
+/// flight, which are the server's and not a worker's.
+#[derive(Clone)]
+struct Shared {
+    router: Router,
+    limits: ServerLimits,
+    metrics: ServerMetrics,
+    connections: Arc<Semaphore>,
+    refusals: Arc<Semaphore>,
+}
+
+/// Serves `router` on `listeners` within `limits` until `shutdown` resolves, then lets every
+/// request in flight finish. The given listener is served on the caller's runtime; each sibling on
+/// a thread of its own with a current-thread runtime (worker 1, 2, …), which ends when its
+/// connections have finished.
 pub(super) async fn serve_connections(
-    listener: TcpListener,
+    listeners: Listeners,
     router: Router,
     limits: ServerLimits,
     metrics: ServerMetrics,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> io::Result<()> {
+    let shared = Shared {
+        router,
+        limits,
+        metrics,
+        connections: Arc::new(Semaphore::new(limits.max_connections)),
+        refusals: Arc::new(Semaphore::new(MAX_REFUSALS_IN_FLIGHT)),
+    };
+    let stop = CancellationToken::new();
+    let mut workers = Vec::with_capacity(listeners.siblings.len());
+    for (index, sibling) in (1..).zip(listeners.siblings) {
+        match start_worker(index, sibling, shared.clone(), stop.clone()) {
+            Ok(finished) => workers.push(finished),
+            Err(err) => {
+                stop.cancel();
+                for finished in workers {
+                    let _ = finished.await;
+                }
+                return Err(err);
+            }
+        }
+    }
+    let own = accept_loop(listeners.own, shared, async move {
+        shutdown.await;
+        stop.cancel();
+    })
+    .await;
+    let mut served = own;
+    for finished in workers {
+        let worker = finished
+            .await
+            .unwrap_or_else(|_| Err(io::Error::other("a worker thread ended unexpectedly")));
+        served = served.and(worker);
+    }
+    served
+}
+
+/// Starts worker `index` on a thread of its own, serving `listener` until `stop`; the receiver
+/// gets how its serving ended.
+fn start_worker(
+    index: usize,
+    listener: std::net::TcpListener,
+    shared: Shared,
+    stop: CancellationToken,
+) -> io::Result<oneshot::Receiver<io::Result<()>>> {
+    let (done, finished) = oneshot::channel();
+    std::thread::Builder::new()
+        .name(format!("gateway-worker-{index}"))
+        .stack_size(crate::runtime::THREAD_STACK_BYTES)
+        .spawn(move || {
+            crate::runtime::become_worker(index);
+            let served = crate::runtime::worker_runtime().and_then(|runtime| {
+                runtime.block_on(async move {
+                    let listener = TcpListener::from_std(listener)?;
+                    accept_loop(listener, shared, stop.cancelled_owned()).await
+                })
+            });
+            let _ = done.send(served);
+        })?;
+    Ok(finished)
+}
+
+/// One worker's accept loop: serves `listener` until `shutdown` resolves, then lets every request
+/// in flight on its connections finish.
+async fn accept_loop(
+    listener: TcpListener,
+    shared: Shared,
+    shutdown: impl Future<Output = ()> + Send,
+) -> io::Result<()> {
+    let Shared {
+        router,
+        limits,
+        metrics,
+        connections,
+        refusals,
+    } = shared;
     let mut http = http1::Builder::new();
     http.timer(TokioTimer::new())
         .max_buf_size(limits.read_buffer_bytes())
         // A backstop only: the ReadGuard answers first (idle, then the head's own clock).
         .header_read_timeout(limits.keepalive_idle + limits.read_timeout)
         .keep_alive(true);
-    let connections = Arc::new(Semaphore::new(limits.max_connections));
-    let refusals = Arc::new(Semaphore::new(MAX_REFUSALS_IN_FLIGHT));
     let overloaded = raw_answer(ApiError::Overloaded);
     let head_timeout = raw_answer(ApiError::HeadTimeout(limits.read_timeout.as_secs()));
     let head_timeouts = metrics.counter(Rejection::HeadTimeout);
+    let accepted = metrics.accepted(crate::runtime::current_worker());
     let graceful = GracefulShutdown::new();
     let mut shutdown = std::pin::pin!(shutdown);
     loop {
@@ -79,6 +198,7 @@ pub(super) async fn serve_connections(
             },
             () = &mut shutdown => break,
         };
+        accepted.inc();
         let Ok(slot) = Arc::clone(&connections).try_acquire_owned() else {
             metrics.count(Rejection::TooManyConnections);
             if let Ok(refusing) = Arc::clone(&refusals).try_acquire_owned() {

@@ -15,9 +15,9 @@ use serde_json::{json, Map, Value};
 
 use super::auth::{Admitted, PremiumRefusal};
 use crate::persist::unix_ms;
-use crate::pipeline::explain::{FanOutRecord, RemoteFanOut};
+use crate::pipeline::explain::RemoteFanOut;
 use crate::pipeline::read::PageRead;
-use crate::pipeline::{CacheStatus, Premium, Served};
+use crate::pipeline::{Answer, CacheStatus, Premium, Served};
 
 /// The query or form parameter.
 pub(super) const PARAMETER: &str = "explain";
@@ -42,24 +42,68 @@ pub(super) fn wanted(raw: Option<&str>) -> Result<bool, &'static str> {
 }
 
 /// The `gateway` object of one search, owned: what `explain=1` adds to its answer, and what the
-/// operator's page keeps with each recent search ([`super::ui`]) to show when asked.
+/// operator's page keeps with each recent search ([`super::ui`]) to show when asked. Cheap to make
+/// (a few small copies and the answer's `Arc`): every search makes one for the page, and only the
+/// page's request for it pays for the JSON.
 #[derive(Debug, Clone, Serialize)]
 pub(super) struct Explanation {
     request_id: String,
     client: String,
     outcome: &'static str,
-    cache: Value,
+    cache: CacheShown,
     coalesced: bool,
     premium: PremiumExplained,
     fanout: FanOutShown,
 }
 
-/// The fan-out's record: this replica's, or the one another replica stored with its answer.
+/// The cache's part of an [`Explanation`]: its status, the tier it came from and how old it was
+/// then; a stale answer's expiry; a shared hit's replica and time.
 #[derive(Debug, Clone, Serialize)]
-#[serde(untagged)]
+struct CacheShown {
+    status: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tier: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    computed_by: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    computed_at_ms: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    age_ms: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    expired_for_ms: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    why: Option<&'static str>,
+}
+
+impl CacheShown {
+    fn status(status: &'static str) -> Self {
+        Self {
+            status,
+            tier: None,
+            computed_by: None,
+            computed_at_ms: None,
+            age_ms: None,
+            expired_for_ms: None,
+            why: None,
+        }
+    }
+}
+
+/// The fan-out's record: this replica's (in the answer, shared), or the one another replica stored
+/// with its answer.
+#[derive(Debug, Clone)]
 enum FanOutShown {
-    Here(FanOutRecord),
+    Here(Arc<Answer>),
     Elsewhere(Arc<RemoteFanOut>),
+}
+
+impl Serialize for FanOutShown {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Self::Here(answer) => answer.record.serialize(serializer),
+            Self::Elsewhere(remote) => remote.serialize(serializer),
+        }
+    }
 }
 
 /// The premium budget's part of an [`Explanation`].
@@ -72,36 +116,43 @@ struct PremiumExplained {
     charged_usd: f64,
 }
 
+fn millis(duration: std::time::Duration) -> u64 {
+    u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
+}
+
 impl Explanation {
     /// How `served` was produced for `admitted`.
     pub(super) fn of(served: &Served, admitted: &Admitted) -> Self {
         let answer = &served.answer;
         let cache = match served.cache {
-            CacheStatus::Hit => json!({
-                "status": "hit",
-                "tier": "memory",
-                "age_ms": u64::try_from(answer.computed_at.elapsed().as_millis()).unwrap_or(u64::MAX),
-            }),
-            CacheStatus::Stale { expired_for } => json!({
-                "status": "stale",
-                "tier": "memory",
-                "age_ms": u64::try_from(answer.computed_at.elapsed().as_millis()).unwrap_or(u64::MAX),
-                "expired_for_ms": u64::try_from(expired_for.as_millis()).unwrap_or(u64::MAX),
-                "why": "every upstream failed: the last complete answer",
-            }),
+            CacheStatus::Hit => CacheShown {
+                tier: Some("memory"),
+                age_ms: Some(millis(answer.computed_at.elapsed())),
+                ..CacheShown::status("hit")
+            },
+            CacheStatus::Stale { expired_for } => CacheShown {
+                tier: Some("memory"),
+                age_ms: Some(millis(answer.computed_at.elapsed())),
+                expired_for_ms: Some(millis(expired_for)),
+                why: Some("every upstream failed: the last complete answer"),
+                ..CacheShown::status("stale")
+            },
             // Another replica's answer, through the shared Redis tier: who computed it and when
             // (its record is the fan-out below).
             CacheStatus::SharedHit => match &answer.remote {
-                Some(remote) => json!({
-                    "status": "hit",
-                    "tier": "redis",
-                    "computed_by": remote.replica,
-                    "computed_at_ms": remote.computed_at_ms,
-                    "age_ms": unix_ms(SystemTime::now()).saturating_sub(remote.computed_at_ms),
-                }),
-                None => json!({"status": "hit", "tier": "redis"}),
+                Some(remote) => CacheShown {
+                    tier: Some("redis"),
+                    computed_by: Some(remote.replica.clone()),
+                    computed_at_ms: Some(remote.computed_at_ms),
+                    age_ms: Some(unix_ms(SystemTime::now()).saturating_sub(remote.computed_at_ms)),
+                    ..CacheShown::status("hit")
+                },
+                None => CacheShown {
+                    tier: Some("redis"),
+                    ..CacheShown::status("hit")
+                },
             },
-            CacheStatus::Miss => json!({"status": "miss"}),
+            CacheStatus::Miss => CacheShown::status("miss"),
         };
         Self {
             request_id: admitted.request_id.as_str().to_owned(),
@@ -118,7 +169,7 @@ impl Explanation {
             },
             fanout: match &answer.remote {
                 Some(remote) => FanOutShown::Elsewhere(Arc::clone(remote)),
-                None => FanOutShown::Here(answer.record.clone()),
+                None => FanOutShown::Here(Arc::clone(answer)),
             },
         }
     }

@@ -1,5 +1,7 @@
-//! The HTTP surface's own family: `http_rejections_total{reason}`, every request or connection the
-//! server limits turned away before the pipeline saw it. The reasons are a closed set.
+//! The HTTP surface's own families: `http_rejections_total{reason}`, every request or connection
+//! the server limits turned away before the pipeline saw it (the reasons are a closed set), and
+//! `http_connections_accepted_total{worker}`, the connections each worker accepted (one worker
+//! under `RUNTIME=work-stealing`; under thread-per-core it shows how the kernel spreads them).
 
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
@@ -56,10 +58,17 @@ struct RejectionLabels {
     reason: Rejection,
 }
 
+/// `{worker}`: the worker's index (0 is the runtime the server was started on).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+struct WorkerLabels {
+    worker: u64,
+}
+
 /// The server's families. Cheap to clone.
 #[derive(Debug, Clone)]
 pub(crate) struct ServerMetrics {
     rejections: Family<RejectionLabels, Counter>,
+    accepted: Family<WorkerLabels, Counter>,
 }
 
 impl ServerMetrics {
@@ -67,7 +76,14 @@ impl ServerMetrics {
     pub(crate) fn new(registry: &mut Registry) -> Self {
         let m = Self {
             rejections: Family::default(),
+            accepted: Family::default(),
         };
+        registry.register(
+            "http_connections_accepted",
+            "Client connections accepted, by the worker that serves them (one worker unless RUNTIME=thread-per-core)",
+            m.accepted.clone(),
+        );
+        let _ = m.accepted.get_or_create(&WorkerLabels { worker: 0 });
         registry.register(
             "http_rejections",
             "Requests and connections the server limits turned away before the pipeline saw them, by reason",
@@ -83,6 +99,14 @@ impl ServerMetrics {
     pub(crate) fn counter(&self, reason: Rejection) -> Counter {
         self.rejections
             .get_or_create(&RejectionLabels { reason })
+            .clone()
+    }
+
+    /// The counter of the connections worker `worker` accepted (held by its accept loop).
+    pub(crate) fn accepted(&self, worker: usize) -> Counter {
+        let worker = u64::try_from(worker).unwrap_or(u64::MAX);
+        self.accepted
+            .get_or_create(&WorkerLabels { worker })
             .clone()
     }
 

@@ -264,11 +264,13 @@ async fn serve_until(
 ) -> std::io::Result<()> {
     // A page read must never reach the gateway itself (it would loop).
     config.reader.policy.own.extend(listener.local_addr().ok());
+    let runtime = config.runtime;
+    let listeners = connection::Listeners::new(listener, runtime)?;
     let running = Running::start(config).await;
     // Registered before the "listening" line, so a SIGHUP sent once it is read reloads the keys
     // instead of ending the process (the signal's default action).
     let hangups = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup());
-    log_start(&listener, running.gateway.config(), &running.clients);
+    log_start(&listeners, running.gateway.config(), &running.clients);
     let reloads = tokio::spawn(reload_on_sighup(hangups, running.clients.clone()));
     let mcp_shutdown = CancellationToken::new();
     let shutdown = {
@@ -281,7 +283,7 @@ async fn serve_until(
     let gateway = running.gateway.clone();
     let limits = gateway.config().server_limits;
     let served = connection::serve_connections(
-        listener,
+        listeners,
         router(gateway, running.clients.clone(), mcp_shutdown),
         limits,
         running.server_metrics.clone(),
@@ -359,8 +361,8 @@ fn warn_t1_cut(config: &Config) {
 
 /// One line saying what is being served, with nothing secret in it; a warning when anyone on the
 /// network can search (no keys, not on loopback).
-fn log_start(listener: &TcpListener, config: &Config, clients: &Clients) {
-    let local = listener.local_addr().ok();
+fn log_start(listeners: &connection::Listeners, config: &Config, clients: &Clients) {
+    let local = listeners.local_addr().ok();
     let listen = local.map_or_else(|| config.listen_addr().to_string(), |a| a.to_string());
     let beyond_loopback = local.is_some_and(|a| !a.ip().is_loopback());
     if !clients.requires_keys() && beyond_loopback {
@@ -377,6 +379,8 @@ fn log_start(listener: &TcpListener, config: &Config, clients: &Clients) {
         t1 = config.t1_premium_count,
         budget_s = config.request_budget.as_secs_f64(),
         metrics = %config.metrics_path(),
+        runtime = %config.runtime.as_str(),
+        workers = config.runtime.pools(),
         "searxng-gateway listening"
     );
 }

@@ -5,8 +5,9 @@
 //!
 //! Fed by [`super::search_call`] for every search a surface asked the pipeline for (shed ones
 //! too); read by [`super::ui`]. Bounded: the oldest search leaves when a new one comes. The record
-//! is kept as the JSON it is shown as, so what was kept cannot change, and this module knows
-//! nothing of how it was made.
+//! is kept as an owned snapshot ([`Record`]), so what was kept cannot change, and rendered as JSON
+//! only when the page asks for it: at thousands of searches a second, serializing every record
+//! would cost each cache hit more than serving it. This module knows nothing of how it was made.
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -49,7 +50,19 @@ pub(super) struct Search {
     pub(super) premium_calls: u32,
     pub(super) premium_usd: f64,
     /// Its `explain` record; `None` for a search that got no answer.
-    pub(super) explanation: Option<Box<RawValue>>,
+    pub(super) explanation: Option<Box<dyn Record>>,
+}
+
+/// A search's `explain` record as it was when the search ended, rendered when asked.
+pub(super) trait Record: std::fmt::Debug + Send + Sync {
+    /// The record as JSON; `None` when it cannot be rendered.
+    fn to_json(&self) -> Option<Box<RawValue>>;
+}
+
+impl<T: Serialize + std::fmt::Debug + Send + Sync> Record for T {
+    fn to_json(&self) -> Option<Box<RawValue>> {
+        serde_json::value::to_raw_value(self).ok()
+    }
 }
 
 /// A kept search and when it was kept.
@@ -135,10 +148,8 @@ impl RecentSearches {
     ) -> Option<T> {
         let kept = self.kept.lock().unwrap_or_else(PoisonError::into_inner);
         let found = kept.iter().find(|k| k.search.request_id == request_id)?;
-        Some(render(
-            row(found, Instant::now()),
-            found.search.explanation.as_deref(),
-        ))
+        let record = found.search.explanation.as_ref().and_then(|r| r.to_json());
+        Some(render(row(found, Instant::now()), record.as_deref()))
     }
 }
 
@@ -194,7 +205,7 @@ mod tests {
             results: 3,
             premium_calls: 0,
             premium_usd: 0.0,
-            explanation: serde_json::value::to_raw_value(&serde_json::json!({"id": id})).ok(),
+            explanation: Some(Box::new(serde_json::json!({"id": id}))),
         }
     }
 

@@ -112,8 +112,8 @@ fn list(
     let Some(recent) = &admitted.recent else {
         return;
     };
-    let explanation = served.and_then(|served| {
-        serde_json::value::to_raw_value(&Explanation::of(served, admitted)).ok()
+    let explanation = served.map(|served| {
+        Box::new(Explanation::of(served, admitted)) as Box<dyn super::recent_searches::Record>
     });
     recent.push(Search {
         request_id: admitted.request_id.as_str().to_owned(),

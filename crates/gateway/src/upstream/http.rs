@@ -1,7 +1,9 @@
-//! The HTTP mechanics every upstream call shares, written once: the process-wide client (pooled
-//! keep-alive, no redirects, no proxies from the environment), a body read with a size cap,
-//! transport errors classified without reading their text, and `Retry-After` in both of its forms.
+//! The HTTP mechanics every upstream call shares, written once: the client (pooled keep-alive, no
+//! redirects, no proxies from the environment; one per worker under thread-per-core), a body read
+//! with a size cap, transport errors classified without reading their text, and `Retry-After` in
+//! both of its forms.
 
+use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use reqwest::header::HeaderMap;
@@ -55,9 +57,31 @@ impl<'a> BodyBudget<'a> {
     }
 }
 
-/// The HTTP client shared by every upstream: pooled keep-alive connections, TCP_NODELAY, redirects
-/// never followed (SearXNG's `!!bang` redirect is reported, not followed).
-pub(crate) fn http_client() -> reqwest::Client {
+/// The HTTP client of every upstream call (SearXNG, premium APIs and readers): pooled keep-alive
+/// connections, TCP_NODELAY, redirects never followed (SearXNG's `!!bang` redirect is reported,
+/// not followed). One client per worker under `RUNTIME=thread-per-core`, so that a worker's upstream
+/// connections are its own and driven by its own thread (a connection's task runs on the runtime
+/// that opened it); one client otherwise. Cheap to clone.
+#[derive(Debug, Clone)]
+pub(crate) struct UpstreamHttp {
+    per_worker: Arc<[reqwest::Client]>,
+}
+
+impl UpstreamHttp {
+    /// `pools` clients (at least one), each with its own connection pool.
+    pub(crate) fn new(pools: usize) -> Self {
+        Self {
+            per_worker: (0..pools.max(1)).map(|_| client()).collect(),
+        }
+    }
+
+    /// The client of the worker this runs on.
+    pub(crate) fn get(&self) -> &reqwest::Client {
+        &self.per_worker[crate::runtime::current_worker() % self.per_worker.len()]
+    }
+}
+
+fn client() -> reqwest::Client {
     reqwest::Client::builder()
         .redirect(reqwest::redirect::Policy::none())
         .pool_idle_timeout(Duration::from_secs(90))
@@ -165,6 +189,26 @@ mod tests {
     use super::*;
     use reqwest::header::HeaderValue;
     use std::time::UNIX_EPOCH;
+
+    /// Each worker has a client of its own (a pool of its own); one client serves every thread
+    /// when there is one pool.
+    #[test]
+    fn each_worker_gets_its_own_client() {
+        let per_worker = UpstreamHttp::new(2);
+        let on = |http: UpstreamHttp, worker: usize| {
+            std::thread::spawn(move || {
+                crate::runtime::become_worker(worker);
+                std::ptr::from_ref(http.get()) as usize
+            })
+            .join()
+            .unwrap()
+        };
+        let (zero, one) = (on(per_worker.clone(), 0), on(per_worker.clone(), 1));
+        assert_ne!(zero, one);
+        assert_eq!(zero, std::ptr::from_ref(per_worker.get()) as usize);
+        let single = UpstreamHttp::new(1);
+        assert_eq!(on(single.clone(), 0), on(single, 1));
+    }
 
     #[test]
     fn retry_after_accepts_seconds_and_http_dates() {

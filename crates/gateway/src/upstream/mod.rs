@@ -8,4 +8,4 @@ mod http;
 pub(crate) use error::{ErrorClass, UpstreamError};
 #[cfg(any(test, feature = "fuzzing"))]
 pub(crate) use http::parse_retry_after;
-pub(crate) use http::{classify_transport, http_client, read_body_capped, retry_after, BODY_CAP};
+pub(crate) use http::{classify_transport, read_body_capped, retry_after, UpstreamHttp, BODY_CAP};

@@ -373,3 +373,65 @@ async fn a_stalled_stdout_drops_log_lines_and_counts_them_but_never_holds_up_a_s
     );
     stalled.start_kill().expect("kill the gateway");
 }
+
+/// `RUNTIME=thread-per-core`: each worker accepts on a listener of its own bound to the same
+/// port, and the kernel spreads connections over them. Fresh connections, each one search, are
+/// all answered; every worker has accepted some (`http_connections_accepted_total{worker}`); the
+/// searches a worker took went to SearXNG and came back; SIGTERM stops every worker cleanly.
+#[tokio::test(flavor = "multi_thread")]
+async fn thread_per_core_serves_on_every_worker_and_stops_cleanly() {
+    let searxng = SimulatedSearxng::start(&["alpha"])
+        .await
+        .expect("simulator");
+    let mut gateway = GatewayProcess::start(&[
+        ("SEARXNG_BACKEND_URL", &searxng.base_url()),
+        ("LISTEN_ADDR", "127.0.0.1:0"),
+        ("RUNTIME", "thread-per-core"),
+        ("WORKER_THREADS", "3"),
+    ]);
+    let url = gateway.url().await;
+    let started = gateway.wait_for_line("searxng-gateway listening").await;
+    assert!(started.contains("runtime=thread-per-core"), "{started}");
+    assert!(started.contains("workers=3"), "{started}");
+
+    // 60 connections over 3 listeners: the chance that one gets none is 3 × (2/3)^60 ≈ 10^-10.
+    let connections = 60;
+    for n in 0..connections {
+        let fresh = reqwest::Client::builder()
+            .pool_max_idle_per_host(0)
+            .build()
+            .expect("client");
+        let reply = fresh
+            .get(format!("{url}/search?q=worker+{n}&format=json"))
+            .send()
+            .await
+            .expect("answer");
+        assert_eq!(reply.status(), 200);
+        let body: serde_json::Value = reply.json().await.expect("JSON");
+        assert!(
+            !body["results"].as_array().expect("results").is_empty(),
+            "{body}"
+        );
+    }
+    let metrics = reqwest::get(format!("{url}/metrics"))
+        .await
+        .expect("answer")
+        .text()
+        .await
+        .expect("text");
+    let mut accepted = 0.0;
+    for worker in ["0", "1", "2"] {
+        let on_worker = crate::support::gateway::metric_value(
+            &metrics,
+            "searxng_gateway_http_connections_accepted_total",
+            &[("worker", worker)],
+        );
+        assert!(on_worker > 0.0, "worker {worker} accepted none:\n{metrics}");
+        accepted += on_worker;
+    }
+    assert!(accepted >= f64::from(connections), "{metrics}");
+
+    assert_eq!(gateway.terminate().await.code(), Some(0));
+    let output = gateway.output().await;
+    assert!(output.contains("stopped"), "{output}");
+}

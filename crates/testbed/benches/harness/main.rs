@@ -29,6 +29,8 @@
 //!
 //! `HARNESS_GATEWAY=/path/to/searxng-gateway` measures another build (before/after a change),
 //! `HARNESS_ONLY=a,f` runs only those measurements (report in `target/harness/BENCHMARKS.only.md`),
+//! `HARNESS_GATEWAY_ENV="RUNTIME=thread-per-core"` gives every gateway of the run those variables
+//! too (an A/B of one setting),
 //! and `--day` runs only h. and writes `target/harness/BENCHMARKS.day.md` (before/after comparisons
 //! of a decision change without the full run);
 //! `--serve-searxng ADDR` runs the simulated SearXNG alone, for profiling the gateway by hand.
@@ -241,6 +243,14 @@ async fn run(plan: Plan) -> usize {
         partial: false,
         cache_hit_rps: None,
     };
+    let extra = processes::extra_gateway_env();
+    if !extra.is_empty() {
+        let names: Vec<String> = extra.iter().map(|(n, v)| format!("{n}={v}")).collect();
+        bench.details.push(format!(
+            "Every gateway of this run also had {} (HARNESS_GATEWAY_ENV).",
+            names.join(" ")
+        ));
+    }
     let started = Instant::now();
     println!(
         "benchmark harness ({}): gateway {}",

@@ -25,9 +25,10 @@ pub(crate) struct Server {
 }
 
 impl Server {
-    /// Starts the gateway binary with exactly `env` (plus `LISTEN_ADDR` on a free loopback port),
-    /// its log lines going to `/dev/null` — at the default `LOG_LEVEL=info` it still formats and
-    /// writes one line per search — and its stderr to `log_dir/<label>.log`.
+    /// Starts the gateway binary with exactly `env` (plus `LISTEN_ADDR` on a free loopback port, and
+    /// what [`extra_gateway_env`] adds for an A/B), its log lines going to `/dev/null` — at the
+    /// default `LOG_LEVEL=info` it still formats and writes one line per search — and its stderr to
+    /// `log_dir/<label>.log`.
     pub(crate) async fn gateway(
         binary: &Path,
         env: &[(String, String)],
@@ -37,7 +38,7 @@ impl Server {
         let addr = free_loopback_port()?;
         let mut command = Command::new(binary);
         command.env_clear().env("LISTEN_ADDR", addr.to_string());
-        for (name, value) in env {
+        for (name, value) in env.iter().chain(&extra_gateway_env()) {
             command.env(name, value);
         }
         Self::spawn(command, addr, log_dir, label, "/healthz").await
@@ -165,6 +166,18 @@ impl Drop for Server {
 }
 
 /// A loopback port nobody listens on right now (the server binds it a moment later).
+/// `HARNESS_GATEWAY_ENV="NAME=VALUE NAME=VALUE"`: variables every gateway of the run gets on top of
+/// its measurement's own (an A/B of one setting, `RUNTIME=thread-per-core`); they win over the
+/// measurement's. The report's details name them.
+pub(crate) fn extra_gateway_env() -> Vec<(String, String)> {
+    std::env::var("HARNESS_GATEWAY_ENV")
+        .unwrap_or_default()
+        .split_whitespace()
+        .filter_map(|pair| pair.split_once('='))
+        .map(|(name, value)| (name.to_owned(), value.to_owned()))
+        .collect()
+}
+
 pub(crate) fn free_loopback_port() -> std::io::Result<SocketAddr> {
     std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()
 }

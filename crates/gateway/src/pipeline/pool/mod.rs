@@ -24,6 +24,7 @@ use crate::metrics::InstanceLabel;
 use crate::pipeline::Metrics;
 use crate::request::SearchRequest;
 use crate::searxng::SearxngClient;
+use crate::upstream::UpstreamHttp;
 
 /// Where an attempt goes.
 #[derive(Debug)]
@@ -54,7 +55,7 @@ impl SearxngPool {
     /// The instances of `settings`, each with its own cooldown and engine board (`engine_policy`).
     pub(crate) fn new(
         settings: &PoolSettings,
-        http: &reqwest::Client,
+        http: &UpstreamHttp,
         metrics: &Metrics,
         engine_policy: BreakerPolicy,
     ) -> Self {

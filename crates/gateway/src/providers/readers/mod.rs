@@ -33,7 +33,7 @@ use super::ApiKey;
 use crate::env::{ConfigError, Env, Problem};
 use crate::metrics::{label_value_as_str, Registry};
 use crate::request::ReadFormat;
-use crate::upstream::{ErrorClass, UpstreamError};
+use crate::upstream::{ErrorClass, UpstreamError, UpstreamHttp};
 
 /// The premium readers the gateway knows: a closed set (`READ_PROVIDERS` names them).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
@@ -323,7 +323,7 @@ impl PremiumReader {
     /// The reader `settings` describe, or `None` without a key (keyless: direct reads only).
     pub(crate) fn new(
         settings: &PremiumReaderSettings,
-        http: reqwest::Client,
+        http: UpstreamHttp,
         metrics: ReaderCallMetrics,
     ) -> Option<Self> {
         let key = settings.key.clone()?;
