@@ -31,7 +31,8 @@
 //!    the last 24 h of premium spend in across restarts; the owners fill it and take it back.
 //! 9. Below everything: [`env`] (one variable at a time, its errors as variants), [`breaker`],
 //!    [`upstream`] (error classes, the HTTP client, body cap, `Retry-After`), [`metrics`],
-//!    [`request`], [`trace`] (the OpenTelemetry span names and their closed-set errors).
+//!    [`request`], [`trace`] (the OpenTelemetry span names and their closed-set errors), [`runtime`]
+//!    (`RUNTIME`: work-stealing, or a current-thread runtime per core; which worker a thread is).
 //!
 //! Beside the path, [`telemetry`] installs the log lines and, when configured, the trace export.
 //! For people, [`server`] also serves the operator's page (`/ui`): the live state the pipeline
@@ -39,7 +40,8 @@
 //!
 //! The public API is what the binary, the demo and the integration tests need: [`Config`] (and
 //! `config::variables`, the table `--help` prints), [`serve`] and [`serve_mcp_stdio`],
-//! `clients::keys_file::hash_line` (the `hash-key` command), and [`telemetry`]'s installer.
+//! `clients::keys_file::hash_line` (the `hash-key` command), [`runtime::Runtime`] (the tokio runtime
+//! the binary builds and how it binds), and [`telemetry`]'s installer.
 //! Everything else is crate-private (`unreachable_pub` keeps it so); the `fuzzing` and `bench`
 //! features open a door each for the fuzz targets and the benchmarks.
 
