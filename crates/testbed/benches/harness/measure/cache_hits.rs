@@ -50,14 +50,26 @@ impl Bench {
 
         let nginx = if nginx::installed() {
             let nginx = Server::nginx(NginxRole::Cache, searxng.address(), &self.log_dir).await?;
-            loadgen::get(nginx.addr, &path).await?;
-            let again = loadgen::get(nginx.addr, &path).await?;
-            let status = again
-                .headers
-                .get("x-cache-status")
-                .and_then(|v| v.to_str().ok());
-            if status != Some("HIT") {
-                return Err(format!("nginx warm-up: X-Cache-Status {status:?}").into());
+            // nginx stores the first answer in its cache when that response has been written
+            // whole (a worker renames the temporary file into place), which can come after the next
+            // request arrives on a loaded machine: ask again until it says HIT.
+            let mut status = None;
+            for _ in 0..50 {
+                let again = loadgen::get(nginx.addr, &path).await?;
+                status = again
+                    .headers
+                    .get("x-cache-status")
+                    .and_then(|v| v.to_str().ok())
+                    .map(str::to_owned);
+                if status.as_deref() == Some("HIT") {
+                    break;
+                }
+                tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+            }
+            if status.as_deref() != Some("HIT") {
+                return Err(
+                    format!("nginx warm-up: X-Cache-Status {status:?} after 50 tries").into(),
+                );
             }
             Some(nginx)
         } else {
