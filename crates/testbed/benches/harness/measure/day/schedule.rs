@@ -1,6 +1,8 @@
-//! The scripted day: what goes wrong upstream and when, compressed into a few minutes, and the
-//! gateway configuration scaled to the same clock. Every window is a fraction of the day, so the
-//! smoke run replays the same day, shorter.
+//! The scripted days: what goes wrong upstream and when, compressed into a few minutes, and the
+//! gateway configuration scaled to the same clock. Each day is a [`Schedule`] (a name, a seed,
+//! phases and spells), [`FIRST_DAY`] and [`SECOND_DAY`], turned into the simulators' scripts by one
+//! builder ([`Day::install`]). Every window is a fraction of the day, so the smoke run replays the
+//! same days, shorter.
 //!
 //! Time scale: one real day (86 400 s) becomes [`Day::length`]; the gateway's own periods (breaker
 //! open time and cap, SearXNG cooldown, cache TTL and stale window, quota parking) are scaled by
