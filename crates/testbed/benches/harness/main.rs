@@ -20,8 +20,9 @@
 //!   fixed capacity: the gateway's throughput should grow with the pool.
 //! - **g. soak with faults** — saturation while SearXNG, Brave and Exa take turns through the fault
 //!   matrix: no unexpected answer, `VmRSS` and open descriptors flat.
-//! - **h. decision quality** — a scripted day of upstream trouble replayed by four clients: answers
-//!   with the target, latency, premium calls, calls into blocked engines, healthy engines left out.
+//! - **h. decision quality** — two scripted days of upstream trouble (another seed and mix on the
+//!   second), each replayed by four clients: answers with the target, latency, premium calls, calls
+//!   into blocked engines, healthy engines left out.
 //! - **j. shared tier** — `REDIS_URL` on a real `redis-server`: a hit from Redis against a local hit
 //!   (latency added on one connection, throughput at 64), Redis round trips per miss, memory per answer.
 //! - **k. reading pages** — the reader's extraction on the Readability corpus: word F1 against the
@@ -31,10 +32,11 @@
 //! `HARNESS_ONLY=a,f` runs only those measurements (report in `target/harness/BENCHMARKS.only.md`),
 //! `HARNESS_GATEWAY_ENV="RUNTIME=thread-per-core"` gives every gateway of the run those variables
 //! too (an A/B of one setting),
-//! and `--day` runs only h. and writes `target/harness/BENCHMARKS.day.md` (before/after comparisons
-//! of a decision change without the full run);
+//! and `--day` runs only h. (both days) and writes `target/harness/BENCHMARKS.day.md`
+//! (before/after comparisons of a decision change without the full run);
 //! `--serve-searxng ADDR` runs the simulated SearXNG alone, for profiling the gateway by hand.
-//! `cargo test --all-targets` runs this binary without `--bench`; it then does nothing.
+//! `cargo test --all-targets` runs this binary without `--bench`; it then only checks the scripted
+//! days (pure checks of the schedules, no socket: [`measure::check_schedules`]).
 //!
 //! This file holds the plan, the order of the run and the report; each measurement is its own file in
 //! [`measure`], and [`processes`], [`loadgen`], [`histogram`], [`baseline`], [`otlp_sink`] and [`report`] are the tools
@@ -83,7 +85,7 @@ struct Plan {
     /// How long the replayed day lasts, and how many searches it holds.
     day_length: Duration,
     day_searches: u64,
-    /// `--day`: only the day.
+    /// `--day`: only the days (h.).
     only_day: bool,
 }
 
@@ -161,9 +163,13 @@ fn main() -> ExitCode {
         };
     }
     if !args.iter().any(|arg| arg == "--bench") {
-        // `cargo test --all-targets` runs benches without `--bench`: nothing to measure then.
+        // `cargo test --all-targets` runs benches without `--bench`: nothing to measure then, but
+        // the scripted days are checked (this bench has its own `main`, so `#[test]` would not run).
         println!("benchmark harness: run it with `cargo bench --bench harness [-- --smoke]`");
-        return ExitCode::SUCCESS;
+        return match measure::check_schedules() {
+            0 => ExitCode::SUCCESS,
+            _ => ExitCode::FAILURE,
+        };
     }
     for arg in &args {
         if !matches!(arg.as_str(), "--bench" | "--smoke" | "--day") {

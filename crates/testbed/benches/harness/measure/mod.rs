@@ -1,7 +1,7 @@
 //! The measurements, one file each (or a folder), as methods of [`crate::Bench`] so they share its plan,
 //! rows, details and failures: [`cache_hits`] (a), [`miss_path`] (b), [`t1`] (c), [`coalescing`] (d),
-//! [`memory`] (e), [`pool`] (f), [`fault_soak`] (g), [`day`] (h, decision quality over a day of
-//! upstream trouble) and [`tracing_cost`] (i, cache hits with tracing off and on) and
+//! [`memory`] (e), [`pool`] (f), [`fault_soak`] (g), [`day`] (h, decision quality over days of
+//! upstream trouble, whose scripts `cargo test` checks: [`check_schedules`]) and [`tracing_cost`] (i, cache hits with tracing off and on) and
 //! [`shared_tier`] (j, several replicas on one Redis), [`extraction`] (k, the page reader on
 //! the Readability corpus) and [`fleet_limits`] (l, one client's limits over three replicas).
 
@@ -18,3 +18,5 @@ mod redis_process;
 mod shared_tier;
 mod t1;
 mod tracing_cost;
+
+pub(crate) use day::check_schedules;

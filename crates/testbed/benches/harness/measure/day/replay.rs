@@ -14,7 +14,7 @@ use simulator::premium::SimulatedProvider;
 use simulator::searxng::{EngineObservations, SimulatedSearxng};
 use tokio::time::Instant;
 
-use super::schedule::{Day, PHASES, TARGET};
+use super::schedule::{Day, TARGET};
 use crate::histogram::Histogram;
 use crate::loadgen;
 use crate::search_path;
@@ -157,17 +157,22 @@ impl QueryMix {
     }
 }
 
-/// Replays `day` against the gateway at `addr`: `searches` in total, spread evenly.
+/// Replays `day` against the gateway at `addr`: `searches` in total, spread evenly, each client's
+/// queries drawn from the day's seed.
 pub(super) async fn replay(
     day: Day,
     addr: SocketAddr,
     searches: u64,
     searxng: &SimulatedSearxng,
     providers: &[SimulatedProvider],
-    seed: u64,
 ) -> DayResult {
+    let seed = day.schedule.seed;
     let phases: Arc<Mutex<Vec<Tally>>> = Arc::new(Mutex::new(
-        PHASES.iter().map(|_| Tally::default()).collect(),
+        day.schedule
+            .phases
+            .iter()
+            .map(|_| Tally::default())
+            .collect(),
     ));
     let start = Instant::now();
     let per_client = searches / CLIENTS as u64;
@@ -211,7 +216,7 @@ pub(super) async fn replay(
     // The phase boundaries: read what the simulators counted.
     let mut previous = Counters::read(searxng, providers);
     let mut upstream: Vec<Tally> = Vec::new();
-    for phase in PHASES {
+    for phase in day.schedule.phases {
         tokio::time::sleep_until(start + day.at(phase.until)).await;
         if phase.until >= 1.0 {
             while clients.join_next().await.is_some() {}

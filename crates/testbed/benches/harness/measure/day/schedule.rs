@@ -1,6 +1,8 @@
-//! The scripted day: what goes wrong upstream and when, compressed into a few minutes, and the
-//! gateway configuration scaled to the same clock. Every window is a fraction of the day, so the
-//! smoke run replays the same day, shorter.
+//! The scripted days: what goes wrong upstream and when, compressed into a few minutes, and the
+//! gateway configuration scaled to the same clock. Each day is a [`Schedule`] (a name, a seed,
+//! phases and spells), [`FIRST_DAY`] and [`SECOND_DAY`], turned into the simulators' scripts by one
+//! builder ([`Day::install`]). Every window is a fraction of the day, so the smoke run replays the
+//! same days, shorter.
 //!
 //! Time scale: one real day (86 400 s) becomes [`Day::length`]; the gateway's own periods (breaker
 //! open time and cap, SearXNG cooldown, cache TTL and stale window, quota parking) are scaled by
@@ -37,33 +39,210 @@ pub(super) struct Phase {
     pub(super) until: f64,
 }
 
-/// The phases, in order.
-pub(super) const PHASES: [Phase; 5] = [
-    Phase {
-        name: "night: healthy",
-        until: 0.10,
-    },
-    Phase {
-        name: "morning: engine CAPTCHA, 429 and slow spells",
-        until: 0.40,
-    },
-    Phase {
-        name: "midday: SearXNG slow, then 500s",
-        until: 0.60,
-    },
-    Phase {
-        name: "afternoon: Brave 429 burst, Exa behind a bot challenge, wikipedia and duckduckgo blocked",
-        until: 0.80,
-    },
-    Phase {
-        name: "evening: healthy again",
-        until: 1.00,
-    },
-];
+/// A stretch of the day: from and until, as fractions of it.
+#[derive(Debug, Clone, Copy)]
+struct Window {
+    from: f64,
+    until: f64,
+}
 
-/// One day at a given length.
+/// What an engine does during a spell.
+#[derive(Debug, Clone)]
+enum EngineTrouble {
+    /// It fails, and SearXNG reports this reason.
+    Fails(EngineFailure),
+    /// Slow-blocked: it answers after 3.5 s, past SearXNG's engine timeout (reported as `timeout`).
+    SlowBlocked,
+}
+
+/// One engine's spell of trouble.
+#[derive(Debug, Clone)]
+struct EngineSpell {
+    engine: &'static str,
+    trouble: EngineTrouble,
+    window: Window,
+}
+
+/// What SearXNG itself does during a spell.
+#[derive(Debug, Clone, Copy)]
+enum SearxngTrouble {
+    /// Every search is slow (log-normal p50 0.9 s / p99 2 s).
+    Slow,
+    /// Every search answers 500.
+    Status500,
+}
+
+/// What a premium API does during a spell.
+#[derive(Debug, Clone, Copy)]
+enum ProviderTrouble {
+    /// 429 with `Retry-After` in seconds.
+    RateLimited { retry_after_secs: u64 },
+    /// A CDN in front of the API takes the gateway for a bot: HTTP 200 with an HTML page.
+    Challenge,
+}
+
+/// A named, seeded day of upstream trouble: its phases and every spell, as fractions of the day.
+/// One builder ([`Day::install`]) turns any schedule into the simulators' scripts.
+#[derive(Debug)]
+pub(super) struct Schedule {
+    /// The name its rows and lines carry.
+    pub(super) name: &'static str,
+    /// What sets it apart, for the report.
+    pub(super) about: &'static str,
+    /// The seed of its draws (latencies, the clients' query mix): the same day every run.
+    pub(super) seed: u64,
+    /// Its phases, in order; the last ends at 1.
+    pub(super) phases: &'static [Phase],
+    engines: &'static [EngineSpell],
+    searxng: &'static [(SearxngTrouble, Window)],
+    providers: &'static [(Provider, ProviderTrouble, Window)],
+}
+
+const fn window(from: f64, until: f64) -> Window {
+    Window { from, until }
+}
+
+const fn engine(
+    engine: &'static str,
+    trouble: EngineTrouble,
+    from: f64,
+    until: f64,
+) -> EngineSpell {
+    EngineSpell {
+        engine,
+        trouble,
+        window: window(from, until),
+    }
+}
+
+const CAPTCHA: EngineTrouble = EngineTrouble::Fails(EngineFailure::Captcha);
+const TOO_MANY_REQUESTS: EngineTrouble = EngineTrouble::Fails(EngineFailure::TooManyRequests);
+const ACCESS_DENIED: EngineTrouble = EngineTrouble::Fails(EngineFailure::AccessDenied);
+const SLOW_BLOCKED: EngineTrouble = EngineTrouble::SlowBlocked;
+
+/// The first day (#15), the benchmark since: long spells with long gaps between them.
+pub(super) const FIRST_DAY: Schedule = Schedule {
+    name: "day 1",
+    about: "long spells far apart",
+    seed: 15,
+    phases: &[
+        Phase {
+            name: "night: healthy",
+            until: 0.10,
+        },
+        Phase {
+            name: "morning: engine CAPTCHA, 429 and slow spells",
+            until: 0.40,
+        },
+        Phase {
+            name: "midday: SearXNG slow, then 500s",
+            until: 0.60,
+        },
+        Phase {
+            name: "afternoon: Brave 429 burst, Exa behind a bot challenge, wikipedia and duckduckgo blocked",
+            until: 0.80,
+        },
+        Phase {
+            name: "evening: healthy again",
+            until: 1.00,
+        },
+    ],
+    engines: &[
+        // A CAPTCHA wall, a short recovery, a second short wall that lifts while the engine is
+        // still excluded from the first two trips: the breaker's growth decides how long a
+        // recovered engine stays out.
+        engine("google", CAPTCHA, 0.10, 0.16),
+        engine("google", CAPTCHA, 0.20, 0.22),
+        engine("google", CAPTCHA, 0.27, 0.28),
+        engine("duckduckgo", TOO_MANY_REQUESTS, 0.14, 0.22),
+        engine("duckduckgo", TOO_MANY_REQUESTS, 0.66, 0.70),
+        engine("bing", SLOW_BLOCKED, 0.30, 0.36),
+        engine("wikipedia", ACCESS_DENIED, 0.62, 0.74),
+    ],
+    searxng: &[
+        (SearxngTrouble::Slow, window(0.42, 0.48)),
+        (SearxngTrouble::Status500, window(0.52, 0.56)),
+    ],
+    providers: &[
+        (
+            Provider::Brave,
+            ProviderTrouble::RateLimited {
+                retry_after_secs: 2,
+            },
+            window(0.60, 0.66),
+        ),
+        (Provider::Exa, ProviderTrouble::Challenge, window(0.70, 0.78)),
+    ],
+};
+
+/// The second day (#29): blocks that come back 0.5–1 % of the day (7–14 minutes) after the
+/// engine recovered — about when a probe has just let it back in — in every kind of trouble the
+/// first day has, SearXNG's 500s before its slow spell, the providers' outages the other way
+/// round, and a healthy evening of 35 % of the day (the first day's: 20 %).
+pub(super) const SECOND_DAY: Schedule = Schedule {
+    name: "day 2",
+    about: "blocks that come back soon after a recovery, a longer healthy evening",
+    seed: 29,
+    phases: &[
+        Phase {
+            name: "night: healthy",
+            until: 0.06,
+        },
+        Phase {
+            name: "morning: CAPTCHA, 429, access-denied and slow-blocked spells that come back soon after recovering",
+            until: 0.38,
+        },
+        Phase {
+            name: "midday: SearXNG 500s, then slow",
+            until: 0.52,
+        },
+        Phase {
+            name: "afternoon: Exa behind a bot challenge, then a Brave 429 burst; wikipedia and duckduckgo blocks that come back",
+            until: 0.65,
+        },
+        Phase {
+            name: "evening: healthy again, a long one",
+            until: 1.00,
+        },
+    ],
+    engines: &[
+        engine("google", CAPTCHA, 0.08, 0.12),
+        engine("google", CAPTCHA, 0.125, 0.14),
+        engine("google", CAPTCHA, 0.15, 0.16),
+        engine("duckduckgo", TOO_MANY_REQUESTS, 0.15, 0.19),
+        engine("duckduckgo", TOO_MANY_REQUESTS, 0.195, 0.22),
+        engine("duckduckgo", TOO_MANY_REQUESTS, 0.60, 0.62),
+        engine("duckduckgo", TOO_MANY_REQUESTS, 0.625, 0.64),
+        engine("bing", SLOW_BLOCKED, 0.26, 0.30),
+        engine("bing", SLOW_BLOCKED, 0.31, 0.32),
+        engine("wikipedia", ACCESS_DENIED, 0.33, 0.36),
+        engine("wikipedia", ACCESS_DENIED, 0.53, 0.56),
+        engine("wikipedia", ACCESS_DENIED, 0.565, 0.59),
+    ],
+    searxng: &[
+        (SearxngTrouble::Status500, window(0.40, 0.43)),
+        (SearxngTrouble::Slow, window(0.46, 0.50)),
+    ],
+    providers: &[
+        (Provider::Exa, ProviderTrouble::Challenge, window(0.52, 0.57)),
+        (
+            Provider::Brave,
+            ProviderTrouble::RateLimited {
+                retry_after_secs: 2,
+            },
+            window(0.58, 0.63),
+        ),
+    ],
+};
+
+/// Every day the harness replays, in order.
+pub(super) const DAYS: [&Schedule; 2] = [&FIRST_DAY, &SECOND_DAY];
+
+/// A schedule replayed at a given length.
 #[derive(Debug, Clone, Copy)]
 pub(super) struct Day {
+    /// What happens, and when.
+    pub(super) schedule: &'static Schedule,
     /// How long the replay lasts.
     pub(super) length: Duration,
 }
@@ -99,10 +278,11 @@ impl Day {
     /// The phase a moment `elapsed` into the day belongs to.
     pub(super) fn phase_of(&self, elapsed: Duration) -> usize {
         let fraction = elapsed.as_secs_f64() / self.length.as_secs_f64();
-        PHASES
+        let phases = self.schedule.phases;
+        phases
             .iter()
             .position(|phase| fraction < phase.until)
-            .unwrap_or(PHASES.len() - 1)
+            .unwrap_or(phases.len() - 1)
     }
 
     /// The gateway's environment: defaults scaled to the day, the target, the providers.
@@ -141,19 +321,15 @@ impl Day {
         env
     }
 
-    /// A failing spell on the day's clock, from `from` to `until` (fractions of the day).
-    fn spell<F>(&self, fault: F, from: f64, until: f64) -> Spell<F> {
-        Spell::failing(fault).during(self.at(from), self.at(until))
+    /// A spell of `effect` during `window`, on the day's clock.
+    fn during<F>(&self, spell: Spell<F>, window: Window) -> Spell<F> {
+        spell.during(self.at(window.from), self.at(window.until))
     }
 
-    /// Installs the day on the simulators; their clocks start now. `seed` varies the draws.
-    pub(super) fn install(
-        &self,
-        searxng: &SimulatedSearxng,
-        providers: &[SimulatedProvider],
-        seed: u64,
-    ) {
-        let fails = |failure| EngineBehaviour::Fails(failure);
+    /// Installs the schedule on the simulators; their clocks start now. The schedule's seed varies
+    /// the draws.
+    pub(super) fn install(&self, searxng: &SimulatedSearxng, providers: &[SimulatedProvider]) {
+        let seed = self.schedule.seed;
         let engine_latency = Latency::LogNormal {
             p50: Duration::from_millis(60),
             p99: Duration::from_millis(300),
@@ -162,27 +338,17 @@ impl Day {
             let mut script = Script::new()
                 .latency(engine_latency)
                 .seed(seed.wrapping_add(i as u64));
-            script = match *engine {
-                // A CAPTCHA wall, a short recovery, a second short wall that lifts while the
-                // engine is still excluded from the first two trips: the breaker's growth decides
-                // how long a recovered engine stays out.
-                "google" => script
-                    .spell(self.spell(fails(EngineFailure::Captcha), 0.10, 0.16))
-                    .spell(self.spell(fails(EngineFailure::Captcha), 0.20, 0.22))
-                    .spell(self.spell(fails(EngineFailure::Captcha), 0.27, 0.28)),
-                "duckduckgo" => script
-                    .spell(self.spell(fails(EngineFailure::TooManyRequests), 0.14, 0.22))
-                    .spell(self.spell(fails(EngineFailure::TooManyRequests), 0.66, 0.70)),
-                // Slow-blocked: it answers, after SearXNG's engine timeout.
-                "bing" => script.spell(
-                    Spell::slow(Latency::Fixed(Duration::from_millis(3_500)))
-                        .during(self.at(0.30), self.at(0.36)),
-                ),
-                "wikipedia" => {
-                    script.spell(self.spell(fails(EngineFailure::AccessDenied), 0.62, 0.74))
-                }
-                _ => script,
-            };
+            for spell in self.schedule.engines.iter().filter(|s| s.engine == *engine) {
+                let effect = match &spell.trouble {
+                    EngineTrouble::Fails(failure) => {
+                        Spell::failing(EngineBehaviour::Fails(failure.clone()))
+                    }
+                    EngineTrouble::SlowBlocked => {
+                        Spell::slow(Latency::Fixed(Duration::from_millis(3_500)))
+                    }
+                };
+                script = script.spell(self.during(effect, spell.window));
+            }
             searxng.set_engine(
                 engine,
                 EngineBehaviour::Ok {
@@ -191,18 +357,18 @@ impl Day {
             );
             searxng.set_engine_script(engine, script);
         }
-        searxng.set_script(
-            Script::new()
-                .seed(seed)
-                .spell(
-                    Spell::slow(Latency::LogNormal {
-                        p50: Duration::from_millis(900),
-                        p99: Duration::from_millis(2_000),
-                    })
-                    .during(self.at(0.42), self.at(0.48)),
-                )
-                .spell(self.spell(SearxngMode::Status(500), 0.52, 0.56)),
-        );
+        let mut script = Script::new().seed(seed);
+        for (trouble, window) in self.schedule.searxng {
+            let effect = match trouble {
+                SearxngTrouble::Slow => Spell::slow(Latency::LogNormal {
+                    p50: Duration::from_millis(900),
+                    p99: Duration::from_millis(2_000),
+                }),
+                SearxngTrouble::Status500 => Spell::failing(SearxngMode::Status(500)),
+            };
+            script = script.spell(self.during(effect, *window));
+        }
+        searxng.set_script(script);
         for (i, provider) in providers.iter().enumerate() {
             let kind = provider.kind();
             provider.set_behaviour(ProviderBehaviour::results(
@@ -215,17 +381,237 @@ impl Day {
                     p99: Duration::from_millis(600),
                 })
                 .seed(seed.wrapping_add(100 + i as u64));
-            if kind == Provider::Brave {
-                script = script.spell(self.spell(ProviderBehaviour::rate_limited(2), 0.60, 0.66));
-            }
-            if kind == Provider::Exa {
-                // A CDN in front of the API takes the gateway for a bot: HTML, not JSON.
-                script = script.spell(self.spell(ProviderBehaviour::Challenge, 0.70, 0.78));
+            for (_, trouble, window) in self
+                .schedule
+                .providers
+                .iter()
+                .filter(|(whose, _, _)| *whose == kind)
+            {
+                let behaviour = match trouble {
+                    ProviderTrouble::RateLimited { retry_after_secs } => {
+                        ProviderBehaviour::rate_limited(*retry_after_secs)
+                    }
+                    ProviderTrouble::Challenge => ProviderBehaviour::Challenge,
+                };
+                script = script.spell(self.during(Spell::failing(behaviour), *window));
             }
             if kind == Provider::Tavily {
                 script = script.quota(TAVILY_PLAN_CALLS, ProviderBehaviour::Error(SimError::Quota));
             }
             provider.set_script(script);
         }
+    }
+}
+
+/// How soon after a recovery a block counts as coming back soon: 1 % of the day (about 14 minutes).
+const SOON_AFTER_RECOVERY: f64 = 0.01;
+/// Slack for comparing fractions written as decimals.
+const EPSILON: f64 = 1e-9;
+
+/// A check of the schedules: its name, a sentence, and the check, which says what is wrong.
+pub(super) type Check = (&'static str, fn() -> Result<(), String>);
+
+/// The schedules' own checks: pure, no socket, no clock. This bench has its own `main`, where
+/// `#[test]` functions would never run; `cargo test` starts it without `--bench`, and it runs these.
+pub(super) const CHECKS: [Check; 7] = [
+    (
+        "every_day_has_ordered_phases_that_end_with_the_day",
+        every_day_has_ordered_phases_that_end_with_the_day,
+    ),
+    (
+        "every_spell_lies_inside_the_day_and_names_a_simulated_engine",
+        every_spell_lies_inside_the_day_and_names_a_simulated_engine,
+    ),
+    (
+        "no_upstream_has_two_spells_at_once_nor_two_providers_an_outage_at_once",
+        no_upstream_has_two_spells_at_once_nor_two_providers_an_outage_at_once,
+    ),
+    (
+        "every_day_keeps_its_night_and_evening_healthy",
+        every_day_keeps_its_night_and_evening_healthy,
+    ),
+    (
+        "the_second_day_blocks_engines_again_soon_after_they_recover_and_the_first_does_not",
+        the_second_day_blocks_engines_again_soon_after_they_recover_and_the_first_does_not,
+    ),
+    (
+        "the_second_day_has_a_longer_healthy_evening_than_the_first",
+        the_second_day_has_a_longer_healthy_evening_than_the_first,
+    ),
+    (
+        "the_first_day_keeps_the_seed_and_phases_of_its_recorded_runs",
+        the_first_day_keeps_the_seed_and_phases_of_its_recorded_runs,
+    ),
+];
+
+/// Every window of a schedule with the upstream it concerns.
+fn windows(schedule: &Schedule) -> Vec<(String, Window)> {
+    let engines = schedule
+        .engines
+        .iter()
+        .map(|spell| (format!("engine {}", spell.engine), spell.window));
+    let searxng = schedule
+        .searxng
+        .iter()
+        .map(|(_, window)| ("SearXNG".to_owned(), *window));
+    let providers = schedule
+        .providers
+        .iter()
+        .map(|(provider, _, window)| (format!("provider {}", provider.as_str()), *window));
+    engines.chain(searxng).chain(providers).collect()
+}
+
+/// Blocks of an engine that start at most [`SOON_AFTER_RECOVERY`] after its previous one ended.
+fn blocks_soon_after_recovery(schedule: &Schedule) -> usize {
+    ENGINES
+        .iter()
+        .map(|engine| {
+            let mut spells: Vec<Window> = schedule
+                .engines
+                .iter()
+                .filter(|spell| spell.engine == *engine)
+                .map(|spell| spell.window)
+                .collect();
+            spells.sort_by(|a, b| a.from.total_cmp(&b.from));
+            spells
+                .windows(2)
+                .filter(|pair| pair[1].from - pair[0].until <= SOON_AFTER_RECOVERY + EPSILON)
+                .count()
+        })
+        .sum()
+}
+
+/// The last phase's share of the day (checked healthy by
+/// [`every_day_keeps_its_night_and_evening_healthy`]).
+fn evening(schedule: &Schedule) -> f64 {
+    let phases = schedule.phases;
+    1.0 - phases
+        .len()
+        .checked_sub(2)
+        .map_or(0.0, |before| phases[before].until)
+}
+
+fn every_day_has_ordered_phases_that_end_with_the_day() -> Result<(), String> {
+    for schedule in DAYS {
+        let ends: Vec<f64> = schedule.phases.iter().map(|p| p.until).collect();
+        if ends.windows(2).any(|pair| pair[0] >= pair[1]) || ends.first().is_none_or(|e| *e <= 0.0)
+        {
+            return Err(format!("{}: phases end at {ends:?}", schedule.name));
+        }
+        if ends.last().is_none_or(|e| (e - 1.0).abs() > EPSILON) {
+            return Err(format!(
+                "{}: the last phase ends at {ends:?}",
+                schedule.name
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn every_spell_lies_inside_the_day_and_names_a_simulated_engine() -> Result<(), String> {
+    for schedule in DAYS {
+        for (upstream, window) in windows(schedule) {
+            if !(0.0..=1.0).contains(&window.from)
+                || window.until > 1.0
+                || window.from >= window.until
+            {
+                return Err(format!("{}: {upstream} during {window:?}", schedule.name));
+            }
+        }
+        if let Some(spell) = schedule
+            .engines
+            .iter()
+            .find(|s| !ENGINES.contains(&s.engine))
+        {
+            return Err(format!("{}: no engine {}", schedule.name, spell.engine));
+        }
+        if let Some((provider, _, _)) = schedule
+            .providers
+            .iter()
+            .find(|(p, ..)| !PROVIDERS.contains(p))
+        {
+            return Err(format!(
+                "{}: no provider {}",
+                schedule.name,
+                provider.as_str()
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn no_upstream_has_two_spells_at_once_nor_two_providers_an_outage_at_once() -> Result<(), String> {
+    let overlap = |a: &Window, b: &Window| a.from < b.until && b.from < a.until;
+    for schedule in DAYS {
+        let all = windows(schedule);
+        for (i, (upstream, window)) in all.iter().enumerate() {
+            for (other, later) in &all[i + 1..] {
+                let same = upstream == other;
+                // With one fallback provider out, the other still answers a short SearXNG answer.
+                let both_providers =
+                    upstream.starts_with("provider") && other.starts_with("provider");
+                if (same || both_providers) && overlap(window, later) {
+                    return Err(format!(
+                        "{}: {upstream} during {window:?} and {other} during {later:?}",
+                        schedule.name
+                    ));
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+fn every_day_keeps_its_night_and_evening_healthy() -> Result<(), String> {
+    for schedule in DAYS {
+        let night_ends = schedule.phases.first().map_or(0.0, |p| p.until);
+        let evening_starts = 1.0 - evening(schedule);
+        for (upstream, window) in windows(schedule) {
+            if window.from < night_ends - EPSILON || window.until > evening_starts + EPSILON {
+                return Err(format!(
+                    "{}: {upstream} during {window:?}, outside {night_ends}–{evening_starts}",
+                    schedule.name
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+fn the_second_day_blocks_engines_again_soon_after_they_recover_and_the_first_does_not(
+) -> Result<(), String> {
+    let first = blocks_soon_after_recovery(&FIRST_DAY);
+    let second = blocks_soon_after_recovery(&SECOND_DAY);
+    if first == 0 && second >= 5 {
+        Ok(())
+    } else {
+        Err(format!(
+            "blocks within {SOON_AFTER_RECOVERY} of the day after a recovery: first day {first}, second day {second}"
+        ))
+    }
+}
+
+fn the_second_day_has_a_longer_healthy_evening_than_the_first() -> Result<(), String> {
+    let (first, second) = (evening(&FIRST_DAY), evening(&SECOND_DAY));
+    if second >= first + 0.10 {
+        Ok(())
+    } else {
+        Err(format!("evenings: first day {first}, second day {second}"))
+    }
+}
+
+fn the_first_day_keeps_the_seed_and_phases_of_its_recorded_runs() -> Result<(), String> {
+    let ends: Vec<f64> = FIRST_DAY.phases.iter().map(|p| p.until).collect();
+    if FIRST_DAY.seed == 15
+        && ends == [0.10, 0.40, 0.60, 0.80, 1.00]
+        && FIRST_DAY.engines.len() == 7
+    {
+        Ok(())
+    } else {
+        Err(format!(
+            "first day: seed {}, phases ending {ends:?}, {} engine spells",
+            FIRST_DAY.seed,
+            FIRST_DAY.engines.len()
+        ))
     }
 }
