@@ -38,11 +38,21 @@ pub(crate) fn backoff_delay(attempt: u32, jitter: f64) -> Duration {
     full.mul_f64(0.5 + 0.5 * jitter.clamp(0.0, 1.0))
 }
 
+/// `path` under `base`'s path.
+fn endpoint(base: &Url, path: &str) -> Url {
+    let mut url = base.clone();
+    let joined = format!("{}{path}", base.path().trim_end_matches('/'));
+    url.set_path(&joined);
+    url
+}
+
 /// The client of one SearXNG instance. Cheap to clone.
 #[derive(Debug, Clone)]
 pub(crate) struct SearxngClient {
     http: UpstreamHttp,
     base: Url,
+    /// `base` + `/search`, made once.
+    search: Url,
     attempt_timeout: Duration,
     metrics: SearxngMetrics,
     instance: InstanceLabel,
@@ -62,9 +72,11 @@ impl SearxngClient {
         // metrics would be; a pool member's series likewise.
         let _ = metrics.timeouts.get_or_create(&instance);
         let _ = metrics.duration.get_or_create(&instance);
+        let search = endpoint(&base, "/search");
         Self {
             http,
             base,
+            search,
             attempt_timeout,
             metrics,
             instance,
@@ -74,13 +86,6 @@ impl SearxngClient {
     /// The instance's label.
     pub(crate) fn instance(&self) -> &InstanceLabel {
         &self.instance
-    }
-
-    fn endpoint(&self, path: &str) -> Url {
-        let mut url = self.base.clone();
-        let joined = format!("{}{path}", self.base.path().trim_end_matches('/'));
-        url.set_path(&joined);
-        url
     }
 
     /// One search attempt, cut at the attempt timeout or `deadline`, whichever comes first.
@@ -180,37 +185,43 @@ impl SearxngClient {
         }
     }
 
-    fn query_pairs<'a>(
-        req: &'a SearchRequest,
-        engines: Option<&'a [String]>,
-    ) -> Vec<(&'static str, String)> {
-        let mut pairs: Vec<(&'static str, String)> = vec![
-            ("q", req.query_with_site().into_owned()),
-            ("format", "json".into()),
-            // unresponsive_engines messages are translated into the UI language otherwise.
-            ("locale", "en".into()),
-        ];
-        if req.pageno != 1 {
-            pairs.push(("pageno", req.pageno.to_string()));
+    /// The URL of one search: the instance's `/search` (made once, at start) with every forwarded
+    /// parameter and `locale=en` appended straight into its query string.
+    fn search_url(&self, req: &SearchRequest, engines: Option<&[String]>) -> Url {
+        let mut url = self.search.clone();
+        {
+            let mut query = url.query_pairs_mut();
+            query
+                .append_pair("q", &req.query_with_site())
+                .append_pair("format", "json")
+                // unresponsive_engines messages are translated into the UI language otherwise.
+                .append_pair("locale", "en");
+            if req.pageno != 1 {
+                query.append_pair("pageno", &req.pageno.to_string());
+            }
+            if !req.categories.is_empty() {
+                query.append_pair("categories", &req.categories.join(","));
+            }
+            match engines {
+                Some(list) => {
+                    query.append_pair("engines", &list.join(","));
+                }
+                None if !req.engines.is_empty() => {
+                    query.append_pair("engines", &req.engines.join(","));
+                }
+                None => {}
+            }
+            if let Some(language) = &req.language {
+                query.append_pair("language", language);
+            }
+            if let Some(range) = req.time_range {
+                query.append_pair("time_range", TimeRange::as_str(range));
+            }
+            if let Some(safe) = req.safesearch {
+                query.append_pair("safesearch", SafeSearch::as_str(safe));
+            }
         }
-        if !req.categories.is_empty() {
-            pairs.push(("categories", req.categories.join(",")));
-        }
-        match engines {
-            Some(list) => pairs.push(("engines", list.join(","))),
-            None if !req.engines.is_empty() => pairs.push(("engines", req.engines.join(","))),
-            None => {}
-        }
-        if let Some(language) = &req.language {
-            pairs.push(("language", language.clone()));
-        }
-        if let Some(range) = req.time_range {
-            pairs.push(("time_range", TimeRange::as_str(range).into()));
-        }
-        if let Some(safe) = req.safesearch {
-            pairs.push(("safesearch", SafeSearch::as_str(safe).into()));
-        }
-        pairs
+        url
     }
 
     /// One search; `probe`: the engine this is the gateway's own probe of ([`PROBE_HEADER`]).
@@ -223,8 +234,7 @@ impl SearxngClient {
         let mut request = self
             .http
             .get()
-            .get(self.endpoint("/search"))
-            .query(&Self::query_pairs(req, engines))
+            .get(self.search_url(req, engines))
             .header(reqwest::header::ACCEPT, "application/json");
         if let Some(engine) = probe {
             request = request.header(PROBE_HEADER, engine);
@@ -306,7 +316,7 @@ impl SearxngClient {
         let response = self
             .http
             .get()
-            .get(self.endpoint(path))
+            .get(endpoint(&self.base, path))
             .timeout(timeout)
             .send()
             .await
@@ -330,7 +340,7 @@ impl SearxngClient {
         let response = self
             .http
             .get()
-            .get(self.endpoint("/search"))
+            .get(self.search.clone())
             .query(&[("format", "json")])
             .timeout(timeout)
             .send()
@@ -370,8 +380,17 @@ mod tests {
             safesearch: Some(SafeSearch::Strict),
             ..SearchRequest::simple("Rust Async")
         };
-        let pairs = SearxngClient::query_pairs(&req, None);
-        let get = |k: &str| pairs.iter().find(|(n, _)| *n == k).map(|(_, v)| v.as_str());
+        let client = SearxngClient::new(
+            UpstreamHttp::new(1),
+            Url::parse("http://127.0.0.1:8888/searx").unwrap(),
+            Duration::from_secs(1),
+            SearxngMetrics::new(&mut crate::metrics::Registry::new()),
+            InstanceLabel::single(),
+        );
+        let url = client.search_url(&req, None);
+        assert_eq!(url.path(), "/searx/search");
+        let pairs: Vec<(String, String)> = url.query_pairs().into_owned().collect();
+        let get = |k: &str| pairs.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str());
         assert_eq!(get("q"), Some("Rust Async"));
         assert_eq!(get("locale"), Some("en"));
         assert_eq!(get("pageno"), Some("2"));
@@ -380,7 +399,9 @@ mod tests {
         assert_eq!(get("language"), Some("de"));
         assert_eq!(get("time_range"), Some("week"));
         assert_eq!(get("safesearch"), Some("2"));
-        let overridden = SearxngClient::query_pairs(&req, Some(&["beta".to_owned()]));
-        assert!(overridden.contains(&("engines", "beta".to_owned())));
+        let overridden = client.search_url(&req, Some(&["beta".to_owned()]));
+        assert!(overridden
+            .query_pairs()
+            .any(|(name, value)| name == "engines" && value == "beta"));
     }
 }
