@@ -146,7 +146,7 @@ fn start_worker(
 ) -> io::Result<oneshot::Receiver<io::Result<()>>> {
     let (done, finished) = oneshot::channel();
     std::thread::Builder::new()
-        .name(format!("gateway-worker-{index}"))
+        .name(format!("gw-worker-{index}"))
         .stack_size(crate::runtime::THREAD_STACK_BYTES)
         .spawn(move || {
             crate::runtime::become_worker(index);
