@@ -45,7 +45,7 @@ pub(super) fn wanted(raw: Option<&str>) -> Result<bool, &'static str> {
 /// operator's page keeps with each recent search ([`super::ui`]) to show when asked. Cheap to make
 /// (a few small copies and the answer's `Arc`): every search makes one for the page, and only the
 /// page's request for it pays for the JSON. The page's list keeps the last 50 answers alive that
-/// way, cached or not (their bytes, a few MB at most).
+/// way, cached or not (the bytes of 50 answers at most).
 #[derive(Debug, Clone, Serialize)]
 pub(super) struct Explanation {
     request_id: String,
