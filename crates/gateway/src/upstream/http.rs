@@ -59,7 +59,9 @@ impl<'a> BodyBudget<'a> {
 
 /// The HTTP client of every upstream call (SearXNG, premium APIs and readers): pooled keep-alive
 /// connections, TCP_NODELAY, redirects never followed (SearXNG's `!!bang` redirect is reported,
-/// not followed). One client per worker under `RUNTIME=thread-per-core`, so that a worker's upstream
+/// not followed), and no proxy taken from `HTTP_PROXY`/`HTTPS_PROXY`/`ALL_PROXY`: a proxy variable
+/// meant for something else in the container must not receive the gateway's calls and their keys
+/// (an egress proxy is configured by each upstream's `*_BASE_URL`). One client per worker under `RUNTIME=thread-per-core`, so that a worker's upstream
 /// connections are its own and driven by its own thread (a connection's task runs on the runtime
 /// that opened it); one client otherwise. Cheap to clone.
 #[derive(Debug, Clone)]
@@ -84,6 +86,7 @@ impl UpstreamHttp {
 fn client() -> reqwest::Client {
     reqwest::Client::builder()
         .redirect(reqwest::redirect::Policy::none())
+        .no_proxy()
         .pool_idle_timeout(Duration::from_secs(90))
         .pool_max_idle_per_host(64)
         .tcp_nodelay(true)

@@ -159,6 +159,48 @@ async fn trace_logging_names_the_failure_class_but_never_the_key() {
     assert!(!output.contains(secret), "the key never appears:\n{output}");
 }
 
+/// Proxy variables in the gateway's environment (meant for something else in its container) are
+/// not used for upstream calls: SearXNG and Brave are reached directly, although every proxy
+/// variable points at a port where nothing listens.
+#[tokio::test(flavor = "multi_thread")]
+async fn proxy_variables_in_the_environment_do_not_divert_upstream_calls() {
+    let (stack, env) = brave_refusing(simulator::premium::SIM_KEY).await;
+    let nowhere = format!("http://127.0.0.1:{}", unused_loopback_port());
+    let mut vars = borrowed(&env);
+    vars.push(("LISTEN_ADDR", "127.0.0.1:0"));
+    for name in [
+        "HTTP_PROXY",
+        "HTTPS_PROXY",
+        "ALL_PROXY",
+        "http_proxy",
+        "https_proxy",
+        "all_proxy",
+    ] {
+        vars.push((name, nowhere.as_str()));
+    }
+    let mut gateway = GatewayProcess::start(&vars);
+    let url = gateway.url().await;
+
+    let reply = reqwest::Client::builder()
+        .no_proxy()
+        .build()
+        .expect("client")
+        .get(format!("{url}/search?q=direct&format=json"))
+        .send()
+        .await
+        .expect("answer");
+    assert_eq!(reply.status(), 200, "Brave answered through no proxy");
+    assert!(
+        stack.provider(Brave).calls() >= 1,
+        "Brave was called directly"
+    );
+    assert!(
+        stack.searxng.hits() >= 1,
+        "SearXNG was called directly before the fallback"
+    );
+    assert_eq!(gateway.terminate().await.code(), Some(0));
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn warn_level_prints_warnings_and_suppresses_info_lines() {
     let (_stack, env) = brave_refusing("another-key").await;
