@@ -132,6 +132,22 @@ async fn brave_refusing(key: &str) -> (SimStack, Vec<(String, String)>) {
     (s, env)
 }
 
+/// A simulated SearXNG with one engine, and the gateway in front of it on a free port with `extra`
+/// variables besides.
+async fn gateway_before_alpha(extra: &[(&str, &str)]) -> (SimulatedSearxng, GatewayProcess) {
+    let searxng = SimulatedSearxng::start(&["alpha"])
+        .await
+        .expect("simulator");
+    let base_url = searxng.base_url();
+    let mut vars = vec![
+        ("SEARXNG_BACKEND_URL", base_url.as_str()),
+        ("LISTEN_ADDR", "127.0.0.1:0"),
+    ];
+    vars.extend_from_slice(extra);
+    let gateway = GatewayProcess::start(&vars);
+    (searxng, gateway)
+}
+
 fn borrowed(env: &[(String, String)]) -> Vec<(&str, &str)> {
     env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect()
 }
@@ -236,13 +252,7 @@ async fn warn_level_prints_warnings_and_suppresses_info_lines() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn sigterm_stops_the_gateway_cleanly() {
-    let searxng = SimulatedSearxng::start(&["alpha"])
-        .await
-        .expect("simulator");
-    let mut gateway = GatewayProcess::start(&[
-        ("SEARXNG_BACKEND_URL", &searxng.base_url()),
-        ("LISTEN_ADDR", "127.0.0.1:0"),
-    ]);
+    let (_searxng, mut gateway) = gateway_before_alpha(&[]).await;
     let url = gateway.url().await;
     let reply = reqwest::get(format!("{url}/healthz"))
         .await
@@ -259,15 +269,11 @@ async fn sigterm_stops_the_gateway_cleanly() {
 /// value in effect.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_t1_count_beyond_the_keys_given_starts_keyless_with_one_warning() {
-    let searxng = SimulatedSearxng::start(&["alpha"])
-        .await
-        .expect("simulator");
-    let mut gateway = GatewayProcess::start(&[
-        ("SEARXNG_BACKEND_URL", &searxng.base_url()),
-        ("LISTEN_ADDR", "127.0.0.1:0"),
+    let (_searxng, mut gateway) = gateway_before_alpha(&[
         ("FALLBACK_PROVIDERS", "brave,exa"),
         ("T1_PREMIUM_COUNT", "1"),
-    ]);
+    ])
+    .await;
     let url = gateway.url().await;
     let status: serde_json::Value = reqwest::get(format!("{url}/status"))
         .await
@@ -422,15 +428,8 @@ async fn a_stalled_stdout_drops_log_lines_and_counts_them_but_never_holds_up_a_s
 /// searches a worker took went to SearXNG and came back; SIGTERM stops every worker cleanly.
 #[tokio::test(flavor = "multi_thread")]
 async fn thread_per_core_serves_on_every_worker_and_stops_cleanly() {
-    let searxng = SimulatedSearxng::start(&["alpha"])
-        .await
-        .expect("simulator");
-    let mut gateway = GatewayProcess::start(&[
-        ("SEARXNG_BACKEND_URL", &searxng.base_url()),
-        ("LISTEN_ADDR", "127.0.0.1:0"),
-        ("RUNTIME", "thread-per-core"),
-        ("WORKER_THREADS", "3"),
-    ]);
+    let (_searxng, mut gateway) =
+        gateway_before_alpha(&[("RUNTIME", "thread-per-core"), ("WORKER_THREADS", "3")]).await;
     let url = gateway.url().await;
     let started = gateway.wait_for_line("searxng-gateway listening").await;
     assert!(started.contains("runtime=thread-per-core"), "{started}");
