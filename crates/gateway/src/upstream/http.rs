@@ -61,9 +61,10 @@ impl<'a> BodyBudget<'a> {
 /// connections, TCP_NODELAY, redirects never followed (SearXNG's `!!bang` redirect is reported,
 /// not followed), and no proxy taken from `HTTP_PROXY`/`HTTPS_PROXY`/`ALL_PROXY`: a proxy variable
 /// meant for something else in the container must not receive the gateway's calls and their keys
-/// (an egress proxy is configured by each upstream's `*_BASE_URL`). One client per worker under `RUNTIME=thread-per-core`, so that a worker's upstream
-/// connections are its own and driven by its own thread (a connection's task runs on the runtime
-/// that opened it); one client otherwise. Cheap to clone.
+/// (an egress proxy is configured by each upstream's `*_BASE_URL`). One client per worker under
+/// `RUNTIME=thread-per-core`, so that a worker's upstream connections are its own and driven by its
+/// own thread (a connection's task runs on the runtime that opened it); one client otherwise.
+/// Cheap to clone.
 #[derive(Debug, Clone)]
 pub(crate) struct UpstreamHttp {
     per_worker: Arc<[reqwest::Client]>,
