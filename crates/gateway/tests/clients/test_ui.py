@@ -14,6 +14,7 @@ import pytest
 import requests
 from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
+from selenium.common.exceptions import StaleElementReferenceException
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support import expected_conditions as ec
 from selenium.webdriver.support.ui import WebDriverWait
@@ -70,7 +71,10 @@ def open_page(driver, gateway: str, key: str | None) -> None:
 
 
 def wait(driver):
-    return WebDriverWait(driver, WAIT, poll_frequency=0.1)
+    # The page redraws its tables on every refresh: an element found a moment ago may be gone
+    # by the time it is read, and the next poll finds the new one.
+    return WebDriverWait(driver, WAIT, poll_frequency=0.1,
+                         ignored_exceptions=[StaleElementReferenceException])
 
 
 def search(gateway: str, key: str, query: str) -> requests.Response:

@@ -455,7 +455,9 @@ async fn a_slow_searxng_is_hedged_from_the_next_search_and_not_once_it_is_fast_a
     let s = SimStack::start(
         &[Brave],
         &[
-            ("SEARXNG_HEDGE_SECONDS", "0.2"),
+            // A bar far from both speeds (slow 2 s, fast a few ms), so that a fast answer slowed down
+            // by a loaded machine still reads as fast.
+            ("SEARXNG_HEDGE_SECONDS", "1"),
             ("SEARXNG_SLOW_SECONDS", UNREACHED_TIMEOUT_SECONDS),
             ("FALLBACK_TIMEOUT_SECONDS", UNREACHED_TIMEOUT_SECONDS),
             ("CACHE_SIZE", "0"),
@@ -463,7 +465,7 @@ async fn a_slow_searxng_is_hedged_from_the_next_search_and_not_once_it_is_fast_a
     )
     .await;
     s.searxng
-        .set_script(Script::new().latency(Latency::Fixed(Duration::from_millis(400))));
+        .set_script(Script::new().latency(Latency::Fixed(Duration::from_secs(2))));
     let brave = s.provider(Brave);
 
     let first = s.gateway.search(&[("q", "hedge 0")]).await;
@@ -478,7 +480,13 @@ async fn a_slow_searxng_is_hedged_from_the_next_search_and_not_once_it_is_fast_a
     );
 
     s.searxng.clear_scripts();
-    // The hedged call still answers (its 400 ms are heard), then fast answers bring the mean down.
+    // The hedged call still answers (its 2 s are heard): wait for it, so that its slow answer
+    // cannot land after the fast ones below have brought the mean down.
+    let searxng = &s.searxng;
+    wait::until("the hedged SearXNG call to end", || async move {
+        searxng.in_flight() == 0
+    })
+    .await;
     let mut searches = 0;
     loop {
         let calls = brave.calls();
