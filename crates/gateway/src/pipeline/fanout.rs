@@ -10,6 +10,8 @@
 //! - [`FanOut::next_step`]: what to do now — finish (target met and SearXNG settled, or nothing
 //!   left in flight), start the next fallback call (one at a time), or wait.
 //! - [`FanOut::on_deadline`]: the budget is hard; whatever is in flight is dropped (cancelled).
+//! - A SearXNG call the answer did not wait for is heard to its end ([`SearxngTask`]), so the
+//!   instance and its engines learn what it found.
 //! - [`FanOut::finish`]: merge, outcome, the answer and how long to cache it.
 
 use std::future::Future;
@@ -55,7 +57,8 @@ enum SearxngProgress {
 /// What the driver should do next.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Step {
-    /// The answer goes out; whatever is in flight is cancelled.
+    /// The answer goes out; the provider calls still in flight are cancelled, a SearXNG call is
+    /// heard to its end ([`SearxngTask`]).
     Finish,
     /// Start the next fallback provider call (or report that none is left).
     CallFallback,
@@ -354,7 +357,7 @@ pub(crate) async fn run(
     let mut fan = FanOut::new(ctx.settings.sufficient_min_results, slow_at, deadline);
     fan.filter_domains(req.domains.clone());
     fan.record_mut().set_budget(budget);
-    let excluded = Arc::new(std::sync::OnceLock::new());
+    let mut searxng_task = None;
     let mut calls: FuturesUnordered<BoxFuture<'static, Event>> = FuturesUnordered::new();
 
     // SearXNG (unless every instance is cooling down) and the T1 pass start together, and the
@@ -363,12 +366,13 @@ pub(crate) async fn run(
         Some(chosen) => {
             fan.record_mut().searxng_started();
             let answer_time = ctx.searxng.pool.get(chosen.index).answer_time();
+            let shared = Arc::new(searxng_call::CallShared::default());
             let call = searxng_call::searxng(
                 Arc::clone(&ctx.searxng),
                 req.clone(),
                 deadline,
                 chosen,
-                Arc::clone(&excluded),
+                Arc::clone(&shared),
             );
             if slow_threshold::hedges(ctx.settings.searxng_hedge, answer_time, slow_wait) {
                 tracing::debug!(
@@ -376,10 +380,10 @@ pub(crate) async fn run(
                     "SearXNG has been slow to answer: the fallback starts alongside it"
                 );
                 fan.hedge();
-                calls.push(Box::pin(heard_to_the_end(call)));
-            } else {
-                calls.push(Box::pin(call));
             }
+            let (task, event) = SearxngTask::spawn(call, shared);
+            searxng_task = Some(task);
+            calls.push(event);
         }
         None => {
             ctx.searxng_skipped.inc();
@@ -415,7 +419,12 @@ pub(crate) async fn run(
 
     loop {
         let slow_timer = match fan.next_step(Instant::now(), calls.len()) {
-            Step::Finish => break,
+            Step::Finish => {
+                if let Some(task) = searxng_task.as_mut() {
+                    task.hear_out();
+                }
+                break;
+            }
             Step::CallFallback => {
                 match walk.next_admitted(fan.failures_mut()) {
                     Some(admitted) => {
@@ -474,29 +483,68 @@ pub(crate) async fn run(
         }
     }
     drop(calls);
-    // A hedged SearXNG call may still be running (and holding its handle on the plan's exclusions).
-    let excluded = Arc::try_unwrap(excluded)
-        .map(std::sync::OnceLock::into_inner)
-        .unwrap_or_else(|running| running.get().cloned());
-    if let Some(excluded) = excluded {
+    if let Some(excluded) = searxng_task.as_ref().and_then(SearxngTask::excluded) {
         fan.record_mut().engines_excluded = excluded;
     }
     fan.finish(&req.query, ctx.settings.cache_ttl, started.elapsed())
 }
 
-/// A hedged search's SearXNG call, run as its own task so that it ends as it would have — answer,
-/// failure, or its deadline — even when the search's answer goes out first: the instance's answer
-/// time hears how long it took, and only that tells the hedge when SearXNG is fast again (a call
-/// cancelled as soon as a provider met the target would teach it nothing). It is the call the
-/// search would have made anyway, bounded by the same deadline.
-async fn heard_to_the_end(call: impl Future<Output = Event> + Send + 'static) -> Event {
-    match tokio::spawn(call.in_current_span()).await {
-        Ok(event) => event,
-        Err(err) if err.is_panic() => std::panic::resume_unwind(err.into_panic()),
-        // Only a runtime shutting down cancels it.
-        Err(_) => Event::Searxng(Err(crate::upstream::UpstreamError::new(
-            ErrorClass::Timeout,
-        ))),
+/// A fan-out's SearXNG call, run as its own task so that it can outlive the search. When the
+/// answer goes out without it (a provider met the target first: a hedged search, or one past the
+/// slow threshold), the attempt in flight is heard to its end, bounded by the same deadline: the
+/// instance's answer time hears how slow it was (only that tells the hedge when SearXNG is slow,
+/// and when it is fast again), and its engines' breakers hear what the answer says (a
+/// slow-blocked engine's `timeout`, a CAPTCHA). A call cancelled as soon as a provider met the
+/// target would teach them nothing, and it is exactly the slow calls that were cancelled. When
+/// the search itself is dropped — the client hung up, or the budget ran out — the call is
+/// aborted with it.
+struct SearxngTask {
+    abort: Option<tokio::task::AbortHandle>,
+    shared: Arc<searxng_call::CallShared>,
+}
+
+impl SearxngTask {
+    /// Starts `call`; the returned future is the fan-out's event for it.
+    fn spawn(
+        call: impl Future<Output = Event> + Send + 'static,
+        shared: Arc<searxng_call::CallShared>,
+    ) -> (Self, BoxFuture<'static, Event>) {
+        let handle = tokio::spawn(call.in_current_span());
+        let task = Self {
+            abort: Some(handle.abort_handle()),
+            shared,
+        };
+        let event = Box::pin(async move {
+            match handle.await {
+                Ok(event) => event,
+                Err(err) if err.is_panic() => std::panic::resume_unwind(err.into_panic()),
+                // Only a runtime shutting down gets here: an abort comes with dropping the fan-out,
+                // and this future with it.
+                Err(_) => Event::Searxng(Err(crate::upstream::UpstreamError::new(
+                    ErrorClass::Timeout,
+                ))),
+            }
+        });
+        (task, event)
+    }
+
+    /// The answer goes out: the call is left to finish its attempt in flight, and starts no other.
+    fn hear_out(&mut self) {
+        self.shared.answer_sent();
+        self.abort = None;
+    }
+
+    /// The engines the call left out on its first instance, once it planned them.
+    fn excluded(&self) -> Option<Vec<String>> {
+        self.shared.excluded()
+    }
+}
+
+impl Drop for SearxngTask {
+    fn drop(&mut self) {
+        if let Some(abort) = self.abort.take() {
+            abort.abort();
+        }
     }
 }
 

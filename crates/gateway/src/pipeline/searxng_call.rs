@@ -6,11 +6,14 @@
 //!
 //! What each instance learns: its cooldown gets one signal per call that used it (the outcome of
 //! its last attempt in the call), its engine breakers the answer's engine facts, its latency every
-//! attempt. An answer, degraded or not, ends the call.
+//! attempt. An answer, degraded or not, ends the call. Once the search's answer went out without
+//! the call ([`CallShared::answer_sent`]), the attempt in flight is heard to its end but no other
+//! is started: a retry would load SearXNG for an answer nobody waits for.
 //!
 //! Traced as one `searxng` span (the engines excluded on the first instance, the result) with one
 //! `searxng_attempt` child per attempt (the instance, the error class).
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
@@ -73,14 +76,39 @@ impl Planned {
     }
 }
 
+/// What a SearXNG call and the fan-out that started it share.
+#[derive(Debug, Default)]
+pub(super) struct CallShared {
+    /// The engines the call left out on its first instance, for the fan-out's record.
+    excluded: OnceLock<Vec<String>>,
+    /// The search's answer went out without this call.
+    answer_sent: AtomicBool,
+}
+
+impl CallShared {
+    /// The engines left out on the first instance, once the call planned them.
+    pub(super) fn excluded(&self) -> Option<Vec<String>> {
+        self.excluded.get().cloned()
+    }
+
+    /// The answer went out: the call finishes the attempt in flight and starts no other.
+    pub(super) fn answer_sent(&self) {
+        self.answer_sent.store(true, Ordering::Relaxed);
+    }
+
+    fn is_answer_sent(&self) -> bool {
+        self.answer_sent.load(Ordering::Relaxed)
+    }
+}
+
 /// One SearXNG call for `req`, starting on the instance `first` chose, inside its `searxng` span;
-/// the engines it left out go to `excluded` for the fan-out's record.
+/// what it shares with the fan-out is in `shared`.
 pub(super) async fn searxng(
     side: Arc<SearxngSide>,
     req: SearchRequest,
     deadline: Instant,
     first: Chosen,
-    excluded: Arc<OnceLock<Vec<String>>>,
+    shared: Arc<CallShared>,
 ) -> Event {
     let span = tracing::info_span!(
         target: TARGET,
@@ -91,7 +119,7 @@ pub(super) async fn searxng(
         error_class = Empty,
         otel.status_code = Empty,
     );
-    let event = call(side, req, deadline, first, span.clone(), excluded)
+    let event = call(side, req, deadline, first, span.clone(), shared)
         .instrument(span.clone())
         .await;
     if let Event::Searxng(result) = &event {
@@ -115,7 +143,7 @@ async fn call(
     deadline: Instant,
     first: Chosen,
     span: Span,
-    excluded: Arc<OnceLock<Vec<String>>>,
+    shared: Arc<CallShared>,
 ) -> Event {
     let call_deadline = deadline.checked_sub(DEADLINE_MARGIN).unwrap_or(deadline);
     let started = Instant::now();
@@ -125,7 +153,7 @@ async fn call(
     if !planned.plan.excluded.is_empty() {
         span.record("excluded_engines", planned.plan.excluded.join(",").as_str());
         // For the fan-out's record (`explain`): the engines left out on the first instance.
-        let _ = excluded.set(planned.plan.excluded.clone());
+        let _ = shared.excluded.set(planned.plan.excluded.clone());
     }
     let mut attempt = 1;
     loop {
@@ -173,6 +201,11 @@ async fn call(
                 _ => Signal::Transient,
             };
             planned.record(signal);
+            return failed(&side, instance, started, err, false);
+        }
+        if shared.is_answer_sent() {
+            // Nobody waits for this call any more: what it learned is recorded, no retry follows.
+            planned.record(Signal::Transient);
             return failed(&side, instance, started, err, false);
         }
         let next = (attempt < MAX_ATTEMPTS)

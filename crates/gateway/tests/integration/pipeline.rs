@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 use simulator::premium::{ProviderBehaviour, SimError, SimHit};
 use simulator::script::{Latency, Script};
-use simulator::searxng::SearxngMode;
+use simulator::searxng::{EngineBehaviour, EngineFailure, SearxngMode};
 use simulator::Provider::{Brave, Exa, Jina, Tavily};
 
 use crate::support::stack::{SimStack, ENGINES};
@@ -448,6 +448,74 @@ async fn a_hanging_t1_provider_does_not_hold_back_a_complete_searxng_answer() {
         brave.in_flight() == 0
     })
     .await;
+}
+
+/// A SearXNG whose answer comes after the fallback met the target: the search answers without it,
+/// the call runs on to its end.
+async fn searxng_answering_after_the_fallback() -> SimStack {
+    SimStack::start(
+        &[Brave],
+        &[
+            ("SEARXNG_SLOW_SECONDS", "0.2"),
+            ("SEARXNG_HEDGE_SECONDS", "off"),
+            ("FALLBACK_TIMEOUT_SECONDS", UNREACHED_TIMEOUT_SECONDS),
+            ("BREAKER_JITTER", "0"),
+            ("CACHE_SIZE", "0"),
+        ],
+    )
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_searxng_answer_that_comes_after_the_fallback_still_teaches_the_engine_breakers() {
+    let s = searxng_answering_after_the_fallback().await;
+    s.gateway.wait_for_catalog().await;
+    s.searxng
+        .set_engine("gamma", EngineBehaviour::Fails(EngineFailure::Captcha));
+    s.searxng
+        .set_mode(SearxngMode::Delay(Duration::from_millis(1500)));
+
+    let reply = s.gateway.search(&[("q", "answered by the fallback")]).await;
+    assert_eq!(reply.status, 200, "{}", reply.text);
+    assert_eq!(s.provider(Brave).calls(), 1, "the fallback answered");
+    let searxng = &s.searxng;
+    wait::until("SearXNG's slow answer to arrive", || async move {
+        searxng.in_flight() == 0
+    })
+    .await;
+    let gateway = &s.gateway;
+    wait::until("the CAPTCHA in it to open gamma's breaker", || async move {
+        gateway.breaker("engine", "gamma").await["state"] == "open"
+    })
+    .await;
+    assert_eq!(s.searxng_hits(), 1, "one call, heard to its end");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_searxng_call_the_answer_did_not_wait_for_is_not_retried() {
+    let s = searxng_answering_after_the_fallback().await;
+    s.searxng.set_mode(SearxngMode::Status(500));
+    s.searxng
+        .set_script(Script::new().latency(Latency::Fixed(Duration::from_millis(1500))));
+
+    let reply = s.gateway.search(&[("q", "nobody waits")]).await;
+    assert_eq!(reply.status, 200, "{}", reply.text);
+    let gateway = &s.gateway;
+    wait::until("the SearXNG call to end", || async move {
+        gateway
+            .metric(
+                "searxng_gateway_searxng_requests_total",
+                &[("result", "server_error")],
+            )
+            .await
+            == 1.0
+    })
+    .await;
+    assert_eq!(
+        s.searxng_hits(),
+        1,
+        "its 500 is heard, but no retry follows an answer already sent"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -11,6 +11,7 @@ use std::time::Duration;
 use axum::http::StatusCode;
 use serde_json::{json, Value};
 use tokio::sync::watch;
+use tokio::time::Instant;
 
 use super::behaviour::{EngineBehaviour, EngineFailure, SearxngMode};
 use super::capacity::Limit;
@@ -76,6 +77,34 @@ pub(super) struct Instance {
     pub(super) capacity: Option<Limit>,
     /// What searches did against the engines' scripted state at the time.
     pub(super) observations: EngineObservations,
+    /// Every search's engine selection with the time, once asked for
+    /// ([`super::SimulatedSearxng::keep_engine_log`]).
+    pub(super) engine_log: Option<Vec<EngineLogEntry>>,
+}
+
+/// One search's engine selection against the engines' scripted state, with its time: what a
+/// benchmark reads to attribute calls into blocked engines and exclusions to each spell.
+#[derive(Debug, Clone)]
+pub struct EngineLogEntry {
+    /// When the search arrived.
+    pub at: Instant,
+    /// Marked as a client's probe of an engine ([`super::PROBE_HEADER`]).
+    pub probe: bool,
+    /// It named its engines (`engines=`).
+    pub explicit: bool,
+    /// Every enabled engine of the general category, in the instance's order.
+    pub engines: Vec<EngineSeen>,
+}
+
+/// One engine in an [`EngineLogEntry`].
+#[derive(Debug, Clone)]
+pub struct EngineSeen {
+    /// Its name.
+    pub name: String,
+    /// The search queried it.
+    pub queried: bool,
+    /// It was blocked at the time (as [`EngineObservations::calls_into_blocked`] judges).
+    pub blocked: bool,
 }
 
 /// How searches treated engines, scored against what each engine was scripted to do at that
@@ -162,6 +191,7 @@ impl Instance {
             last_result_count: None,
             capacity: None,
             observations: EngineObservations::default(),
+            engine_log: None,
         }
     }
 
@@ -449,6 +479,7 @@ impl Instance {
     fn observe(&mut self, params: &Params, selected: &[(usize, String)]) {
         let explicit = params.get("engines").is_some();
         let mut excluded_healthy = false;
+        let mut seen = Vec::new();
         for (index, engine) in self.engines.iter().enumerate() {
             let blocked = engine.is_blocked_now();
             let queried = selected.iter().any(|(chosen, _)| *chosen == index);
@@ -459,6 +490,21 @@ impl Instance {
             if explicit && !queried && eligible && !blocked {
                 excluded_healthy = true;
             }
+            if eligible && self.engine_log.is_some() {
+                seen.push(EngineSeen {
+                    name: engine.name.clone(),
+                    queried,
+                    blocked,
+                });
+            }
+        }
+        if let Some(log) = self.engine_log.as_mut() {
+            log.push(EngineLogEntry {
+                at: Instant::now(),
+                probe: params.probe,
+                explicit,
+                engines: seen,
+            });
         }
         if params.probe {
             self.observations.probes += 1;

@@ -57,8 +57,8 @@ use crate::script::Script;
 
 pub use behaviour::{EngineBehaviour, EngineFailure, SearxngMode};
 pub use capacity::Capacity;
-pub use instance::EngineObservations;
 use instance::{lock, Instance};
+pub use instance::{EngineLogEntry, EngineObservations, EngineSeen};
 
 /// The header a client sends on its own health probe of an engine (the gateway's out-of-band engine
 /// probes do): scored apart from searches in [`EngineObservations`].
@@ -298,6 +298,20 @@ impl SimulatedSearxng {
     /// time of the search (see [`EngineObservations`]).
     pub fn engine_observations(&self) -> EngineObservations {
         self.lock().observations
+    }
+
+    /// From now on, keeps every search's engine selection with its time ([`EngineLogEntry`]): a
+    /// benchmark's per-spell attribution. Off by default: a long soak would grow it without bound.
+    pub fn keep_engine_log(&self) {
+        let mut state = self.lock();
+        if state.engine_log.is_none() {
+            state.engine_log = Some(Vec::new());
+        }
+    }
+
+    /// The searches logged since [`Self::keep_engine_log`] (empty if it was never called).
+    pub fn engine_log(&self) -> Vec<EngineLogEntry> {
+        self.lock().engine_log.clone().unwrap_or_default()
     }
 
     /// How many searches queried `engine` (selected, and not skipped for paging or time range).

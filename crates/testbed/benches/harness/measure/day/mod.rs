@@ -8,11 +8,13 @@
 //! Per day, per phase and overall: answered with at least the target, partial, failed, p50/p95,
 //! premium calls per 100 searches, calls into blocked engines and SearXNG requests that left out a
 //! healthy engine (both scored by the simulated SearXNG against each engine's scripted state at
-//! the time), distinct URLs per answer. Each day runs with `T1_PREMIUM_COUNT=0` (the targets) and
+//! the time), distinct URLs per answer; and the engine counts attributed to each spell
+//! ([`spells`]). Each day runs with `T1_PREMIUM_COUNT=0` (the targets) and
 //! `=1`.
 
 mod replay;
 mod schedule;
+mod spells;
 
 use std::time::Duration;
 
@@ -85,8 +87,12 @@ impl Bench {
             &providers,
         )
         .await;
+        let refusals_heard = refusals_heard(gateway.addr, Provider::Tavily).await?;
         gateway.stop();
-        Ok(result)
+        Ok(DayResult {
+            refusals_heard,
+            ..result
+        })
     }
 
     fn report_day(&mut self, day: Day, t1: usize, result: &DayResult) {
@@ -98,11 +104,19 @@ impl Bench {
             .position(|p| *p == Provider::Tavily)
             .and_then(|i| all.calls_by_provider.get(i).copied())
             .unwrap_or(0);
-        // Tavily's plan allows `TAVILY_PLAN_CALLS`; the first refusal is the call after them.
-        let into_parked = tavily.saturating_sub(schedule::TAVILY_PLAN_CALLS + 1);
+        // Tavily's plan allows `TAVILY_PLAN_CALLS`; every call after them is refused. The first
+        // refusal the gateway hears parks Tavily, so every refusal it hears after that one is a call
+        // it made (or had in flight) while it knew Tavily was spent. Counting refusals sent instead
+        // would count a call the gateway cancelled before its refusal arrived (another upstream had
+        // met the target): it never learned from that one, and its next call is its first refusal.
+        let into_parked = result.refusals_heard.saturating_sub(1);
+        let refused_unheard = tavily
+            .saturating_sub(schedule::TAVILY_PLAN_CALLS)
+            .saturating_sub(result.refusals_heard);
         println!(
             "   {which} T1={t1}: {} searches, {:.2} % ≥ {TARGET}, {} failed, p95 {}, {:.1} premium/100, \
-             {} blocked-engine calls, {} healthy exclusions, {into_parked} calls into parked Tavily",
+             {} blocked-engine calls, {} healthy exclusions, {into_parked} calls into parked Tavily \
+             ({refused_unheard} refusals cancelled before the gateway heard them)",
             all.searches,
             all.full_percent(),
             all.failed,
@@ -149,7 +163,8 @@ impl Bench {
         self.rows.push(Row {
             name: name("premium calls per 100 searches"),
             result: format!(
-                "{:.1} ({} calls: {}); {into_parked} into the parked provider",
+                "{:.1} ({} calls: {}); {into_parked} into the parked provider ({refused_unheard} \
+                 refusals cancelled before they were heard)",
                 all.premium_per_100(),
                 all.premium_calls,
                 by_provider(all)
@@ -207,7 +222,26 @@ impl Bench {
                 summary(tally)
             ));
         }
+        for spell in &result.spells {
+            self.details.push(format!(
+                "h. {which} T1={t1}, spell {}",
+                spells::describe(spell)
+            ));
+        }
     }
+}
+
+/// How many of `provider`'s quota refusals the gateway at `addr` heard
+/// (`provider_calls_total{outcome="quota"}`).
+async fn refusals_heard(addr: std::net::SocketAddr, provider: Provider) -> Result<u64, BoxError> {
+    let text = String::from_utf8(crate::loadgen::get(addr, "/metrics").await?.body.to_vec())?;
+    let labels = format!("provider=\"{}\"", provider.as_str());
+    Ok(text
+        .lines()
+        .filter(|l| l.starts_with("searxng_gateway_provider_calls_total{"))
+        .filter(|l| l.contains(&labels) && l.contains("outcome=\"quota\""))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum::<f64>() as u64)
 }
 
 fn by_provider(tally: &Tally) -> String {

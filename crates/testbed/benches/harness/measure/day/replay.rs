@@ -15,6 +15,7 @@ use simulator::searxng::{EngineObservations, SimulatedSearxng};
 use tokio::time::Instant;
 
 use super::schedule::{Day, TARGET};
+use super::spells::{self, SpellTally};
 use crate::histogram::Histogram;
 use crate::loadgen;
 use crate::search_path;
@@ -94,10 +95,14 @@ impl Tally {
     }
 }
 
-/// Every phase's tally, and the sum.
+/// Every phase's tally, the sum, and each engine spell's.
 pub(super) struct DayResult {
     pub(super) phases: Vec<Tally>,
     pub(super) overall: Tally,
+    pub(super) spells: Vec<SpellTally>,
+    /// Quota refusals of the provider with a plan limit that the gateway heard (read from its
+    /// metrics after the day).
+    pub(super) refusals_heard: u64,
 }
 
 /// The simulators' counters at one moment.
@@ -174,6 +179,7 @@ pub(super) async fn replay(
             .map(|_| Tally::default())
             .collect(),
     ));
+    searxng.keep_engine_log();
     let start = Instant::now();
     let per_client = searches / CLIENTS as u64;
     let pace = day.length.div_f64(per_client.max(1) as f64);
@@ -235,7 +241,13 @@ pub(super) async fn replay(
         tally.engines = counted.engines;
         overall.add(tally);
     }
-    DayResult { phases, overall }
+    let spells = spells::attribute(day, start, &searxng.engine_log());
+    DayResult {
+        phases,
+        overall,
+        spells,
+        refusals_heard: 0,
+    }
 }
 
 fn score(tally: &mut Tally, answer: Result<loadgen::Answer, loadgen::BoxError>, took: Duration) {

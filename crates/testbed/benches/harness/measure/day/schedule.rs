@@ -55,6 +55,41 @@ enum EngineTrouble {
     SlowBlocked,
 }
 
+impl EngineTrouble {
+    /// A few words for the report.
+    fn label(&self) -> &'static str {
+        match self {
+            EngineTrouble::Fails(EngineFailure::Captcha) => "CAPTCHA",
+            EngineTrouble::Fails(EngineFailure::TooManyRequests) => "429",
+            EngineTrouble::Fails(EngineFailure::AccessDenied) => "access denied",
+            EngineTrouble::Fails(_) => "failing",
+            EngineTrouble::SlowBlocked => "slow-blocked",
+        }
+    }
+}
+
+/// One engine's spell of trouble, as the per-spell attribution reads it: the engine, a few words,
+/// and its window as fractions of the day.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct SpellWindow {
+    pub(super) engine: &'static str,
+    pub(super) trouble: &'static str,
+    pub(super) from: f64,
+    pub(super) until: f64,
+}
+
+impl Schedule {
+    /// Every engine spell, in the schedule's order.
+    pub(super) fn engine_spells(&self) -> impl Iterator<Item = SpellWindow> + '_ {
+        self.engines.iter().map(|spell| SpellWindow {
+            engine: spell.engine,
+            trouble: spell.trouble.label(),
+            from: spell.window.from,
+            until: spell.window.until,
+        })
+    }
+}
+
 /// One engine's spell of trouble.
 #[derive(Debug, Clone)]
 struct EngineSpell {
