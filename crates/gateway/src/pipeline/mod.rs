@@ -84,7 +84,7 @@ use crate::reader::{Reader, SystemLookup};
 use crate::request::{AnswerScope, CacheKey, SearchRequest, Surface};
 use crate::shared::SharedTier;
 use crate::trace::TARGET;
-use crate::upstream::UpstreamHttp;
+use crate::upstream::{SetupError, UpstreamHttp};
 use cooldown::CooldownSettings;
 use metrics::{OutcomeLabels, SurfaceLabels};
 use pool::{PoolSettings, SearxngPool};
@@ -203,9 +203,10 @@ impl std::fmt::Debug for Gateway {
 
 impl Gateway {
     /// Builds the pipeline from a validated configuration. Providers without a key are inactive
-    /// (logged once here) and never called.
-    pub(crate) fn new(config: Config, metrics: Metrics) -> Self {
-        let http = UpstreamHttp::new(config.runtime.pools());
+    /// (logged once here) and never called. An error when the upstream HTTP clients cannot be
+    /// built (their TLS set-up).
+    pub(crate) fn new(config: Config, metrics: Metrics) -> Result<Self, SetupError> {
+        let http = UpstreamHttp::new(config.runtime.pools())?;
         let quota = QuotaBoard::default();
         let mut providers = Vec::new();
         for kind in &config.fallback_providers {
@@ -324,7 +325,7 @@ impl Gateway {
         );
         // Kept only while the page that reads it is served.
         let ring = config.ui.map(|_| traffic::Traffic::default());
-        Self {
+        Ok(Self {
             inner: Arc::new(Inner {
                 config,
                 fanout,
@@ -337,7 +338,7 @@ impl Gateway {
                 reading,
                 traffic: ring,
             }),
-        }
+        })
     }
 
     /// The configuration in force.
@@ -687,7 +688,7 @@ mod tests {
             vars.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone())
         })
         .unwrap();
-        Gateway::new(config, Metrics::new())
+        Gateway::new(config, Metrics::new()).unwrap()
     }
 
     /// The hedge with the gateway's own instance and settings: slow answers make the next search

@@ -282,7 +282,7 @@ mod tests {
         };
         ProviderClient::new(
             &settings,
-            UpstreamHttp::new(1),
+            UpstreamHttp::new(1).unwrap(),
             ProviderMetrics::new(&mut Registry::new()),
             QuotaBoard::default(),
         )
@@ -300,7 +300,7 @@ mod tests {
         let quota = QuotaBoard::default();
         let c = ProviderClient::new(
             &settings,
-            UpstreamHttp::new(1),
+            UpstreamHttp::new(1).unwrap(),
             ProviderMetrics::new(&mut Registry::new()),
             quota.clone(),
         )
@@ -411,7 +411,7 @@ mod tests {
         };
         let c = ProviderClient::new(
             &settings,
-            UpstreamHttp::new(1),
+            UpstreamHttp::new(1).unwrap(),
             ProviderMetrics::new(&mut registry),
             QuotaBoard::default(),
         )

@@ -8,6 +8,8 @@
 
 use std::time::Duration;
 
+use hyper::header::{HeaderName, HeaderValue};
+use hyper::Uri;
 use serde_json::Value;
 use tokio::time::Instant;
 use url::Url;
@@ -19,9 +21,7 @@ use super::metrics::{
 };
 use crate::metrics::InstanceLabel;
 use crate::request::{SafeSearch, SearchRequest, TimeRange};
-use crate::upstream::{
-    classify_transport, read_body_capped, ErrorClass, UpstreamError, UpstreamHttp, BODY_CAP,
-};
+use crate::upstream::{read_body_capped, ErrorClass, UpstreamError, UpstreamHttp, BODY_CAP};
 
 /// Attempts per SearXNG call, the first included.
 pub(crate) const MAX_ATTEMPTS: u32 = 3;
@@ -29,7 +29,7 @@ pub(crate) const MAX_ATTEMPTS: u32 = 3;
 pub(crate) const BACKOFF_BASE: Duration = Duration::from_millis(100);
 
 /// The header on the gateway's own probe of an engine: its value is the engine.
-pub(crate) const PROBE_HEADER: &str = "x-searxng-gateway-probe";
+pub(crate) const PROBE_HEADER: HeaderName = HeaderName::from_static("x-searxng-gateway-probe");
 
 /// The wait before attempt `attempt + 1` after attempt `attempt` (1-based) failed: base × 2^(n−1),
 /// scaled by `jitter` ∈ [0, 1] into the upper half ("equal jitter": never less than half).
@@ -46,13 +46,43 @@ fn endpoint(base: &Url, path: &str) -> Url {
     url
 }
 
+/// `url` as the request target of a call; an unusable one (never, for a URL the configuration
+/// accepted) is [`ErrorClass::BadRequest`].
+fn target(url: String) -> Result<Uri, UpstreamError> {
+    Uri::try_from(url).map_err(|_| UpstreamError::new(ErrorClass::BadRequest))
+}
+
+/// A query string written straight into the request target: `name=value` pairs, form-encoded
+/// (as SearXNG reads them), a list's items joined by an encoded comma — no string in between.
+struct Query<'a> {
+    out: &'a mut String,
+    separator: char,
+}
+
+impl Query<'_> {
+    fn pair<'v>(&mut self, name: &str, values: impl IntoIterator<Item = &'v str>) -> &mut Self {
+        self.out.push(self.separator);
+        self.separator = '&';
+        self.out.push_str(name);
+        self.out.push('=');
+        for (i, value) in values.into_iter().enumerate() {
+            if i > 0 {
+                self.out.push_str("%2C");
+            }
+            self.out
+                .extend(url::form_urlencoded::byte_serialize(value.as_bytes()));
+        }
+        self
+    }
+}
+
 /// The client of one SearXNG instance. Cheap to clone.
 #[derive(Debug, Clone)]
 pub(crate) struct SearxngClient {
     http: UpstreamHttp,
     base: Url,
-    /// `base` + `/search`, made once.
-    search: Url,
+    /// `base` + `/search`, made once: every search's target starts with it.
+    search: String,
     attempt_timeout: Duration,
     metrics: SearxngMetrics,
     instance: InstanceLabel,
@@ -72,7 +102,7 @@ impl SearxngClient {
         // metrics would be; a pool member's series likewise.
         let _ = metrics.timeouts.get_or_create(&instance);
         let _ = metrics.duration.get_or_create(&instance);
-        let search = endpoint(&base, "/search");
+        let search = endpoint(&base, "/search").into();
         Self {
             http,
             base,
@@ -185,43 +215,50 @@ impl SearxngClient {
         }
     }
 
-    /// The URL of one search: the instance's `/search` (made once, at start) with every forwarded
-    /// parameter and `locale=en` appended straight into its query string.
-    fn search_url(&self, req: &SearchRequest, engines: Option<&[String]>) -> Url {
-        let mut url = self.search.clone();
-        {
-            let mut query = url.query_pairs_mut();
-            query
-                .append_pair("q", &req.query_with_site())
-                .append_pair("format", "json")
-                // unresponsive_engines messages are translated into the UI language otherwise.
-                .append_pair("locale", "en");
-            if req.pageno != 1 {
-                query.append_pair("pageno", &req.pageno.to_string());
-            }
-            if !req.categories.is_empty() {
-                query.append_pair("categories", &req.categories.join(","));
-            }
-            match engines {
-                Some(list) => {
-                    query.append_pair("engines", &list.join(","));
-                }
-                None if !req.engines.is_empty() => {
-                    query.append_pair("engines", &req.engines.join(","));
-                }
-                None => {}
-            }
-            if let Some(language) = &req.language {
-                query.append_pair("language", language);
-            }
-            if let Some(range) = req.time_range {
-                query.append_pair("time_range", TimeRange::as_str(range));
-            }
-            if let Some(safe) = req.safesearch {
-                query.append_pair("safesearch", SafeSearch::as_str(safe));
-            }
+    /// The target of one search: the instance's `/search` (made once, at start) with every
+    /// forwarded parameter and `locale=en` written straight after it.
+    fn search_uri(
+        &self,
+        req: &SearchRequest,
+        engines: Option<&[String]>,
+    ) -> Result<Uri, UpstreamError> {
+        let mut url = String::with_capacity(self.search.len() + 96 + req.query.len() * 3);
+        url.push_str(&self.search);
+        let separator = if self.search.contains('?') { '&' } else { '?' };
+        let mut query = Query {
+            out: &mut url,
+            separator,
+        };
+        query
+            .pair("q", [&*req.query_with_site()])
+            .pair("format", ["json"])
+            // unresponsive_engines messages are translated into the UI language otherwise.
+            .pair("locale", ["en"]);
+        if req.pageno != 1 {
+            query.pair("pageno", [itoa::Buffer::new().format(req.pageno)]);
         }
-        url
+        if !req.categories.is_empty() {
+            query.pair("categories", req.categories.iter().map(String::as_str));
+        }
+        match engines {
+            Some(list) => {
+                query.pair("engines", list.iter().map(String::as_str));
+            }
+            None if !req.engines.is_empty() => {
+                query.pair("engines", req.engines.iter().map(String::as_str));
+            }
+            None => {}
+        }
+        if let Some(language) = &req.language {
+            query.pair("language", [language.as_str()]);
+        }
+        if let Some(range) = req.time_range {
+            query.pair("time_range", [TimeRange::as_str(range)]);
+        }
+        if let Some(safe) = req.safesearch {
+            query.pair("safesearch", [SafeSearch::as_str(safe)]);
+        }
+        target(url)
     }
 
     /// One search; `probe`: the engine this is the gateway's own probe of ([`PROBE_HEADER`]).
@@ -231,18 +268,20 @@ impl SearxngClient {
         engines: Option<&[String]>,
         probe: Option<&str>,
     ) -> Result<SearxngAnswer, UpstreamError> {
-        let mut request = self
+        let probe = match probe {
+            Some(engine) => Some((
+                PROBE_HEADER,
+                HeaderValue::from_str(engine)
+                    .map_err(|_| UpstreamError::new(ErrorClass::BadRequest))?,
+            )),
+            None => None,
+        };
+        let response = self
             .http
-            .get()
-            .get(self.search_url(req, engines))
-            .header(reqwest::header::ACCEPT, "application/json");
-        if let Some(engine) = probe {
-            request = request.header(PROBE_HEADER, engine);
-        }
-        let response = request
-            .send()
+            .searxng()
+            .get(self.search_uri(req, engines)?, probe)
             .await
-            .map_err(|e| UpstreamError::new(classify_transport(&e)))?;
+            .map_err(UpstreamError::new)?;
         let status = response.status();
         if status.is_redirection() {
             // An external `!!bang`: SearXNG redirects even with format=json. Never followed.
@@ -313,39 +352,41 @@ impl SearxngClient {
     }
 
     async fn fetch_json(&self, path: &str, timeout: Duration) -> Result<Value, UpstreamError> {
-        let response = self
-            .http
-            .get()
-            .get(endpoint(&self.base, path))
-            .timeout(timeout)
-            .send()
+        let uri = target(endpoint(&self.base, path).into())?;
+        let fetch = async {
+            let response = self
+                .http
+                .searxng()
+                .get(uri, None)
+                .await
+                .map_err(UpstreamError::new)?;
+            if !response.status().is_success() {
+                return Err(UpstreamError::new(if response.status().is_server_error() {
+                    ErrorClass::Server
+                } else {
+                    ErrorClass::HttpStatus
+                }));
+            }
+            read_body_capped(response, BODY_CAP)
+                .await
+                .map_err(UpstreamError::new)
+        };
+        let body = tokio::time::timeout(timeout, fetch)
             .await
-            .map_err(|e| UpstreamError::new(classify_transport(&e)))?;
-        if !response.status().is_success() {
-            return Err(UpstreamError::new(if response.status().is_server_error() {
-                ErrorClass::Server
-            } else {
-                ErrorClass::HttpStatus
-            }));
-        }
-        let body = read_body_capped(response, BODY_CAP)
-            .await
-            .map_err(UpstreamError::new)?;
+            .unwrap_or_else(|_| Err(UpstreamError::new(ErrorClass::Timeout)))?;
         serde_json::from_slice(&body).map_err(|_| UpstreamError::new(ErrorClass::Malformed))
     }
 
     /// Checks that JSON output is enabled without running a search: `GET /search?format=json`
     /// without `q` is refused with 400 when JSON is on, and with a 403 page when it is off.
     pub(crate) async fn json_enabled(&self, timeout: Duration) -> Result<bool, UpstreamError> {
-        let response = self
-            .http
-            .get()
-            .get(self.search.clone())
-            .query(&[("format", "json")])
-            .timeout(timeout)
-            .send()
+        let mut url = self.search.clone();
+        url.push_str(if url.contains('?') { "&" } else { "?" });
+        url.push_str("format=json");
+        let response = tokio::time::timeout(timeout, self.http.searxng().get(target(url)?, None))
             .await
-            .map_err(|e| UpstreamError::new(classify_transport(&e)))?;
+            .unwrap_or(Err(ErrorClass::Timeout))
+            .map_err(UpstreamError::new)?;
         Ok(response.status().as_u16() != 403)
     }
 }
@@ -373,33 +414,40 @@ mod tests {
     fn forwarded_parameters_and_locale_are_sent() {
         let req = SearchRequest {
             pageno: 2,
-            categories: vec!["news".into()],
+            categories: vec!["news".into(), "it".into()],
             engines: vec!["alpha".into()],
             language: Some("de".into()),
             time_range: Some(TimeRange::Week),
             safesearch: Some(SafeSearch::Strict),
-            ..SearchRequest::simple("Rust Async")
+            ..SearchRequest::simple("Rust Async & 100% \"tokio\"/é")
         };
         let client = SearxngClient::new(
-            UpstreamHttp::new(1),
+            UpstreamHttp::new(1).unwrap(),
             Url::parse("http://127.0.0.1:8888/searx").unwrap(),
             Duration::from_secs(1),
             SearxngMetrics::new(&mut crate::metrics::Registry::new()),
             InstanceLabel::single(),
         );
-        let url = client.search_url(&req, None);
+        let url = |uri: Uri| Url::parse(&uri.to_string()).unwrap();
+        let url = url(client.search_uri(&req, None).unwrap());
         assert_eq!(url.path(), "/searx/search");
         let pairs: Vec<(String, String)> = url.query_pairs().into_owned().collect();
         let get = |k: &str| pairs.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str());
-        assert_eq!(get("q"), Some("Rust Async"));
+        assert_eq!(get("q"), Some("Rust Async & 100% \"tokio\"/é"));
         assert_eq!(get("locale"), Some("en"));
         assert_eq!(get("pageno"), Some("2"));
-        assert_eq!(get("categories"), Some("news"));
+        assert_eq!(get("categories"), Some("news,it"), "a list, comma-joined");
         assert_eq!(get("engines"), Some("alpha"));
         assert_eq!(get("language"), Some("de"));
         assert_eq!(get("time_range"), Some("week"));
         assert_eq!(get("safesearch"), Some("2"));
-        let overridden = client.search_url(&req, Some(&["beta".to_owned()]));
+        let overridden = Url::parse(
+            &client
+                .search_uri(&req, Some(&["beta".to_owned()]))
+                .unwrap()
+                .to_string(),
+        )
+        .unwrap();
         assert!(overridden
             .query_pairs()
             .any(|(name, value)| name == "engines" && value == "beta"));

@@ -178,13 +178,14 @@ struct Running {
 }
 
 impl Running {
-    async fn start(config: Config) -> Self {
+    /// The gateway built and its background work started; an error when it cannot be built.
+    async fn start(config: Config) -> std::io::Result<Self> {
         let mut metrics = Metrics::new();
         let server_metrics = metrics::ServerMetrics::new(metrics.registry_mut());
         let client_metrics = ClientMetrics::new(metrics.registry_mut());
         let (keys, defaults) = (config.clients.keys.clone(), config.clients.defaults);
         let state_dir = config.state_dir.clone();
-        let gateway = Gateway::new(config, metrics);
+        let gateway = Gateway::new(config, metrics).map_err(std::io::Error::other)?;
         let clients = Clients::new(
             keys.as_ref(),
             defaults,
@@ -216,13 +217,13 @@ impl Running {
                 }
             })
         };
-        Self {
+        Ok(Self {
             gateway,
             clients,
             server_metrics,
             stop,
             background,
-        }
+        })
     }
 
     async fn stop(self) {
@@ -266,7 +267,7 @@ async fn serve_until(
     config.reader.policy.own.extend(listener.local_addr().ok());
     let runtime = config.runtime;
     let listeners = connection::Listeners::new(listener, runtime)?;
-    let running = Running::start(config).await;
+    let running = Running::start(config).await?;
     // Registered before the "listening" line, so a SIGHUP sent once it is read reloads the keys
     // instead of ending the process (the signal's default action).
     let hangups = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup());
@@ -304,7 +305,7 @@ pub fn serve_mcp_stdio(config: Config) -> Served {
 }
 
 async fn mcp_stdio(config: Config) -> std::io::Result<()> {
-    let running = Running::start(config).await;
+    let running = Running::start(config).await?;
     warn_t1_cut(running.gateway.config());
     tracing::info!(
         searxng = %crate::pipeline::status::redact_urls(running.gateway.config()),

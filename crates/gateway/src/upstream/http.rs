@@ -1,7 +1,7 @@
-//! The HTTP mechanics every upstream call shares, written once: the client (pooled keep-alive, no
-//! redirects, no proxies from the environment; one per worker under thread-per-core), a body read
-//! with a size cap, transport errors classified without reading their text, and `Retry-After` in
-//! both of its forms.
+//! The HTTP mechanics every upstream call shares, written once: the clients (pooled keep-alive, no
+//! redirects, no proxies from the environment; one set per worker under thread-per-core), a body
+//! read with a size cap, transport errors classified without reading their text, and `Retry-After`
+//! in both of its forms.
 
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
@@ -9,6 +9,7 @@ use std::time::{Duration, SystemTime};
 use reqwest::header::HeaderMap;
 use tokio::sync::{Semaphore, SemaphorePermit};
 
+use super::lean::LeanHttp;
 use super::ErrorClass;
 
 /// The largest upstream body the gateway reads (SearXNG and premium APIs alike).
@@ -57,34 +58,69 @@ impl<'a> BodyBudget<'a> {
     }
 }
 
-/// The HTTP client of every upstream call (SearXNG, premium APIs and readers): pooled keep-alive
-/// connections, TCP_NODELAY, redirects never followed (SearXNG's `!!bang` redirect is reported,
-/// not followed), and no proxy taken from `HTTP_PROXY`/`HTTPS_PROXY`/`ALL_PROXY`: a proxy variable
-/// meant for something else in the container must not receive the gateway's calls and their keys
-/// (an egress proxy is configured by each upstream's `*_BASE_URL`). One client per worker under
-/// `RUNTIME=thread-per-core`, so that a worker's upstream connections are its own and driven by its
-/// own thread (a connection's task runs on the runtime that opened it); one client otherwise.
-/// Cheap to clone.
+/// The HTTP clients of every upstream call: SearXNG's ([`LeanHttp`]) and the one of premium APIs and
+/// page reads (reqwest: pooled keep-alive connections, TCP_NODELAY, redirects never followed —
+/// a page read follows them itself, checking each hop). Neither takes a proxy from
+/// `HTTP_PROXY`/`HTTPS_PROXY`/`ALL_PROXY`: a proxy variable meant for something else in the
+/// container must not receive the gateway's calls and their keys (an egress proxy is configured by
+/// each upstream's `*_BASE_URL`). One pair per worker under `RUNTIME=thread-per-core`, so that a
+/// worker's upstream connections are its own and driven by its own thread (a connection's task runs
+/// on the runtime that opened it); one pair otherwise. Cheap to clone.
 #[derive(Debug, Clone)]
 pub(crate) struct UpstreamHttp {
-    per_worker: Arc<[reqwest::Client]>,
+    per_worker: Arc<[Clients]>,
+}
+
+/// One worker's clients.
+#[derive(Debug)]
+struct Clients {
+    api: reqwest::Client,
+    searxng: LeanHttp,
+}
+
+/// Why the upstream clients could not be built.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum SetupError {
+    /// reqwest's builder failed (its TLS set-up).
+    #[error("the HTTP client of premium APIs and page reads could not be built: {0}")]
+    Api(reqwest::Error),
+    /// rustls refused the TLS set-up of SearXNG's client.
+    #[error("the HTTP client of SearXNG could not be built: {0}")]
+    Searxng(rustls::Error),
 }
 
 impl UpstreamHttp {
-    /// `pools` clients (at least one), each with its own connection pool.
-    pub(crate) fn new(pools: usize) -> Self {
-        Self {
-            per_worker: (0..pools.max(1)).map(|_| client()).collect(),
-        }
+    /// `pools` pairs of clients (at least one), each with its own connection pools.
+    pub(crate) fn new(pools: usize) -> Result<Self, SetupError> {
+        let per_worker = (0..pools.max(1))
+            .map(|_| {
+                Ok(Clients {
+                    api: api_client().map_err(SetupError::Api)?,
+                    searxng: LeanHttp::new().map_err(SetupError::Searxng)?,
+                })
+            })
+            .collect::<Result<Vec<_>, SetupError>>()?;
+        Ok(Self {
+            per_worker: per_worker.into(),
+        })
     }
 
-    /// The client of the worker this runs on.
-    pub(crate) fn get(&self) -> &reqwest::Client {
+    fn here(&self) -> &Clients {
         &self.per_worker[crate::runtime::current_worker() % self.per_worker.len()]
+    }
+
+    /// The premium APIs' and page reads' client of the worker this runs on.
+    pub(crate) fn get(&self) -> &reqwest::Client {
+        &self.here().api
+    }
+
+    /// SearXNG's client of the worker this runs on.
+    pub(crate) fn searxng(&self) -> &LeanHttp {
+        &self.here().searxng
     }
 }
 
-fn client() -> reqwest::Client {
+fn api_client() -> reqwest::Result<reqwest::Client> {
     reqwest::Client::builder()
         .redirect(reqwest::redirect::Policy::none())
         .no_proxy()
@@ -93,7 +129,6 @@ fn client() -> reqwest::Client {
         .tcp_nodelay(true)
         .user_agent(concat!("searxng-gateway/", env!("CARGO_PKG_VERSION")))
         .build()
-        .unwrap_or_else(|_| reqwest::Client::new())
 }
 
 /// Classifies a transport error from the HTTP client without looking at its text.
@@ -107,6 +142,57 @@ pub(crate) fn classify_transport(err: &reqwest::Error) -> ErrorClass {
     }
 }
 
+/// A response body read chunk by chunk: reqwest's (premium APIs, page reads) and hyper's
+/// (SearXNG's, [`LeanHttp`]).
+pub(crate) trait Chunks {
+    /// The length the response declares, if it does.
+    fn declared(&self) -> Option<u64>;
+    /// The next chunk, `None` at the end; a timeout is [`ErrorClass::Timeout`], any other failure
+    /// [`ErrorClass::Truncated`].
+    async fn next(&mut self) -> Result<Option<bytes::Bytes>, ErrorClass>;
+}
+
+impl Chunks for reqwest::Response {
+    fn declared(&self) -> Option<u64> {
+        self.content_length()
+    }
+
+    async fn next(&mut self) -> Result<Option<bytes::Bytes>, ErrorClass> {
+        self.chunk().await.map_err(|err| {
+            if err.is_timeout() {
+                ErrorClass::Timeout
+            } else {
+                ErrorClass::Truncated
+            }
+        })
+    }
+}
+
+impl<B> Chunks for hyper::Response<B>
+where
+    B: hyper::body::Body<Data = bytes::Bytes> + Unpin,
+{
+    fn declared(&self) -> Option<u64> {
+        hyper::body::Body::size_hint(self.body()).exact()
+    }
+
+    async fn next(&mut self) -> Result<Option<bytes::Bytes>, ErrorClass> {
+        use http_body_util::BodyExt;
+        loop {
+            match self.body_mut().frame().await {
+                None => return Ok(None),
+                Some(Err(_)) => return Err(ErrorClass::Truncated),
+                // Trailers carry no bytes of the body.
+                Some(Ok(frame)) => {
+                    if let Ok(data) = frame.into_data() {
+                        return Ok(Some(data));
+                    }
+                }
+            }
+        }
+    }
+}
+
 /// Reads a response body up to `cap` bytes: a longer body is [`ErrorClass::TooLarge`] (read no
 /// further, and not at all when its declared length is over), and so is one whose buffer outgrows
 /// its allowance while the shared budget is spent; a connection that drops mid-body is
@@ -116,7 +202,7 @@ pub(crate) fn classify_transport(err: &reqwest::Error) -> ErrorClass {
 /// exactly, and a body of unknown length grows by doubling (amortised copying) but never past the
 /// cap, so what the budget counts is what the allocator holds.
 pub(crate) async fn read_body_capped(
-    response: reqwest::Response,
+    response: impl Chunks,
     cap: usize,
 ) -> Result<bytes::Bytes, ErrorClass> {
     read_body(response, cap, &SHARED_BODIES).await
@@ -124,11 +210,11 @@ pub(crate) async fn read_body_capped(
 
 /// [`read_body_capped`] against a given shared budget.
 async fn read_body(
-    mut response: reqwest::Response,
+    mut response: impl Chunks,
     cap: usize,
     shared: &Semaphore,
 ) -> Result<bytes::Bytes, ErrorClass> {
-    let declared = response.content_length();
+    let declared = response.declared();
     if declared.is_some_and(|len| len > cap as u64) {
         return Err(ErrorClass::TooLarge);
     }
@@ -138,31 +224,23 @@ async fn read_body(
         budget.grow(0, len)?;
         body.reserve_exact(len);
     }
-    loop {
-        match response.chunk().await {
-            Ok(Some(chunk)) => {
-                let len = body.len() + chunk.len();
-                if len > cap {
-                    return Err(ErrorClass::TooLarge);
-                }
-                if len > body.capacity() {
-                    let grown = grown_capacity(body.capacity(), len, cap);
-                    budget.grow(body.capacity(), grown)?;
-                    body.reserve_exact(grown - body.len());
-                }
-                body.extend_from_slice(&chunk);
-            }
-            Ok(None) => {
-                // What is kept (a cached answer may share these bytes) holds no doubling slack.
-                if body.capacity() - body.len() > body.len() / 4 {
-                    body.shrink_to_fit();
-                }
-                return Ok(bytes::Bytes::from(body));
-            }
-            Err(err) if err.is_timeout() => return Err(ErrorClass::Timeout),
-            Err(_) => return Err(ErrorClass::Truncated),
+    while let Some(chunk) = response.next().await? {
+        let len = body.len() + chunk.len();
+        if len > cap {
+            return Err(ErrorClass::TooLarge);
         }
+        if len > body.capacity() {
+            let grown = grown_capacity(body.capacity(), len, cap);
+            budget.grow(body.capacity(), grown)?;
+            body.reserve_exact(grown - body.len());
+        }
+        body.extend_from_slice(&chunk);
     }
+    // What is kept (a cached answer may share these bytes) holds no doubling slack.
+    if body.capacity() - body.len() > body.len() / 4 {
+        body.shrink_to_fit();
+    }
+    Ok(bytes::Bytes::from(body))
 }
 
 /// The capacity a body buffer of `capacity` grows to when it must hold `needed` bytes: double
@@ -198,7 +276,7 @@ mod tests {
     /// when there is one pool.
     #[test]
     fn each_worker_gets_its_own_client() {
-        let per_worker = UpstreamHttp::new(2);
+        let per_worker = UpstreamHttp::new(2).unwrap();
         let on = |http: UpstreamHttp, worker: usize| {
             std::thread::spawn(move || {
                 crate::runtime::become_worker(worker);
@@ -210,7 +288,7 @@ mod tests {
         let (zero, one) = (on(per_worker.clone(), 0), on(per_worker.clone(), 1));
         assert_ne!(zero, one);
         assert_eq!(zero, std::ptr::from_ref(per_worker.get()) as usize);
-        let single = UpstreamHttp::new(1);
+        let single = UpstreamHttp::new(1).unwrap();
         assert_eq!(on(single.clone(), 0), on(single, 1));
     }
 
@@ -335,6 +413,33 @@ mod tests {
             Err(ErrorClass::TooLarge),
             "over the cap"
         );
+    }
+
+    /// SearXNG's responses (hyper's bodies) are read by the same rules.
+    #[tokio::test]
+    async fn hyper_bodies_are_read_by_the_same_rules() {
+        let declared = (BODY_ALLOWANCE + 64 * 1024) as u64;
+        let unreadable = || axum::http::Response::new(Unreadable(declared));
+        let short = Semaphore::new(1024);
+        assert_eq!(
+            read_body(unreadable(), BODY_CAP, &short).await,
+            Err(ErrorClass::TooLarge),
+            "refused without reading"
+        );
+        let enough = Semaphore::new(1024 * 1024);
+        assert_eq!(
+            read_body(unreadable(), BODY_CAP, &enough).await,
+            Err(ErrorClass::Truncated)
+        );
+        let body = bytes::Bytes::from(vec![b'x'; 4096]);
+        let full = || axum::http::Response::new(http_body_util::Full::new(body.clone()));
+        assert_eq!(read_body(full(), BODY_CAP, &enough).await, Ok(body.clone()));
+        assert_eq!(
+            read_body(full(), 4095, &enough).await,
+            Err(ErrorClass::TooLarge),
+            "over the cap"
+        );
+        assert_eq!(enough.available_permits(), 1024 * 1024);
     }
 
     #[test]
