@@ -26,7 +26,6 @@ use std::time::Duration;
 
 use axum::http::Request;
 use axum::response::{IntoResponse, Response};
-use axum::Router;
 use bytes::Bytes;
 use futures::future::{ready, Either};
 use hyper::body::Incoming;
@@ -41,6 +40,7 @@ use tokio::sync::{oneshot, Semaphore};
 use tokio_util::sync::CancellationToken;
 
 use super::error::ApiError;
+use super::front::Front;
 use super::metrics::{Rejection, ServerMetrics};
 use super::read_guard::ReadGuard;
 use crate::config::limits::ServerLimits;
@@ -82,7 +82,7 @@ impl Listeners {
 /// flight, which are the server's and not a worker's.
 #[derive(Clone)]
 struct Shared {
-    router: Router,
+    router: Front,
     limits: ServerLimits,
     metrics: ServerMetrics,
     connections: Arc<Semaphore>,
@@ -95,7 +95,7 @@ struct Shared {
 /// connections have finished.
 pub(super) async fn serve_connections(
     listeners: Listeners,
-    router: Router,
+    router: Front,
     limits: ServerLimits,
     metrics: ServerMetrics,
     shutdown: impl Future<Output = ()> + Send + 'static,
@@ -284,7 +284,7 @@ fn raw_answer(error: ApiError) -> Bytes {
 /// The router behind the head checks, counting every rejection on the way out.
 #[derive(Clone)]
 struct LimitedService {
-    inner: TowerToHyperService<Router>,
+    inner: TowerToHyperService<Front>,
     limits: ServerLimits,
     metrics: ServerMetrics,
 }
@@ -294,7 +294,7 @@ impl Service<Request<Incoming>> for LimitedService {
     type Error = Infallible;
     type Future = Either<
         futures::future::Ready<Result<Response, Infallible>>,
-        CountRejection<<TowerToHyperService<Router> as Service<Request<Incoming>>>::Future>,
+        CountRejection<<TowerToHyperService<Front> as Service<Request<Incoming>>>::Future>,
     >;
 
     fn call(&self, req: Request<Incoming>) -> Self::Future {

@@ -17,7 +17,8 @@
 //! Shared by them: [`body`] (the size and time limits), [`search_span`] (the request's trace span),
 //! [`document`] (the answer as the JSON surfaces read
 //! it), [`json_fields`] (field-by-field JSON input). The operator endpoints are [`operations`].
-//! Below every route: [`connection`] (the accept loop with the server limits) and [`read_guard`]
+//! Below every route: [`front`] (`GET /search` taken before the router), [`connection`] (the
+//! accept loop with the server limits) and [`read_guard`]
 //! (a socket's idle and slow-head clocks); [`metrics`] counts what they turn away. Beside them,
 //! [`state_file`] reads `STATE_DIR` at start and keeps it written.
 //! No decision is made here: every search goes to the pipeline.
@@ -31,6 +32,7 @@ mod error;
 mod explain;
 mod firecrawl;
 mod format;
+mod front;
 mod index;
 mod json_fields;
 mod mcp;
@@ -105,8 +107,9 @@ pub(crate) fn mcp_web_search(body: &[u8], urls: &[&str]) -> bool {
 /// client's rate limit: each surface layers its own routes with the [`auth::Gate`] and its own
 /// refusals. `/healthz`, `/readyz`, the metrics path and the admin routes (their own token) stay
 /// outside, as do the operator's page and its files (its JSON is behind the gate). A new surface
-/// is merged here, and its link added to the index.
-fn router(gateway: Gateway, clients: Clients, mcp_shutdown: CancellationToken) -> Router {
+/// is merged here, and its link added to the index. `GET /search` is taken before the router
+/// ([`front`]), through the same layers.
+fn router(gateway: Gateway, clients: Clients, mcp_shutdown: CancellationToken) -> front::Front {
     let metrics_path = gateway.config().metrics_path.clone();
     let admin = admin::routes(&gateway, &clients);
     let recent = gateway
@@ -157,14 +160,16 @@ fn router(gateway: Gateway, clients: Clients, mcp_shutdown: CancellationToken) -
     if let Some(recent) = recent {
         router = router.merge(ui::routes(&gate, recent));
     }
-    router
+    let search = searxng_api::search_stack(&gate, gateway.clone());
+    let router = router
         .route(operations::HEALTHZ_PATH, get(operations::healthz))
         .route(operations::READYZ_PATH, get(operations::readyz))
         .route(&metrics_path, get(operations::metrics))
         .fallback(operations::not_found)
         .method_not_allowed_fallback(operations::method_not_allowed)
         .layer(request_id::TagLayer)
-        .with_state(gateway)
+        .with_state(gateway);
+    front::Front::new(router, search)
 }
 
 /// The pipeline with its background work (SearXNG's engine catalog, the cache sweep) running

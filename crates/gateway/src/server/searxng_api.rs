@@ -1,7 +1,8 @@
 //! The SearXNG surface: `/search` (GET, and POST with a form body) and SearXNG's root path.
 //!
 //! `/search` parses the parameters into one [`SearchRequest`], asks the pipeline, and renders the
-//! answer in the requested format with `X-Cache` and `X-Gateway-Outcome`.
+//! answer in the requested format with `X-Cache` and `X-Gateway-Outcome`. `GET /search` is served
+//! by [`SearchStack`], which [`super::front`] calls before the router; the router has the rest.
 //!
 //! `/` behaves as SearXNG's own root path: with a non-empty `q` (in the query string or a form
 //! body) it answers `308 Permanent Redirect` to `/search` with the same query string — so a client
@@ -9,29 +10,82 @@
 //! method and body, and `/search` stays the one URL that answers searches. Without `q` it answers
 //! the gateway's index ([`Index`]).
 
+use std::convert::Infallible;
+use std::task::{Context, Poll};
+
 use axum::body::{Body, Bytes};
-use axum::extract::{Extension, RawQuery, State};
+use axum::extract::{Extension, RawQuery, Request, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
+use futures::future::BoxFuture;
+use tower_layer::Layer;
+use tower_service::Service;
 
-use super::auth::{Admitted, Gate};
+use super::auth::{Admit, Admitted, Gate};
 use super::body;
 use super::error::{ApiError, ApiRefusals};
 use super::explain;
 use super::format;
 use super::index::Index;
+use super::request_id::{Tag, TagLayer};
 use super::search_call;
-use super::search_span;
+use super::search_span::{self, Traced};
 use crate::pipeline::{Gateway, SearchError};
 use crate::request::{Format, RawParams, SearchRequest, Surface};
 
 /// Where searches are answered.
 pub(super) const SEARCH_PATH: &str = "/search";
 
+/// `GET /search` with the layers [`routes`] and the router put on it — the request ID outside,
+/// then the gate with the API's refusals, then the `search` span — around [`SearchGet`].
+pub(super) type SearchStack = Tag<Admit<Traced<SearchGet>, ApiRefusals>>;
+
+/// [`SearchStack`] over `gateway`, behind `gate`.
+pub(super) fn search_stack(gate: &Gate, gateway: Gateway) -> SearchStack {
+    TagLayer.layer(
+        gate.layer(ApiRefusals)
+            .layer(search_span::TracedLayer.layer(SearchGet { gateway })),
+    )
+}
+
+/// `GET /search?q=…` as a service: the admitted caller taken out of the request, the query
+/// string read where it is.
+#[derive(Debug, Clone)]
+pub(super) struct SearchGet {
+    gateway: Gateway,
+}
+
+impl Service<Request> for SearchGet {
+    type Response = Response;
+    type Error = Infallible;
+    type Future = BoxFuture<'static, Result<Response, Infallible>>;
+
+    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, mut request: Request) -> Self::Future {
+        let gateway = self.gateway.clone();
+        let admitted = request.extensions_mut().remove::<Admitted>();
+        let raw = parse(request.uri().query().unwrap_or(""));
+        Box::pin(async move {
+            // The gate puts the caller on every request it lets through.
+            let Some(admitted) = admitted else {
+                return Ok(ApiError::Internal.into_response());
+            };
+            Ok(match raw {
+                Ok(raw) => answer(gateway, raw, &admitted).await,
+                Err(err) => err.into_response(),
+            })
+        })
+    }
+}
+
 /// `/search` and `/`, behind the gate with the API's refusals, each search in its span; the root
-/// path answers `index` without a query.
+/// path answers `index` without a query. (`GET /search` is answered by [`SearchStack`] before the
+/// router; the route stays for `HEAD`, which axum answers as a `GET` without its body.)
 pub(super) fn routes(gate: &Gate, index: Index) -> Router<Gateway> {
     Router::new()
         .route(SEARCH_PATH, get(search_get).post(search_post))

@@ -157,3 +157,42 @@ async fn bodies_the_searxng_surface_cannot_take_get_its_json_error_shape() {
     }
     assert_eq!(s.searxng_hits(), 0);
 }
+
+/// `GET /search` is answered before the router (`server::front`); every other request for the path
+/// goes through it. Both answer the same search the same way, and the edges stay the router's.
+#[tokio::test(flavor = "multi_thread")]
+async fn search_answers_the_same_through_the_front_door_and_the_router() {
+    let s = SimStack::start(&[], &[]).await;
+    let url = format!("{}/search?q=front+door&format=json", s.gateway.url);
+    let get = s.gateway.http.get(&url).send().await.expect("answer");
+    assert_eq!(get.status(), 200);
+    let length = get.headers().get("content-length").cloned();
+    assert!(get.headers().contains_key("x-request-id"));
+    assert_eq!(get.headers()["x-cache"], "miss");
+    let head = s.gateway.http.head(&url).send().await.expect("answer");
+    assert_eq!(head.status(), 200, "HEAD is the router's GET route");
+    assert_eq!(head.headers()["x-cache"], "hit");
+    assert!(head.headers().contains_key("x-request-id"));
+    assert_eq!(head.headers().get("content-length"), length.as_ref());
+    let post = s
+        .gateway
+        .http
+        .post(format!("{}/search", s.gateway.url))
+        .form(&[("q", "front door"), ("format", "json")])
+        .send()
+        .await
+        .expect("answer");
+    assert_eq!(post.status(), 200);
+    assert_eq!(post.headers()["x-cache"], "hit");
+    let put = s.gateway.http.put(&url).send().await.expect("answer");
+    assert_eq!(put.status(), 405);
+    let slash = s
+        .gateway
+        .http
+        .get(format!("{}/search/?q=front+door", s.gateway.url))
+        .send()
+        .await
+        .expect("answer");
+    assert_eq!(slash.status(), 404);
+    assert_eq!(s.searxng_hits(), 1);
+}
