@@ -122,14 +122,17 @@ impl RecentSearches {
         if !self.keeps_queries() {
             search.query = None;
         }
+        let at = Instant::now();
         let mut kept = self.kept.lock().unwrap_or_else(PoisonError::into_inner);
-        if kept.len() == KEPT {
-            kept.pop_back();
-        }
-        kept.push_front(Kept {
-            at: Instant::now(),
-            search,
-        });
+        let oldest = if kept.len() == KEPT {
+            kept.pop_back()
+        } else {
+            None
+        };
+        kept.push_front(Kept { at, search });
+        drop(kept);
+        // Freed after the lock: every search of every thread passes through it.
+        drop(oldest);
     }
 
     /// The kept searches, newest first, rendered by `render` (the lock is held meanwhile).

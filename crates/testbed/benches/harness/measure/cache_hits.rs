@@ -3,8 +3,13 @@
 //! `proxy_cache` in front of the same simulated SearXNG ([`crate::nginx`]), alternating; the
 //! throughput ratios, the latency of each and the CPU each spends per request. Each at its
 //! defaults: the gateway's line per search and nginx's access log are written (to `/dev/null` and
-//! a file). In a smoke run, the gateway falling below [`NGINX_GUARD`] of nginx's throughput in the
-//! same run fails it: a ratio within one run, so the machine's noise cancels.
+//! a file). The gateway is measured twice: open, and with an inbound key and a per-client rate
+//! limit (`API_KEYS_FILE`, the key in `api_key`), each hit then checked and counted. In a smoke
+//! run, the gateway falling below [`NGINX_GUARD`] of nginx's throughput fails it: the median of the
+//! rounds' ratios, each measured with nginx right after the gateway so that the machine's noise
+//! cancels, and a set under the guard measured once more before it fails.
+
+use std::io::Write as _;
 
 use crate::histogram::Histogram;
 use crate::loadgen::{self, BoxError, Load};
@@ -20,17 +25,35 @@ const CACHE_HIT_RATIO_TARGET: f64 = 0.9;
 const CACHE_HIT_P99_TARGET: f64 = 1.2;
 /// The gateway's cache-hit throughput as a multiple of nginx `proxy_cache`'s (issue #28).
 const NGINX_RATIO_TARGET: f64 = 1.5;
-/// Below this share of nginx's cache-hit throughput in the same run, the run fails (CI's guard).
-/// Issue #28 asks for 0.8 once the hit path is faster; measured today (2026-12-02) the gateway
-/// serves 0.72–0.74× nginx in a full run and less in a smoke (no LTO), so the guard sits under
-/// today's level — it catches a regression from here, and rises with the hit-path work.
-const NGINX_GUARD: f64 = 0.5;
+/// Below this share of nginx's cache-hit throughput (the median of the rounds' ratios), a smoke
+/// run fails (CI's guard, issue #28).
+const NGINX_GUARD: f64 = 0.8;
+/// The keyed client's rate limit: far above what the run sends, so every hit is checked and
+/// admitted.
+const KEYED_LIMIT: &str = ":1000000000";
+/// The keyed client's key.
+const KEY: &str = "bench-hits-key-0123456789";
 
 impl Bench {
     /// a. Cache-hit throughput and latency against the minimal hyper server.
     pub(crate) async fn cache_hits(&mut self, searxng: &SimulatedSearxng) -> Result<(), BoxError> {
         let gateway = self.gateway(&gateway_env(searxng), "gateway-cache").await?;
+        let keys_path = self.log_dir.join("cache-hit-keys.txt");
+        std::fs::create_dir_all(&self.log_dir)?;
+        let mut keys = std::fs::File::create(&keys_path)?;
+        let line = searxng_gateway::clients::keys_file::hash_line("hits", KEY)?;
+        writeln!(keys, "{line}{KEYED_LIMIT}")?;
+        let mut keyed_env = gateway_env(searxng);
+        keyed_env.push(("API_KEYS_FILE".into(), keys_path.display().to_string()));
+        let keyed = self.gateway(&keyed_env, "gateway-cache-keyed").await?;
         let path = search_path("cache hit benchmark");
+        let keyed_path = format!("{path}&api_key={KEY}");
+        for _ in 0..2 {
+            let answer = loadgen::get(keyed.addr, &keyed_path).await?;
+            if answer.status != 200 {
+                return Err(format!("keyed warm-up: status {}", answer.status).into());
+            }
+        }
         let first = loadgen::get(gateway.addr, &path).await?;
         let cached = loadgen::get(gateway.addr, &path).await?;
         let x_cache = cached.headers.get("x-cache").and_then(|v| v.to_str().ok());
@@ -39,7 +62,6 @@ impl Bench {
                 format!("warm-up: status {} then X-Cache {x_cache:?}", first.status).into(),
             );
         }
-        std::fs::create_dir_all(&self.log_dir)?;
         let body_file = self.log_dir.join("cache-hit-body.json");
         std::fs::write(&body_file, &cached.body)?;
         let baseline = Server::baseline(&body_file, &self.log_dir).await?;
@@ -77,34 +99,55 @@ impl Bench {
             None
         };
 
+        // The slots: 0 the gateway, 1 the minimal server, 2 the keyed gateway, 3 nginx (if any).
         let mut servers = vec![
             (&gateway, path.as_str(), "gateway"),
             (&baseline, "/", "baseline"),
+            (
+                &keyed,
+                keyed_path.as_str(),
+                "gateway with a key and a rate limit",
+            ),
         ];
         if let Some(nginx) = &nginx {
             servers.push((nginx, path.as_str(), "nginx"));
         }
         let all: Vec<&Server> = servers.iter().map(|s| s.0).collect();
-        let mut totals = vec![(0.0, Histogram::default(), 0.0, 0u64); servers.len()];
-        for repeat in 0..self.plan.hit_repeats {
-            for (slot, &(server, server_path, label)) in servers.iter().enumerate() {
-                let load = |duration| Load {
-                    addr: server.addr,
-                    connections: CONNECTIONS,
-                    duration,
-                    max_requests: None,
-                    path: loadgen::fixed(server_path),
-                };
-                loadgen::run(&load(self.plan.hit_warmup)).await;
-                // The server under test first, then every other of ours.
-                let running: Vec<&Server> = std::iter::once(server)
-                    .chain(all.iter().copied().filter(|s| !std::ptr::eq(*s, server)))
-                    .collect();
-                let meter = CpuMeter::start(&running);
-                let report = loadgen::run(&load(self.plan.hit_run)).await;
-                let cpu = meter.finish(&running);
-                let cpu_per_request = cpu.server_seconds / report.ok.max(1) as f64;
-                println!(
+        // nginx right after the gateway in each round, so that the two of a ratio are measured
+        // as close together as they can be (the machine's noise comes in spells).
+        let order: Vec<usize> = if servers.len() == 4 {
+            vec![0, 3, 1, 2]
+        } else {
+            (0..servers.len()).collect()
+        };
+        let mut totals;
+        // Each round's throughput of each server, for the ratios within a round.
+        let mut rounds: Vec<Vec<f64>>;
+        let mut first_median = None;
+        loop {
+            totals = vec![(0.0, Histogram::default(), 0.0, 0u64); servers.len()];
+            rounds = Vec::new();
+            for repeat in 0..self.plan.hit_repeats {
+                let mut round = vec![0.0; servers.len()];
+                for &slot in &order {
+                    let (server, server_path, label) = servers[slot];
+                    let load = |duration| Load {
+                        addr: server.addr,
+                        connections: CONNECTIONS,
+                        duration,
+                        max_requests: None,
+                        path: loadgen::fixed(server_path),
+                    };
+                    loadgen::run(&load(self.plan.hit_warmup)).await;
+                    // The server under test first, then every other of ours.
+                    let running: Vec<&Server> = std::iter::once(server)
+                        .chain(all.iter().copied().filter(|s| !std::ptr::eq(*s, server)))
+                        .collect();
+                    let meter = CpuMeter::start(&running);
+                    let report = loadgen::run(&load(self.plan.hit_run)).await;
+                    let cpu = meter.finish(&running);
+                    let cpu_per_request = cpu.server_seconds / report.ok.max(1) as f64;
+                    println!(
                     "   {label} run {}: {:.0} req/s, {}, server CPU {:.1} µs/request, other processes {:.0}% CPU",
                     repeat + 1,
                     report.throughput(),
@@ -112,7 +155,7 @@ impl Bench {
                     cpu_per_request * 1e6,
                     cpu.foreign * 100.0
                 );
-                self.details.push(format!(
+                    self.details.push(format!(
                     "a. {label} run {}: {:.0} req/s over {} connections, {}, server CPU {:.1} µs/request, \
                      other processes {:.0} % of the CPU",
                     repeat + 1,
@@ -122,14 +165,33 @@ impl Bench {
                     cpu_per_request * 1e6,
                     cpu.foreign * 100.0
                 ));
-                self.note_cpu(&format!("a. {label} run {}", repeat + 1), cpu.foreign);
-                self.fail_on_errors(&format!("a. {label}"), &report);
-                let total = &mut totals[slot];
-                total.0 += report.throughput();
-                total.1.merge(&report.latency);
-                total.2 += cpu_per_request;
-                total.3 += report.ok;
+                    self.note_cpu(&format!("a. {label} run {}", repeat + 1), cpu.foreign);
+                    self.fail_on_errors(&format!("a. {label}"), &report);
+                    let total = &mut totals[slot];
+                    total.0 += report.throughput();
+                    total.1.merge(&report.latency);
+                    total.2 += cpu_per_request;
+                    total.3 += report.ok;
+                    round[slot] = report.throughput();
+                }
+                rounds.push(round);
             }
+            // A smoke run under the guard is measured once more before it fails: a regression fails
+            // both sets, a spell of the machine's noise seldom does.
+            match nginx_median(&rounds) {
+                Some(median)
+                    if self.plan.smoke && median < NGINX_GUARD && first_median.is_none() =>
+                {
+                    println!("   the gateway served {median:.2}× nginx (median of the rounds): measuring again");
+                    first_median = Some(median);
+                }
+                _ => break,
+            }
+        }
+        if let Some(first) = first_median {
+            self.details.push(format!(
+                "a. the first set of rounds gave the gateway {first:.2}× nginx, under the guard: measured again"
+            ));
         }
         let runs = self.plan.hit_repeats as f64;
         let (gateway_rps, baseline_rps) = (totals[0].0 / runs, totals[1].0 / runs);
@@ -143,25 +205,48 @@ impl Bench {
             target: format!("≥ {CACHE_HIT_RATIO_TARGET:.2}×"),
             met: Some(ratio >= CACHE_HIT_RATIO_TARGET),
         });
-        if let Some(nginx_slot) = totals.get(2) {
+        let keyed_rps = totals[2].0 / runs;
+        if let Some(nginx_slot) = totals.get(3) {
             let nginx_rps = nginx_slot.0 / runs;
             let versus = gateway_rps / nginx_rps.max(1e-9);
             self.rows.push(Row {
                 name: format!("a. cache hits against nginx proxy_cache, {CONNECTIONS} connections"),
                 result: format!(
-                    "gateway {gateway_rps:.0} req/s = {versus:.2}× nginx ({nginx_rps:.0} req/s; p50 {} / p99 {}, {:.1} µs CPU per hit); nginx = {:.2}× the minimal server",
-                    ms(nginx_slot.1.quantile(0.5)),
-                    ms(nginx_slot.1.quantile(0.99)),
+                    "gateway {gateway_rps:.0} req/s = {versus:.2}× nginx ({nginx_rps:.0} req/s; {}, {:.1} µs CPU per hit); nginx = {:.2}× the minimal server",
+                    latency_summary(&nginx_slot.1),
                     nginx_slot.2 / runs * 1e6,
                     nginx_rps / baseline_rps.max(1e-9)
                 ),
                 target: format!("≥ {NGINX_RATIO_TARGET:.1}×"),
                 met: Some(versus >= NGINX_RATIO_TARGET),
             });
-            if self.plan.smoke && versus < NGINX_GUARD {
+            let keyed_versus = keyed_rps / nginx_rps.max(1e-9);
+            self.rows.push(Row {
+                name: "a. cache hits with an inbound key and a rate limit".into(),
+                result: format!(
+                    "{keyed_rps:.0} req/s = {keyed_versus:.2}× nginx, {:.2}× the minimal server, {:.2}× the open gateway; {}, {:.1} µs CPU per hit",
+                    keyed_rps / baseline_rps.max(1e-9),
+                    keyed_rps / gateway_rps.max(1e-9),
+                    latency_summary(&totals[2].1),
+                    totals[2].2 / runs * 1e6,
+                ),
+                target: format!("≥ {NGINX_RATIO_TARGET:.1}× nginx"),
+                met: Some(keyed_versus >= NGINX_RATIO_TARGET),
+            });
+            let median = nginx_median(&rounds).unwrap_or(0.0);
+            self.details.push(format!(
+                "a. the gateway's throughput ÷ nginx's, round by round: {} (median {median:.2}×)",
+                rounds
+                    .iter()
+                    .map(|round| format!("{:.2}×", round[0] / round[3].max(1e-9)))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
+            if self.plan.smoke && median < NGINX_GUARD {
                 self.failures.push(format!(
-                    "a. cache hits: the gateway served {versus:.2}× nginx proxy_cache's throughput in \
-                     this run (the guard is {NGINX_GUARD}×)"
+                    "a. cache hits: the gateway served {median:.2}× nginx proxy_cache's throughput \
+                     (the median of {} rounds, twice; the guard is {NGINX_GUARD}×)",
+                    rounds.len()
                 ));
             }
         } else {
@@ -169,6 +254,16 @@ impl Bench {
                 name: "a. cache hits against nginx proxy_cache".into(),
                 result: "not measured: nginx is not installed on this machine".into(),
                 target: format!("≥ {NGINX_RATIO_TARGET:.1}×"),
+                met: None,
+            });
+            self.rows.push(Row {
+                name: "a. cache hits with an inbound key and a rate limit".into(),
+                result: format!(
+                    "{keyed_rps:.0} req/s = {:.2}× the minimal server, {:.2}× the open gateway",
+                    keyed_rps / baseline_rps.max(1e-9),
+                    keyed_rps / gateway_rps.max(1e-9),
+                ),
+                target: "report".into(),
                 met: None,
             });
         }
@@ -199,9 +294,21 @@ impl Bench {
         ));
         baseline.stop();
         gateway.stop();
+        keyed.stop();
         if let Some(nginx) = nginx {
             nginx.stop();
         }
         Ok(())
     }
+}
+
+/// The median over `rounds` of the gateway's throughput ÷ nginx's within a round (slots 0 and 3);
+/// `None` without nginx.
+fn nginx_median(rounds: &[Vec<f64>]) -> Option<f64> {
+    let mut ratios: Vec<f64> = rounds
+        .iter()
+        .filter_map(|round| Some(round[0] / round.get(3)?.max(1e-9)))
+        .collect();
+    ratios.sort_by(f64::total_cmp);
+    ratios.get(ratios.len() / 2).copied()
 }
