@@ -8,6 +8,7 @@
 
 use std::time::Duration;
 
+use base64::Engine as _;
 use hyper::header::{HeaderName, HeaderValue};
 use hyper::Uri;
 use serde_json::Value;
@@ -46,6 +47,35 @@ fn endpoint(base: &Url, path: &str) -> Url {
     url
 }
 
+/// The `Authorization: Basic` header for the credentials in `base` (`http://user:pass@host`), if
+/// any, and `base` without them: SearXNG behind a proxy with basic auth, as the URL says.
+fn credentials(base: &Url) -> (Option<HeaderValue>, Url) {
+    if base.username().is_empty() && base.password().is_none() {
+        return (None, base.clone());
+    }
+    let decode = |part: &str| {
+        percent_encoding::percent_decode_str(part)
+            .decode_utf8_lossy()
+            .into_owned()
+    };
+    let pair = format!(
+        "{}:{}",
+        decode(base.username()),
+        decode(base.password().unwrap_or(""))
+    );
+    let encoded = base64::engine::general_purpose::STANDARD.encode(pair);
+    let header = HeaderValue::try_from(format!("Basic {encoded}"))
+        .ok()
+        .map(|mut value| {
+            value.set_sensitive(true);
+            value
+        });
+    let mut bare = base.clone();
+    let _ = bare.set_username("");
+    let _ = bare.set_password(None);
+    (header, bare)
+}
+
 /// `url` as the request target of a call; an unusable one (never, for a URL the configuration
 /// accepted) is [`ErrorClass::BadRequest`].
 fn target(url: String) -> Result<Uri, UpstreamError> {
@@ -80,7 +110,10 @@ impl Query<'_> {
 #[derive(Debug, Clone)]
 pub(crate) struct SearxngClient {
     http: UpstreamHttp,
+    /// The instance's URL without credentials.
     base: Url,
+    /// `Authorization` for the credentials the instance's URL had, if any.
+    authorization: Option<HeaderValue>,
     /// `base` + `/search`, made once: every search's target starts with it.
     search: String,
     attempt_timeout: Duration,
@@ -102,10 +135,12 @@ impl SearxngClient {
         // metrics would be; a pool member's series likewise.
         let _ = metrics.timeouts.get_or_create(&instance);
         let _ = metrics.duration.get_or_create(&instance);
+        let (authorization, base) = credentials(&base);
         let search = endpoint(&base, "/search").into();
         Self {
             http,
             base,
+            authorization,
             search,
             attempt_timeout,
             metrics,
@@ -215,6 +250,14 @@ impl SearxngClient {
         }
     }
 
+    /// The header that carries the instance URL's credentials, if it had any.
+    fn authorization(&self) -> impl Iterator<Item = (HeaderName, HeaderValue)> {
+        self.authorization
+            .clone()
+            .map(|value| (hyper::header::AUTHORIZATION, value))
+            .into_iter()
+    }
+
     /// The target of one search: the instance's `/search` (made once, at start) with every
     /// forwarded parameter and `locale=en` written straight after it.
     fn search_uri(
@@ -279,7 +322,10 @@ impl SearxngClient {
         let response = self
             .http
             .searxng()
-            .get(self.search_uri(req, engines)?, probe)
+            .get(
+                self.search_uri(req, engines)?,
+                self.authorization().chain(probe),
+            )
             .await
             .map_err(UpstreamError::new)?;
         let status = response.status();
@@ -357,7 +403,7 @@ impl SearxngClient {
             let response = self
                 .http
                 .searxng()
-                .get(uri, None)
+                .get(uri, self.authorization())
                 .await
                 .map_err(UpstreamError::new)?;
             if !response.status().is_success() {
@@ -383,7 +429,8 @@ impl SearxngClient {
         let mut url = self.search.clone();
         url.push_str(if url.contains('?') { "&" } else { "?" });
         url.push_str("format=json");
-        let response = tokio::time::timeout(timeout, self.http.searxng().get(target(url)?, None))
+        let check = self.http.searxng().get(target(url)?, self.authorization());
+        let response = tokio::time::timeout(timeout, check)
             .await
             .unwrap_or(Err(ErrorClass::Timeout))
             .map_err(UpstreamError::new)?;
@@ -395,6 +442,56 @@ impl SearxngClient {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    /// Answers one request on `listener` with `{}` and returns the request's head as sent (hyper
+    /// writes header names in lower case).
+    async fn one_request_head(listener: tokio::net::TcpListener) -> String {
+        let (mut socket, _) = listener.accept().await.unwrap();
+        let mut head = Vec::new();
+        let mut buf = [0u8; 1024];
+        while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+            let n = socket.read(&mut buf).await.unwrap();
+            if n == 0 {
+                break;
+            }
+            head.extend_from_slice(&buf[..n]);
+        }
+        socket
+            .write_all(
+                b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 2\r\n\r\n{}",
+            )
+            .await
+            .unwrap();
+        String::from_utf8(head).unwrap()
+    }
+
+    /// Credentials in the instance's URL (SearXNG behind a proxy with basic auth) are sent as
+    /// `Authorization: Basic`, decoded from the URL's percent-encoding, and never in the target.
+    #[tokio::test]
+    async fn credentials_in_the_instance_url_are_sent_as_basic_auth() {
+        for (userinfo, expected) in [("us%40er:p%3Ass@", Some("dXNAZXI6cDpzcw==")), ("", None)] {
+            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+            let addr = listener.local_addr().unwrap();
+            let server = tokio::spawn(one_request_head(listener));
+            let client = SearxngClient::new(
+                UpstreamHttp::new(1).unwrap(),
+                Url::parse(&format!("http://{userinfo}{addr}/searx")).unwrap(),
+                Duration::from_secs(5),
+                SearxngMetrics::new(&mut crate::metrics::Registry::new()),
+                InstanceLabel::single(),
+            );
+            let config = client.fetch_config(Duration::from_secs(30)).await.unwrap();
+            assert_eq!(config, serde_json::json!({}));
+            let head = server.await.unwrap();
+            assert!(head.starts_with("GET /searx/config HTTP/1.1\r\n"), "{head}");
+            assert!(head.contains(&format!("\r\nhost: {addr}\r\n")), "{head}");
+            let sent = head
+                .lines()
+                .find_map(|line| line.strip_prefix("authorization: Basic "));
+            assert_eq!(sent, expected, "{head}");
+        }
+    }
 
     #[test]
     fn backoff_doubles_and_jitter_stays_in_the_upper_half() {

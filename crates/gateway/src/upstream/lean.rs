@@ -8,8 +8,9 @@
 //! gateway's own limits stand in for the rest: the attempt timeout and the budget around each call
 //! (the caller's `tokio::time::timeout`), the body cap ([`super::read_body_capped`]), redirects
 //! reported and never followed (there is no policy to follow them), no proxy from the environment
-//! (there is no proxy support), and no `Accept-Encoding` (on a local network, decompressing costs
-//! more than the bytes it saves).
+//! (there is no proxy support), no `Accept-Encoding` (on a local network, decompressing costs more
+//! than the bytes it saves), and credentials in the instance's URL sent by the caller as
+//! `Authorization: Basic` (this client does not read them from the URL).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -50,6 +51,11 @@ impl LeanHttp {
         // The TLS connector above it takes `https://`; plain `http://` passes through.
         http.enforce_http(false);
         http.set_nodelay(true);
+        // A pooled connection a firewall or NAT dropped in silence is found out by the kernel,
+        // not by the next search's timeout.
+        http.set_keepalive(Some(Duration::from_secs(15)));
+        http.set_keepalive_interval(Some(Duration::from_secs(15)));
+        http.set_keepalive_retries(Some(3));
         let https = hyper_rustls::HttpsConnectorBuilder::new()
             .with_provider_and_webpki_roots(Arc::new(rustls::crypto::ring::default_provider()))?
             .https_or_http()
@@ -63,20 +69,21 @@ impl LeanHttp {
         Ok(Self { client })
     }
 
-    /// `GET uri` asking for JSON, with `extra` header if any: the response with its body unread.
-    /// Not bounded in time — the caller's timeout is. A failure before the response is
+    /// `GET uri` asking for JSON, with the `extra` headers: the response with its body unread.
+    /// `uri` carries no credentials (the caller sends them as a header: this client would drop
+    /// them). Not bounded in time — the caller's timeout is. A failure before the response is
     /// [`ErrorClass::Connect`] (refused, reset, closed before the answer, TLS).
     pub(crate) async fn get(
         &self,
         uri: Uri,
-        extra: Option<(HeaderName, HeaderValue)>,
+        extra: impl IntoIterator<Item = (HeaderName, HeaderValue)>,
     ) -> Result<Response<Incoming>, ErrorClass> {
         let mut request = Request::new(Empty::new());
         *request.uri_mut() = uri;
         let headers = request.headers_mut();
         headers.insert(ACCEPT, HeaderValue::from_static("application/json"));
         headers.insert(USER_AGENT, AGENT);
-        if let Some((name, value)) = extra {
+        for (name, value) in extra {
             headers.insert(name, value);
         }
         self.client
