@@ -59,7 +59,7 @@ pub fn read_page(body: &[u8], content_type: &str, url: &str, text: bool) -> Opti
     } else {
         crate::request::ReadFormat::Markdown
     };
-    crate::reader::extract_body(body, Some(content_type), url, format)
+    crate::reader::extract_body(body, Some(content_type), url, url, format)
         .ok()
         .map(|document| document.content)
 }

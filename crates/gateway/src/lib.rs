@@ -80,4 +80,17 @@ mod trace;
 mod upstream;
 
 pub use config::{Config, ConfigError, LogFormat, LogLevel};
+
+/// The parse worker: the child process pages are parsed in (`reader`'s sandbox). The binary runs
+/// it for its hidden `parse-worker` command and passes itself as the program
+/// ([`Config::with_parse_worker`]).
+pub mod parse_worker {
+    /// The command the gateway runs its workers with.
+    pub const COMMAND: &str = "parse-worker";
+
+    /// Runs a parse worker with an address space of `memory_bytes` until its stdin closes.
+    pub fn run(memory_bytes: u64) -> std::process::ExitCode {
+        crate::reader::run_worker(crate::reader::WorkerLimits { memory_bytes })
+    }
+}
 pub use server::{serve, serve_mcp_stdio, Served};

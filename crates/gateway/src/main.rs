@@ -56,6 +56,14 @@ enum Command {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<OsString>,
     },
+    /// A parse worker: pages' bytes in on stdin, their text out on stdout, in a process with an
+    /// address space of MEMORY_BYTES (the gateway starts these itself).
+    #[command(hide = true)]
+    ParseWorker {
+        /// The worker's address space, in bytes.
+        #[arg(long)]
+        memory_bytes: u64,
+    },
 }
 
 fn command() -> clap::Command {
@@ -72,6 +80,9 @@ fn main() -> ExitCode {
         return ExitCode::SUCCESS;
     }
     let command = cli.command.unwrap_or(Command::Serve);
+    if let Command::ParseWorker { memory_bytes } = command {
+        return searxng_gateway::parse_worker::run(memory_bytes);
+    }
     if let Command::Demo { args } = command {
         return demo(args);
     }
@@ -79,7 +90,11 @@ fn main() -> ExitCode {
         return hash_key(name);
     }
     let config = match Config::from_env() {
-        Ok(config) => config,
+        // Pages are parsed in workers that are this very binary.
+        Ok(config) => match std::env::current_exe() {
+            Ok(program) => config.with_parse_worker(program),
+            Err(_) => config,
+        },
         Err(err) => {
             eprintln!("searxng-gateway: configuration error: {err}");
             return ExitCode::from(2);

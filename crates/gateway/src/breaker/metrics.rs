@@ -2,6 +2,9 @@
 //! `_recovery_total`, labelled by the breaker's name (the `engine` label, a name kept from the Go
 //! original) and its [`BreakerKind`], so SearXNG's `brave` engine and the Brave API never share a
 //! series; a pool member's engine breakers and cooldown also carry its `searxng_instance` label.
+//! A provider's state, rejections and recoveries are the provider's as a whole, derived from its
+//! own breaker and its keys' ([`super::rollup`]); trips stay with the breaker that tripped, so
+//! trips summed by reason count each once.
 
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
@@ -39,9 +42,11 @@ pub(crate) struct BreakerMetrics {
     pub(crate) state: Family<BreakerLabels, Gauge>,
     /// `circuit_breaker_trips_total{engine,kind,reason}`.
     pub(crate) trips: Family<TripLabels, Counter>,
-    /// `circuit_breaker_rejections_total{engine,kind}`: calls not made because it was open.
+    /// `circuit_breaker_rejections_total{engine,kind}`: calls not made because it was open (a
+    /// provider: or none of its keys was usable).
     pub(crate) rejections: Family<BreakerLabels, Counter>,
-    /// `circuit_breaker_recovery_total{engine,kind}`: half-open probes that closed it.
+    /// `circuit_breaker_recovery_total{engine,kind}`: half-open probes that closed it (a
+    /// provider: that closed the whole again).
     pub(crate) recoveries: Family<BreakerLabels, Counter>,
 }
 

@@ -8,6 +8,8 @@
 //! - this file: [`Breaker`], the shared handle that locks the machine, hands out [`Permit`]s and
 //!   publishes each transition to the metrics and the log.
 //! - [`board`]: every breaker of the process, keyed by [`BreakerKind`] and name.
+//! - [`rollup`]: a breaker that stands for others too (a provider for its keys): its state derived
+//!   from its own and theirs.
 //!
 //! Time comes from `tokio::time`, so the pipeline's tests drive it with a paused clock.
 
@@ -15,9 +17,10 @@ mod board;
 mod machine;
 mod metrics;
 mod policy;
+mod rollup;
 mod signal;
 
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError, Weak};
 use std::time::Duration;
 
 use prometheus_client::metrics::counter::Counter;
@@ -34,6 +37,7 @@ pub(crate) use signal::{Signal, TripReason};
 use crate::metrics::InstanceLabel;
 use machine::{Admission, Machine, Transition};
 use metrics::{BreakerLabels, TripLabels};
+use rollup::Rollup;
 
 /// Where an open period taken by [`Breaker::adopt_open`] comes from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -64,6 +68,11 @@ pub(crate) struct Breaker {
     machine: Mutex<Machine>,
     /// `None` for a breaker whose name is no label value (a page host: unbounded).
     series: Option<Series>,
+    /// Set when it stands for members too (a provider for its keys, [`Breaker::derive_from`]):
+    /// its state and series are then the whole's.
+    rollup: OnceLock<Rollup>,
+    /// The whole it is a member of (a key's provider), whose state its changes move.
+    parent: OnceLock<Weak<Breaker>>,
 }
 
 /// The breaker's metric handles, resolved once for its labels.
@@ -104,6 +113,8 @@ impl Breaker {
             policy,
             machine: Mutex::new(Machine::new(Instant::now())),
             series: Some(series),
+            rollup: OnceLock::new(),
+            parent: OnceLock::new(),
         }
     }
 
@@ -117,6 +128,8 @@ impl Breaker {
             policy,
             machine: Mutex::new(Machine::new(Instant::now())),
             series: None,
+            rollup: OnceLock::new(),
+            parent: OnceLock::new(),
         }
     }
 
@@ -135,14 +148,20 @@ impl Breaker {
         self.instance.name()
     }
 
-    /// The state now, without admitting anything.
+    /// The state now, without admitting anything (of the whole, when it stands for members).
     pub(crate) fn state(&self) -> BreakerState {
-        self.lock().state_at(Instant::now())
+        match self.rollup.get() {
+            Some(rollup) => self.derived_snapshot(rollup, Instant::now()).state,
+            None => self.lock().state_at(Instant::now()),
+        }
     }
 
-    /// The state, reason and counters now.
+    /// The state, reason and counters now (of the whole, when it stands for members).
     pub(crate) fn snapshot(&self) -> Snapshot {
-        self.lock().snapshot(Instant::now())
+        match self.rollup.get() {
+            Some(rollup) => self.derived_snapshot(rollup, Instant::now()),
+            None => self.lock().snapshot(Instant::now()),
+        }
     }
 
     /// Asks to make one call. `None` means rejected (counted in `circuit_breaker_rejections_total`):
@@ -211,38 +230,56 @@ impl Breaker {
 
     /// Parks the upstream for exactly `period` without a trip (see [`Machine::pause`]).
     pub(crate) fn pause(&self, reason: TripReason, period: Duration) {
-        let now = Instant::now();
-        let mut machine = self.lock();
-        machine.pause(now, reason, period);
-        self.publish(&machine, now);
+        self.under_whole(|| {
+            let now = Instant::now();
+            let mut machine = self.lock();
+            machine.pause(now, reason, period);
+            self.publish(&machine, now);
+            ((), false)
+        });
     }
 
     /// Ends the open period at `to` instead, if it is ours to shorten (see [`Machine::shorten`]).
     /// Returns whether it moved.
     pub(crate) fn shorten(&self, to: Instant) -> bool {
-        let now = Instant::now();
-        let mut machine = self.lock();
-        let moved = machine.shorten(now, to);
-        if moved {
-            self.publish(&machine, now);
-        }
-        moved
+        self.under_whole(|| {
+            let now = Instant::now();
+            let mut machine = self.lock();
+            let moved = machine.shorten(now, to);
+            if moved {
+                self.publish(&machine, now);
+            }
+            (moved, false)
+        })
     }
 
     /// An operator opens the breaker for exactly `period` (see [`Machine::force_open`]).
     pub(crate) fn force_open(&self, period: Duration) {
-        let now = Instant::now();
-        let mut machine = self.lock();
-        machine.force_open(now, period);
-        self.publish(&machine, now);
+        self.under_whole(|| {
+            let now = Instant::now();
+            let mut machine = self.lock();
+            machine.force_open(now, period);
+            self.publish(&machine, now);
+            ((), false)
+        });
     }
 
-    /// An operator closes the breaker (see [`Machine::force_close`]).
+    /// An operator closes the breaker (see [`Machine::force_close`]); one that stands for members
+    /// closes them too, so what the operator saw open (a provider none of whose keys was usable)
+    /// is called again.
     pub(crate) fn force_close(&self) {
-        let now = Instant::now();
-        let mut machine = self.lock();
-        machine.force_close(now);
-        self.publish(&machine, now);
+        if let Some(rollup) = self.rollup.get() {
+            for member in rollup.members() {
+                member.force_close();
+            }
+        }
+        self.under_whole(|| {
+            let now = Instant::now();
+            let mut machine = self.lock();
+            machine.force_close(now);
+            self.publish(&machine, now);
+            ((), false)
+        });
     }
 
     /// This process's changes so far and the open period to share (see [`Machine::shared_view`]).
@@ -257,40 +294,56 @@ impl Breaker {
 
     /// Takes an open period learnt from `origin` (see [`Machine::adopt_open`]).
     pub(crate) fn adopt_open(&self, open: SharedOpen, origin: Origin) {
-        let now = Instant::now();
-        let mut machine = self.lock();
-        if machine.adopt_open(open) {
-            self.publish(&machine, now);
-            tracing::info!(
-                kind = self.kind.as_str(),
-                name = %self.name,
-                instance = self.instance.name().unwrap_or(""),
-                reason = open.reason.as_str(),
-                open_for_s = open.until.saturating_duration_since(now).as_secs(),
-                "circuit breaker open: {}",
-                origin.as_str()
-            );
-        }
+        self.under_whole(|| {
+            let now = Instant::now();
+            let mut machine = self.lock();
+            if machine.adopt_open(open) {
+                self.publish(&machine, now);
+                tracing::info!(
+                    kind = self.kind.as_str(),
+                    name = %self.name,
+                    instance = self.instance.name().unwrap_or(""),
+                    reason = open.reason.as_str(),
+                    open_for_s = open.until.saturating_duration_since(now).as_secs(),
+                    "circuit breaker open: {}",
+                    origin.as_str()
+                );
+            }
+            ((), false)
+        });
     }
 
     /// Closes an open period another replica's probe ended (see [`Machine::adopt_closed`]).
     pub(crate) fn adopt_closed(&self) {
-        let now = Instant::now();
-        let mut machine = self.lock();
-        if machine.adopt_closed(now) {
-            self.publish(&machine, now);
-            tracing::info!(kind = self.kind.as_str(), name = %self.name, instance = self.instance.name().unwrap_or(""), "circuit breaker closed by another replica's probe");
-        }
+        self.under_whole(|| {
+            let now = Instant::now();
+            let mut machine = self.lock();
+            if machine.adopt_closed(now) {
+                self.publish(&machine, now);
+                tracing::info!(kind = self.kind.as_str(), name = %self.name, instance = self.instance.name().unwrap_or(""), "circuit breaker closed by another replica's probe");
+            }
+            ((), false)
+        });
     }
 
-    /// Sets the state gauge from the state now, so an elapsed open period shows as half-open.
+    /// Sets the state gauge from the state now, so an elapsed open period shows as half-open (a
+    /// whole's from its own state and its members').
     pub(crate) fn refresh_metrics(&self) {
+        if self.rollup.get().is_some() {
+            self.under_whole(|| ((), false));
+            return;
+        }
         let now = Instant::now();
         let machine = self.lock();
         self.publish(&machine, now);
     }
 
     fn apply(&self, signal: Signal, from_probe: bool) {
+        self.under_whole(|| ((), self.apply_here(signal, from_probe)));
+    }
+
+    /// Records `signal` on this breaker's own machine; returns whether it was a recovery.
+    fn apply_here(&self, signal: Signal, from_probe: bool) -> bool {
         let now = Instant::now();
         let mut machine = self.lock();
         let transition = machine.record(now, signal, from_probe, &self.policy);
@@ -320,13 +373,15 @@ impl Breaker {
                 );
             }
             Transition::Recovered => {
-                if let Some(series) = &self.series {
+                // A whole's recovery is counted as the whole closes ([`rollup`]).
+                if let (Some(series), None) = (&self.series, self.rollup.get()) {
                     series.recoveries.inc();
                 }
                 tracing::info!(kind = self.kind.as_str(), name = %self.name, instance = self.instance.name().unwrap_or(""), "circuit breaker closed");
             }
         }
         self.publish(&machine, now);
+        transition == Transition::Recovered
     }
 
     fn release_probe(&self) {
@@ -336,8 +391,12 @@ impl Breaker {
         self.publish(&machine, now);
     }
 
-    /// Called with the lock held, so concurrent transitions reach the gauge in the same order.
+    /// Called with the lock held, so concurrent transitions reach the gauge in the same order. A
+    /// whole's gauge is its derived state's, published under its derivation lock instead.
     fn publish(&self, machine: &Machine, now: Instant) {
+        if self.rollup.get().is_some() {
+            return;
+        }
         if let Some(series) = &self.series {
             series.state.set(machine.state_at(now).as_gauge());
         }

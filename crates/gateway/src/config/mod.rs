@@ -415,6 +415,14 @@ impl Config {
         self.runtime
     }
 
+    /// Pages are parsed by `program` (run as `program parse-worker`) unless `PARSE_WORKER_PROGRAM`
+    /// names another: the binary passes itself.
+    #[must_use]
+    pub fn with_parse_worker(mut self, program: std::path::PathBuf) -> Self {
+        self.reader.sandbox.program.get_or_insert(program);
+        self
+    }
+
     /// The provider settings for `kind`.
     pub(crate) fn provider(&self, kind: ProviderKind) -> Option<&ProviderSettings> {
         self.providers.iter().find(|p| p.kind == kind)

@@ -1,7 +1,11 @@
 //! What upstream facts mean for circuit breakers: the pipeline's policy, kept in one place. The
 //! upstream modules report facts (an error class, SearXNG's reason for an engine); the breakers
 //! only react to signals. Which upstream a breaker is for is typed too: a provider's breaker is
-//! keyed by its [`ProviderKind`], an engine's by its checked [`EngineName`].
+//! keyed by its [`ProviderKind`], an engine's by its checked [`EngineName`]. A page read's wall is
+//! the one fact that is not a signal yet ([`HostSignal::Wall`]): it is evidence the read pipeline
+//! weighs before it opens a host.
+
+use std::time::Duration;
 
 use crate::breaker::{BreakerKey, BreakerKind, Signal, TripReason};
 use crate::providers::keys::KeyId;
@@ -80,21 +84,65 @@ pub(crate) fn for_error(err: &UpstreamError) -> Signal {
     }
 }
 
-/// A direct page read, for its host's breaker: a wall trips it at once (the host will not let a
-/// reader through for a while), a transient failure counts towards the threshold, a page that is
-/// simply not there (404), not text, or too large says nothing about the host.
-pub(crate) fn for_read(result: &Result<Document, ReadFailure>) -> Signal {
+/// What a direct page read tells its host's breaker.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum HostSignal {
+    /// For the breaker as it is: a page read, a transient failure (which counts towards the
+    /// threshold), or nothing.
+    Breaker(Signal),
+    /// A wall in front of this one page: evidence about the host, not yet a verdict on it. The
+    /// host's breaker opens on walls over several distinct paths (`pipeline::read::walls`), at
+    /// once only when a 429 said how long to stay away (`retry_after`); a probe's wall reopens it.
+    Wall {
+        /// Why the host's breaker opens, when it does.
+        reason: TripReason,
+        /// A 429's `Retry-After`.
+        retry_after: Option<Duration>,
+    },
+}
+
+impl HostSignal {
+    /// The signal for the breaker when this read decides it — the half-open probe, or the wall
+    /// that completes the evidence: a wall then is the host walling readers off.
+    pub(crate) fn signal(self) -> Signal {
+        match self {
+            Self::Breaker(signal) => signal,
+            Self::Wall {
+                reason,
+                retry_after,
+            } => Signal::Stop {
+                reason,
+                retry_after,
+            },
+        }
+    }
+}
+
+/// A direct page read, for its host's breaker: a wall is evidence against the host (one page
+/// walled off says little about the others), a transient failure counts towards the threshold,
+/// a page that is simply not there (404), not text, too large or too complex says nothing about
+/// the host.
+pub(crate) fn for_read(result: &Result<Document, ReadFailure>) -> HostSignal {
     use crate::upstream::ErrorClass::*;
     match result {
-        Ok(_) => Signal::Success,
-        Err(ReadFailure::Blocked(wall)) => Signal::stop(match wall {
-            Wall::RateLimited => TripReason::RateLimited,
-            Wall::Cloudflare | Wall::Datadome | Wall::Perimeterx | Wall::Captcha => {
-                TripReason::Captcha
-            }
-            Wall::Forbidden | Wall::JavascriptShell => TripReason::AccessDenied,
-        }),
-        Err(ReadFailure::Upstream(Server | Timeout | Connect | Truncated)) => Signal::Transient,
+        Ok(_) => HostSignal::Breaker(Signal::Success),
+        Err(ReadFailure::Blocked(wall)) => HostSignal::Wall {
+            reason: match wall {
+                Wall::RateLimited => TripReason::RateLimited,
+                Wall::Cloudflare | Wall::Datadome | Wall::Perimeterx | Wall::Captcha => {
+                    TripReason::Captcha
+                }
+                Wall::Forbidden | Wall::JavascriptShell => TripReason::AccessDenied,
+            },
+            retry_after: None,
+        },
+        Err(ReadFailure::RateLimitedFor(period)) => HostSignal::Wall {
+            reason: TripReason::RateLimited,
+            retry_after: Some(*period),
+        },
+        Err(ReadFailure::Upstream(Server | Timeout | Connect | Truncated)) => {
+            HostSignal::Breaker(Signal::Transient)
+        }
         Err(
             ReadFailure::Upstream(_)
             | ReadFailure::InvalidUrl
@@ -104,8 +152,9 @@ pub(crate) fn for_read(result: &Result<Document, ReadFailure>) -> Signal {
             | ReadFailure::TooManyRedirects
             | ReadFailure::UnreadablePdf
             | ReadFailure::HttpStatus(_)
+            | ReadFailure::TooComplex(_)
             | ReadFailure::Internal,
-        ) => Signal::Neutral,
+        ) => HostSignal::Breaker(Signal::Neutral),
     }
 }
 
@@ -167,6 +216,38 @@ mod tests {
                 reason: TripReason::RateLimited,
                 retry_after: Some(Duration::from_secs(7)),
             }
+        );
+    }
+
+    #[test]
+    fn a_pages_wall_is_evidence_about_its_host_and_a_429_brings_its_retry_after() {
+        let wall = |failure| for_read(&Err(failure));
+        assert_eq!(
+            wall(ReadFailure::Blocked(Wall::Forbidden)),
+            HostSignal::Wall {
+                reason: TripReason::AccessDenied,
+                retry_after: None,
+            }
+        );
+        assert_eq!(
+            wall(ReadFailure::Blocked(Wall::Cloudflare)).signal(),
+            Signal::stop(TripReason::Captcha),
+            "when it decides, a wall trips"
+        );
+        assert_eq!(
+            wall(ReadFailure::RateLimitedFor(Duration::from_secs(30))),
+            HostSignal::Wall {
+                reason: TripReason::RateLimited,
+                retry_after: Some(Duration::from_secs(30)),
+            }
+        );
+        assert_eq!(
+            wall(ReadFailure::Upstream(ErrorClass::Timeout)),
+            HostSignal::Breaker(Signal::Transient)
+        );
+        assert_eq!(
+            wall(ReadFailure::HttpStatus(404)),
+            HostSignal::Breaker(Signal::Neutral)
         );
     }
 

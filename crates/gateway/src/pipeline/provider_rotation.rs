@@ -17,6 +17,10 @@
 //! admits it; a provider none of whose keys is usable (each rate-limited, parked for a spent quota
 //! or refused) is skipped as `keys_unusable`.
 //!
+//! A provider's breaker stands for its keys' too ([`Breakers::of_provider`]): its state — its
+//! `circuit_breaker_state{kind="provider"}`, its recoveries, its `/status` entry — is the
+//! provider's as a whole, open while none of its keys is usable, as one breaker was before pools.
+//!
 //! A request whose client's premium budget is spent is offered none (each noted as skipped with
 //! `budget_spent`), and does not advance the rotation.
 
@@ -164,6 +168,18 @@ pub(crate) struct Breakers<'a> {
     pub(crate) keys: &'a BreakerBoard<KeyId>,
 }
 
+impl Breakers<'_> {
+    /// `provider`'s breaker, standing for its keys' too ([`Breaker::derive_from`]): its state is
+    /// the provider's as a whole — open while none of its keys is usable, half-open while one is
+    /// due its probe, closed while one is usable (and its own breaker is closed) — and a recovery
+    /// is the whole closing again.
+    pub(crate) fn of_provider(&self, provider: &ProviderClient) -> Arc<Breaker> {
+        let breaker = self.providers.get(&provider.kind());
+        breaker.derive_from(|| provider.keys().map(|key| self.keys.get(key)).collect());
+        breaker
+    }
+}
+
 /// One request's walk over the providers, starting where the rotation says.
 pub(crate) struct ProviderWalk<'a> {
     providers: &'a [Arc<ProviderClient>],
@@ -175,13 +191,17 @@ pub(crate) struct ProviderWalk<'a> {
 }
 
 impl<'a> ProviderWalk<'a> {
-    /// A walk over `providers` (active ones, in configured order).
+    /// A walk over `providers` (active ones, in configured order). Each provider's breaker stands
+    /// for its keys' from the first walk on ([`Breakers::of_provider`]).
     pub(crate) fn new(
         providers: &'a [Arc<ProviderClient>],
         breakers: Breakers<'a>,
         rotation: &'a Rotation,
         premium: Premium,
     ) -> Self {
+        for provider in providers {
+            breakers.of_provider(provider);
+        }
         Self {
             providers,
             breakers,
@@ -247,7 +267,8 @@ impl<'a> ProviderWalk<'a> {
                 upstream: Upstream::Provider(provider.kind()),
                 why,
             };
-            let Some(permit) = self.breakers.providers.get(&provider.kind()).admit() else {
+            let breaker = self.breakers.providers.get(&provider.kind());
+            let Some(permit) = breaker.admit() else {
                 skipped.push(skip(Shortfall::BreakerOpen));
                 continue;
             };
@@ -266,8 +287,12 @@ impl<'a> ProviderWalk<'a> {
                         key_permit,
                     })
                 }
-                // The provider's permit goes unused (a probe it held is released).
-                None => skipped.push(skip(Shortfall::KeysUnusable)),
+                // The provider's permit goes unused (a probe it held is released); the provider
+                // as a whole was open.
+                None => {
+                    breaker.reject_for_members();
+                    skipped.push(skip(Shortfall::KeysUnusable));
+                }
             }
         }
         None
@@ -367,4 +392,100 @@ mod tests {
     }
 
     const KINDS: [ProviderKind; 3] = [ProviderKind::Brave, ProviderKind::Exa, ProviderKind::Tavily];
+
+    #[tokio::test(start_paused = true)]
+    #[allow(clippy::unwrap_used)]
+    async fn a_one_key_provider_whose_key_is_rate_limited_reads_open_as_a_whole_from_the_walk_on() {
+        use crate::breaker::{BreakerMetrics, BreakerPolicy, Signal, TripReason};
+        use crate::metrics::Registry;
+        use crate::providers::quota::QuotaBoard;
+        use crate::providers::{ApiKey, ProviderMetrics, ProviderSettings};
+        use crate::upstream::UpstreamHttp;
+        use std::time::Duration;
+
+        let open_base = Duration::from_secs(10);
+        let policy = BreakerPolicy {
+            open_base,
+            open_max: Duration::from_secs(80),
+            failure_threshold: 3,
+            jitter: 0.0,
+            healthy_interval: Duration::from_secs(600),
+            quota_park: Duration::from_secs(86_400),
+        };
+        let mut registry = Registry::new();
+        let families = BreakerMetrics::new(&mut registry);
+        let (providers, keys) = (
+            BreakerBoard::new(policy, families.clone()),
+            BreakerBoard::new(policy, families),
+        );
+        let settings = ProviderSettings {
+            kind: ProviderKind::Brave,
+            keys: vec![ApiKey::new("only-key")],
+            base_url: url::Url::parse("http://127.0.0.1:9/").unwrap(),
+            timeout: Duration::from_secs(1),
+            usd_per_call: 0.005,
+        };
+        let brave = ProviderClient::new(
+            &settings,
+            UpstreamHttp::new(1).unwrap(),
+            ProviderMetrics::new(&mut Registry::new()),
+            QuotaBoard::default(),
+        )
+        .unwrap();
+        let clients = [Arc::new(brave)];
+        let rotation = Rotation::new(ProviderPolicy::Ordered);
+        let walk = |skipped: &mut Vec<UpstreamFailure>| {
+            let breakers = Breakers {
+                providers: &providers,
+                keys: &keys,
+            };
+            ProviderWalk::new(&clients, breakers, &rotation, Premium::Allowed)
+                .next_admitted(skipped)
+        };
+        let gauge = || {
+            registry.sample(
+                "circuit_breaker_state",
+                &[("engine", "brave"), ("kind", "provider")],
+            )
+        };
+
+        let admitted = walk(&mut Vec::new()).unwrap();
+        admitted
+            .key_permit
+            .record(Signal::stop(TripReason::RateLimited));
+        admitted.permit.record(Signal::Neutral);
+
+        assert_eq!(gauge(), Some(2.0), "open: its only key is set aside");
+        let whole = providers.get(&ProviderKind::Brave).snapshot();
+        assert_eq!(
+            (whole.state, whole.reason),
+            (BreakerState::Open, Some(TripReason::RateLimited)),
+            "/status reads the same"
+        );
+        let mut skipped = Vec::new();
+        assert!(walk(&mut skipped).is_none());
+        assert_eq!(skipped[0].why, Shortfall::KeysUnusable);
+        assert_eq!(
+            registry.sample(
+                "circuit_breaker_rejections_total",
+                &[("engine", "brave"), ("kind", "provider")],
+            ),
+            Some(1.0),
+            "a call the provider as a whole did not make"
+        );
+
+        tokio::time::advance(open_base).await;
+        let probe = walk(&mut Vec::new()).unwrap();
+        assert!(probe.key_permit.is_probe());
+        probe.key_permit.record(Signal::Success);
+        probe.permit.record(Signal::Success);
+        assert_eq!(gauge(), Some(0.0));
+        assert_eq!(
+            registry.sample(
+                "circuit_breaker_recovery_total",
+                &[("engine", "brave"), ("kind", "provider")],
+            ),
+            Some(1.0)
+        );
+    }
 }

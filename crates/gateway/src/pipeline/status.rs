@@ -72,7 +72,9 @@ pub(crate) struct RedisStatus {
     pub(crate) replica: String,
 }
 
-/// One provider or engine breaker.
+/// One breaker, as the operator's page shows it too. A provider's (namespace `provider`) is the
+/// provider as a whole, derived from its own breaker and its keys' (`breaker::rollup`) — the
+/// state its `circuit_breaker_state` series has.
 #[derive(Debug, Serialize)]
 pub(crate) struct BreakerStatus {
     pub(crate) namespace: BreakerKind,
@@ -80,6 +82,8 @@ pub(crate) struct BreakerStatus {
     /// The SearXNG instance of a pool member's engine breaker.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) instance: Option<String>,
+    /// A provider's: open while it is open itself or none of its keys is usable, with the reason
+    /// and time left of whichever keeps it open.
     pub(crate) state: BreakerState,
     pub(crate) reason: Option<TripReason>,
     #[serde(serialize_with = "seconds")]

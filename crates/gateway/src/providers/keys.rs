@@ -3,7 +3,9 @@
 //! its own quota windows and its own parking — a key answered 429 or with a spent quota is set
 //! aside while the others carry on; the provider is skipped only when no key is usable (what
 //! concerns the provider as a whole — it is down, slow, answers garbage — stays on the provider's
-//! own breaker).
+//! own breaker). The provider's breaker state, as its series and `/status` show it, is derived from
+//! its own and its keys' (`crate::breaker` `rollup`): open while no key is usable, so a one-key
+//! provider reads as its key did before pools.
 //!
 //! A key is named, wherever it must be named (`/status`, metrics, logs, the Redis tier), by its
 //! [`Fingerprint`]: the first 8 hex digits of its SHA-256 — enough to tell a team's keys apart,

@@ -10,10 +10,10 @@
 //! - [`wall`]: whether the answer is a wall (403, 429, a bot challenge, an empty script shell).
 //! - [`content`]: the media type and the character encoding.
 //! - [`extract`]: HTML → the readable article → Markdown or text; [`pdf`]: a PDF's text.
+//! - [`sandbox`]: where those parsers run — a bounded pool of worker processes, each job with the
+//!   read's deadline, each worker with a memory cap and a large stack, so nothing a page contains
+//!   can abort the gateway or outlive the request's budget.
 //! - [`metrics`]: bytes read and time spent extracting.
-//!
-//! The CPU part (decoding, extraction) runs on a blocking thread, so a large page never holds up
-//! the tasks serving other requests.
 
 mod address;
 mod content;
@@ -22,6 +22,7 @@ mod fetch;
 mod metrics;
 mod pdf;
 mod resolve;
+mod sandbox;
 mod settings;
 mod wall;
 
@@ -34,6 +35,7 @@ use url::Url;
 pub(crate) use address::AddressPolicy;
 pub(crate) use metrics::ReaderMetrics;
 pub(crate) use resolve::{GuardedResolver, Lookup, SystemLookup};
+pub(crate) use sandbox::{run_worker, ParseLimit, SandboxSettings, WorkerLimits};
 pub(crate) use wall::Wall;
 
 use crate::request::ReadFormat;
@@ -95,6 +97,9 @@ pub(crate) enum ReadFailure {
     /// A wall in front of the page.
     #[error("the site blocked the read ({})", .0.as_str())]
     Blocked(Wall),
+    /// The `rate_limited` wall (429) of a site that said how long to stay away (`Retry-After`).
+    #[error("the site blocked the read (rate_limited)")]
+    RateLimitedFor(Duration),
     /// The page has no text to read.
     #[error("the page has no readable text")]
     NoReadableText,
@@ -110,6 +115,9 @@ pub(crate) enum ReadFailure {
     /// The transport failed (timeout, connection, too large, truncated, 5xx).
     #[error("{}", .0.as_str())]
     Upstream(ErrorClass),
+    /// The page ran into a limit of its parse (nesting, time, memory or stack, a free slot).
+    #[error("the page is too complex to parse within the gateway's limits ({})", .0.as_str())]
+    TooComplex(ParseLimit),
     /// The read was lost inside the gateway (a bug): an error, never a hang.
     #[error("the gateway failed to read the page")]
     Internal,
@@ -127,12 +135,13 @@ impl ReadFailure {
             Self::InvalidUrl => "invalid_url",
             Self::ForbiddenAddress => "forbidden_address",
             Self::UnsupportedContentType => "unsupported_content_type",
-            Self::Blocked(_) => "blocked",
+            Self::Blocked(_) | Self::RateLimitedFor(_) => "blocked",
             Self::NoReadableText => "no_readable_text",
             Self::TooManyRedirects => "too_many_redirects",
             Self::UnreadablePdf => "unreadable_pdf",
             Self::HttpStatus(_) => "http_status",
             Self::Upstream(class) => class.as_str(),
+            Self::TooComplex(_) => "too_complex",
             Self::Internal => "internal_error",
         }
     }
@@ -149,12 +158,15 @@ pub(crate) struct ReaderSettings {
     pub(crate) user_agent: String,
     /// Where reads may go.
     pub(crate) policy: AddressPolicy,
+    /// Where pages are parsed (`PARSE_*`).
+    pub(crate) sandbox: SandboxSettings,
 }
 
 /// The direct reader. Cheap to clone.
 #[derive(Debug, Clone)]
 pub(crate) struct Reader {
     fetcher: Fetcher,
+    sandbox: sandbox::Sandbox,
     metrics: ReaderMetrics,
 }
 
@@ -171,6 +183,7 @@ impl Reader {
         ));
         Self {
             fetcher: Fetcher::new(resolver, &settings.user_agent, settings.max_bytes),
+            sandbox: sandbox::Sandbox::new(settings.sandbox.clone(), metrics.clone()),
             metrics,
         }
     }
@@ -183,36 +196,45 @@ impl Reader {
         Ok(())
     }
 
-    /// Reads `url` as `format` within `timeout`.
+    /// Reads `url` as `format` within `timeout`: the fetch and the parse together.
     pub(crate) async fn read(
         &self,
         url: &Url,
         format: ReadFormat,
         timeout: Duration,
     ) -> Result<Document, ReadFailure> {
+        let deadline = tokio::time::Instant::now() + timeout;
         Self::admits(url)?;
         let fetched = self.fetcher.fetch(url, timeout).await?;
         self.metrics.bytes.inc_by(fetched.body.len() as u64);
         if let Some(wall) = wall::by_reply(fetched.status, &fetched.headers) {
-            return Err(ReadFailure::Blocked(wall));
+            return Err(match crate::upstream::retry_after(&fetched.headers) {
+                Some(period) if wall == Wall::RateLimited => ReadFailure::RateLimitedFor(period),
+                _ => ReadFailure::Blocked(wall),
+            });
         }
         match fetched.status {
             200..=299 => {}
             500..=599 => return Err(ReadFailure::Upstream(ErrorClass::Server)),
             status => return Err(ReadFailure::HttpStatus(status)),
         }
-        let kind = content::kind_of(fetched.content_type(), &fetched.body)
+        content::kind_of(fetched.content_type(), &fetched.body)
             .ok_or(ReadFailure::UnsupportedContentType)?;
-        let requested = url.to_string();
-        let metrics = self.metrics.clone();
-        tokio::task::spawn_blocking(move || {
-            let started = Instant::now();
-            let document = into_document(requested, fetched, kind, format);
-            metrics.extraction.observe(started.elapsed().as_secs_f64());
-            document
-        })
-        .await
-        .unwrap_or(Err(ReadFailure::NoReadableText))
+        let job = sandbox::Job {
+            header: sandbox::JobHeader {
+                url: url.to_string(),
+                final_url: fetched.final_url.to_string(),
+                content_type: fetched.content_type().map(str::to_owned),
+                format,
+            },
+            body: fetched.body,
+        };
+        let started = Instant::now();
+        let parsed = self.sandbox.parse(job, deadline).await;
+        self.metrics
+            .extraction
+            .observe(started.elapsed().as_secs_f64());
+        parsed
     }
 }
 
@@ -230,6 +252,9 @@ fn into_document(
         Kind::Pdf => as_format(extract::passthrough(pdf::text(&fetched.body)?), format),
         Kind::Html => {
             let html = content::decode(&fetched.body, fetched.content_type(), kind);
+            if extract::too_deep(&html) {
+                return Err(ReadFailure::TooComplex(ParseLimit::Nesting));
+            }
             let mut extracted = extract::html(&html, &fetched.final_url, format)
                 .ok_or(ReadFailure::NoReadableText)?;
             if let Some(wall) = wall::by_page(&html, extracted.words) {
@@ -283,16 +308,17 @@ fn default_type(kind: Kind) -> &'static str {
     }
 }
 
-/// A body read from `url` through the extraction entry point, as a read would take it (content
-/// type, charset, walls and all), for the fuzz target and the benchmark.
-#[cfg(any(test, feature = "fuzzing", feature = "bench"))]
+/// A body read from `url` (at `final_url` after redirects) through the parse as a read takes it
+/// (content type, charset, walls and all), in this process: what a parse worker runs for each job,
+/// and the fuzz targets' and the benchmark's entry point.
 pub(crate) fn extract_body(
     body: &[u8],
     content_type: Option<&str>,
     url: &str,
+    final_url: &str,
     format: ReadFormat,
 ) -> Result<Document, ReadFailure> {
-    let final_url = Url::parse(url).map_err(|_| ReadFailure::InvalidUrl)?;
+    let final_url = Url::parse(final_url).map_err(|_| ReadFailure::InvalidUrl)?;
     let mut headers = reqwest::header::HeaderMap::new();
     if let Some(value) = content_type.and_then(|ct| ct.parse().ok()) {
         headers.insert(reqwest::header::CONTENT_TYPE, value);
@@ -314,6 +340,9 @@ pub(crate) fn extract_body(
 pub(crate) fn extract_for_fuzzing(body: &[u8], content_type: Option<&str>) -> bool {
     [ReadFormat::Markdown, ReadFormat::Text]
         .into_iter()
-        .map(|format| extract_body(body, content_type, "https://fuzz.example/page", format))
+        .map(|format| {
+            let url = "https://fuzz.example/page";
+            extract_body(body, content_type, url, url, format)
+        })
         .all(|doc| doc.is_ok_and(|d| !d.content.trim().is_empty()))
 }

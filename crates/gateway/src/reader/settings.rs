@@ -5,7 +5,7 @@
 use ipnet::IpNet;
 
 use super::address::{AddressPolicy, HostList, PrivateAccess};
-use super::ReaderSettings;
+use super::{ReaderSettings, SandboxSettings};
 use crate::env::{ConfigError, Env, Problem};
 
 /// The largest `FETCH_MAX_BYTES`: what the shared body budget lets one body hold.
@@ -53,6 +53,7 @@ impl ReaderSettings {
         Ok(Self {
             timeout,
             max_bytes,
+            sandbox: sandbox(env)?,
             user_agent: user_agent.text,
             policy: AddressPolicy {
                 private,
@@ -62,6 +63,23 @@ impl ReaderSettings {
             },
         })
     }
+}
+
+/// `PARSE_WORKERS`, `PARSE_MEMORY_MB`, `PARSE_WORKER_PROGRAM`.
+fn sandbox(env: &Env<'_>) -> Result<SandboxSettings, ConfigError> {
+    let workers = match env.integer("PARSE_WORKERS", 0usize, 256)? {
+        0 => std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get),
+        n => n,
+    };
+    let memory_mb = env.integer("PARSE_MEMORY_MB", 256u64, 1024 * 1024)?;
+    let program = env
+        .value("PARSE_WORKER_PROGRAM")
+        .map(|raw| std::path::PathBuf::from(raw.text));
+    Ok(SandboxSettings {
+        workers,
+        memory_bytes: memory_mb * 1024 * 1024,
+        program,
+    })
 }
 
 #[cfg(test)]

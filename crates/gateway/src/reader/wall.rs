@@ -3,15 +3,33 @@
 //! an hCaptcha or reCAPTCHA wall) or an empty JavaScript shell is `blocked`: asking again will not
 //! help, so the host's breaker opens and a premium reader may try.
 //!
-//! Challenge markers count only on a page with little readable text, so an article that mentions
-//! a CAPTCHA is still an article. The markers are the vendors' own script hosts, element names and
-//! headers, matched on the decoded page, lower-case.
+//! A page is judged on what a reader sees of it ([`seen`]): the text of its body a reader that
+//! runs no script sees (`noscript` included, scripts, styles and drawings not), and the challenge
+//! elements it shows. A page with a readable text is read, whatever it embeds or names: a page
+//! whose extracted text or whose text seen has [`WALL_MAX_WORDS`] words or more is never a wall.
+//! On a shorter page a vendor counts only by the elements that draw its challenge (Cloudflare's
+//! challenge script, options or form; DataDome's captcha frame or script; PerimeterX's
+//! `#px-captcha` or "Press & Hold"; a CAPTCHA widget on its own or in a form that asks for nothing
+//! typed), never by its name in a script, a stylesheet, page data or a widget in a comment,
+//! sign-up or log-in form. A page is a JavaScript shell when it shows fewer than
+//! [`SHELL_MAX_WORDS`] words, a notice asking for JavaScript aside, and asks for or loads scripts.
+//!
+//! Measured on the two corpora beside the repository, where no page is a wall (`wall::corpus`):
+//! judged on the extracted word count and on the page's raw text, 46 of the 1,497 pages of
+//! `wcxb-dev` were refused (22 forums, 12 products, 6 collections, 5 listings, 1 article: 21
+//! JavaScript shells, mostly Discourse threads served in `noscript`; 14 CAPTCHAs, 6 Cloudflare, 3
+//! PerimeterX, 2 DataDome, all of them sensors, widgets in forms or names in scripts), and none of
+//! the 130 of `readability`. Judged on what a reader sees, none is a wall on either corpus, even
+//! with no extracted text at all; 2 pages of `wcxb-dev` are JavaScript shells, and rightly: the
+//! corpus records them as drawn by script alone, with no main text.
+
+mod seen;
 
 use reqwest::header::HeaderMap;
 use serde::Serialize;
 
 /// Why a page counts as blocked.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub(crate) enum Wall {
     /// 403 Forbidden.
@@ -45,8 +63,13 @@ impl Wall {
     }
 }
 
-/// A page with fewer readable words than this may be a wall; more is an article.
+/// A page with fewer readable words than this (extracted, or seen) may be a wall; more is read.
 const WALL_MAX_WORDS: usize = 150;
+/// A page that shows fewer words than this (a notice asking for JavaScript aside) and loads
+/// scripts is an empty shell.
+const SHELL_MAX_WORDS: usize = 10;
+/// Scripts that make a page without text a shell, when it does not say it needs JavaScript.
+const SHELL_MIN_SCRIPTS: usize = 3;
 
 /// What a reply tells about a wall, before its page is read: the status and the vendors' headers.
 pub(crate) fn by_reply(status: u16, headers: &HeaderMap) -> Option<Wall> {
@@ -62,83 +85,38 @@ pub(crate) fn by_reply(status: u16, headers: &HeaderMap) -> Option<Wall> {
     }
 }
 
-/// Whether an HTML page (decoded) whose readable text has `words` words is a wall.
+/// Whether an HTML page (decoded) whose extracted text has `words` words is a wall: judged on
+/// what a reader sees of it, challenges counting only on a page that shows little else.
 pub(crate) fn by_page(html: &str, words: usize) -> Option<Wall> {
     if words >= WALL_MAX_WORDS {
         return None;
     }
-    let page = html.to_ascii_lowercase();
-    let has = |marker: &str| page.contains(marker);
-    if (has("<title>just a moment") || has("cf-chl") || has("/cdn-cgi/challenge-platform/"))
-        && (has("cloudflare") || has("cf-"))
-    {
+    let seen = seen::look(html);
+    if seen.words >= WALL_MAX_WORDS {
+        return None;
+    }
+    let challenges = seen.challenges;
+    let cloudflare_title = (seen.title.starts_with("just a moment") && seen.names_cloudflare)
+        || seen.title.starts_with("attention required! | cloudflare");
+    if challenges.cloudflare || cloudflare_title {
         return Some(Wall::Cloudflare);
     }
-    if has("captcha-delivery.com") || has("geo.captcha-delivery") || has("datadome") {
+    if challenges.datadome {
         return Some(Wall::Datadome);
     }
-    if has("px-captcha") || has("_pxcaptcha") || has("perimeterx") || has("press &amp; hold") {
+    if challenges.perimeterx {
         return Some(Wall::Perimeterx);
     }
-    if has("hcaptcha.com/1/api.js")
-        || has("h-captcha")
-        || has("google.com/recaptcha")
-        || has("g-recaptcha")
-        || has("recaptcha/api.js")
-    {
+    if challenges.captcha {
         return Some(Wall::Captcha);
     }
-    let asks_for_script = has("<noscript")
-        && (has("enable javascript") || has("javascript is required") || has("needs javascript"));
-    let shell = words < 10 && (asks_for_script || page.matches("<script").count() >= 3);
+    let content_words = words.max(seen.words.saturating_sub(seen.notice_words));
+    let shell = content_words < SHELL_MAX_WORDS
+        && (seen.asks_for_script || seen.scripts >= SHELL_MIN_SCRIPTS);
     shell.then_some(Wall::JavascriptShell)
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use reqwest::header::HeaderValue;
-
-    #[test]
-    fn statuses_and_vendor_headers_say_blocked_before_the_page_is_read() {
-        let mut headers = HeaderMap::new();
-        assert_eq!(by_reply(200, &headers), None);
-        assert_eq!(by_reply(403, &headers), Some(Wall::Forbidden));
-        assert_eq!(by_reply(429, &headers), Some(Wall::RateLimited));
-        assert_eq!(by_reply(404, &headers), None);
-        headers.insert("x-datadome", HeaderValue::from_static("protected"));
-        assert_eq!(by_reply(403, &headers), Some(Wall::Datadome));
-        headers.insert("cf-mitigated", HeaderValue::from_static("challenge"));
-        assert_eq!(by_reply(200, &headers), Some(Wall::Cloudflare));
-    }
-
-    #[test]
-    fn challenge_pages_are_walls_and_articles_about_captchas_are_not() {
-        let cloudflare = r#"<!DOCTYPE html><html><head><title>Just a moment...</title></head>
-            <body><script src="/cdn-cgi/challenge-platform/h/g/orchestrate/chl_page/v1"></script>
-            <noscript>Enable JavaScript and cookies to continue</noscript><span>Cloudflare</span></body></html>"#;
-        assert_eq!(by_page(cloudflare, 6), Some(Wall::Cloudflare));
-        let datadome = r#"<html><body><script src="https://ct.captcha-delivery.com/c.js"></script></body></html>"#;
-        assert_eq!(by_page(datadome, 0), Some(Wall::Datadome));
-        let px = r#"<html><body><div id="px-captcha"></div><p>Press &amp; Hold to confirm you are a human</p></body></html>"#;
-        assert_eq!(by_page(px, 8), Some(Wall::Perimeterx));
-        let hcaptcha = r#"<html><body><script src="https://hcaptcha.com/1/api.js"></script><div class="h-captcha"></div></body></html>"#;
-        assert_eq!(by_page(hcaptcha, 0), Some(Wall::Captcha));
-        let recaptcha = r#"<html><body><form><div class="g-recaptcha" data-sitekey="x"></div></form></body></html>"#;
-        assert_eq!(by_page(recaptcha, 3), Some(Wall::Captcha));
-        let article = recaptcha.replace("</form>", "</form><p>An article about CAPTCHAs.</p>");
-        assert_eq!(by_page(&article, 900), None);
-    }
-
-    #[test]
-    fn an_empty_javascript_shell_is_a_wall_and_a_short_page_is_not() {
-        let shell = r#"<html><head><script src="/a.js"></script><script src="/b.js"></script>
-            <script>window.__DATA__={}</script></head><body><div id="root"></div></body></html>"#;
-        assert_eq!(by_page(shell, 0), Some(Wall::JavascriptShell));
-        let noscript = r#"<html><body><noscript>You need to enable JavaScript to run this app.</noscript><div id="app"></div></body></html>"#;
-        assert_eq!(by_page(noscript, 0), Some(Wall::JavascriptShell));
-        let short =
-            "<html><body><h1>Hello</h1><p>A short page with a few words on it.</p></body></html>";
-        assert_eq!(by_page(short, 10), None);
-    }
-}
+mod corpus;
+#[cfg(test)]
+mod tests;

@@ -12,12 +12,14 @@
 //!   (every page, category and language of it);
 //! - `GET /admin/status` — `/status` plus each client's limits and premium usage.
 //!
-//! Answers are JSON; refusals `{"error":…,"message":…}` (401 with `WWW-Authenticate: Bearer`).
+//! Answers are JSON; refusals `{"error":…,"message":…}` (401 with `WWW-Authenticate: Bearer`),
+//! a path or query string that cannot be read included (400, `invalid_path` or `bad_request`).
 
 use std::time::Duration;
 
-use axum::extract::{Path, Query, Request, State};
-use axum::http::{header, HeaderValue, StatusCode};
+use axum::extract::rejection::QueryRejection;
+use axum::extract::{Query, Request, State};
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -27,7 +29,7 @@ use serde_json::json;
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
-use super::error::ApiError;
+use super::error::{ApiError, ApiPath};
 use crate::clients::Clients;
 use crate::config::access::AdminToken;
 use crate::pipeline::{BreakerKind, Gateway};
@@ -71,19 +73,7 @@ where
 
 /// Lets a request through when it carries the admin token.
 async fn authorize(State(token): State<AdminToken>, request: Request, next: Next) -> Response {
-    let presented = request
-        .headers()
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| {
-            let (scheme, value) = v.trim().split_once(' ')?;
-            scheme.eq_ignore_ascii_case("bearer").then(|| value.trim())
-        })
-        .unwrap_or("");
-    let matches: bool = Sha256::digest(presented.as_bytes())
-        .ct_eq(&Sha256::digest(token.expose()))
-        .into();
-    if !matches {
+    if !presents_token(request.headers(), &token) {
         tracing::warn!(
             path = request.uri().path(),
             "admin request refused: wrong or missing token"
@@ -93,6 +83,23 @@ async fn authorize(State(token): State<AdminToken>, request: Request, next: Next
     next.run(request).await
 }
 
+/// Whether `headers` carry `Authorization: Bearer <token>`, compared in constant time on SHA-256
+/// digests (neither the token's content nor its length shows in the timing). The operator's page
+/// asks it too: its read views show every client's data to the admin token.
+pub(super) fn presents_token(headers: &HeaderMap, token: &AdminToken) -> bool {
+    let presented = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| {
+            let (scheme, value) = v.trim().split_once(' ')?;
+            scheme.eq_ignore_ascii_case("bearer").then(|| value.trim())
+        })
+        .unwrap_or("");
+    Sha256::digest(presented.as_bytes())
+        .ct_eq(&Sha256::digest(token.expose()))
+        .into()
+}
+
 fn json_ok(body: serde_json::Value) -> Response {
     let mut response = (StatusCode::OK, body.to_string()).into_response();
     response.headers_mut().insert(
@@ -100,6 +107,13 @@ fn json_ok(body: serde_json::Value) -> Response {
         HeaderValue::from_static("application/json"),
     );
     response
+}
+
+/// A query string axum could not read (a parameter given twice): JSON like every other refusal
+/// here, not axum's plain text.
+fn unreadable_query() -> Response {
+    ApiError::Unreadable("the query string cannot be read (is a parameter given twice?)")
+        .into_response()
 }
 
 fn namespace(name: &str) -> Result<BreakerKind, ApiError> {
@@ -123,9 +137,12 @@ struct OpenFor {
 
 async fn open_breaker(
     State(admin): State<Admin>,
-    Path((ns, name)): Path<(String, String)>,
-    Query(open): Query<OpenFor>,
+    ApiPath((ns, name)): ApiPath<(String, String)>,
+    open: Result<Query<OpenFor>, QueryRejection>,
 ) -> Response {
+    let Ok(Query(open)) = open else {
+        return unreadable_query();
+    };
     let kind = match namespace(&ns) {
         Ok(kind) => kind,
         Err(err) => return err.into_response(),
@@ -157,7 +174,7 @@ async fn open_breaker(
 
 async fn close_breaker(
     State(admin): State<Admin>,
-    Path((ns, name)): Path<(String, String)>,
+    ApiPath((ns, name)): ApiPath<(String, String)>,
 ) -> Response {
     let kind = match namespace(&ns) {
         Ok(kind) => kind,
@@ -180,7 +197,13 @@ struct PurgeOf {
     q: Option<String>,
 }
 
-async fn purge_cache(State(admin): State<Admin>, Query(of): Query<PurgeOf>) -> Response {
+async fn purge_cache(
+    State(admin): State<Admin>,
+    of: Result<Query<PurgeOf>, QueryRejection>,
+) -> Response {
+    let Ok(Query(of)) = of else {
+        return unreadable_query();
+    };
     let query = of.q.as_deref().map(str::trim).filter(|q| !q.is_empty());
     let purged = admin.gateway.purge_cache(query);
     match query {

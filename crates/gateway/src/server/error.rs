@@ -1,10 +1,16 @@
 //! `ApiError`: every error the SearXNG-style surface, the operator endpoints and the connection
 //! layer (server limits) answer, as a JSON body with a stable `error` code and a human message.
 //! Nothing from an upstream body or a key ever reaches it. (The Tavily API and the MCP tool answer
-//! in their own protocols' shapes.)
+//! in their own protocols' shapes.) [`ApiPath`] reads a route's path parameters with this shape
+//! for its refusal, where axum's own `Path` answers plain text.
 
+use axum::extract::path::ErrorKind;
+use axum::extract::rejection::PathRejection;
+use axum::extract::{FromRequestParts, Path};
+use axum::http::request::Parts;
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
+use serde::de::DeserializeOwned;
 
 use super::auth::{Refusals, Refused};
 use super::body::BodyError;
@@ -23,6 +29,9 @@ pub(super) enum ApiError {
     /// A body that is too large, too slow or could not be read.
     #[error(transparent)]
     Body(#[from] BodyError),
+    /// A path parameter that cannot be read (not UTF-8 once percent-decoded, or not of its type).
+    #[error("{0}")]
+    InvalidPath(String),
     /// No such route.
     #[error("no such endpoint")]
     NotFound,
@@ -62,6 +71,43 @@ impl From<Refused> for ApiError {
     }
 }
 
+impl From<PathRejection> for ApiError {
+    fn from(rejection: PathRejection) -> Self {
+        let PathRejection::FailedToDeserializePathParams(failed) = rejection else {
+            // A route whose handler asks for parameters it does not have: a bug.
+            return Self::Internal;
+        };
+        // The client's bytes are not echoed: the key is the route's own name for the parameter.
+        match failed.kind() {
+            ErrorKind::InvalidUtf8InPathParam { key } => Self::InvalidPath(format!(
+                "the path's {key} is not valid UTF-8 once percent-decoded"
+            )),
+            ErrorKind::UnsupportedType { .. } => Self::Internal,
+            _ => Self::InvalidPath("the path's parameters cannot be read".to_owned()),
+        }
+    }
+}
+
+/// A route's path parameters, like axum's `Path`, refused as an [`ApiError`] (JSON, naming the
+/// problem) instead of axum's plain-text rejection.
+#[derive(Debug)]
+pub(super) struct ApiPath<T>(pub(super) T);
+
+impl<S, T> FromRequestParts<S> for ApiPath<T>
+where
+    S: Send + Sync,
+    T: DeserializeOwned + Send,
+{
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
+        match Path::<T>::from_request_parts(parts, state).await {
+            Ok(Path(value)) => Ok(Self(value)),
+            Err(rejection) => Err(rejection.into()),
+        }
+    }
+}
+
 /// The gate's refusals in this shape, for the SearXNG API and `/status`; a POST to `/search` may
 /// carry `api_key` in its form body.
 #[derive(Debug, Clone, Copy)]
@@ -83,7 +129,9 @@ impl ApiError {
     /// The HTTP status.
     pub(super) fn status(&self) -> StatusCode {
         match self {
-            Self::BadRequest(_) | Self::Unreadable(_) => StatusCode::BAD_REQUEST,
+            Self::BadRequest(_) | Self::Unreadable(_) | Self::InvalidPath(_) => {
+                StatusCode::BAD_REQUEST
+            }
             Self::Body(BodyError::TooLarge(_)) => StatusCode::PAYLOAD_TOO_LARGE,
             Self::Body(BodyError::Timeout(_)) => StatusCode::REQUEST_TIMEOUT,
             Self::Body(BodyError::Unreadable) => StatusCode::BAD_REQUEST,
@@ -118,6 +166,7 @@ impl ApiError {
         match self {
             Self::BadRequest(e) => e.code(),
             Self::Unreadable(_) | Self::Body(BodyError::Unreadable) => "bad_request",
+            Self::InvalidPath(_) => "invalid_path",
             Self::Body(BodyError::TooLarge(_)) => "body_too_large",
             Self::Body(BodyError::Timeout(_)) => "request_timeout",
             Self::NotFound | Self::NoSuchItem(_) => "not_found",
@@ -158,6 +207,7 @@ impl IntoResponse for ApiError {
         if !matches!(
             self,
             Self::BadRequest(_)
+                | Self::InvalidPath(_)
                 | Self::NotFound
                 | Self::Overloaded
                 | Self::Unauthorized(_)

@@ -1,5 +1,10 @@
 //! Renders a merged answer as CSV or RSS for clients that ask `format=csv|rss` (SearXNG offers
 //! both). JSON is rendered once by the engine and served as cached bytes.
+//!
+//! A CSV cell is text from the web (a title, a snippet, a URL): one that a spreadsheet would take
+//! for a formula (it starts with `=`, `+`, `-`, `@`, a tab or a carriage return) is prefixed with
+//! a single quote, as OWASP's "CSV Injection" advice says, so opening the file runs nothing. Only
+//! the score, a number the gateway writes itself, is left as it is.
 
 use serde_json::{Map, Value};
 
@@ -7,7 +12,21 @@ fn field<'a>(result: &'a Map<String, Value>, name: &str) -> &'a str {
     result.get(name).and_then(Value::as_str).unwrap_or("")
 }
 
+/// The characters a spreadsheet reads a formula after, at the start of a cell.
+const FORMULA_STARTS: [char; 6] = ['=', '+', '-', '@', '\t', '\r'];
+
+/// A text cell: neutralised when a spreadsheet would read it as a formula, then quoted if needed.
 fn csv_cell(value: &str) -> String {
+    if value.starts_with(FORMULA_STARTS) {
+        csv_quoted(&format!("'{value}"))
+    } else {
+        csv_quoted(value)
+    }
+}
+
+/// `value` as one CSV field: quoted (and its quotes doubled) when it holds a separator, a quote or
+/// a line break.
+fn csv_quoted(value: &str) -> String {
     if value.contains([',', '"', '\n', '\r']) {
         format!("\"{}\"", value.replace('"', "\"\""))
     } else {
@@ -24,20 +43,21 @@ pub(super) fn csv(document: &Map<String, Value>) -> String {
             .ok()
             .and_then(|u| u.host_str().map(str::to_owned))
             .unwrap_or_default();
-        let score = result
-            .get("score")
-            .map(Value::to_string)
-            .unwrap_or_default();
-        let cells = [
+        let score = match result.get("score") {
+            // A number as JSON writes it (`-0.5` included) is no formula.
+            Some(Value::Number(number)) => number.to_string(),
+            Some(other) => csv_cell(&other.to_string()),
+            None => String::new(),
+        };
+        let text = [
             field(result, "title"),
             url,
             field(result, "content"),
             &host,
             field(result, "engine"),
-            &score,
-            "result",
         ];
-        let line: Vec<String> = cells.iter().map(|c| csv_cell(c)).collect();
+        let mut line: Vec<String> = text.iter().map(|c| csv_cell(c)).collect();
+        line.extend([score, "result".to_owned()]);
         out.push_str(&line.join(","));
         out.push_str("\r\n");
     }
@@ -113,6 +133,34 @@ mod tests {
         assert!(out.contains(
             "\"A, \"\"quoted\"\"\",https://a.example/x,<b>c</b>,a.example,alpha,1.5,result"
         ));
+    }
+
+    #[test]
+    fn csv_cells_a_spreadsheet_would_read_as_formulas_start_with_a_single_quote() {
+        let doc = json!({"results": [
+            {"url": "https://a.example/x", "title": "=HYPERLINK(\"https://evil.example\",\"click\")",
+             "content": "+1 555 0100", "engine": "@sum", "score": -0.5},
+            {"url": "https://a.example/y", "title": "-2+3", "content": "\tindented",
+             "engine": "alpha", "score": "=1+1"},
+            {"url": "https://a.example/z", "title": "\rcarriage", "content": "fine - not at the start",
+             "engine": "alpha"},
+        ]});
+        let out = csv(doc.as_object().unwrap());
+        let lines: Vec<&str> = out.split("\r\n").collect();
+        assert_eq!(
+            lines[1],
+            "\"'=HYPERLINK(\"\"https://evil.example\"\",\"\"click\"\")\",https://a.example/x,\
+             '+1 555 0100,a.example,'@sum,-0.5,result"
+        );
+        assert_eq!(
+            lines[2],
+            "'-2+3,https://a.example/y,'\tindented,a.example,alpha,\"\"\"=1+1\"\"\",result"
+        );
+        // A carriage return also needs quoting: the quote goes inside the quoted field.
+        assert!(
+            out.contains("\"'\rcarriage\",https://a.example/z,fine - not at the start,"),
+            "{out:?}"
+        );
     }
 
     #[test]

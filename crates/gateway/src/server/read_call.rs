@@ -2,6 +2,8 @@
 //! once), the client charged for the premium calls a read it led made, and one log line per read.
 //! Every surface that reads pages reads through here, so every read is charged and logged the same
 //! way. The line names the outcome, never the URL (a client's URL may carry its own secrets).
+//! A read that failed is told to the client the same way by every surface ([`unread_reason`]): a
+//! sentence a person reads, with the stable code a program matches on.
 
 use std::time::Duration;
 
@@ -10,7 +12,7 @@ use tokio::time::Instant;
 use url::Url;
 
 use super::auth::Admitted;
-use crate::pipeline::read::{Depth, PageRead, ReadRequest};
+use crate::pipeline::read::{Depth, PageRead, ReadFailure, ReadRequest};
 use crate::pipeline::Gateway;
 use crate::request::ReadFormat;
 
@@ -81,4 +83,54 @@ pub(super) async fn many(
         Some(run(gateway, admitted, url, format, depth, budget).await)
     }))
     .await
+}
+
+/// Why a page was not read, as the surfaces tell their clients: a sentence ending with the stable
+/// code in parentheses (the one logs, metrics and `explain` use), e.g. "the answer is larger than
+/// the gateway reads (too_large)".
+pub(super) fn unread_reason(failure: ReadFailure) -> String {
+    match failure {
+        ReadFailure::Upstream(class) => format!("{} ({})", class.sentence(), failure.code()),
+        ReadFailure::Blocked(wall) => format!(
+            "the site blocked the read ({}: {})",
+            failure.code(),
+            wall.as_str()
+        ),
+        other => format!("{other} ({})", other.code()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::reader::Wall;
+    use crate::upstream::ErrorClass;
+
+    #[test]
+    fn a_failed_read_is_told_as_a_sentence_ending_with_its_code() {
+        for (failure, told) in [
+            (
+                ReadFailure::Upstream(ErrorClass::TooLarge),
+                "the answer is larger than the gateway reads (too_large)",
+            ),
+            (
+                ReadFailure::Upstream(ErrorClass::Timeout),
+                "the upstream did not answer in time (timeout)",
+            ),
+            (
+                ReadFailure::Blocked(Wall::Cloudflare),
+                "the site blocked the read (blocked: cloudflare)",
+            ),
+            (
+                ReadFailure::HttpStatus(404),
+                "the page answered HTTP 404 (http_status)",
+            ),
+            (
+                ReadFailure::ForbiddenAddress,
+                "the address is not one the gateway reads (forbidden_address)",
+            ),
+        ] {
+            assert_eq!(unread_reason(failure), told);
+        }
+    }
 }

@@ -8,6 +8,9 @@
 //! is kept as an owned snapshot ([`Record`]), so what was kept cannot change, and rendered as JSON
 //! only when the page asks for it: at thousands of searches a second, serializing every record
 //! would cost each cache hit more than serving it. This module knows nothing of how it was made.
+//!
+//! Each reader sees what its [`Viewer`] allows: the operator every search, a client only the
+//! searches made with its own key (its end users' too: `alice/u1` is `alice`'s).
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -17,6 +20,7 @@ use serde::Serialize;
 use serde_json::value::RawValue;
 use tokio::time::Instant;
 
+use crate::clients::ClientName;
 use crate::config::ui::Queries;
 use crate::request::Surface;
 
@@ -36,10 +40,35 @@ pub(super) enum Ended {
     Unanswered { status: u16 },
 }
 
+/// Who reads the list, and so whose searches (and usage) it shows.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum Viewer {
+    /// Every client's: the admin token, or anyone on an open gateway (no `API_KEYS_FILE`).
+    Operator,
+    /// Only this client's own: the searches made with its key.
+    Client(ClientName),
+}
+
+impl Viewer {
+    /// Whether this viewer sees what client `name` did: a client named in `API_KEYS_FILE`, or
+    /// one of its end users, `client/user` (`crate::clients::end_users::parent_of`: a client's
+    /// name never holds a `/`).
+    pub(super) fn sees(&self, name: &str) -> bool {
+        match self {
+            Self::Operator => true,
+            Self::Client(own) => {
+                let key_holder = name.split_once('/').map_or(name, |(client, _)| client);
+                key_holder == own.as_str()
+            }
+        }
+    }
+}
+
 /// One search, as it happened.
 #[derive(Debug)]
 pub(super) struct Search {
     pub(super) request_id: String,
+    /// The caller's name: a client's, or an end user's (`client/user`).
     pub(super) client: String,
     pub(super) surface: Surface,
     /// `None` when queries are not kept.
@@ -135,22 +164,35 @@ impl RecentSearches {
         drop(oldest);
     }
 
-    /// The kept searches, newest first, rendered by `render` (the lock is held meanwhile).
-    pub(super) fn rows<T>(&self, render: impl FnOnce(&mut dyn Iterator<Item = Row<'_>>) -> T) -> T {
+    /// The kept searches `viewer` sees, newest first, rendered by `render` (the lock is held
+    /// meanwhile).
+    pub(super) fn rows<T>(
+        &self,
+        viewer: &Viewer,
+        render: impl FnOnce(&mut dyn Iterator<Item = Row<'_>>) -> T,
+    ) -> T {
         let kept = self.kept.lock().unwrap_or_else(PoisonError::into_inner);
         let now = Instant::now();
-        let mut rows = kept.iter().map(|k| row(k, now));
+        let mut rows = kept
+            .iter()
+            .filter(|k| viewer.sees(&k.search.client))
+            .map(|k| row(k, now));
         render(&mut rows)
     }
 
-    /// The newest kept search with `request_id`, and its record, rendered by `render`.
+    /// The newest kept search with `request_id` that `viewer` sees, and its record, rendered by
+    /// `render`. Another client's search is not found, as if it had never been kept (request IDs
+    /// are the clients' own, so two clients may have used the same one).
     pub(super) fn explanation<T>(
         &self,
+        viewer: &Viewer,
         request_id: &str,
         render: impl FnOnce(Row<'_>, Option<&RawValue>) -> T,
     ) -> Option<T> {
         let kept = self.kept.lock().unwrap_or_else(PoisonError::into_inner);
-        let found = kept.iter().find(|k| k.search.request_id == request_id)?;
+        let found = kept
+            .iter()
+            .find(|k| k.search.request_id == request_id && viewer.sees(&k.search.client))?;
         let record = found.search.explanation.as_ref().and_then(|r| r.to_json());
         Some(render(row(found, Instant::now()), record.as_deref()))
     }
@@ -194,9 +236,13 @@ mod tests {
     use super::*;
 
     fn search(id: &str, query: &str) -> Search {
+        search_by("alice", id, query)
+    }
+
+    fn search_by(client: &str, id: &str, query: &str) -> Search {
         Search {
             request_id: id.to_owned(),
-            client: "alice".to_owned(),
+            client: client.to_owned(),
             surface: Surface::Searxng,
             query: Some(query.to_owned()),
             ended: Ended::Answered {
@@ -213,7 +259,9 @@ mod tests {
     }
 
     fn ids(recent: &RecentSearches) -> Vec<String> {
-        recent.rows(|rows| rows.map(|r| r.request_id.to_owned()).collect())
+        recent.rows(&Viewer::Operator, |rows| {
+            rows.map(|r| r.request_id.to_owned()).collect()
+        })
     }
 
     #[tokio::test(start_paused = true)]
@@ -227,7 +275,9 @@ mod tests {
         assert_eq!(ids.first().map(String::as_str), Some("54"));
         assert_eq!(ids.last().map(String::as_str), Some("5"));
         assert!(
-            recent.explanation("4", |_, _| ()).is_none(),
+            recent
+                .explanation(&Viewer::Operator, "4", |_, _| ())
+                .is_none(),
             "left the list"
         );
     }
@@ -238,7 +288,7 @@ mod tests {
         recent.push(search("r-1", "rust <b>"));
         tokio::time::advance(Duration::from_millis(1500)).await;
         let (row, record) = recent
-            .explanation("r-1", |row, record| {
+            .explanation(&Viewer::Operator, "r-1", |row, record| {
                 (
                     serde_json::to_value(&row).unwrap(),
                     record.map(|r| r.get().to_owned()),
@@ -257,8 +307,44 @@ mod tests {
         let recent = RecentSearches::new(Queries::Hidden);
         assert!(!recent.keeps_queries());
         recent.push(search("r-1", "secret"));
-        let queries: Vec<Option<String>> =
-            recent.rows(|rows| rows.map(|r| r.query.map(str::to_owned)).collect());
+        let queries: Vec<Option<String>> = recent.rows(&Viewer::Operator, |rows| {
+            rows.map(|r| r.query.map(str::to_owned)).collect()
+        });
         assert_eq!(queries, vec![None]);
+    }
+
+    #[test]
+    fn a_client_sees_only_its_own_searches_and_its_end_users_and_the_operator_sees_all() {
+        let recent = RecentSearches::new(Queries::Shown);
+        recent.push(search_by("alice", "a-1", "alice private medical question"));
+        recent.push(search_by("alice/u-7f3a", "a-2", "asked through open webui"));
+        recent.push(search_by("bob", "b-1", "bob's own"));
+        recent.push(search_by("alicia", "c-1", "a name alice is a prefix of"));
+        // Bob reused alice's request ID: each finds its own.
+        recent.push(search_by("bob", "a-1", "bob chose the same ID"));
+        let alice = Viewer::Client(ClientName::new("alice"));
+        let bob = Viewer::Client(ClientName::new("bob"));
+        let seen = |viewer: &Viewer| -> Vec<String> {
+            recent.rows(viewer, |rows| {
+                rows.map(|r| format!("{}:{}", r.client, r.request_id))
+                    .collect()
+            })
+        };
+        assert_eq!(seen(&alice), ["alice/u-7f3a:a-2", "alice:a-1"]);
+        assert_eq!(seen(&bob), ["bob:a-1", "bob:b-1"]);
+        assert_eq!(seen(&Viewer::Operator).len(), 5);
+        let query_of = |viewer: &Viewer, id: &str| {
+            recent.explanation(viewer, id, |row, _| row.query.map(str::to_owned))
+        };
+        assert_eq!(
+            query_of(&alice, "a-1"),
+            Some(Some("alice private medical question".to_owned()))
+        );
+        assert_eq!(
+            query_of(&bob, "a-1"),
+            Some(Some("bob chose the same ID".to_owned()))
+        );
+        assert_eq!(query_of(&bob, "a-2"), None, "not bob's");
+        assert_eq!(query_of(&alice, "c-1"), None, "alicia is not alice");
     }
 }

@@ -58,6 +58,36 @@ impl ErrorClass {
         }
     }
 
+    /// What the class means, as a sentence for a person (without the class name, which the
+    /// caller adds where a program reads it too). "The upstream" is whatever was called: SearXNG,
+    /// a premium API, a page's site or a premium reader.
+    pub(crate) fn sentence(self) -> &'static str {
+        match self {
+            Self::Auth => "the upstream refused the gateway's API key",
+            Self::Quota => "the upstream's quota or credits are spent",
+            Self::RateLimited => "the upstream asked the gateway to slow down",
+            Self::Blocked => "the upstream refused the gateway",
+            Self::BadRequest => "the upstream refused the gateway's request as malformed",
+            Self::Server => "the upstream answered with a server error",
+            Self::Timeout => "the upstream did not answer in time",
+            Self::Connect => "the gateway could not connect to the upstream",
+            Self::Truncated => "the connection dropped before the answer was complete",
+            Self::TooLarge => "the answer is larger than the gateway reads",
+            Self::Malformed => "the answer is not in the shape the gateway expects",
+            Self::Redirect => "the upstream answered a redirect, which the gateway does not follow",
+            Self::Degraded => {
+                "the upstream answered no results while its engines were unresponsive"
+            }
+            Self::HttpStatus => "the upstream answered an unexpected HTTP status",
+        }
+    }
+
+    /// The answer was larger than the gateway reads: a property of what was asked for (the
+    /// same request gets as large an answer again), not a fault of the gateway.
+    pub(crate) fn is_too_large(self) -> bool {
+        self == Self::TooLarge
+    }
+
     /// Worth another attempt: a 5xx, a timeout, a connection failure or a truncated body.
     pub(crate) fn is_transient(self) -> bool {
         matches!(

@@ -91,7 +91,7 @@ def test_extract_reads_pages_and_reports_the_ones_it_could_not(reading_gateway_u
     assert list(results) == [article, walled], "urls as sent, in order"
     assert "Minecraft" in results[article]["raw_content"], "the article's text"
     assert "read by the simulated jina reader" in results[walled]["raw_content"]
-    assert answer["failed_results"] == [{"url": refused, "error": "the address is not one the gateway reads"}]
+    assert answer["failed_results"] == [{"url": refused, "error": "the address is not one the gateway reads (forbidden_address)"}]
     assert isinstance(answer["response_time"], float)
 
 

@@ -1,7 +1,8 @@
 //! The doors other tools knock on, over HTTP, as their clients call them: Firecrawl's search and
 //! scrape (v1, v2, and v2 at the root), Perplexity's search, Open WebUI's external search and
 //! loader with its end users; and the domain filters of every door, applied to the merged results
-//! and mapped onto each upstream that takes them.
+//! and mapped onto each upstream that takes them; and how each door that reads pages says a page
+//! could not be read.
 
 use std::io::Write;
 
@@ -266,6 +267,55 @@ async fn firecrawl_scrape_gives_each_format_asked_and_firecrawls_metadata() {
         .as_str()
         .expect("a sentence")
         .contains("screenshot"));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_page_larger_than_the_gateway_reads_is_said_in_a_sentence_with_its_code_at_every_door() {
+    let s = ReadStack::start(&[], &[("FETCH_MAX_BYTES", "65536")]).await;
+    s.site.set(
+        "/huge",
+        Page::Huge {
+            len: 4 * 1024 * 1024,
+        },
+    );
+    let huge = s.site.url("/huge");
+    let said = "the answer is larger than the gateway reads (too_large)";
+    let g = &s.gateway;
+
+    let tavily = s.extract(json!({"urls": [huge]}), "").await;
+    assert_eq!(tavily.status, 200, "{}", tavily.text);
+    assert_eq!(
+        tavily.json["failed_results"][0]["error"], said,
+        "{}",
+        tavily.text
+    );
+
+    // Not Firecrawl's 500 (the gateway did not fail) nor 502 (its clients retry it, and the page
+    // stays as large): the 413 of Firecrawl's own error table.
+    for path in ["/firecrawl/v1/scrape", "/v2/scrape"] {
+        let firecrawl = post(g, path, None, json!({"url": huge})).await;
+        assert_eq!(firecrawl.status, 413, "{path}: {}", firecrawl.text);
+        assert_eq!(firecrawl.json["success"], false);
+        assert_eq!(firecrawl.json["error"], said, "{path}");
+    }
+
+    let call = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+        "name": "web_fetch", "arguments": {"url": huge}}});
+    let mcp = g
+        .http
+        .post(format!("{}/mcp", g.url))
+        .header("accept", "application/json, text/event-stream")
+        .json(&call)
+        .send()
+        .await
+        .expect("the gateway answers");
+    let answer: Value = mcp.json().await.expect("a JSON-RPC answer");
+    assert_eq!(answer["result"]["isError"], true, "{answer}");
+    assert_eq!(
+        answer["result"]["content"][0]["text"],
+        format!("web_fetch failed: {said}"),
+        "{answer}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]

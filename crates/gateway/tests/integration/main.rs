@@ -14,6 +14,7 @@ mod engine_probes;
 mod fault_matrix;
 mod fleet_limits;
 mod gateway_core;
+mod hostile_pages;
 mod inbound_keys;
 mod limits;
 mod mcp_surface;

@@ -339,3 +339,150 @@ async fn a_tripped_engine_breaker_shows_with_its_reason_and_the_admin_routes_mov
         .expect("answers");
     assert_eq!(junk.status(), 400);
 }
+
+const ALICE_KEY: &str = "operator-page-alice-key-0123";
+const BOB_KEY: &str = "operator-page-bob-key-0123";
+
+/// A search through `/search` with `key`, under the request ID `id`.
+async fn search_as(gateway: &TestGateway, key: &str, id: &str, query: &str) {
+    let response = gateway
+        .http
+        .get(format!("{}/search", gateway.url))
+        .query(&[("q", query), ("format", "json")])
+        .bearer_auth(key)
+        .header("x-request-id", id)
+        .send()
+        .await
+        .expect("the gateway answers");
+    assert_eq!(response.headers()["x-request-id"], id, "the ID is adopted");
+    let reply = TestGateway::reply(response).await;
+    assert_eq!(reply.status, 200, "{}", reply.text);
+}
+
+fn queries(overview: &Value) -> Vec<String> {
+    overview["searches"]
+        .as_array()
+        .expect("a list")
+        .iter()
+        .filter_map(|s| s["query"].as_str().map(str::to_owned))
+        .collect()
+}
+
+fn client_names(overview: &Value) -> Vec<String> {
+    overview["clients"]
+        .as_array()
+        .expect("a list")
+        .iter()
+        .filter_map(|c| c["client"].as_str().map(str::to_owned))
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_client_key_reads_only_its_own_searches_and_usage_and_the_admin_token_reads_everyones() {
+    let mut file = tempfile::NamedTempFile::new().expect("temp file");
+    for (name, key) in [("alice", ALICE_KEY), ("bob", BOB_KEY)] {
+        let line = searxng_gateway::clients::keys_file::hash_line(name, key).expect("a line");
+        writeln!(file, "{line}").expect("write the keys file");
+    }
+    let path = file.path().to_str().expect("utf-8 path").to_owned();
+    let s = SimStack::start(
+        &[],
+        &[
+            ("API_KEYS_FILE", &path),
+            ("TEST_CLIENT_KEY", ALICE_KEY),
+            ("ADMIN_TOKEN", ADMIN_TOKEN),
+        ],
+    )
+    .await;
+    let g = &s.gateway;
+    let alice_query = "alice private medical question";
+    search_as(g, ALICE_KEY, "alice-search-1", alice_query).await;
+    search_as(g, BOB_KEY, "bob-search-1", "bob's own question").await;
+
+    // Bob: his own search and usage, nothing of alice's, not even by her request ID.
+    let (bob, _) = get(g, "/ui/api/overview", Some(BOB_KEY)).await;
+    assert_eq!(bob.status, 200, "{}", bob.text);
+    assert!(!bob.text.contains(alice_query), "{}", bob.text);
+    assert_eq!(queries(&bob.json), ["bob's own question"]);
+    assert_eq!(client_names(&bob.json), ["bob"]);
+    assert_eq!(bob.json["scope"], "client");
+    assert_eq!(bob.json["client"], "bob");
+    assert_eq!(
+        bob.json["traffic"]["answered"], 2,
+        "the fleet's counts stay: no query, no client in them"
+    );
+    let (peek, _) = get(g, "/ui/api/searches/alice-search-1", Some(BOB_KEY)).await;
+    assert_eq!(peek.status, 404, "{}", peek.text);
+    assert_eq!(peek.json["error"], "not_found");
+    assert!(!peek.text.contains(alice_query));
+
+    // Alice: her own.
+    let (alice, _) = get(g, "/ui/api/overview", Some(ALICE_KEY)).await;
+    assert_eq!(queries(&alice.json), [alice_query]);
+    assert_eq!(client_names(&alice.json), ["alice"]);
+    let (own, _) = get(g, "/ui/api/searches/alice-search-1", Some(ALICE_KEY)).await;
+    assert_eq!(own.status, 200, "{}", own.text);
+    assert_eq!(own.json["search"]["query"], alice_query);
+
+    // The admin token: everyone's, on the overview and one by one.
+    let (all, _) = get(g, "/ui/api/overview", Some(ADMIN_TOKEN)).await;
+    assert_eq!(all.status, 200, "{}", all.text);
+    assert_eq!(queries(&all.json), ["bob's own question", alice_query]);
+    assert_eq!(client_names(&all.json), ["alice", "bob"]);
+    assert_eq!(all.json["scope"], "all");
+    assert!(all.json.get("client").is_none(), "{}", all.text);
+    for id in ["alice-search-1", "bob-search-1"] {
+        let (one, _) = get(g, &format!("/ui/api/searches/{id}"), Some(ADMIN_TOKEN)).await;
+        assert_eq!(one.status, 200, "{id}: {}", one.text);
+    }
+    // Neither a key nor the token: still refused.
+    let (wrong, _) = get(g, "/ui/api/overview", Some("not-the-admin-token")).await;
+    assert_eq!(wrong.status, 401, "{}", wrong.text);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_path_that_is_not_utf8_is_refused_as_json_naming_the_problem() {
+    let s = SimStack::start(&[], &[("ADMIN_TOKEN", ADMIN_TOKEN)]).await;
+    let g = &s.gateway;
+    let send = |method: reqwest::Method, path: &str| {
+        g.http
+            .request(method, format!("{}{path}", g.url))
+            .bearer_auth(ADMIN_TOKEN)
+            .send()
+    };
+    for (method, path) in [
+        (reqwest::Method::GET, "/ui/api/searches/%FF"),
+        (reqwest::Method::GET, "/ui/%FF%FE.js"),
+        (reqwest::Method::POST, "/admin/breakers/engine/%FF/close"),
+        (
+            reqwest::Method::POST,
+            "/admin/breakers/%C3%28/gamma/open?seconds=5",
+        ),
+    ] {
+        let reply = TestGateway::reply(send(method.clone(), path).await.expect("answers")).await;
+        assert_eq!(reply.status, 400, "{method} {path}: {}", reply.text);
+        assert!(
+            reply.content_type.starts_with("application/json"),
+            "{path}: {}",
+            reply.content_type
+        );
+        assert_eq!(
+            reply.json["error"], "invalid_path",
+            "{path}: {}",
+            reply.text
+        );
+        let message = reply.json["message"].as_str().expect("a message");
+        assert!(message.contains("not valid UTF-8"), "{path}: {message}");
+    }
+    let twice = TestGateway::reply(
+        send(
+            reqwest::Method::POST,
+            "/admin/breakers/engine/gamma/open?seconds=5&seconds=6",
+        )
+        .await
+        .expect("answers"),
+    )
+    .await;
+    assert_eq!(twice.status, 400, "{}", twice.text);
+    assert_eq!(twice.json["error"], "bad_request", "{}", twice.text);
+}

@@ -2,7 +2,9 @@
 //! that long and then exactly one request probes it; an invalid token parks the key as auth; five
 //! 500s in a row trip the provider; an open provider does not use up a T1 slot; a pool of keys
 //! sets a spent key aside while the next one serves, and skips the provider only when every key
-//! is spent; `/status` shows it all.
+//! is spent; the provider's own series read as the provider as a whole (a one-key provider as its
+//! key: open, half-open, closed and one recovery), as the dashboard and its alert expect; `/status`
+//! shows it all.
 
 use std::time::{Duration, Instant};
 
@@ -56,9 +58,9 @@ async fn brave_429_with_retry_after_is_left_alone_that_long_then_probed_once() {
     assert_eq!(brave.calls(), 1);
     let key = g.key_name("brave").await;
     assert_eq!(
-        brave_state(g).await.0,
-        "closed",
-        "a rate limit is the key's"
+        brave_state(g).await,
+        ("open".to_owned(), Some("rate_limited".to_owned())),
+        "a rate limit is the key's, and Brave has no other"
     );
     let breaker = g.breaker("key", &key).await;
     assert_eq!(breaker["reason"], "rate_limited");
@@ -361,4 +363,111 @@ async fn a_pool_sets_a_rate_limited_key_aside_while_the_next_serves_and_skips_th
         "the 502 says why: {}",
         skipped.text
     );
+    assert_eq!(
+        brave_state(g).await,
+        ("open".to_owned(), Some("rate_limited".to_owned())),
+        "no key usable: the provider as a whole is open, until the rate-limited key comes back"
+    );
+    assert_eq!(brave_gauge(g).await, 2.0);
+}
+
+/// `circuit_breaker_state{engine="brave",kind="provider"}` (0 closed, 1 half-open, 2 open).
+async fn brave_gauge(g: &TestGateway) -> f64 {
+    g.metric(
+        "searxng_gateway_circuit_breaker_state",
+        &[("engine", "brave"), ("kind", "provider")],
+    )
+    .await
+}
+
+/// `circuit_breaker_recovery_total{engine="brave",kind="provider"}`.
+async fn brave_recoveries(g: &TestGateway) -> f64 {
+    g.metric(
+        "searxng_gateway_circuit_breaker_recovery_total",
+        &[("engine", "brave"), ("kind", "provider")],
+    )
+    .await
+}
+
+/// Brave's provider breaker as the operator's page shows it.
+async fn brave_on_the_page(g: &TestGateway) -> String {
+    let overview = g.get("/ui/api/overview").await;
+    assert_eq!(overview.status, 200, "{}", overview.text);
+    overview.json["status"]["breakers"]
+        .as_array()
+        .and_then(|all| {
+            all.iter()
+                .find(|b| b["namespace"] == "provider" && b["name"] == "brave")
+        })
+        .and_then(|b| b["state"].as_str())
+        .unwrap_or_else(|| panic!("no brave provider breaker on the page: {}", overview.text))
+        .to_owned()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_one_key_brave_answering_429_shows_its_provider_series_open_then_one_recovery_after_its_probe(
+) {
+    let s = SimStack::start(
+        &[Brave],
+        &[
+            ("T1_PREMIUM_COUNT", "1"),
+            ("BREAKER_OPEN_SECONDS", "1"),
+            ("CACHE_SIZE", "0"),
+            // A T1 probe is waited for (not cut at the slow threshold).
+            ("SEARXNG_SLOW_SECONDS", "10"),
+        ],
+    )
+    .await;
+    let g = &s.gateway;
+    let brave = s.provider(Brave);
+    assert_eq!(brave_gauge(g).await, 0.0, "closed from the first scrape");
+
+    brave.set_behaviour(ProviderBehaviour::rate_limited(1));
+    g.search(&[("q", "trip")]).await;
+    assert_eq!(brave.calls(), 1);
+    assert_eq!(brave_gauge(g).await, 2.0, "open: its only key is set aside");
+    assert_eq!(brave_state(g).await.0, "open", "/status says the same");
+    assert_eq!(brave_on_the_page(g).await, "open", "and so does the page");
+    g.search(&[("q", "skipped")]).await;
+    assert_eq!(brave.calls(), 1, "not called while open");
+    assert_eq!(
+        g.metric(
+            "searxng_gateway_circuit_breaker_rejections_total",
+            &[("engine", "brave"), ("kind", "provider")],
+        )
+        .await,
+        1.0
+    );
+
+    // The probe fails: open again, for longer, and no recovery.
+    g.wait_until_half_open("provider", "brave").await;
+    assert_eq!(
+        brave_gauge(g).await,
+        1.0,
+        "half-open: its key is due its probe"
+    );
+    g.search(&[("q", "failed probe")]).await;
+    assert_eq!(brave.calls(), 2);
+    assert_eq!(brave_gauge(g).await, 2.0, "reopened by the failed probe");
+    assert_eq!(brave_recoveries(g).await, 0.0);
+    let reopened = g.breaker("provider", "brave").await;
+    assert!(
+        reopened["open_for_seconds"].as_f64().unwrap_or(0.0) > 1.1,
+        "the backoff doubled past BREAKER_OPEN_SECONDS (1 s + 10 % jitter): {reopened}"
+    );
+
+    // The fake recovers; the next probe succeeds.
+    g.wait_until_half_open("provider", "brave").await;
+    brave.set_behaviour(ProviderBehaviour::results(3, "https://b.example/"));
+    let probed = g.search(&[("q", "probe")]).await;
+    assert_eq!(probed.outcome, "searxng_plus_premium_ok", "{}", probed.text);
+    assert_eq!(brave.calls(), 3);
+    assert_eq!(brave_gauge(g).await, 0.0, "closed again");
+    assert_eq!(
+        brave_recoveries(g).await,
+        1.0,
+        "one recovery of the provider"
+    );
+    assert_eq!(brave_state(g).await.0, "closed");
+    assert_eq!(brave_on_the_page(g).await, "closed");
 }

@@ -1,8 +1,10 @@
 //! Reading pages through the gateway, end to end: `POST /tavily/extract` against a loopback site
 //! serving real pages (the Readability corpus) and pages that misbehave — a redirect chain, a 403,
-//! a Cloudflare challenge, a script shell, a PDF, a trickle, a huge body, a wrong charset — with
-//! the simulated premium readers as the fallback; the address policy (nothing private is contacted
-//! unless allowed); the page cache; and `include_raw_content` on `/tavily/search`.
+//! a Cloudflare challenge, a 429, a script shell, a PDF, a trickle, a huge body, a wrong charset —
+//! with the simulated premium readers as the fallback; when walls shut a host out (walls on
+//! several paths, or a 429 that says how long — never one page's wall); the address policy
+//! (nothing private is contacted unless allowed); the page cache; and `include_raw_content` on
+//! `/tavily/search`.
 
 use std::collections::HashSet;
 use std::time::Duration;
@@ -122,9 +124,47 @@ async fn a_redirect_chain_is_followed_five_hops_and_a_sixth_is_refused() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn a_blocked_host_opens_its_breaker_and_is_not_asked_again_meanwhile() {
+async fn one_forbidden_page_does_not_shut_out_the_other_pages_of_its_host() {
+    let s = ReadStack::start(&[], &[]).await;
+    s.site
+        .set("/private", Page::status(403, "<h1>Forbidden</h1>"));
+    s.site.set(
+        "/article",
+        Page::ok("text/plain", "another page of the same host, readable"),
+    );
+    let blocked = s
+        .extract(json!({"urls": s.site.url("/private")}), "?explain=1")
+        .await;
+    let failed = &blocked.json["failed_results"][0];
+    assert_eq!(
+        failed["gateway"]["read"]["direct"]["wall"], "forbidden",
+        "{failed}"
+    );
+    let next = s
+        .extract(json!({"urls": s.site.url("/article")}), "?explain=1")
+        .await;
+    let result = &next.json["results"][0];
+    assert_eq!(
+        result["raw_content"], "another page of the same host, readable",
+        "{}",
+        next.json
+    );
+    assert_eq!(result["gateway"]["read"]["direct"]["outcome"], "ok");
+    assert_eq!(s.site.hits("/article"), 1);
+    assert_eq!(
+        s.gateway
+            .metric("searxng_gateway_read_host_breakers_open", &[])
+            .await,
+        0.0
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn walls_on_three_paths_of_a_host_open_its_breaker_and_it_is_not_asked_again_meanwhile() {
     let s = ReadStack::start(&[], &[("BREAKER_OPEN_SECONDS", "300")]).await;
-    s.site.set("/challenge", Page::cloudflare_challenge());
+    for path in ["/challenge", "/challenge-2", "/challenge-3"] {
+        s.site.set(path, Page::cloudflare_challenge());
+    }
     s.site.set(
         "/other",
         Page::ok("text/plain", "another page of the same host"),
@@ -142,7 +182,17 @@ async fn a_blocked_host_opens_its_breaker_and_is_not_asked_again_meanwhile() {
     );
     assert_eq!(failed["gateway"]["read"]["direct"]["outcome"], "blocked");
     assert_eq!(failed["gateway"]["read"]["direct"]["wall"], "cloudflare");
-    assert_eq!(s.reads("blocked").await, 1.0);
+    // The same page again is not a second path; two more pages are.
+    for path in ["/challenge", "/challenge-2", "/challenge-3"] {
+        let again = s
+            .extract(json!({"urls": s.site.url(path)}), "?explain=1")
+            .await;
+        assert_eq!(
+            again.json["failed_results"][0]["gateway"]["read"]["direct"]["outcome"], "blocked",
+            "{path}"
+        );
+    }
+    assert_eq!(s.reads("blocked").await, 4.0);
     // The host is shut out: the next page of it is not requested.
     let next = s
         .extract(json!({"urls": s.site.url("/other")}), "?explain=1")
@@ -176,6 +226,45 @@ async fn a_blocked_host_opens_its_breaker_and_is_not_asked_again_meanwhile() {
         !s.gateway.metrics_text().await.contains("127.0.0.1"),
         "no host in any series"
     );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_rate_limit_with_retry_after_shuts_its_host_out_at_once() {
+    let s = ReadStack::start(&[], &[]).await;
+    s.site.set(
+        "/api",
+        Page::Answer {
+            status: 429,
+            content_type: Some("text/plain".into()),
+            headers: vec![("retry-after".into(), "120".into())],
+            body: b"slow down".to_vec(),
+        },
+    );
+    s.site.set(
+        "/article",
+        Page::ok("text/plain", "a page of the same host"),
+    );
+    let limited = s
+        .extract(json!({"urls": s.site.url("/api")}), "?explain=1")
+        .await;
+    assert_eq!(
+        limited.json["failed_results"][0]["gateway"]["read"]["direct"]["wall"], "rate_limited",
+        "{}",
+        limited.json
+    );
+    let next = s
+        .extract(json!({"urls": s.site.url("/article")}), "?explain=1")
+        .await;
+    assert_eq!(
+        next.json["failed_results"][0]["gateway"]["read"]["direct"]["outcome"],
+        "host_breaker_open"
+    );
+    assert_eq!(s.site.hits("/article"), 0);
+    let breaker = s
+        .gateway
+        .breaker("host", s.site.origin().trim_start_matches("http://"))
+        .await;
+    assert_eq!(breaker["reason"], "rate_limited", "{breaker}");
 }
 
 #[tokio::test(flavor = "multi_thread")]

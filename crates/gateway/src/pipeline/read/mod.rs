@@ -1,15 +1,23 @@
 //! Reading pages with the gateway's decisions, as for searches: one URL in, a document out.
 //!
-//! 1. The page cache, keyed by the canonical URL, the format and the depth (a client whose
-//!    premium budget is spent has reads of its own, as for searches, but is served a page another
-//!    client's read already paid for): identical reads in flight share one read; a page is kept
-//!    `FETCH_CACHE_TTL_SECONDS`, the local cache bounded by bytes (`FETCH_CACHE_BYTES`), the
-//!    Redis tier below it when `REDIS_URL` is set; when a read fails outright, the last page read
-//!    is served stale.
+//! 1. The page cache, keyed by the scheme, the canonical URL, the format and the depth (a client
+//!    whose premium budget is spent has reads of its own, as for searches, but is served a page
+//!    another client's read already paid for): identical reads in flight share one read; a page
+//!    is kept `FETCH_CACHE_TTL_SECONDS`, the local cache bounded by bytes (`FETCH_CACHE_BYTES`),
+//!    the Redis tier below it when `REDIS_URL` is set; when a read fails outright, the last page
+//!    read is served stale. Not the canonical URL alone: it is the merge's deduplication key, made
+//!    to fold two results that name one page, and it also drops two things that tell pages apart.
+//!    The scheme (`http` and `https` may serve different pages) is kept in the key. Credentials
+//!    (`user:password@`) name a page only they may read, so a read whose URL carries them has no
+//!    key ([`PageKey::new`]): it is read afresh every time, never served from either tier nor
+//!    stored in them, never joined to a read in flight — otherwise a client without them would be
+//!    handed the private page, through Redis on every replica too.
 //! 2. The direct read ([`crate::reader`]), unless the host's breaker is open: at most
 //!    `FETCH_PER_HOST_CONCURRENCY` reads per host at once, `FETCH_TIMEOUT_SECONDS` each, never past
-//!    the request's budget. A wall (403, 429, a bot challenge, a script shell) opens the host's
-//!    breaker at once, transient failures after `BREAKER_FAILURE_THRESHOLD` in a row, with the
+//!    the request's budget. A wall (403, 429, a bot challenge, a script shell) on one page does
+//!    not shut its host out: the host's breaker opens on walls over `walls::WALL_PATHS` distinct
+//!    paths within `walls::WALL_WINDOW`, or at once for as long as a 429's `Retry-After` says
+//!    ([`walls`]); transient failures open it after `BREAKER_FAILURE_THRESHOLD` in a row; then the
 //!    backoff and the one probe of every breaker.
 //! 3. The premium fallback, when the direct read was blocked, failed, or found no readable text or
 //!    too little of it (an HTML page of fewer than twenty words — a page that draws its text with
@@ -22,6 +30,7 @@
 mod hosts;
 mod metrics;
 mod record;
+mod walls;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -50,13 +59,15 @@ pub(crate) use metrics::ReadMetrics;
 use metrics::{ReadLabels, ReadOutcome};
 pub(crate) use record::ReadRecord;
 use record::{DirectOutcome, FallbackReason, PremiumSkip};
+use walls::HostBreakers;
 
 /// Words an HTML page should have; fewer is thin (a premium reader may find more — a page that
 /// draws its text with scripts).
 const MIN_WORDS: usize = 20;
 /// Words an advanced read wants; fewer is thin.
 const THIN_WORDS: usize = 150;
-/// Host breakers remembered at most (closed ones nobody holds are dropped first).
+/// Host breakers remembered at most (closed ones nobody holds are dropped first), and hosts whose
+/// walls are remembered.
 const MAX_HOSTS: usize = 4096;
 /// A premium call is not started with less of the budget left than this.
 const MIN_CALL: Duration = Duration::from_millis(50);
@@ -171,13 +182,20 @@ pub(crate) struct ReadSettings {
 /// The key a page is cached under.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 struct PageKey {
-    /// Canonical URL, format, depth, scope — as text (what the shared tier hashes).
+    /// Scheme, canonical URL, format, depth, scope — as text (what the shared tier hashes).
     text: String,
 }
 
 impl PageKey {
-    fn new(req: &ReadRequest, premium: Premium) -> Self {
-        let mut text = canonical_url(req.url.as_str());
+    /// The key of `req`'s page; `None` when its URL carries credentials: that page is the
+    /// credentials' alone, never cached.
+    fn new(req: &ReadRequest, premium: Premium) -> Option<Self> {
+        if carries_credentials(&req.url) {
+            return None;
+        }
+        let mut text = req.url.scheme().to_owned();
+        text.push(':');
+        text.push_str(&canonical_url(req.url.as_str()));
         text.push('\u{1f}');
         text.push_str(req.format.as_str());
         text.push_str(match req.depth {
@@ -187,8 +205,13 @@ impl PageKey {
         if premium == Premium::BudgetSpent {
             text.push_str("\u{1f}direct-only");
         }
-        Self { text }
+        Some(Self { text })
     }
+}
+
+/// Whether `url` names a user or a password (`user:password@host`).
+fn carries_credentials(url: &Url) -> bool {
+    !url.username().is_empty() || url.password().is_some()
 }
 
 /// Reading pages. Cheap to clone.
@@ -202,7 +225,7 @@ struct Inner {
     /// `READ_PROVIDERS` with keys, in order.
     premium: Vec<Arc<PremiumReader>>,
     readers: BreakerBoard<ReaderKind>,
-    hosts: BreakerBoard<HostName>,
+    hosts: HostBreakers,
     slots: HostSlots,
     cache: AnswerCache<PageKey, Computed>,
     shared: Option<SharedTier>,
@@ -241,7 +264,7 @@ impl Reading {
                 reader,
                 premium,
                 readers,
-                hosts: BreakerBoard::unlabelled(policy, MAX_HOSTS),
+                hosts: HostBreakers::new(policy, MAX_HOSTS),
                 slots: HostSlots::new(settings.per_host),
                 cache: AnswerCache::weighted(
                     settings.cache_bytes,
@@ -263,7 +286,7 @@ impl Reading {
 
     /// The hosts' breakers (`/status`, the admin routes).
     pub(crate) fn host_breakers(&self) -> &BreakerBoard<HostName> {
-        &self.inner.hosts
+        self.inner.hosts.board()
     }
 
     /// The active premium readers, in order.
@@ -274,7 +297,7 @@ impl Reading {
     /// Sets the gauges computed from time (open host breakers).
     pub(crate) fn refresh_metrics(&self) {
         self.inner.readers.refresh_metrics();
-        let open = self.inner.hosts.open_count();
+        let open = self.inner.hosts.board().open_count();
         self.inner
             .metrics
             .host_breakers_open
@@ -299,11 +322,20 @@ impl Reading {
         budget: Duration,
     ) -> PageRead {
         let started = Instant::now();
-        let key = PageKey::new(&req, premium);
+        let Some(key) = PageKey::new(&req, premium) else {
+            // The credentials' own page: read afresh, alone, and kept nowhere.
+            let inner = Arc::clone(&self.inner);
+            let (result, _) = compute(inner, None, req, premium, budget).await;
+            let charged = match &result {
+                Ok(done) => done.premium_calls,
+                Err(failed) => failed.premium_calls,
+            };
+            return self.count(started, result, CacheStatus::Miss, charged);
+        };
         if premium == Premium::BudgetSpent {
             // A page another client's read already paid for costs this one nothing.
             let paid = PageKey::new(&req, Premium::Allowed);
-            if let Some(Ok(done)) = self.inner.cache.get_live(&paid) {
+            if let Some(Ok(done)) = paid.and_then(|paid| self.inner.cache.get_live(&paid)) {
                 return self.count(started, Ok(done), CacheStatus::Hit, 0);
             }
         }
@@ -317,7 +349,7 @@ impl Reading {
             .cache
             .get_or_compute(&key, &span, move || {
                 leader.store(true, Ordering::Relaxed);
-                compute(inner, computed_key, req, premium, budget)
+                compute(inner, Some(computed_key), req, premium, budget)
             })
             .await;
         let (result, cache) = match found {
@@ -357,7 +389,7 @@ impl Reading {
             (Ok(_), CacheStatus::Miss) => ReadOutcome::PremiumOk,
             (Err(failed), _) => match failed.failure {
                 ReadFailure::ForbiddenAddress | ReadFailure::InvalidUrl => ReadOutcome::Forbidden,
-                ReadFailure::Blocked(_) => ReadOutcome::Blocked,
+                ReadFailure::Blocked(_) | ReadFailure::RateLimitedFor(_) => ReadOutcome::Blocked,
                 _ => ReadOutcome::Failed,
             },
         };
@@ -375,16 +407,17 @@ impl Reading {
     }
 }
 
-/// One read: the shared tier, the direct read, the premium fallback.
+/// One read: the shared tier, the direct read, the premium fallback. Without a `key` (a page
+/// of the URL's credentials), the shared tier is neither asked nor told.
 async fn compute(
     inner: Arc<Inner>,
-    key: PageKey,
+    key: Option<PageKey>,
     req: ReadRequest,
     premium: Premium,
     budget: Duration,
 ) -> (Computed, Keep) {
     let deadline = Instant::now() + budget;
-    if let Some(tier) = &inner.shared {
+    if let (Some(tier), Some(key)) = (&inner.shared, &key) {
         if let Some(stored) = tier.read_page(&key.text).await {
             if let Some(done) = decode(&stored.blob) {
                 return (Ok(done), Keep::Shared(Lifetime::Complete(stored.ttl)));
@@ -395,7 +428,15 @@ async fn compute(
     let direct = direct(&inner, &req, deadline, &mut record).await;
     let (thin, reason, failure) = match direct {
         Direct::Read(document) => {
-            return done(&inner, &key, document, ReadSource::Direct, record, 0).await
+            return done(
+                &inner,
+                key.as_ref(),
+                document,
+                ReadSource::Direct,
+                record,
+                0,
+            )
+            .await
         }
         // Never to a premium reader: a URL the policy refuses must not leave the gateway either.
         Direct::Failed(
@@ -408,7 +449,7 @@ async fn compute(
             FallbackReason::Thin,
             ReadFailure::NoReadableText,
         ),
-        Direct::Failed(failure @ ReadFailure::Blocked(_)) => {
+        Direct::Failed(failure @ (ReadFailure::Blocked(_) | ReadFailure::RateLimitedFor(_))) => {
             (None, FallbackReason::Blocked, failure)
         }
         Direct::Failed(ReadFailure::NoReadableText) => (
@@ -430,6 +471,11 @@ async fn compute(
         }
         if premium == Premium::BudgetSpent {
             record.skipped(kind, PremiumSkip::BudgetSpent);
+            continue;
+        }
+        if carries_credentials(&req.url) {
+            // A password in the URL is for that site, never for a third party.
+            record.skipped(kind, PremiumSkip::Credentials);
             continue;
         }
         let left = deadline.saturating_duration_since(Instant::now());
@@ -454,14 +500,24 @@ async fn compute(
             Ok(PageResult::Page(page)) => {
                 permit.record(crate::breaker::Signal::Success);
                 let document = premium_document(&req, page);
-                return done(&inner, &key, document, kind.into(), record, calls).await;
+                return done(&inner, key.as_ref(), document, kind.into(), record, calls).await;
             }
             Ok(PageResult::Unreadable) => permit.record(crate::breaker::Signal::Success),
             Err(err) => permit.record(breaker_signals::for_error(&err)),
         }
     }
     match thin {
-        Some(document) => done(&inner, &key, document, ReadSource::Direct, record, calls).await,
+        Some(document) => {
+            done(
+                &inner,
+                key.as_ref(),
+                document,
+                ReadSource::Direct,
+                record,
+                calls,
+            )
+            .await
+        }
         None => failed(failure, record, calls),
     }
 }
@@ -479,7 +535,7 @@ async fn direct(
         record.direct(DirectOutcome::Failed(ReadFailure::InvalidUrl), started_ms);
         return Direct::Failed(ReadFailure::InvalidUrl);
     }
-    let Some(permit) = inner.hosts.get(&host).admit() else {
+    let Some(permit) = inner.hosts.admit(&host) else {
         record.direct(DirectOutcome::HostBreakerOpen, started_ms);
         return Direct::Failed(ReadFailure::Blocked(crate::reader::Wall::Forbidden));
     };
@@ -492,7 +548,12 @@ async fn direct(
         .reader
         .read(&req.url, req.format, inner.settings.timeout.min(left))
         .await;
-    permit.record(breaker_signals::for_read(&result));
+    inner.hosts.record(
+        permit,
+        &host,
+        req.url.path(),
+        breaker_signals::for_read(&result),
+    );
     let (outcome, direct) = match result {
         // Too little text for an HTML page (or for an advanced read) is a reason to ask a premium
         // reader; when none reads it, the little there is is the answer.
@@ -531,10 +592,11 @@ fn premium_document(req: &ReadRequest, page: PremiumPage) -> Document {
     }
 }
 
-/// A read that succeeded: kept for `FETCH_CACHE_TTL_SECONDS` here and in the shared tier.
+/// A read that succeeded: kept for `FETCH_CACHE_TTL_SECONDS` here and in the shared tier (when
+/// it has a key).
 async fn done(
     inner: &Inner,
-    key: &PageKey,
+    key: Option<&PageKey>,
     document: Document,
     source: ReadSource,
     mut record: ReadRecord,
@@ -548,7 +610,7 @@ async fn done(
         premium_calls,
     };
     let ttl = inner.settings.cache_ttl;
-    if let Some(tier) = &inner.shared {
+    if let (Some(tier), Some(key)) = (&inner.shared, key) {
         if let Some(blob) = encode(&done) {
             tier.store_page(&key.text, blob, ttl).await;
         }
@@ -605,3 +667,6 @@ fn decode(blob: &[u8]) -> Option<ReadDone> {
         premium_calls: 0,
     })
 }
+
+#[cfg(test)]
+mod tests;

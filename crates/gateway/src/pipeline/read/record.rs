@@ -9,7 +9,7 @@ use serde::Serialize;
 use tokio::time::Instant;
 
 use crate::providers::readers::ReaderKind;
-use crate::reader::ReadFailure;
+use crate::reader::{ReadFailure, Wall};
 
 /// How the direct read ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -89,6 +89,8 @@ pub(crate) enum PremiumSkip {
     Deadline,
     /// It gives no pages in the format asked for.
     Format,
+    /// The URL carries credentials: they go to that site only, never to a premium reader.
+    Credentials,
 }
 
 /// A premium reader not called.
@@ -134,6 +136,9 @@ impl ReadRecord {
     pub(crate) fn direct(&mut self, outcome: DirectOutcome, started_ms: u64) {
         let wall = match outcome {
             DirectOutcome::Failed(ReadFailure::Blocked(wall)) => Some(wall.as_str()),
+            DirectOutcome::Failed(ReadFailure::RateLimitedFor(_)) => {
+                Some(Wall::RateLimited.as_str())
+            }
             _ => None,
         };
         self.direct = Some(DirectRecord {

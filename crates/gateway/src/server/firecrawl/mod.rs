@@ -14,7 +14,9 @@
 //! (`UnauthorizedError`) for a wrong key when keys are required; 402 (`PaymentRequiredError`)
 //! when the answer needed a premium call and the client's premium budget is spent; 403
 //! (`WebsiteNotSupportedError`) for a page at an address the gateway does not read; 408
-//! (`RequestTimeoutError`) for a page that did not arrive in time; 429 (`RateLimitError`) over the
+//! (`RequestTimeoutError`) for a page that did not arrive in time; 413 (in Firecrawl's error table,
+//! `FirecrawlError` in firecrawl-py) for a page larger than the gateway reads
+//! (`FETCH_MAX_BYTES`); 429 (`RateLimitError`) over the
 //! client's rate or when every upstream was rate-limited; 500 (`InternalServerError`) when every
 //! upstream failed otherwise or a page could not be read (naming the upstreams and their error
 //! classes, or what was wrong with the page, never an upstream's body). Never 502: the clients
@@ -40,6 +42,7 @@ use super::body::BodyError;
 use super::document::FailedUpstream;
 use super::error::RETRY_AFTER_SECONDS;
 use super::json_fields::InvalidField;
+use super::read_call;
 use super::search_call::Unanswered;
 use crate::pipeline::read::{PageRead, ReadFailure};
 use crate::pipeline::Gateway;
@@ -125,8 +128,8 @@ pub(super) enum FirecrawlError {
     /// The answer needed a premium call and the client's premium budget is spent.
     #[error("Payment Required: this client's premium budget is spent and the request needed a premium API")]
     BudgetSpent,
-    /// A page could not be read.
-    #[error("{0}")]
+    /// A page could not be read: a sentence ending with the failure's code.
+    #[error("{}", read_call::unread_reason(*.0))]
     Page(ReadFailure),
     /// Every fan-out slot stayed taken (load shedding): retry after `Retry-After`.
     #[error("the gateway is at capacity; retry after {RETRY_AFTER_SECONDS} s")]
@@ -218,6 +221,10 @@ fn page_status(failure: ReadFailure) -> StatusCode {
         ReadFailure::InvalidUrl => StatusCode::BAD_REQUEST,
         ReadFailure::ForbiddenAddress => StatusCode::FORBIDDEN,
         failure if failure.timed_out() => StatusCode::REQUEST_TIMEOUT,
+        // A page past `FETCH_MAX_BYTES` is not the gateway failing (500), and 502 is out (the
+        // clients retry it, and the page stays as large): 413 is in Firecrawl's own error table
+        // ("Payload Too Large"), firecrawl-py raises it once, and the message says it is the page.
+        ReadFailure::Upstream(class) if class.is_too_large() => StatusCode::PAYLOAD_TOO_LARGE,
         _ => StatusCode::INTERNAL_SERVER_ERROR,
     }
 }
@@ -425,7 +432,10 @@ pub(super) fn document(as_sent: &str, formats: &Formats, reads: &[PageRead]) -> 
                 if let ReadFailure::HttpStatus(status) = failed.failure {
                     metadata.insert("statusCode".into(), Value::from(status));
                 }
-                metadata.insert("error".into(), Value::from(failed.failure.to_string()));
+                metadata.insert(
+                    "error".into(),
+                    Value::from(read_call::unread_reason(failed.failure)),
+                );
             }
         }
     }
@@ -490,6 +500,10 @@ mod tests {
                 500,
             ),
             (FirecrawlError::Page(ReadFailure::NoReadableText), 500),
+            (
+                FirecrawlError::Page(ReadFailure::Upstream(crate::upstream::ErrorClass::TooLarge)),
+                413,
+            ),
             (FirecrawlError::Overloaded, 503),
         ] {
             let response = error.into_response();

@@ -124,7 +124,7 @@ impl SearchTools {
         .await;
         match &read.result {
             Ok(done) => WebFetchOutput::new(&fetch, &done.document).into_result(),
-            Err(failed) => web_fetch::unread(&failed.failure.to_string()),
+            Err(failed) => web_fetch::unread(failed.failure),
         }
     }
 }

@@ -4,7 +4,8 @@
 //! `next_start_index` saying where the next window starts while there is more.
 //!
 //! Arguments are read one field at a time, as `web_search`'s: a value of the wrong type is a tool
-//! error naming the field.
+//! error naming the field. A page that could not be read is a tool error saying why, with the
+//! failure's code (`read_call::unread_reason`).
 
 use rmcp::model::{CallToolResult, ContentBlock, JsonObject, Tool, ToolAnnotations};
 use schemars::JsonSchema;
@@ -12,8 +13,9 @@ use serde::{Deserialize, Serialize};
 use url::Url;
 
 use super::super::json_fields::{field, number_in, InvalidField};
+use super::super::read_call;
 use super::web_search::tool_error;
-use crate::pipeline::read::Document;
+use crate::pipeline::read::{Document, ReadFailure};
 use crate::request::ReadFormat;
 
 /// The tool's name.
@@ -193,9 +195,12 @@ fn byte_at(text: &str, chars: usize) -> usize {
         .map_or(text.len(), |(at, _)| at)
 }
 
-/// The tool error of a page that could not be read.
-pub(super) fn unread(why: &str) -> CallToolResult {
-    tool_error(format!("web_fetch failed: {why}"))
+/// The tool error of a page that could not be read: a sentence ending with the failure's code.
+pub(super) fn unread(failure: ReadFailure) -> CallToolResult {
+    tool_error(format!(
+        "web_fetch failed: {}",
+        read_call::unread_reason(failure)
+    ))
 }
 
 #[cfg(test)]
@@ -271,5 +276,15 @@ mod tests {
         assert_eq!(WebFetchOutput::new(&past, &doc).content, "");
         let result = WebFetchOutput::new(&first, &doc).into_result();
         assert!(result.structured_content.unwrap()["next_start_index"] == 4);
+    }
+    #[test]
+    fn a_page_that_could_not_be_read_is_a_tool_error_saying_why_with_its_code() {
+        let result = unread(ReadFailure::Upstream(crate::upstream::ErrorClass::TooLarge));
+        assert_eq!(result.is_error, Some(true));
+        let text = serde_json::to_value(&result.content).unwrap()[0]["text"].clone();
+        assert_eq!(
+            text,
+            "web_fetch failed: the answer is larger than the gateway reads (too_large)"
+        );
     }
 }

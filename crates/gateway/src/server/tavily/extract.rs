@@ -10,7 +10,8 @@
 //! Response: `{"results": [{"url", "raw_content", "images"}], "failed_results": [{"url",
 //! "error"}], "response_time"}`, each `url` exactly as the client sent it, in the order sent. The
 //! URLs are read at once, and one that fails never fails the others: its error is a sentence
-//! naming what went wrong (`the site blocked the read (cloudflare)`), never an upstream's body.
+//! naming what went wrong, ending with its stable code (`the site blocked the read (blocked:
+//! cloudflare)`, [`read_call::unread_reason`]), never an upstream's body.
 //! `?explain=1` adds a `gateway` object per URL.
 
 use axum::body::Body;
@@ -27,7 +28,7 @@ use super::super::explain;
 use super::super::json_fields::{field, InvalidField};
 use super::super::read_call::{self, Asked};
 use super::{carries_key, json, TavilyError, MAX_URLS};
-use crate::pipeline::read::Depth;
+use crate::pipeline::read::{Depth, ReadFailure};
 use crate::pipeline::Gateway;
 use crate::request::ReadFormat;
 
@@ -170,7 +171,7 @@ pub(super) async fn extract(
         match read {
             None => reply.failed_results.push(Failed {
                 url: asked.as_sent,
-                error: "not an http or https URL".to_owned(),
+                error: read_call::unread_reason(ReadFailure::InvalidUrl),
                 gateway: None,
             }),
             Some(read) => {
@@ -188,7 +189,7 @@ pub(super) async fn extract(
                     }),
                     Err(failed) => reply.failed_results.push(Failed {
                         url: asked.as_sent,
-                        error: failed.failure.to_string(),
+                        error: read_call::unread_reason(failed.failure),
                         gateway: object,
                     }),
                 }

@@ -3,16 +3,19 @@
 //! `/ui/api/searches/{request_id}`), routed only when `UI_ENABLED` is not `false`.
 //!
 //! The page and its files hold no data and are served to anyone; the JSON is behind the gate like
-//! `/status` (with `API_KEYS_FILE`, the key typed into the page goes as `Authorization: Bearer`).
-//! The page's actions go to the admin routes with the `ADMIN_TOKEN` typed into it. Every response
-//! here carries a Content-Security-Policy that allows scripts and styles from this origin only (no
-//! inline script, no `unsafe-inline`, no `eval`), fetches to this origin only, and no framing
-//! (`frame-ancestors 'none'`, `X-Frame-Options: DENY`); `nosniff` and no referrer.
+//! `/status` (with `API_KEYS_FILE`, the key typed into the page goes as `Authorization: Bearer`),
+//! and shows a client key that client's own searches and usage only ([`api`] says what is whose).
+//! The `ADMIN_TOKEN`, as `Authorization: Bearer`, reads the JSON too, every client's, without the
+//! gate (it is no client: no rate limit), checked with the admin routes' constant-time check
+//! ([`operator`]). The page's actions go to the admin routes with the `ADMIN_TOKEN` typed into it.
+//! Every response here carries a Content-Security-Policy that allows scripts and styles from this
+//! origin only (no inline script, no `unsafe-inline`, no `eval`), fetches to this origin only, and
+//! no framing (`frame-ancestors 'none'`, `X-Frame-Options: DENY`); `nosniff` and no referrer.
 
 mod api;
 mod assets;
+mod operator;
 
-use axum::extract::Path;
 use axum::http::{header, HeaderName, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
@@ -20,10 +23,11 @@ use axum::Router;
 use tower_http::set_header::SetResponseHeaderLayer;
 
 use super::auth::Gate;
-use super::error::{ApiError, ApiRefusals};
+use super::error::{ApiError, ApiPath, ApiRefusals};
 use super::recent_searches::RecentSearches;
 use crate::pipeline::Gateway;
 use assets::Asset;
+use operator::OperatorOrGate;
 
 /// The page.
 pub(super) const PATH: &str = "/ui";
@@ -35,7 +39,11 @@ const CONTENT_SECURITY_POLICY: &str = "default-src 'none'; script-src 'self'; st
 
 /// The page's routes over `gate`, its JSON listing the searches `recent` keeps.
 pub(super) fn routes(gate: &Gate, recent: RecentSearches) -> Router<Gateway> {
-    let api = api::routes(gate.clients.clone(), recent).layer(gate.layer(ApiRefusals));
+    let api = api::routes(gate.clients.clone(), recent);
+    let api = match gate.gateway.config().admin_token.clone() {
+        Some(token) => api.layer(OperatorOrGate::new(token, gate.layer(ApiRefusals))),
+        None => api.layer(gate.layer(ApiRefusals)),
+    };
     Router::new()
         .route(PATH, get(page))
         .route("/ui/", get(page))
@@ -58,7 +66,7 @@ async fn page() -> Response {
     serve(assets::PAGE)
 }
 
-async fn file(Path(name): Path<String>) -> Response {
+async fn file(ApiPath(name): ApiPath<String>) -> Response {
     match assets::find(&name) {
         Some(asset) => serve(asset),
         None => ApiError::NotFound.into_response(),

@@ -52,6 +52,9 @@ impl TestGateway {
             .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
             .collect();
         map.insert("LISTEN_ADDR".into(), "127.0.0.1:0".into());
+        // Pages are parsed in worker processes, as the binary does: the binary is the worker.
+        map.entry("PARSE_WORKER_PROGRAM".into())
+            .or_insert_with(|| super::process::BIN.into());
         let config = Config::from_lookup(&move |name| map.get(name).cloned())
             .expect("test configuration is valid");
         let listener = tokio::net::TcpListener::bind(config.listen_addr())

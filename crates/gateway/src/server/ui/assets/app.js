@@ -132,12 +132,17 @@
     return h;
   }
 
-  function apiGet(path) {
-    return fetch(path, {
-      headers: headers(sessionStorage.getItem(KEY_STORE)),
-      cache: "no-store",
-      credentials: "omit",
-    });
+  // The page's JSON shows an API key its own client's searches and usage, the admin token every
+  // client's: reads go with the admin token when one is kept, and with the key when it is refused.
+  async function apiGet(path) {
+    const get = (token) => fetch(path, { headers: headers(token), cache: "no-store", credentials: "omit" });
+    const adminToken = sessionStorage.getItem(ADMIN_STORE);
+    const key = sessionStorage.getItem(KEY_STORE);
+    if (adminToken) {
+      const response = await get(adminToken);
+      if (response.status !== 401 || !key) return response;
+    }
+    return get(key);
   }
 
   async function refusalText(response) {
@@ -192,6 +197,17 @@
     renderRedis(status.redis);
     renderPremium(status, overview.clients);
     renderSearches(overview.searches, overview.queries_shown);
+    renderScope(overview.scope, overview.client);
+  }
+
+  // With a client's key, only that client's own searches and usage are listed.
+  function renderScope(scope, client) {
+    const own = scope === "client";
+    $("scope").hidden = !own;
+    $("scope").textContent = own
+      ? "Only " + client + "'s own searches and premium usage are listed for this API key; " +
+        "the admin token lists every client's."
+      : "";
   }
 
   function renderTraffic(traffic) {
