@@ -26,7 +26,7 @@ shift
 all_targets=(search_params searxng_answer unresponsive_engines provider_brave provider_exa provider_jina
     provider_kagi provider_linkup provider_perplexity provider_searchapi provider_serper
     provider_tavily retry_after brave_rate_limits canonical_url tavily_request door_request
-    mcp_web_search page_extraction)
+    mcp_web_search page_extraction page_pdf)
 targets=("${@:-${all_targets[@]}}")
 if [[ $# -eq 0 ]]; then
     targets=("${all_targets[@]}")
@@ -39,6 +39,12 @@ built_from="$(git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)"
 export RUSTFLAGS="-Cpasses=sancov-module -Cllvm-args=-sanitizer-coverage-level=4 \
 -Cllvm-args=-sanitizer-coverage-inline-8bit-counters -Cllvm-args=-sanitizer-coverage-pc-table \
 -Cllvm-args=-sanitizer-coverage-trace-compares --cfg fuzzing"
+# page_pdf sends its inputs to parse workers, as the gateway does: the gateway's binary is the
+# worker (built without the fuzzing flags, as it ships).
+if [[ " ${targets[*]} " == *" page_pdf "* ]]; then
+    (unset RUSTFLAGS; cargo build --release --locked -p searxng-gateway --bin searxng-gateway)
+    export SEARXNG_GATEWAY_BIN="$PWD/target/release/searxng-gateway"
+fi
 echo "fuzz: building ${#targets[@]} target(s) for $triple"
 cargo build --release --locked --manifest-path fuzz/Cargo.toml --target "$triple" \
     --target-dir target/fuzz --bins

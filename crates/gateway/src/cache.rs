@@ -57,13 +57,39 @@ impl CacheStatus {
         }
     }
 
-    /// The `X-Cache-Tier` header: which tier a hit came from (`local` or `redis`).
-    pub(crate) fn tier(self) -> Option<&'static str> {
+    /// Which tier a hit came from: the `X-Cache-Tier` header, and `explain`'s `cache.tier`.
+    pub(crate) fn tier(self) -> Option<CacheTier> {
         match self {
-            Self::Hit => Some("local"),
-            Self::SharedHit => Some("redis"),
+            Self::Hit => Some(CacheTier::Local),
+            Self::SharedHit => Some(CacheTier::Redis),
             Self::Miss | Self::Stale { .. } => None,
         }
+    }
+}
+
+/// Where a cached answer was found. One word for each wherever it is shown: the `X-Cache-Tier`
+/// header, `explain`'s `cache.tier`, the search's log line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum CacheTier {
+    /// This process's own cache (a stale answer too: only the local cache keeps them).
+    Local,
+    /// The shared tier (`REDIS_URL`): another replica computed it.
+    Redis,
+}
+
+impl CacheTier {
+    /// `local` or `redis`.
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            Self::Local => "local",
+            Self::Redis => "redis",
+        }
+    }
+}
+
+impl serde::Serialize for CacheTier {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
     }
 }
 

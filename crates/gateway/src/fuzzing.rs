@@ -214,6 +214,18 @@ pub fn page_extraction(input: &[u8]) {
     let _ = crate::reader::extract_for_fuzzing(body, content_type);
 }
 
+/// A PDF through the parse as the gateway runs it: a job to a parse worker process (the program
+/// in `SEARXNG_GATEWAY_BIN`, which `scripts/fuzz.sh` builds; nothing is parsed without it). The
+/// worker may die on an input — that is the bound working; the fuzz process itself must not.
+/// Coverage guides the fuzzer through the gateway's side (frames, replies, limits); the worker's
+/// parser is driven by the inputs it mutates. (The test suite's replay names the program itself.)
+#[cfg_attr(not(feature = "fuzzing"), allow(dead_code))]
+pub fn page_pdf(input: &[u8]) {
+    if let Some(program) = std::env::var_os("SEARXNG_GATEWAY_BIN") {
+        let _ = crate::reader::parse_pdf_for_fuzzing(std::path::Path::new(&program), input);
+    }
+}
+
 /// A fuzz input as a response: two bytes of status (folded into 100–599), header lines up to the
 /// first empty line (`name: value`; unreadable lines are skipped), then the body.
 struct Parts<'a> {
@@ -301,5 +313,17 @@ mod tests {
         replay("door_request", super::door_request);
         replay("mcp_web_search", super::mcp_web_search);
         replay("page_extraction", super::page_extraction);
+        // The PDF target needs the gateway's binary as its worker: the one cargo built beside
+        // this test (target/<profile>/searxng-gateway), when it did.
+        let binary = std::env::current_exe()
+            .ok()
+            .and_then(|exe| Some(exe.parent()?.parent()?.join("searxng-gateway")))
+            .filter(|binary| binary.is_file());
+        match binary {
+            Some(binary) => replay("page_pdf", |input| {
+                let _ = crate::reader::parse_pdf_for_fuzzing(&binary, input);
+            }),
+            None => eprintln!("no searxng-gateway binary beside the test: page_pdf not replayed"),
+        }
     }
 }

@@ -86,7 +86,7 @@ pub use config::{Config, ConfigError, LogFormat, LogLevel};
 /// ([`Config::with_parse_worker`]).
 pub mod parse_worker {
     /// The command the gateway runs its workers with.
-    pub const COMMAND: &str = "parse-worker";
+    pub const COMMAND: &str = crate::reader::WORKER_COMMAND;
 
     /// Runs a parse worker with an address space of `memory_bytes` until its stdin closes.
     pub fn run(memory_bytes: u64) -> std::process::ExitCode {

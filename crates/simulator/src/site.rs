@@ -334,22 +334,49 @@ async fn handle(State(shared): State<Arc<Shared>>, uri: Uri, headers: HeaderMap)
 /// A one-page PDF whose page shows `text` (ASCII) in Helvetica: what a real PDF writer produces,
 /// with a cross-reference table the parser can follow.
 pub fn pdf_with_text(text: &str) -> Vec<u8> {
-    let escaped: String = text
-        .chars()
-        .filter(char::is_ascii)
-        .flat_map(|c| match c {
-            '(' | ')' | '\\' => vec!['\\', c],
-            _ => vec![c],
-        })
+    pdf_with_pages(&[vec![text.to_owned()]])
+}
+
+/// A PDF of `pages`, each page showing its lines (ASCII) in Helvetica, one under the other.
+pub fn pdf_with_pages(pages: &[Vec<String>]) -> Vec<u8> {
+    let escape = |text: &str| -> String {
+        text.chars()
+            .filter(char::is_ascii)
+            .flat_map(|c| match c {
+                '(' | ')' | '\\' => vec!['\\', c],
+                _ => vec![c],
+            })
+            .collect()
+    };
+    // Objects: 1 catalog, 2 page tree, 3 font, then a page and its content per page.
+    let kids: Vec<String> = (0..pages.len())
+        .map(|i| format!("{} 0 R", 4 + 2 * i))
         .collect();
-    let content = format!("BT /F1 12 Tf 72 720 Td ({escaped}) Tj ET");
-    let objects = [
+    let mut objects = vec![
         "<< /Type /Catalog /Pages 2 0 R >>".to_owned(),
-        "<< /Type /Pages /Kids [3 0 R] /Count 1 >>".to_owned(),
-        "<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R /Resources << /Font << /F1 5 0 R >> >> >>".to_owned(),
-        format!("<< /Length {} >>\nstream\n{content}\nendstream", content.len()),
-        "<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica /Encoding /WinAnsiEncoding >>".to_owned(),
+        format!(
+            "<< /Type /Pages /Kids [{}] /Count {} >>",
+            kids.join(" "),
+            pages.len()
+        ),
+        "<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica /Encoding /WinAnsiEncoding >>"
+            .to_owned(),
     ];
+    for (i, lines) in pages.iter().enumerate() {
+        let mut content = String::from("BT /F1 12 Tf 72 720 Td 14 TL");
+        for line in lines {
+            content.push_str(&format!(" ({}) Tj T*", escape(line)));
+        }
+        content.push_str(" ET");
+        objects.push(format!(
+            "<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents {} 0 R /Resources << /Font << /F1 3 0 R >> >> >>",
+            5 + 2 * i
+        ));
+        objects.push(format!(
+            "<< /Length {} >>\nstream\n{content}\nendstream",
+            content.len()
+        ));
+    }
     let mut pdf = b"%PDF-1.4\n".to_vec();
     let mut offsets = Vec::new();
     for (i, object) in objects.iter().enumerate() {

@@ -431,9 +431,9 @@ impl Machine {
                 reason,
                 retry_after,
             } => self.trip(now, reason, retry_after, policy),
-            Signal::Transient => {
+            Signal::Transient(cause) => {
                 self.consecutive_failures = self.consecutive_failures.saturating_add(1);
-                self.trip(now, TripReason::Transient, None, policy)
+                self.trip(now, cause.into(), None, policy)
             }
             Signal::Neutral => {
                 self.release_probe();
@@ -456,10 +456,10 @@ impl Machine {
                     retry_after,
                 },
             ) => self.trip(now, reason, retry_after, policy),
-            (Phase::Closed { .. }, Signal::Transient) => {
+            (Phase::Closed { .. }, Signal::Transient(cause)) => {
                 self.consecutive_failures = self.consecutive_failures.saturating_add(1);
                 if self.consecutive_failures >= policy.threshold() {
-                    self.trip(now, TripReason::Transient, None, policy)
+                    self.trip(now, cause.into(), None, policy)
                 } else {
                     Transition::None
                 }

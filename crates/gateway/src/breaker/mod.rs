@@ -32,7 +32,7 @@ pub(crate) use board::{BreakerBoard, BreakerKey, BreakerKind};
 pub(crate) use machine::{BreakerState, SharedOpen, Snapshot};
 pub(crate) use metrics::BreakerMetrics;
 pub(crate) use policy::BreakerPolicy;
-pub(crate) use signal::{Signal, TripReason};
+pub(crate) use signal::{Signal, TransientCause, TripReason};
 
 use crate::metrics::InstanceLabel;
 use machine::{Admission, Machine, Transition};
@@ -162,6 +162,12 @@ impl Breaker {
             Some(rollup) => self.derived_snapshot(rollup, Instant::now()),
             None => self.lock().snapshot(Instant::now()),
         }
+    }
+
+    /// Whether a call ever told this breaker anything (a success or a failure): its upstream takes
+    /// part in calls, so what becomes of the next one will be reported too.
+    pub(crate) fn heard(&self) -> bool {
+        self.lock().heard_since(None)
     }
 
     /// Asks to make one call. `None` means rejected (counted in `circuit_breaker_rejections_total`):

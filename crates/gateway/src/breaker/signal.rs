@@ -18,7 +18,12 @@ pub(crate) enum TripReason {
     Auth,
     /// Credits or monthly quota exhausted.
     Quota,
-    /// `failure_threshold` transient failures in a row, or a failed half-open probe.
+    /// `failure_threshold` transient failures in a row (or a failed half-open probe), the last a
+    /// connection that could not be made (refused, DNS, TLS).
+    ConnectionError,
+    /// The same, the last a timeout.
+    Timeout,
+    /// The same, the last of another kind (5xx, a truncated or garbled answer, an engine's error).
     Transient,
     /// Opened by an operator (`POST /admin/breakers/…/open`); never counted as a trip.
     Operator,
@@ -26,12 +31,14 @@ pub(crate) enum TripReason {
 
 impl TripReason {
     /// Every reason.
-    pub(crate) const ALL: [TripReason; 6] = [
+    pub(crate) const ALL: [TripReason; 8] = [
         Self::RateLimited,
         Self::AccessDenied,
         Self::Captcha,
         Self::Auth,
         Self::Quota,
+        Self::ConnectionError,
+        Self::Timeout,
         Self::Transient,
     ];
 
@@ -48,6 +55,8 @@ impl TripReason {
             Self::Captcha => "captcha",
             Self::Auth => "auth",
             Self::Quota => "quota",
+            Self::ConnectionError => "connection_error",
+            Self::Timeout => "timeout",
             Self::Transient => "transient",
             Self::Operator => "operator",
         }
@@ -67,13 +76,39 @@ pub(crate) enum Signal {
         retry_after: Option<Duration>,
     },
     /// A failure that may pass (5xx, timeout, connection error, schema drift): trips only when
-    /// `failure_threshold` arrive in a row.
-    Transient,
+    /// `failure_threshold` arrive in a row, naming the last one's kind.
+    Transient(TransientCause),
     /// Says nothing about the upstream's health (our own malformed request, a cancelled call).
     Neutral,
 }
 
+/// What kind of failure a [`Signal::Transient`] was: the reason a breaker names when it trips, so
+/// an operator reads `connection_error` (the upstream cannot be reached: look at the network)
+/// rather than a bare `transient`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) enum TransientCause {
+    /// A connection that could not be made: refused, DNS, TLS.
+    ConnectionError,
+    /// No answer in time.
+    Timeout,
+    /// Anything else that may pass: a 5xx, a truncated or garbled answer, an engine's error.
+    Other,
+}
+
+impl From<TransientCause> for TripReason {
+    fn from(cause: TransientCause) -> Self {
+        match cause {
+            TransientCause::ConnectionError => Self::ConnectionError,
+            TransientCause::Timeout => Self::Timeout,
+            TransientCause::Other => Self::Transient,
+        }
+    }
+}
+
 impl Signal {
+    /// A transient failure of no particular kind (a 5xx, a garbled answer).
+    pub(crate) const TRANSIENT: Signal = Signal::Transient(TransientCause::Other);
+
     /// A stop signal without a server hint.
     pub(crate) fn stop(reason: TripReason) -> Self {
         Self::Stop {

@@ -114,6 +114,14 @@ pub enum Problem {
     /// A URL with a query or fragment where none may be.
     #[error("must not carry a query or fragment")]
     UrlWithQuery,
+    /// SearXNG's search URL with its query, where its base URL belongs: the entry and the base.
+    #[error("{entry:?} is a search URL with a query; give SearXNG's base URL instead, {base} (the gateway adds /search and the query itself)")]
+    SearchUrlWithQuery {
+        /// The entry as given.
+        entry: String,
+        /// The base URL to give instead.
+        base: String,
+    },
     /// A URL with a path where only an origin may be.
     #[error(
         "must be an origin (scheme://host[:port]) without a path: the upstream's path is added"

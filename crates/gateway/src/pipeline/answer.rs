@@ -230,7 +230,7 @@ mod tests {
 
     #[test]
     fn the_502_body_names_upstreams_and_classes_only() {
-        let a = Answer::all_failed(&[UpstreamFailure::searxng(Shortfall::Failed(
+        let a = Answer::all_failed(&[UpstreamFailure::searxng(Shortfall::from(
             crate::upstream::ErrorClass::Timeout,
         ))]);
         let body: Value = serde_json::from_slice(&a.json).unwrap();

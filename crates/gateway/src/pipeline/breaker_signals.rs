@@ -7,7 +7,7 @@
 
 use std::time::Duration;
 
-use crate::breaker::{BreakerKey, BreakerKind, Signal, TripReason};
+use crate::breaker::{BreakerKey, BreakerKind, Signal, TransientCause, TripReason};
 use crate::providers::keys::KeyId;
 use crate::providers::readers::ReaderKind;
 use crate::providers::ProviderKind;
@@ -78,8 +78,10 @@ pub(crate) fn for_error(err: &UpstreamError) -> Signal {
         Quota => stop(TripReason::Quota),
         RateLimited => stop(TripReason::RateLimited),
         Blocked => stop(TripReason::AccessDenied),
+        Connect => Signal::Transient(TransientCause::ConnectionError),
+        Timeout => Signal::Transient(TransientCause::Timeout),
         // A 2xx in an unexpected shape is schema drift on their side: an outage for us.
-        Server | Timeout | Connect | Truncated | Malformed => Signal::Transient,
+        Server | Truncated | Malformed => Signal::TRANSIENT,
         BadRequest | TooLarge | Redirect | Degraded | HttpStatus => Signal::Neutral,
     }
 }
@@ -141,7 +143,7 @@ pub(crate) fn for_read(result: &Result<Document, ReadFailure>) -> HostSignal {
             retry_after: Some(*period),
         },
         Err(ReadFailure::Upstream(Server | Timeout | Connect | Truncated)) => {
-            HostSignal::Breaker(Signal::Transient)
+            HostSignal::Breaker(Signal::TRANSIENT)
         }
         Err(
             ReadFailure::Upstream(_)
@@ -158,22 +160,23 @@ pub(crate) fn for_read(result: &Result<Document, ReadFailure>) -> HostSignal {
     }
 }
 
-/// SearXNG's reason for an unresponsive engine: blocks trip at once, the rest are transient.
+/// SearXNG's reason for an unresponsive engine: blocks trip at once, the rest are transient — a
+/// connection error or a timeout named as such, so the breaker's reason says what SearXNG said.
 pub(crate) fn for_engine(reason: EngineReason) -> Signal {
     match reason {
         EngineReason::AccessDenied => Signal::stop(TripReason::AccessDenied),
         EngineReason::TooManyRequests => Signal::stop(TripReason::RateLimited),
         EngineReason::Captcha => Signal::stop(TripReason::Captcha),
-        EngineReason::Timeout
-        | EngineReason::HttpError
-        | EngineReason::ConnectionError
+        EngineReason::ConnectionError => Signal::Transient(TransientCause::ConnectionError),
+        EngineReason::Timeout => Signal::Transient(TransientCause::Timeout),
+        EngineReason::HttpError
         | EngineReason::ProtocolError
         | EngineReason::NetworkError
         | EngineReason::ProxyError
         | EngineReason::ParsingError
         | EngineReason::ServerApiError
         | EngineReason::UnexpectedCrash
-        | EngineReason::Unknown => Signal::Transient,
+        | EngineReason::Unknown => Signal::TRANSIENT,
     }
 }
 
@@ -190,11 +193,17 @@ mod tests {
             (ErrorClass::Auth, Signal::stop(TripReason::Auth)),
             (ErrorClass::Quota, Signal::stop(TripReason::Quota)),
             (ErrorClass::Blocked, Signal::stop(TripReason::AccessDenied)),
-            (ErrorClass::Server, Signal::Transient),
-            (ErrorClass::Timeout, Signal::Transient),
-            (ErrorClass::Connect, Signal::Transient),
-            (ErrorClass::Truncated, Signal::Transient),
-            (ErrorClass::Malformed, Signal::Transient),
+            (ErrorClass::Server, Signal::TRANSIENT),
+            (
+                ErrorClass::Timeout,
+                Signal::Transient(TransientCause::Timeout),
+            ),
+            (
+                ErrorClass::Connect,
+                Signal::Transient(TransientCause::ConnectionError),
+            ),
+            (ErrorClass::Truncated, Signal::TRANSIENT),
+            (ErrorClass::Malformed, Signal::TRANSIENT),
             (ErrorClass::BadRequest, Signal::Neutral),
             (ErrorClass::TooLarge, Signal::Neutral),
             (ErrorClass::Redirect, Signal::Neutral),
@@ -243,7 +252,7 @@ mod tests {
         );
         assert_eq!(
             wall(ReadFailure::Upstream(ErrorClass::Timeout)),
-            HostSignal::Breaker(Signal::Transient)
+            HostSignal::Breaker(Signal::TRANSIENT)
         );
         assert_eq!(
             wall(ReadFailure::HttpStatus(404)),
@@ -265,7 +274,15 @@ mod tests {
             for_engine(EngineReason::AccessDenied),
             Signal::stop(TripReason::AccessDenied)
         );
-        assert_eq!(for_engine(EngineReason::Timeout), Signal::Transient);
-        assert_eq!(for_engine(EngineReason::Unknown), Signal::Transient);
+        assert_eq!(
+            for_engine(EngineReason::Timeout),
+            Signal::Transient(TransientCause::Timeout)
+        );
+        assert_eq!(
+            for_engine(EngineReason::ConnectionError),
+            Signal::Transient(TransientCause::ConnectionError),
+            "the breaker names what SearXNG said, not a bare `transient`"
+        );
+        assert_eq!(for_engine(EngineReason::Unknown), Signal::TRANSIENT);
     }
 }

@@ -95,14 +95,14 @@ mod tests {
             InstanceLabel::single(),
         ));
         for _ in 0..2 {
-            cooldown.admit().unwrap().record(Signal::Transient);
+            cooldown.admit().unwrap().record(Signal::TRANSIENT);
         }
         assert_eq!(
             cooldown.state(),
             BreakerState::Closed,
             "below the threshold"
         );
-        cooldown.admit().unwrap().record(Signal::Transient);
+        cooldown.admit().unwrap().record(Signal::TRANSIENT);
         assert!(cooldown.admit().is_none(), "skipped during the cooldown");
 
         tokio::time::advance(Duration::from_secs(179)).await;
@@ -111,7 +111,7 @@ mod tests {
         let probe = cooldown.admit().expect("the cooldown is over");
         assert!(probe.is_probe());
         assert!(cooldown.admit().is_none(), "only one probe");
-        probe.record(Signal::Transient);
+        probe.record(Signal::TRANSIENT);
         tokio::time::advance(Duration::from_secs(179)).await;
         assert!(
             cooldown.admit().is_none(),
@@ -133,11 +133,11 @@ mod tests {
             &BreakerMetrics::new(&mut crate::metrics::Registry::new()),
             InstanceLabel::single(),
         ));
-        cooldown.admit().unwrap().record(Signal::Transient);
+        cooldown.admit().unwrap().record(Signal::TRANSIENT);
         cooldown.admit().unwrap().record(Signal::Success);
-        cooldown.admit().unwrap().record(Signal::Transient);
+        cooldown.admit().unwrap().record(Signal::TRANSIENT);
         assert_eq!(cooldown.state(), BreakerState::Closed);
-        cooldown.admit().unwrap().record(Signal::Transient);
+        cooldown.admit().unwrap().record(Signal::TRANSIENT);
         tokio::time::advance(Duration::from_secs(11)).await;
         drop(cooldown.admit().unwrap()); // the client hung up during the probe
         assert!(cooldown.admit().is_some(), "the next request may probe");
@@ -156,18 +156,18 @@ mod tests {
             &BreakerMetrics::new(&mut crate::metrics::Registry::new()),
             InstanceLabel::pooled("a:1"),
         ));
-        cooldown.admit().unwrap().record(Signal::Transient);
+        cooldown.admit().unwrap().record(Signal::TRANSIENT);
         let first = cooldown.snapshot().open_for.unwrap();
         assert!(first >= Duration::from_secs(10) && first <= Duration::from_secs(11));
         tokio::time::advance(first).await;
-        cooldown.admit().unwrap().record(Signal::Transient);
+        cooldown.admit().unwrap().record(Signal::TRANSIENT);
         let second = cooldown.snapshot().open_for.unwrap();
         assert!(
             second >= Duration::from_secs(20) && second <= Duration::from_secs(22),
             "doubled: {second:?}"
         );
         tokio::time::advance(second).await;
-        cooldown.admit().unwrap().record(Signal::Transient);
+        cooldown.admit().unwrap().record(Signal::TRANSIENT);
         let third = cooldown.snapshot().open_for.unwrap();
         assert!(
             third >= Duration::from_secs(25) && third <= Duration::from_secs(28),

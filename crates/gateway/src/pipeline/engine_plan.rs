@@ -1,10 +1,26 @@
 //! Which SearXNG engines one request may use: the engines SearXNG would search (from the catalog
 //! `/config` reported), minus those whose breaker is open. When something is excluded the gateway
-//! sends an explicit `engines=` list — only names `/config` reported, never an empty list, and never
-//! excluding every requested engine (then it sends the request as the client asked, and counts
-//! that). An engine is included only while its breaker is closed: a half-open engine's probe is
-//! the gateway's own search ([`super::engine_probes`]), never a client's, and the engine comes back
+//! sends an explicit `engines=` list — only names `/config` reported, never an empty list. An
+//! engine is included only while its breaker is closed: a half-open engine's probe is the
+//! gateway's own search ([`super::engine_probes`]), never a client's, and the engine comes back
 //! into clients' searches once that probe succeeded.
+//!
+//! **Never an empty SearXNG by our own hand** (#45). An exclusion must leave every requested group
+//! (each category, the requested engines) at least one *usable* engine: closed, heard from on this
+//! instance before (it answered or failed in a search, so it takes part in searches like this one
+//! and SearXNG reports what becomes of it), and run by SearXNG for this request (`pageno > 1` and
+//! `time_range` skip engines that lack them, silently). A closed engine that never answers — a
+//! dictionary or currency engine that only runs for queries of its own shape — is not one: an
+//! explicit list of such engines made SearXNG search nothing and answer a healthy-looking empty
+//! 200, a total failure turned into "nothing exists" and cached. When a group would be left
+//! without a usable engine, the request goes to SearXNG **unrestricted**, as the client asked (no
+//! `engines=` list), and the override is counted. Unrestricted rather than "the least-bad open
+//! engine": SearXNG then tries every engine and reports each one's fate in
+//! `unresponsive_engines` — the honest, current reason (`HTTP connection error`, `CAPTCHA`) the
+//! failure body shows — or its results if an engine came back; guessing which open engine is least
+//! bad would send it alone, hide the others' state and still fail. The cost, calls into engines
+//! that are failing anyway, is bounded by the instance's cooldown: an instance whose searches keep
+//! coming back degraded is skipped, with one probe per period.
 
 use std::sync::{Arc, RwLock};
 
@@ -69,13 +85,20 @@ impl EnginePlan {
         }
         let mut permits = Vec::with_capacity(targets.len());
         let mut excluded = Vec::new();
+        let mut usable: Vec<&str> = Vec::with_capacity(targets.len());
         for name in &targets {
             let Some(engine) = EngineName::checked(name) else {
                 permits.push((name.clone(), None));
                 continue;
             };
-            match board.get(&engine).admit_closed() {
-                Some(permit) => permits.push((name.clone(), Some(permit))),
+            let breaker = board.get(&engine);
+            match breaker.admit_closed() {
+                Some(permit) => {
+                    if breaker.heard() && catalog.runs_for(name, req) {
+                        usable.push(name);
+                    }
+                    permits.push((name.clone(), Some(permit)));
+                }
                 None => excluded.push(name.clone()),
             }
         }
@@ -86,18 +109,22 @@ impl EnginePlan {
                 permits,
             };
         }
-        let emptied = groups.iter().any(|group| {
-            !group
-                .iter()
-                .any(|name| permits.iter().any(|(n, _)| n == name))
-        });
+        let emptied = groups
+            .iter()
+            .any(|group| !group.iter().any(|name| usable.contains(&name.as_str())));
         if emptied {
-            // Excluding every engine of a requested category (or every requested engine) would
-            // make SearXNG search something else, or nothing: send the request as asked, and make
-            // the override visible.
+            // The exclusion would leave a requested category (or the requested engines) nothing
+            // that answers: SearXNG would search something else, or nothing, and answer an empty
+            // 200. Send the request as asked — SearXNG reports every engine's fate — and make the
+            // override visible. The closed engines keep their permits, so what they answer now
+            // is heard (and makes them usable for the next plan).
             overridden.inc();
-            tracing::debug!(engines = ?targets, "every engine of a requested group is open; sending them all");
-            return Self::default();
+            tracing::debug!(engines = ?targets, excluded = ?excluded, "no usable engine left in a requested group; sending the search unrestricted");
+            return Self {
+                explicit: None,
+                excluded: Vec::new(),
+                permits,
+            };
         }
         let explicit = permits.iter().map(|(name, _)| name.clone()).collect();
         Self {
@@ -178,6 +205,8 @@ mod tests {
             name: name.into(),
             categories: cats.iter().map(|c| (*c).to_owned()).collect(),
             enabled: true,
+            paging: true,
+            time_range_support: true,
         };
         EngineCatalog::from_engines(vec![
             engine("alpha", &["general"]),
@@ -202,6 +231,13 @@ mod tests {
 
     fn engine(name: &str) -> EngineName {
         EngineName::checked(name).unwrap()
+    }
+
+    /// `names` answered a search: they take part in searches (usable while closed).
+    fn heard(board: &BreakerBoard<EngineName>, names: &[&str]) {
+        for name in names {
+            board.get(&engine(name)).record(Signal::Success);
+        }
     }
 
     fn trip(board: &BreakerBoard<EngineName>, name: &str) {
@@ -251,6 +287,7 @@ mod tests {
     async fn an_open_engine_is_left_out_of_an_explicit_list() {
         let overridden = Counter::default();
         let b = board();
+        heard(&b, &["alpha", "beta", "gamma"]);
         trip(&b, "beta");
         let plan = EnginePlan::new(
             Some(&catalog()),
@@ -279,6 +316,7 @@ mod tests {
     async fn an_exclusion_never_empties_one_requested_category() {
         let overridden = Counter::default();
         let b = board();
+        heard(&b, &["alpha", "beta", "gamma"]);
         trip(&b, "gamma");
         let req = SearchRequest {
             categories: vec!["general".into(), "news".into()],
@@ -297,6 +335,78 @@ mod tests {
         assert_eq!(general_only.explicit, Some(vec!["alpha".to_owned()]));
     }
 
+    /// #45: every engine that answers is open; what is left closed never runs for this search (a
+    /// dictionary engine that answers only queries of its own shape, an engine without paging on
+    /// page 2). An explicit list of those made SearXNG search nothing and answer an empty 200: the
+    /// search goes unrestricted instead, so SearXNG reports every engine's failure.
+    #[tokio::test(start_paused = true)]
+    async fn an_exclusion_that_leaves_only_engines_that_never_answer_sends_the_search_unrestricted()
+    {
+        let with_dictionary = EngineCatalog::from_engines(vec![
+            EngineInfo {
+                name: "alpha".into(),
+                categories: vec!["general".into()],
+                enabled: true,
+                paging: true,
+                time_range_support: true,
+            },
+            EngineInfo {
+                name: "beta".into(),
+                categories: vec!["general".into()],
+                enabled: true,
+                paging: false,
+                time_range_support: true,
+            },
+            EngineInfo {
+                name: "dictionary".into(),
+                categories: vec!["general".into()],
+                enabled: true,
+                paging: true,
+                time_range_support: true,
+            },
+        ]);
+        let overridden = Counter::default();
+        let b = board();
+        heard(&b, &["alpha", "beta"]);
+        trip(&b, "alpha");
+        // Page 1: beta runs and answers — it carries the search alone.
+        let page_one = EnginePlan::new(
+            Some(&with_dictionary),
+            &SearchRequest::simple("q"),
+            &b,
+            &overridden,
+        );
+        assert_eq!(
+            page_one.explicit,
+            Some(vec!["beta".to_owned(), "dictionary".to_owned()])
+        );
+        assert_eq!(overridden.get(), 0);
+        // Page 2: beta has no paging and the dictionary never answered: nothing usable is left.
+        let page_two = SearchRequest {
+            pageno: 2,
+            ..SearchRequest::simple("q")
+        };
+        let plan = EnginePlan::new(Some(&with_dictionary), &page_two, &b, &overridden);
+        assert_eq!(plan.explicit, None, "unrestricted: SearXNG reports alpha");
+        assert!(plan.excluded.is_empty());
+        assert_eq!(overridden.get(), 1);
+        // Every engine that answers open: the same.
+        trip(&b, "beta");
+        let plan = EnginePlan::new(
+            Some(&with_dictionary),
+            &SearchRequest::simple("q"),
+            &b,
+            &overridden,
+        );
+        assert_eq!(plan.explicit, None);
+        assert_eq!(overridden.get(), 2);
+        assert_eq!(
+            plan.asked(),
+            ["dictionary"],
+            "the closed engine keeps its permit: what it answers is heard"
+        );
+    }
+
     #[tokio::test(start_paused = true)]
     async fn without_a_catalog_nothing_is_excluded() {
         let overridden = Counter::default();
@@ -310,6 +420,7 @@ mod tests {
     async fn a_half_open_engine_stays_out_of_client_searches_until_its_probe_succeeded() {
         let overridden = Counter::default();
         let b = board();
+        heard(&b, &["alpha"]);
         trip(&b, "beta");
         tokio::time::advance(Duration::from_secs(11)).await;
         assert_eq!(b.get(&engine("beta")).state(), BreakerState::HalfOpen);

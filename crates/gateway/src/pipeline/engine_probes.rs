@@ -43,7 +43,7 @@ use super::breaker_signals;
 use super::pool::Instance;
 use super::recent_queries::RecentQueries;
 use super::{shared_breakers, Inner};
-use crate::breaker::{Breaker, BreakerBoard, BreakerState, Signal};
+use crate::breaker::{Breaker, BreakerBoard, BreakerState, Signal, TransientCause};
 use crate::metrics::InstanceLabel;
 use crate::searxng::{EngineName, EngineReason, SearxngAnswer};
 use crate::upstream::{ErrorClass, UpstreamError};
@@ -308,7 +308,10 @@ fn judge(engine: &str, result: &Result<SearxngAnswer, UpstreamError>) -> (Signal
             }
         },
         // Too slow for a probe is a failed probe: a slow-blocked engine stays out.
-        Err(err) if err.class == ErrorClass::Timeout => (Signal::Transient, ProbeOutcome::Timeout),
+        Err(err) if err.class == ErrorClass::Timeout => (
+            Signal::Transient(TransientCause::Timeout),
+            ProbeOutcome::Timeout,
+        ),
         // SearXNG's own trouble says nothing about the engine (its cooldown hears of it from
         // clients' searches).
         Err(_) => (Signal::Neutral, ProbeOutcome::Inconclusive),

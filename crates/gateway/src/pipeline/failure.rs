@@ -3,10 +3,11 @@
 
 use std::fmt;
 
+use hyper::StatusCode;
 use serde::ser::{Serialize, SerializeStruct, Serializer};
 
 use crate::providers::ProviderKind;
-use crate::upstream::ErrorClass;
+use crate::upstream::{ErrorClass, UpstreamError};
 
 /// An upstream of the pipeline.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -30,8 +31,14 @@ impl Upstream {
 /// Why an upstream did not contribute.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub(crate) enum Shortfall {
-    /// It was called and failed.
-    Failed(ErrorClass),
+    /// It was called and failed: the class, and the HTTP status the class was read from when it
+    /// came from one (an `http_status` failure always has it).
+    Failed {
+        /// The error class: the `error_class` value, and the only part a metric label may carry.
+        class: ErrorClass,
+        /// The status the upstream answered (`404`), for the log line and the 502 body.
+        status: Option<StatusCode>,
+    },
     /// SearXNG was skipped: it is cooling down after repeated failures.
     Cooldown,
     /// A provider was skipped: its breaker is open.
@@ -49,12 +56,52 @@ impl Shortfall {
     /// The `error_class` value shown to clients and in logs.
     pub(crate) fn as_str(self) -> &'static str {
         match self {
-            Self::Failed(class) => class.as_str(),
+            Self::Failed { class, .. } => class.as_str(),
             Self::Cooldown => "cooldown",
             Self::BreakerOpen => "breaker_open",
             Self::KeysUnusable => "keys_unusable",
             Self::Deadline => "deadline",
             Self::BudgetSpent => "budget_spent",
+        }
+    }
+
+    /// The HTTP status a failure was read from (`http_status 404`), if it was.
+    pub(crate) fn status(self) -> Option<StatusCode> {
+        match self {
+            Self::Failed { status, .. } => status,
+            _ => None,
+        }
+    }
+}
+
+/// A call that failed: its class and status.
+impl From<UpstreamError> for Shortfall {
+    fn from(err: UpstreamError) -> Self {
+        Self::Failed {
+            class: err.class,
+            status: err.status,
+        }
+    }
+}
+
+/// A failure that no HTTP status explains (SearXNG's degraded 200).
+impl From<ErrorClass> for Shortfall {
+    fn from(class: ErrorClass) -> Self {
+        Self::Failed {
+            class,
+            status: None,
+        }
+    }
+}
+
+/// `http_status 404`, `timeout`, `cooldown`: the `error_class` value, then the status it was read
+/// from, if any.
+impl fmt::Display for Shortfall {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())?;
+        match self.status() {
+            Some(status) => write!(f, " {}", status.as_u16()),
+            None => Ok(()),
         }
     }
 }
@@ -90,7 +137,7 @@ impl Serialize for UpstreamFailure {
 
 impl fmt::Display for UpstreamFailure {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}: {}", self.upstream.as_str(), self.why.as_str())
+        write!(f, "{}: {}", self.upstream.as_str(), self.why)
     }
 }
 
@@ -116,7 +163,7 @@ mod tests {
     #[test]
     fn failures_serialize_as_name_and_class_and_display_as_text() {
         let failures = [
-            UpstreamFailure::searxng(Shortfall::Failed(ErrorClass::Timeout)),
+            UpstreamFailure::searxng(Shortfall::from(ErrorClass::Timeout)),
             UpstreamFailure {
                 upstream: Upstream::Provider(ProviderKind::Brave),
                 why: Shortfall::BreakerOpen,
@@ -132,6 +179,20 @@ mod tests {
         assert_eq!(
             Failures(&failures).to_string(),
             "searxng: timeout, brave: breaker_open"
+        );
+    }
+
+    /// The log line of a failed search says the status an `http_status` failure was read from;
+    /// the `error_class` value stays the class alone.
+    #[test]
+    fn a_failure_read_from_a_status_says_the_status() {
+        let err = UpstreamError::new(ErrorClass::HttpStatus).at_status(StatusCode::NOT_FOUND);
+        let failure = UpstreamFailure::searxng(Shortfall::from(err));
+        assert_eq!(failure.why.status(), Some(StatusCode::NOT_FOUND));
+        assert_eq!(failure.why.as_str(), "http_status");
+        assert_eq!(
+            Failures(&[failure]).to_string(),
+            "searxng: http_status 404"
         );
     }
 }

@@ -231,7 +231,7 @@ impl FanOut {
             Event::Searxng(Ok(answer)) => {
                 if answer.is_degraded() {
                     self.failures
-                        .push(UpstreamFailure::searxng(Shortfall::Failed(
+                        .push(UpstreamFailure::searxng(Shortfall::from(
                             ErrorClass::Degraded,
                         )));
                     self.searxng = SearxngProgress::Degraded;
@@ -247,7 +247,7 @@ impl FanOut {
             }
             Event::Searxng(Err(err)) => {
                 self.failures
-                    .push(UpstreamFailure::searxng(Shortfall::Failed(err.class)));
+                    .push(UpstreamFailure::searxng(Shortfall::from(err)));
                 self.searxng = SearxngProgress::Failed;
             }
             Event::Provider { kind, pass, result } => {
@@ -262,7 +262,7 @@ impl FanOut {
                     }
                     Err(err) => self.failures.push(UpstreamFailure {
                         upstream: Upstream::Provider(kind),
-                        why: Shortfall::Failed(err.class),
+                        why: Shortfall::from(err),
                     }),
                 }
             }

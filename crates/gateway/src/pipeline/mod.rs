@@ -72,8 +72,8 @@ pub(crate) use persisted::Restored;
 /// The breaker namespaces an operator names (`/admin/breakers/{namespace}/{name}`).
 pub(crate) use crate::breaker::BreakerKind;
 use crate::breaker::{BreakerBoard, BreakerPolicy, BreakerState};
-/// How an answer was obtained (`X-Cache`, `explain`).
-pub(crate) use crate::cache::CacheStatus;
+/// How an answer was obtained, and from which tier (`X-Cache`, `X-Cache-Tier`, `explain`).
+pub(crate) use crate::cache::{CacheStatus, CacheTier};
 use crate::cache::{AnswerCache, CacheCounters, ComputationLost};
 use crate::config::Config;
 use crate::persist::{OpenBreaker, Snapshot, SpendEntry};
@@ -89,7 +89,7 @@ use cooldown::CooldownSettings;
 use metrics::{OutcomeLabels, SurfaceLabels};
 use pool::{PoolSettings, SearxngPool};
 pub(crate) use provider_rotation::Premium;
-use provider_rotation::Rotation;
+use provider_rotation::{Breakers, Rotation};
 use read::{PageRead, ReadRequest, ReadSettings, Reading};
 use status::{BreakerStatus, KeyStatus, ProviderStatus, Status};
 use upstreams::{FanOutContext, FanOutSettings, PremiumSide, SearxngSide};
@@ -254,13 +254,15 @@ impl Gateway {
         let rotation = Rotation::new(config.provider_policy);
         let breakers = BreakerBoard::new(policy, metrics.breakers.clone());
         let key_breakers = BreakerBoard::new(policy, metrics.breakers.clone());
+        let linked = Breakers {
+            providers: &breakers,
+            keys: &key_breakers,
+        };
         for provider in &providers {
             // Provider and key breakers exist up front so their series are there from the first
-            // scrape.
-            breakers.get(&provider.kind());
-            for key in provider.keys() {
-                key_breakers.get(key);
-            }
+            // scrape, and each provider stands for its keys from the start: a key left open by
+            // STATE_DIR, an operator or another replica shows on the provider before any miss.
+            linked.of_provider(provider);
         }
         let cache = AnswerCache::new_weighed(
             config.cache_size,

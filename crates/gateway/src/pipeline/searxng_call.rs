@@ -198,14 +198,14 @@ async fn call(
             // Our request or the client's query (a `!!bang`): the instance itself is fine.
             let signal = match err.class {
                 ErrorClass::BadRequest | ErrorClass::Redirect => Signal::Neutral,
-                _ => Signal::Transient,
+                _ => Signal::TRANSIENT,
             };
             planned.record(signal);
             return failed(&side, instance, started, err, false);
         }
         if shared.is_answer_sent() {
             // Nobody waits for this call any more: what it learned is recorded, no retry follows.
-            planned.record(Signal::Transient);
+            planned.record(Signal::TRANSIENT);
             return failed(&side, instance, started, err, false);
         }
         let next = (attempt < MAX_ATTEMPTS)
@@ -226,7 +226,7 @@ async fn call(
                 instance = %instance.name,
                 "SearXNG retries exhausted"
             );
-            planned.record(Signal::Transient);
+            planned.record(Signal::TRANSIENT);
             return failed(&side, instance, started, err, true);
         };
         tracing::debug!(
@@ -239,7 +239,7 @@ async fn call(
         if same_instance {
             tokio::time::sleep_until(next_start).await;
         } else {
-            planned.record(Signal::Transient);
+            planned.record(Signal::TRANSIENT);
             planned = Planned::new(&side, &req, next);
         }
         attempt += 1;
@@ -264,7 +264,7 @@ fn answered(
         // Every engine failed: not a SearXNG success. Counted towards the cooldown, so an instance
         // whose engines are all blocked is skipped instead of costing every request its latency
         // before the fallback.
-        Signal::Transient
+        Signal::TRANSIENT
     } else {
         side.mark_ok();
         Signal::Success

@@ -10,6 +10,7 @@
 //! request shape, its classification of its error bodies, its mapping to results.
 
 use reqwest::header::HeaderMap;
+use reqwest::StatusCode;
 use serde::de::DeserializeOwned;
 
 use super::quota::RateWindow;
@@ -206,20 +207,28 @@ pub(crate) fn decode<W: Wire>(
     body: &[u8],
 ) -> Result<Decoded<W::Success>, UpstreamError> {
     let hint = retry_after(headers);
+    // A failure status travels with the failure, for the log line and the error body.
+    let failed = |class| {
+        let err = UpstreamError::with_retry_after(class, hint);
+        match StatusCode::from_u16(status) {
+            Ok(status) if !status.is_success() => err.at_status(status),
+            _ => err,
+        }
+    };
     if (500..600).contains(&status) {
-        return Err(UpstreamError::with_retry_after(ErrorClass::Server, hint));
+        return Err(failed(ErrorClass::Server));
     }
     if is_html_page(headers, body) {
-        return Err(UpstreamError::with_retry_after(ErrorClass::Blocked, hint));
+        return Err(failed(ErrorClass::Blocked));
     }
     if !(200..300).contains(&status) {
         let decoded = serde_json::from_slice::<W::Failure>(body).ok();
         return match api.refusal(status, decoded, headers) {
             Refusal::NoResults => Ok(Decoded::Nothing),
-            Refusal::Failed(err) => Err(UpstreamError::with_retry_after(
-                err.class,
-                err.retry_after.or(hint),
-            )),
+            Refusal::Failed(err) => Err(UpstreamError {
+                retry_after: err.retry_after.or(hint),
+                ..failed(err.class)
+            }),
         };
     }
     serde_json::from_slice(body)
@@ -339,6 +348,39 @@ mod tests {
         let api = super::super::tavily::Tavily;
         let err = interpret(&api, 502, &html("text/html"), b"<html>Bad gateway</html>").err();
         assert_eq!(err.map(|e| e.class), Some(ErrorClass::Server));
+    }
+
+    /// `http_status 404`, not `http_status` alone: the status a failure was read from travels
+    /// with it; a failure of a 2xx body has none.
+    #[test]
+    fn a_failure_read_from_a_status_carries_the_status() {
+        let api = super::super::tavily::Tavily;
+        let status_of = |status: u16, headers: &HeaderMap, body: &[u8]| {
+            interpret(&api, status, headers, body)
+                .err()
+                .map(|e| (e.class, e.status.map(|s| s.as_u16())))
+        };
+        let json = HeaderMap::new();
+        assert_eq!(
+            status_of(404, &json, b"{}"),
+            Some((ErrorClass::HttpStatus, Some(404)))
+        );
+        assert_eq!(
+            status_of(503, &json, b"{}"),
+            Some((ErrorClass::Server, Some(503)))
+        );
+        assert_eq!(
+            status_of(403, &html("text/html"), CHALLENGE),
+            Some((ErrorClass::Blocked, Some(403)))
+        );
+        assert_eq!(
+            status_of(200, &html("text/html"), CHALLENGE),
+            Some((ErrorClass::Blocked, None))
+        );
+        assert_eq!(
+            status_of(200, &json, b"{\"oops\""),
+            Some((ErrorClass::Malformed, None))
+        );
     }
 
     #[test]

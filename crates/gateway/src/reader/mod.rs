@@ -35,7 +35,7 @@ use url::Url;
 pub(crate) use address::AddressPolicy;
 pub(crate) use metrics::ReaderMetrics;
 pub(crate) use resolve::{GuardedResolver, Lookup, SystemLookup};
-pub(crate) use sandbox::{run_worker, ParseLimit, SandboxSettings, WorkerLimits};
+pub(crate) use sandbox::{run_worker, ParseLimit, SandboxSettings, WorkerLimits, WORKER_COMMAND};
 pub(crate) use wall::Wall;
 
 use crate::request::ReadFormat;
@@ -334,10 +334,14 @@ pub(crate) fn extract_body(
     into_document(url.to_owned(), fetched, kind, format)
 }
 
-/// A body through the extraction entry point as Markdown and as text, for the fuzz target:
-/// whether it became a document both ways.
+/// A body through the extraction entry point as Markdown and as text, in this process, for the
+/// HTML fuzz target: whether it became a document both ways. A PDF is not parsed here (its
+/// parser is bounded only in a worker process: [`parse_pdf_for_fuzzing`]).
 #[cfg(any(test, feature = "fuzzing"))]
 pub(crate) fn extract_for_fuzzing(body: &[u8], content_type: Option<&str>) -> bool {
+    if content::kind_of(content_type, body) == Some(Kind::Pdf) {
+        return false;
+    }
     [ReadFormat::Markdown, ReadFormat::Text]
         .into_iter()
         .map(|format| {
@@ -345,4 +349,46 @@ pub(crate) fn extract_for_fuzzing(body: &[u8], content_type: Option<&str>) -> bo
             extract_body(body, content_type, url, url, format)
         })
         .all(|doc| doc.is_ok_and(|d| !d.content.trim().is_empty()))
+}
+
+/// A PDF through the parse as a read takes it — a job to a worker process of `program` — for the
+/// PDF fuzz target: the answer (a document, or why none) by the deadline, whatever the bytes do to
+/// the worker. One pool and runtime for every input, so a worker is reused while it lives.
+#[cfg(any(test, feature = "fuzzing"))]
+pub(crate) fn parse_pdf_for_fuzzing(
+    program: &std::path::Path,
+    body: &[u8],
+) -> Result<Document, ReadFailure> {
+    use std::sync::OnceLock;
+    static POOL: OnceLock<Option<(tokio::runtime::Runtime, sandbox::Sandbox)>> = OnceLock::new();
+    let pool = POOL.get_or_init(|| {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .ok()?;
+        let settings = SandboxSettings {
+            workers: 1,
+            memory_bytes: 512 * 1024 * 1024,
+            program: Some(program.to_owned()),
+        };
+        let metrics = ReaderMetrics::new(&mut crate::metrics::Registry::new());
+        Some((runtime, sandbox::Sandbox::new(settings, metrics)))
+    });
+    let Some((runtime, pool)) = pool else {
+        return Err(ReadFailure::Internal);
+    };
+    let url = "https://fuzz.example/paper.pdf".to_owned();
+    let job = sandbox::Job {
+        header: sandbox::JobHeader {
+            final_url: url.clone(),
+            url,
+            content_type: Some("application/pdf".into()),
+            format: ReadFormat::Text,
+        },
+        body: bytes::Bytes::copy_from_slice(body),
+    };
+    runtime.block_on(async {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+        pool.parse(job, deadline).await
+    })
 }

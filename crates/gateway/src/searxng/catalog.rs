@@ -50,8 +50,15 @@ pub(crate) struct EngineInfo {
     /// Whether it runs by default.
     #[serde(default = "enabled_default")]
     pub(crate) enabled: bool,
+    /// Whether it takes part in `pageno > 1` (SearXNG skips it silently otherwise).
+    #[serde(default = "enabled_default")]
+    pub(crate) paging: bool,
+    /// Whether it takes part in a search with a `time_range` (SearXNG skips it silently otherwise).
+    #[serde(default = "enabled_default")]
+    pub(crate) time_range_support: bool,
 }
 
+/// A field `/config` did not send: assumed on (SearXNG's `/config` sends all three).
 fn enabled_default() -> bool {
     true
 }
@@ -89,6 +96,17 @@ impl EngineCatalog {
         self.knows(name)
             .then(|| EngineName::checked(name))
             .flatten()
+    }
+
+    /// Whether SearXNG would run `name` for `req` at all: it silently skips an engine without
+    /// paging for `pageno > 1` and one without time-range support for a `time_range` (no result,
+    /// no `unresponsive_engines` entry). A name `/config` did not report: no.
+    pub(crate) fn runs_for(&self, name: &str, req: &SearchRequest) -> bool {
+        self.engines.iter().any(|e| {
+            e.name == name
+                && (req.pageno <= 1 || e.paging)
+                && (req.time_range.is_none() || e.time_range_support)
+        })
     }
 
     /// Number of engines known.
@@ -189,6 +207,27 @@ mod tests {
             catalog().target_groups(&req),
             [vec!["delta"], vec!["alpha", "beta"], vec!["beta", "gamma"]]
         );
+    }
+
+    #[test]
+    fn an_engine_without_paging_or_time_range_does_not_run_for_such_a_search() {
+        let c = EngineCatalog::from_config(&json!({"engines": [
+            {"name": "alpha", "categories": ["general"], "paging": true, "time_range_support": false},
+            {"name": "beta", "categories": ["general"], "paging": false, "time_range_support": true}
+        ]}))
+        .unwrap();
+        let page_two = SearchRequest {
+            pageno: 2,
+            ..SearchRequest::simple("q")
+        };
+        let this_week = SearchRequest {
+            time_range: Some(crate::request::TimeRange::Week),
+            ..SearchRequest::simple("q")
+        };
+        assert!(c.runs_for("alpha", &page_two) && !c.runs_for("beta", &page_two));
+        assert!(!c.runs_for("alpha", &this_week) && c.runs_for("beta", &this_week));
+        assert!(c.runs_for("beta", &SearchRequest::simple("q")));
+        assert!(!c.runs_for("nope", &SearchRequest::simple("q")));
     }
 
     #[test]

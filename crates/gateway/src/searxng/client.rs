@@ -344,7 +344,7 @@ impl SearxngClient {
                 s if s >= 500 => ErrorClass::Server,
                 _ => ErrorClass::HttpStatus,
             };
-            return Err(UpstreamError::new(class));
+            return Err(UpstreamError::new(class).at_status(status));
         }
         let body = read_body_capped(response, BODY_CAP)
             .await
@@ -406,12 +406,14 @@ impl SearxngClient {
                 .get(uri, self.authorization())
                 .await
                 .map_err(UpstreamError::new)?;
-            if !response.status().is_success() {
-                return Err(UpstreamError::new(if response.status().is_server_error() {
+            let status = response.status();
+            if !status.is_success() {
+                let class = if status.is_server_error() {
                     ErrorClass::Server
                 } else {
                     ErrorClass::HttpStatus
-                }));
+                };
+                return Err(UpstreamError::new(class).at_status(status));
             }
             read_body_capped(response, BODY_CAP)
                 .await
@@ -464,6 +466,52 @@ mod tests {
             .await
             .unwrap();
         String::from_utf8(head).unwrap()
+    }
+
+    /// Answers one request on `listener` with `status` and an empty body.
+    async fn answer_one_with(listener: tokio::net::TcpListener, status: &str) {
+        let (mut socket, _) = listener.accept().await.unwrap();
+        let mut buf = [0u8; 4096];
+        let mut head = Vec::new();
+        while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+            let n = socket.read(&mut buf).await.unwrap();
+            if n == 0 {
+                break;
+            }
+            head.extend_from_slice(&buf[..n]);
+        }
+        let reply = format!("HTTP/1.1 {status}\r\ncontent-length: 0\r\nconnection: close\r\n\r\n");
+        socket.write_all(reply.as_bytes()).await.unwrap();
+    }
+
+    /// A search answered with a status the client has no class for (a URL that is not SearXNG's
+    /// base: `…/search/search` is a 404) fails as `http_status` with that status, typed, for the
+    /// log line and the 502 body; a 5xx keeps its status too.
+    #[tokio::test]
+    async fn a_search_answered_with_an_unexpected_status_carries_the_status() {
+        for (reply, class, code) in [
+            ("404 Not Found", ErrorClass::HttpStatus, 404),
+            ("503 Service Unavailable", ErrorClass::Server, 503),
+        ] {
+            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+            let addr = listener.local_addr().unwrap();
+            let server = tokio::spawn(answer_one_with(listener, reply));
+            let client = SearxngClient::new(
+                UpstreamHttp::new(1).unwrap(),
+                Url::parse(&format!("http://{addr}")).unwrap(),
+                Duration::from_secs(5),
+                SearxngMetrics::new(&mut crate::metrics::Registry::new()),
+                InstanceLabel::single(),
+            );
+            let deadline = Instant::now() + Duration::from_secs(30);
+            let err = client
+                .attempt(&SearchRequest::simple("q"), None, deadline)
+                .await
+                .unwrap_err();
+            server.await.unwrap();
+            assert_eq!(err.class, class, "{reply}");
+            assert_eq!(err.status, Some(hyper::StatusCode::from_u16(code).unwrap()));
+        }
     }
 
     /// Credentials in the instance's URL (SearXNG behind a proxy with basic auth) are sent as

@@ -17,7 +17,7 @@ use super::auth::{Admitted, PremiumRefusal};
 use crate::persist::unix_ms;
 use crate::pipeline::explain::RemoteFanOut;
 use crate::pipeline::read::PageRead;
-use crate::pipeline::{Answer, CacheStatus, Premium, Served};
+use crate::pipeline::{Answer, CacheStatus, CacheTier, Premium, Served};
 
 /// The query or form parameter.
 pub(super) const PARAMETER: &str = "explain";
@@ -63,7 +63,7 @@ pub(super) struct Explanation {
 struct CacheShown {
     status: &'static str,
     #[serde(skip_serializing_if = "Option::is_none")]
-    tier: Option<&'static str>,
+    tier: Option<CacheTier>,
     #[serde(skip_serializing_if = "Option::is_none")]
     computed_by: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -127,12 +127,12 @@ impl Explanation {
         let answer = &served.answer;
         let cache = match served.cache {
             CacheStatus::Hit => CacheShown {
-                tier: Some("memory"),
+                tier: served.cache.tier(),
                 age_ms: Some(millis(answer.computed_at.elapsed())),
                 ..CacheShown::status("hit")
             },
             CacheStatus::Stale { expired_for } => CacheShown {
-                tier: Some("memory"),
+                tier: Some(CacheTier::Local),
                 age_ms: Some(millis(answer.computed_at.elapsed())),
                 expired_for_ms: Some(millis(expired_for)),
                 why: Some("every upstream failed: the last complete answer"),
@@ -142,14 +142,14 @@ impl Explanation {
             // (its record is the fan-out below).
             CacheStatus::SharedHit => match &answer.remote {
                 Some(remote) => CacheShown {
-                    tier: Some("redis"),
+                    tier: served.cache.tier(),
                     computed_by: Some(remote.replica.clone()),
                     computed_at_ms: Some(remote.computed_at_ms),
                     age_ms: Some(unix_ms(SystemTime::now()).saturating_sub(remote.computed_at_ms)),
                     ..CacheShown::status("hit")
                 },
                 None => CacheShown {
-                    tier: Some("redis"),
+                    tier: served.cache.tier(),
                     ..CacheShown::status("hit")
                 },
             },
@@ -194,8 +194,9 @@ pub(super) fn read_object(read: &PageRead, admitted: &Admitted) -> Value {
         Err(failed) => (failed.failure.code(), Value::Null, &failed.record),
     };
     let cache = match read.cache {
-        CacheStatus::Hit => json!({"status": "hit", "tier": "memory"}),
-        CacheStatus::SharedHit => json!({"status": "hit", "tier": "redis"}),
+        CacheStatus::Hit | CacheStatus::SharedHit => {
+            json!({"status": "hit", "tier": read.cache.tier()})
+        }
         CacheStatus::Stale { expired_for } => json!({
             "status": "stale",
             "expired_for_ms": u64::try_from(expired_for.as_millis()).unwrap_or(u64::MAX),

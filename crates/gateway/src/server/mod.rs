@@ -311,7 +311,7 @@ pub fn serve_mcp_stdio(config: Config) -> Served {
 
 async fn mcp_stdio(config: Config) -> std::io::Result<()> {
     let running = Running::start(config).await?;
-    warn_t1_cut(running.gateway.config());
+    warn_config_fixes(running.gateway.config());
     tracing::info!(
         searxng = %crate::pipeline::status::redact_urls(running.gateway.config()),
         providers = %provider_names(running.gateway.config()),
@@ -351,6 +351,23 @@ async fn reload_on_sighup(hangups: std::io::Result<tokio::signal::unix::Signal>,
     }
 }
 
+/// One warning for each thing the configuration corrected rather than refused: a
+/// `T1_PREMIUM_COUNT` beyond the active providers, a `SEARXNG_BACKEND_URL` entry that was
+/// SearXNG's search URL.
+fn warn_config_fixes(config: &Config) {
+    warn_t1_cut(config);
+    for backend in &config.searxng {
+        if let Some(given) = &backend.corrected_from {
+            tracing::warn!(
+                variable = "SEARXNG_BACKEND_URL",
+                given = %crate::pipeline::status::redact_url(given),
+                using = %crate::pipeline::status::redact_url(&backend.url),
+                "SEARXNG_BACKEND_URL names SearXNG's search URL, not its base URL: using the base URL (the gateway adds /search itself); set SEARXNG_BACKEND_URL to the base URL to silence this"
+            );
+        }
+    }
+}
+
 /// Keyless mode with a `T1_PREMIUM_COUNT` meant for keys that are not there yet (a compose file
 /// whose keys come later): one warning naming the variable; the gateway runs with what is active.
 fn warn_t1_cut(config: &Config) {
@@ -365,8 +382,9 @@ fn warn_t1_cut(config: &Config) {
     }
 }
 
-/// One line saying what is being served, with nothing secret in it; a warning when anyone on the
-/// network can search (no keys, not on loopback).
+/// One line saying what is being served, with nothing secret in it (the worker `threads`, every
+/// runtime's together, and the SearXNG `instances`); a warning when anyone on the network can
+/// search (no keys, not on loopback).
 fn log_start(listeners: &connection::Listeners, config: &Config, clients: &Clients) {
     let local = listeners.local_addr().ok();
     let listen = local.map_or_else(|| config.listen_addr().to_string(), |a| a.to_string());
@@ -377,7 +395,7 @@ fn log_start(listeners: &connection::Listeners, config: &Config, clients: &Clien
             "the gateway is open: no API_KEYS_FILE, and it listens beyond loopback, so anyone who reaches it can search and spend the premium quota"
         );
     }
-    warn_t1_cut(config);
+    warn_config_fixes(config);
     tracing::info!(
         listen = %listen,
         searxng = %crate::pipeline::status::redact_urls(config),
@@ -386,7 +404,8 @@ fn log_start(listeners: &connection::Listeners, config: &Config, clients: &Clien
         budget_s = config.request_budget.as_secs_f64(),
         metrics = %config.metrics_path(),
         runtime = %config.runtime.as_str(),
-        workers = config.runtime.pools(),
+        threads = config.runtime.workers(),
+        instances = config.searxng.len(),
         "searxng-gateway listening"
     );
 }

@@ -13,7 +13,7 @@ use super::auth;
 use super::document::{Document, FailedUpstream, Found};
 use super::explain::Explanation;
 use super::recent_searches::{Ended, Search};
-use crate::pipeline::{Gateway, SearchError, Served};
+use crate::pipeline::{CacheTier, Gateway, SearchError, Served};
 use crate::request::{SearchRequest, Surface};
 use crate::trace::{self, SpanError};
 
@@ -68,7 +68,7 @@ pub(super) async fn run(
     let cache = served.cache.as_str();
     span.record("outcome", served.outcome.as_str());
     span.record("cache", cache);
-    let cache_tier = served.cache.tier().unwrap_or("");
+    let cache_tier = served.cache.tier().map_or("", CacheTier::as_str);
     if !(200..300).contains(&served.answer.status) {
         trace::record_error(&span, SpanError::AllUpstreamsFailed);
     }
@@ -168,7 +168,7 @@ pub(super) fn set_served_headers(headers: &mut axum::http::HeaderMap, served: &S
     const X_GATEWAY_OUTCOME: HeaderName = HeaderName::from_static("x-gateway-outcome");
     headers.insert(X_CACHE, HeaderValue::from_static(served.cache.as_str()));
     if let Some(tier) = served.cache.tier() {
-        headers.insert(X_CACHE_TIER, HeaderValue::from_static(tier));
+        headers.insert(X_CACHE_TIER, HeaderValue::from_static(tier.as_str()));
     }
     headers.insert(
         X_GATEWAY_OUTCOME,

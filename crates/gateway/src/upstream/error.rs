@@ -1,8 +1,11 @@
 //! What can go wrong when calling an upstream (SearXNG or a premium API), as a closed set of
 //! classes. Callers ask the error (`is_transient`) instead of matching text, and the class name is
-//! the only thing of a failure that reaches a metric label, a log line or a client.
+//! the only thing of a failure that reaches a metric label. A log line or a client may also get
+//! the HTTP status a failure came from (`http_status 404`): a typed fact, never a label.
 
 use std::time::Duration;
+
+use hyper::StatusCode;
 
 /// The class of an upstream failure.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -97,7 +100,8 @@ impl ErrorClass {
     }
 }
 
-/// A classified upstream failure, with the server's hint on when to come back, if it gave one.
+/// A classified upstream failure, with the server's hint on when to come back, if it gave one, and
+/// the HTTP status it was classified from, if it came from one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 #[error("{} upstream failure", class.as_str())]
 pub(crate) struct UpstreamError {
@@ -105,6 +109,11 @@ pub(crate) struct UpstreamError {
     pub(crate) class: ErrorClass,
     /// `Retry-After`, or the reset of an exhausted rate-limit window.
     pub(crate) retry_after: Option<Duration>,
+    /// The status the upstream answered, when the class was read from it (always for
+    /// [`ErrorClass::HttpStatus`]; `None` for a failure before or after the status line, such as
+    /// a timeout or a malformed 200). For log lines and error bodies only: metrics label the
+    /// class alone.
+    pub(crate) status: Option<StatusCode>,
 }
 
 impl UpstreamError {
@@ -113,12 +122,25 @@ impl UpstreamError {
         Self {
             class,
             retry_after: None,
+            status: None,
         }
     }
 
     /// A failure with the server's hint on when to come back.
     pub(crate) fn with_retry_after(class: ErrorClass, retry_after: Option<Duration>) -> Self {
-        Self { class, retry_after }
+        Self {
+            class,
+            retry_after,
+            status: None,
+        }
+    }
+
+    /// This failure, read from an answer with `status`.
+    pub(crate) fn at_status(self, status: StatusCode) -> Self {
+        Self {
+            status: Some(status),
+            ..self
+        }
     }
 }
 

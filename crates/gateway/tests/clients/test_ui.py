@@ -112,6 +112,8 @@ def test_a_search_through_search_appears_in_the_recent_list_within_a_refresh(bro
          if query in r.text), None))
     assert "operator" in row.text
     assert "searxng_ok" in row.text
+    # A client's key lists that client's own searches only, and the page says so.
+    assert "Only operator's own searches" in browser.find_element(By.ID, "scope").text
     # A click opens its explain record.
     row.click()
     dialog = wait(browser).until(ec.visibility_of_element_located((By.ID, "explain-dialog")))
@@ -158,6 +160,8 @@ def test_opening_a_breaker_from_the_page_with_the_admin_token_changes_status(bro
     assert not row.find_element(By.CSS_SELECTOR, "button[data-action='open']").is_displayed()
     browser.find_element(By.ID, "admin-input").send_keys(_env("ADMIN_TOKEN"))
     browser.find_element(By.CSS_SELECTOR, "#admin-form button[type='submit']").click()
+    # The token reads every client's data: the page no longer says it lists one client's.
+    wait(browser).until(ec.invisibility_of_element_located((By.ID, "scope")))
     button = wait(browser).until(ec.visibility_of_element_located(
         (By.CSS_SELECTOR, "tr[data-breaker='provider/brave'] button[data-action='open']")))
     button.click()

@@ -433,7 +433,8 @@ async fn thread_per_core_serves_on_every_worker_and_stops_cleanly() {
     let url = gateway.url().await;
     let started = gateway.wait_for_line("searxng-gateway listening").await;
     assert!(started.contains("runtime=thread-per-core"), "{started}");
-    assert!(started.contains("workers=3"), "{started}");
+    assert!(started.contains("threads=3"), "{started}");
+    assert!(started.contains("instances=1"), "{started}");
 
     // 60 connections over 3 listeners: the chance that one gets none is 3 × (2/3)^60 ≈ 10^-10.
     let connections = 60;

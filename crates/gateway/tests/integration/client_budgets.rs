@@ -122,7 +122,11 @@ async fn explain_reports_the_calls_the_fakes_saw_and_a_hit_with_its_age() {
     let g = &hit.json["gateway"];
     assert_eq!(g["request_id"], request_id);
     assert_eq!(g["cache"]["status"], "hit");
-    assert_eq!(g["cache"]["tier"], "memory");
+    assert_eq!(g["cache"]["tier"], "local");
+    assert_eq!(
+        headers["x-cache-tier"], "local",
+        "explain and the header say the same word"
+    );
     assert!(g["cache"]["age_ms"].as_u64().is_some());
     assert_eq!(g["outcome"], "cache_hit");
     assert_eq!(g["client"], "anonymous");

@@ -149,17 +149,26 @@ impl Rig {
     }
 
     /// The breaker `reason` concerns — the key's for a bad key or a spent rate or quota, the
-    /// provider's otherwise — tripped at once for `reason` (and the other did not); returns how
-    /// long it stays open, in seconds.
+    /// provider's otherwise — tripped at once for `reason`; returns how long it stays open, in
+    /// seconds. A key's trip leaves the rig's provider (one key) open as a whole for the same
+    /// reason, a provider's leaves its key closed.
     async fn assert_tripped_for(&self, reason: &str) -> f64 {
-        let (breaker, other) = match reason {
-            "auth" | "quota" | "rate_limited" => (self.key_breaker().await, self.breaker().await),
-            _ => (self.breaker().await, self.key_breaker().await),
-        };
-        assert_eq!(other["state"], "closed", "{:?}: {other}", self.kind);
-        assert_eq!(breaker["state"], "open", "{:?}: {breaker}", self.kind);
-        assert_eq!(breaker["reason"], reason, "{:?}: {breaker}", self.kind);
-        breaker["open_for_seconds"].as_f64().unwrap_or(0.0)
+        let kind = self.kind;
+        let (provider, key) = (self.breaker().await, self.key_breaker().await);
+        let key_error = matches!(reason, "auth" | "quota" | "rate_limited");
+        let tripped = if key_error { &key } else { &provider };
+        assert_eq!(tripped["state"], "open", "{kind:?}: {tripped}");
+        assert_eq!(tripped["reason"], reason, "{kind:?}: {tripped}");
+        if key_error {
+            assert_eq!(
+                (&provider["state"], &provider["reason"]),
+                (&"open".into(), &reason.into()),
+                "{kind:?}: none of its keys is usable: {provider}"
+            );
+        } else {
+            assert_eq!(key["state"], "closed", "{kind:?}: {key}");
+        }
+        tripped["open_for_seconds"].as_f64().unwrap_or(0.0)
     }
 }
 

@@ -310,6 +310,25 @@ async fn a_blocked_page_is_read_by_the_first_premium_reader_that_can_and_charged
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn a_url_with_credentials_is_never_sent_to_a_premium_reader() {
+    let s = ReadStack::start(&[Reader::Jina], &[]).await;
+    s.site
+        .set("/private", Page::status(403, "<h1>Forbidden</h1>"));
+    let url = s.site.url("/private").replace("http://", "http://alice:s3cret@");
+    let reply = s.extract(json!({"urls": [url]}), "?explain=1").await;
+    let failed = &reply.json["failed_results"][0];
+    assert!(
+        failed["error"].as_str().expect("a reason").contains("blocked"),
+        "{}",
+        reply.json
+    );
+    assert!(
+        s.reader(Reader::Jina).requests().is_empty(),
+        "alice's password goes to her site only, never to a third party"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn a_reader_out_of_credits_is_parked_and_the_next_one_reads() {
     let s = ReadStack::start(&[Reader::Tavily, Reader::Exa], &[]).await;
     s.reader(Reader::Tavily)

@@ -1,10 +1,12 @@
 //! State that survives a restart without Redis (`STATE_DIR`), with the real binary: killed with
 //! SIGKILL mid-run and started again on the same directory, it still knows its parked quota, its
 //! open engine breaker and each client's premium calls of the last 24 h; a truncated state file is
-//! a clean start with one warning; SIGTERM writes the state once more on the way out.
+//! a clean start with one warning; SIGTERM writes the state once more on the way out; a key
+//! restored open leaves its one-key provider open as a whole from the first scrape.
 
 use std::io::Write as _;
 use std::path::Path;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde_json::Value;
 use simulator::premium::ProviderBehaviour;
@@ -12,6 +14,7 @@ use simulator::premium::SimError;
 use simulator::searxng::{EngineBehaviour, EngineFailure};
 use simulator::Provider::Brave;
 
+use crate::support::gateway::metric_value;
 use crate::support::process::GatewayProcess;
 use crate::support::stack::SimStack;
 use crate::support::wait;
@@ -205,4 +208,57 @@ async fn a_truncated_state_file_is_a_clean_start_with_a_warning_and_sigterm_writ
             .any(|b| b["name"] == "beta" && b["reason"] == "captcha"),
         "{state}"
     );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_key_restored_open_shows_its_one_key_provider_open_on_metrics_before_any_search() {
+    let dir = tempfile::tempdir().expect("a state directory");
+    let (s, _keys, env) = setup(dir.path()).await;
+    // The same key behind the stack's own gateway: the same fingerprint, so the same breaker name.
+    let key = s.gateway.key_name("brave").await;
+    let unix_ms = |t: SystemTime| {
+        let since = t.duration_since(UNIX_EPOCH).expect("after 1970");
+        u64::try_from(since.as_millis()).expect("fits")
+    };
+    let now = SystemTime::now();
+    let state = serde_json::json!({
+        "format": "searxng-gateway-state",
+        "version": 1,
+        "written_at_ms": unix_ms(now),
+        "breakers": [{
+            "board": "key",
+            "name": key,
+            "until_ms": unix_ms(now + Duration::from_secs(3_600)),
+            "reason": "quota",
+            "paused": true,
+        }],
+        "spend": [],
+        "clients": [],
+    });
+    std::fs::write(dir.path().join("state.json"), state.to_string()).expect("write the state");
+
+    let mut gateway = start(&env);
+    let url = gateway.url().await;
+    gateway.wait_for_line("STATE_DIR: state restored").await;
+    let metrics = reqwest::get(format!("{url}/metrics"))
+        .await
+        .expect("the gateway answers")
+        .text()
+        .await
+        .expect("text");
+
+    let state = |kind, engine: &str| {
+        metric_value(
+            &metrics,
+            "searxng_gateway_circuit_breaker_state",
+            &[("engine", engine), ("kind", kind)],
+        )
+    };
+    assert_eq!(state("key", &key), 2.0, "the key is back open");
+    assert_eq!(
+        state("provider", "brave"),
+        2.0,
+        "none of Brave's keys is usable: the provider reads open as a whole"
+    );
+    assert_eq!(s.provider(Brave).calls(), 0, "before any search");
 }

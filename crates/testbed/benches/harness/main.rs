@@ -26,7 +26,8 @@
 //! - **j. shared tier** — `REDIS_URL` on a real `redis-server`: a hit from Redis against a local hit
 //!   (latency added on one connection, throughput at 64), Redis round trips per miss, memory per answer.
 //! - **k. reading pages** — the reader's extraction on the Readability corpus: word F1 against the
-//!   expected articles, time per page on one core, bytes per cached page through the gateway.
+//!   expected articles, time per page on one core, bytes per cached page through the gateway; and a
+//!   4 MB PDF and a 5 MB HTML page through the release gateway: time and peak memory.
 //!
 //! `HARNESS_GATEWAY=/path/to/searxng-gateway` measures another build (before/after a change),
 //! `HARNESS_ONLY=a,f` runs only those measurements (report in `target/harness/BENCHMARKS.only.md`),
@@ -348,6 +349,8 @@ async fn run(plan: Plan) -> usize {
                 println!("== k. reading pages");
                 let result = bench.extraction(&repo).await;
                 bench.settle("k. reading pages", result);
+                let result = bench.large_pages().await;
+                bench.settle("k. large pages", result);
             }
         }
         Err(err) => bench

@@ -69,11 +69,11 @@ impl Rig {
 fn transient_failures_trip_only_at_the_threshold() {
     let mut rig = Rig::new();
     for _ in 1..THRESHOLD {
-        assert_eq!(rig.call(Signal::Transient), Transition::None);
+        assert_eq!(rig.call(Signal::TRANSIENT), Transition::None);
     }
     assert_eq!(rig.state(), BreakerState::Closed);
     assert_eq!(
-        rig.call(Signal::Transient),
+        rig.call(Signal::TRANSIENT),
         Transition::Tripped(TripReason::Transient)
     );
     assert_eq!(rig.state(), BreakerState::Open);
@@ -95,15 +95,15 @@ fn a_stop_signal_trips_at_once() {
 fn a_success_between_transient_failures_resets_the_run() {
     let mut rig = Rig::new();
     for _ in 1..THRESHOLD {
-        rig.call(Signal::Transient);
+        rig.call(Signal::TRANSIENT);
     }
     rig.call(Signal::Success);
     assert_eq!(rig.snapshot().consecutive_failures, 0);
     for _ in 1..THRESHOLD {
-        rig.call(Signal::Transient);
+        rig.call(Signal::TRANSIENT);
     }
     assert_eq!(rig.state(), BreakerState::Closed);
-    rig.call(Signal::Transient);
+    rig.call(Signal::TRANSIENT);
     assert_eq!(rig.state(), BreakerState::Open);
 }
 
@@ -111,13 +111,13 @@ fn a_success_between_transient_failures_resets_the_run() {
 fn neutral_signals_neither_count_nor_reset_the_run() {
     let mut rig = Rig::new();
     for _ in 1..THRESHOLD {
-        rig.call(Signal::Transient);
+        rig.call(Signal::TRANSIENT);
     }
     for _ in 0..100 {
         rig.call(Signal::Neutral);
     }
     assert_eq!(rig.snapshot().consecutive_failures, THRESHOLD - 1);
-    rig.call(Signal::Transient);
+    rig.call(Signal::TRANSIENT);
     assert_eq!(rig.state(), BreakerState::Open);
 }
 
@@ -135,7 +135,7 @@ fn the_open_period_doubles_per_failed_probe_up_to_the_cap() {
         );
         rig.advance(Duration::from_millis(1));
         assert_eq!(rig.state(), BreakerState::HalfOpen);
-        rig.call(Signal::Transient);
+        rig.call(Signal::TRANSIENT);
     }
     assert_eq!(rig.snapshot().trips, 7);
 }
@@ -209,7 +209,7 @@ fn exactly_one_probe_is_admitted_and_its_success_is_a_recovery() {
 #[test]
 fn a_failed_probe_reopens_for_longer_with_its_own_reason() {
     for (failure, reason) in [
-        (Signal::Transient, TripReason::Transient),
+        (Signal::TRANSIENT, TripReason::Transient),
         (
             Signal::stop(TripReason::RateLimited),
             TripReason::RateLimited,
@@ -278,7 +278,7 @@ fn a_successful_probe_halves_the_multiplier() {
         assert_eq!(rig.snapshot().open_for, Some(period));
         rig.advance(period);
         if period < secs(40) {
-            rig.call(Signal::Transient);
+            rig.call(Signal::TRANSIENT);
         }
     }
     assert_eq!(rig.call(Signal::Success), Transition::Recovered);
@@ -297,7 +297,7 @@ fn every_healthy_interval_spent_closed_halves_the_multiplier_again() {
     rig.call(Signal::stop(TripReason::RateLimited));
     for period in [10, 20, 40, 80].map(secs) {
         rig.advance(period);
-        rig.call(Signal::Transient);
+        rig.call(Signal::TRANSIENT);
     }
     rig.advance(secs(80));
     rig.call(Signal::Success);

@@ -272,7 +272,7 @@ async fn keys_recovering_together_are_one_recovery_of_the_provider() {
 async fn the_providers_own_trip_opens_it_whatever_its_keys_and_its_probe_recovers_it() {
     let pool = Pool::new(&["brave:1", "brave:2"]);
     for _ in 0..3 {
-        pool.provider.admit().unwrap().record(Signal::Transient);
+        pool.provider.admit().unwrap().record(Signal::TRANSIENT);
     }
     assert_eq!(pool.gauge(), OPEN);
     assert_eq!(pool.provider.snapshot().reason, Some(TripReason::Transient));
@@ -289,7 +289,7 @@ async fn the_providers_own_trip_opens_it_whatever_its_keys_and_its_probe_recover
 async fn the_providers_own_recovery_while_no_key_is_usable_is_no_recovery_yet() {
     let pool = Pool::new(&["brave:1"]);
     for _ in 0..3 {
-        pool.provider.admit().unwrap().record(Signal::Transient);
+        pool.provider.admit().unwrap().record(Signal::TRANSIENT);
     }
     tokio::time::advance(BASE).await;
     let probe = pool.provider.admit().unwrap();

@@ -357,7 +357,7 @@ mod tests {
     async fn transient_failures_still_open_the_host_after_the_threshold() {
         let hosts = HostBreakers::new(policy(), 16);
         let host = HostName::new("example.org");
-        let timeout = HostSignal::Breaker(Signal::Transient);
+        let timeout = HostSignal::Breaker(Signal::TRANSIENT);
         for _ in 0..3 {
             assert!(read(&hosts, &host, "/slow", timeout));
         }

@@ -42,6 +42,9 @@ use super::{Document, ReadFailure};
 pub(crate) use wire::JobHeader;
 pub(crate) use worker::{run as run_worker, WorkerLimits};
 
+/// The command of the gateway's binary that runs a parse worker.
+pub(crate) const WORKER_COMMAND: &str = "parse-worker";
+
 /// Which limit a parse ran into.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -127,7 +130,7 @@ struct Worker {
 
 /// How a job in a worker ended, besides its reply.
 enum Ended {
-    Replied(Result<Document, ReadFailure>),
+    Replied(Box<Result<Document, ReadFailure>>),
     Died,
     Late,
 }
@@ -200,14 +203,14 @@ impl Sandbox {
                 },
             };
             let ended = match tokio::time::timeout_at(deadline, exchange(&mut worker, &job)).await {
-                Ok(Ok(Some(reply))) => Ended::Replied(reply),
+                Ok(Ok(Some(reply))) => Ended::Replied(Box::new(reply)),
                 Ok(Ok(None) | Err(_)) => Ended::Died,
                 Err(_) => Ended::Late,
             };
             match ended {
                 Ended::Replied(reply) => {
                     self.keep_or_retire(worker);
-                    return reply;
+                    return *reply;
                 }
                 Ended::Late => {
                     let _ = worker.child.start_kill();
@@ -229,7 +232,7 @@ impl Sandbox {
 
     fn start(&self, program: &PathBuf) -> std::io::Result<Worker> {
         let mut child = Command::new(program)
-            .arg(crate::parse_worker::COMMAND)
+            .arg(WORKER_COMMAND)
             .arg("--memory-bytes")
             .arg(self.inner.settings.memory_bytes.to_string())
             .env_clear()

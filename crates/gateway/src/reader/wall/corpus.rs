@@ -2,11 +2,12 @@
 //! (`shared/corpus/wcxb-dev`, 1,497 pages of seven types, and `shared/corpus/readability`, 130
 //! articles): none of them is a wall, so any wall verdict on them is a defect.
 //!
-//! Extracting all 1,627 pages takes minutes in a debug build, so the test that always runs judges
-//! every page as if extraction had found no text at all (`by_page(html, 0)`), which is the
-//! hardest case: more extracted words can only turn a verdict into none, never into another one.
-//! The read path itself (decode, extract, judge) over every page is the ignored test, for a
-//! release build: `cargo test --release -p searxng-gateway --lib wall::corpus -- --ignored`.
+//! Extracting all 1,627 pages takes over two minutes in a debug build, so the test that always
+//! runs judges every page as if extraction had found no text at all (`by_page(html, 0)`), which
+//! is the hardest case: more extracted words can only turn a verdict into none, never into
+//! another one. The read path itself (decode, extract, judge) over every page is the ignored test,
+//! best run in a release build:
+//! `cargo test --release -p searxng-gateway --lib wall::corpus -- --ignored`.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -471,7 +471,9 @@ mod tests {
 
     proptest! {
         #[test]
-        fn any_markup_is_scanned_to_its_end_without_a_panic(page in r#"[<>/="'!\-a-z é€\n]{0,300}"#) {
+        fn any_markup_is_scanned_to_its_end_without_a_panic(
+            page in r#"[<>/="'!\-a-z é€\n]{0,300}"#,
+        ) {
             let seen = look(&page);
             prop_assert!(seen.notice_words <= seen.words);
         }

@@ -8,8 +8,9 @@
 //! - `GET /ui/api/searches/{request_id}` — one of those searches and its `explain` record (the
 //!   `gateway` object `explain=1` would have added), or 404 once it has left the list.
 //!
-//! Both are behind the gate (the caller's key, its rate limit); nothing in them is secret (no key,
-//! no upstream body; URLs without credentials).
+//! Both are behind the gate (the caller's key, its rate limit), or read with the admin token
+//! ([`super::operator`]); nothing in them is secret (no key, no upstream body; URLs without
+//! credentials).
 //!
 //! Whose data shows ([`Viewer`]): with `API_KEYS_FILE`, a client key reads its own searches (its
 //! end users' too) and its own usage, limits and spend, and a search of another client's is 404
@@ -48,7 +49,7 @@ struct Sources {
     recent: RecentSearches,
 }
 
-/// The routes (the caller layers them with the gate).
+/// The routes (the caller layers them with the gate, or the gate and the admin token).
 pub(super) fn routes(clients: Clients, recent: RecentSearches) -> Router<Gateway> {
     let sources = Sources { clients, recent };
     Router::new()

@@ -11,6 +11,7 @@ mod day;
 mod extraction;
 mod fault_soak;
 mod fleet_limits;
+mod large_pages;
 mod memory;
 mod miss_path;
 mod pool;
