@@ -5,28 +5,42 @@
 # the URL to query; Ctrl-C (or SIGTERM) stops everything it started.
 #
 # Usage: scripts/stack.sh [--instances N] [--listen ADDR] [--gateway BIN] [--engines-from FILE]
+#                         [--engine-upstream HOST:PORT]
 #   --instances N        SearXNG instances to start (default 2; 1 runs a single instance)
 #   --listen ADDR        the gateway's LISTEN_ADDR (default 127.0.0.1:8080)
 #   --gateway BIN        run this gateway binary instead of building one (cargo build --release)
 #   --engines-from FILE  offline mode: instead of SearXNG's default engines (which need the internet), use the
-#                        engines listed in FILE (a YAML list, as under `engines:` in settings.yml); the tests point
-#                        them at a loopback fake
+#                        engines listed in FILE (a YAML list, as under `engines:` in settings.yml).
+#                        examples/offline-engines.yml points two engines at a loopback fake: with it the stack
+#                        runs with no internet (scripts/offline-engine.py, started and stopped here, stands in
+#                        for the sites wherever FILE says @ENGINE_UPSTREAM@)
+#   --engine-upstream HOST:PORT
+#                        put HOST:PORT for @ENGINE_UPSTREAM@ instead of starting the fake (a fake of your own;
+#                        the tests pass theirs)
 # Every other gateway variable (BRAVE_API_KEY, LOG_LEVEL, …) passes through from the environment.
 # The virtualenv is ${SEARXNG_VENV:-/opt/searxng-gateway/venv} (as root) or ~/.local/share/searxng-gateway/venv.
+# Logs (the gateway's, each SearXNG's, the fake's) and settings stay after it stops, in
+# ${XDG_STATE_HOME:-~/.local/state}/searxng-gateway/stack-<time>-<id>/, printed at start and at exit; the last 10
+# runs are kept.
 set -euo pipefail
+# Paths given on the command line are the caller's; the script runs from the repository's root.
+caller_dir="$PWD"
 cd "$(dirname "$0")/.."
 
 instances=2
 listen="127.0.0.1:8080"
 gateway_bin=""
 engines_from=""
-usage() { sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; }
+engine_upstream=""
+usage() { sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'; }
 while [[ $# -gt 0 ]]; do
     case "$1" in
         --instances) instances="${2:?--instances needs a number}"; shift 2 ;;
         --listen) listen="${2:?--listen needs an address}"; shift 2 ;;
         --gateway) gateway_bin="${2:?--gateway needs a path}"; shift 2 ;;
-        --engines-from) engines_from="${2:?--engines-from needs a file}"; shift 2 ;;
+        --engines-from) engines_from="${2:?--engines-from needs a file}"; shift 2
+            [[ "$engines_from" == /* ]] || engines_from="$caller_dir/$engines_from" ;;
+        --engine-upstream) engine_upstream="${2:?--engine-upstream needs HOST:PORT}"; shift 2 ;;
         -h|--help) usage; exit 0 ;;
         *) echo "stack: unknown argument $1" >&2; usage >&2; exit 2 ;;
     esac
@@ -37,6 +51,10 @@ if ! [[ "$instances" =~ ^[1-9][0-9]*$ ]] || (( instances > 16 )); then
 fi
 if [[ -n "$engines_from" && ! -r "$engines_from" ]]; then
     echo "stack: --engines-from $engines_from is not a readable file" >&2
+    exit 2
+fi
+if [[ -n "$engine_upstream" && ! "$engine_upstream" =~ ^[A-Za-z0-9.:_-]+:[0-9]+$ ]]; then
+    echo "stack: --engine-upstream must be HOST:PORT, not $engine_upstream" >&2
     exit 2
 fi
 if [[ -n "$gateway_bin" && ! -x "$gateway_bin" ]]; then
@@ -60,9 +78,16 @@ if [[ -z "$gateway_bin" ]]; then
     gateway_bin="${CARGO_TARGET_DIR:-target}/release/searxng-gateway"
 fi
 
-work="$(mktemp -d "${TMPDIR:-/tmp}/searxng-stack.XXXXXX")"
+# The run's directory: settings and logs, kept after it stops (the person reads the logs then).
+runs="${XDG_STATE_HOME:-$HOME/.local/state}/searxng-gateway"
+mkdir -p "$runs"
+work="$(mktemp -d "$runs/stack-$(date +%Y%m%d-%H%M%S)-XXXX")"
+echo "stack: logs and settings in $work (kept after it stops)"
+# Older runs beyond the last 10 go.
+ls -1dt "$runs"/stack-* 2>/dev/null | tail -n +11 | while IFS= read -r old; do rm -rf -- "$old"; done
 searxng_pids=()
 gateway_pid=""
+fake_pid=""
 
 stop_all() {
     trap - INT TERM EXIT
@@ -85,8 +110,13 @@ stop_all() {
         kill -KILL -- "-$pid" 2>/dev/null || true
         wait "$pid" 2>/dev/null || true
     done
-    rm -rf "$work"
-    echo "stack: stopped"
+    if [[ -n "$fake_pid" ]]; then
+        kill -TERM "$fake_pid" 2>/dev/null || true
+        wait "$fake_pid" 2>/dev/null || true
+    fi
+    # SearXNG's caches go; its settings and every log stay.
+    rm -rf "$work"/searxng-*/tmp
+    echo "stack: stopped; logs kept in $work"
 }
 trap 'stop_all; exit 0' INT TERM
 trap 'stop_all' EXIT
@@ -118,7 +148,7 @@ plugins:
   searx.plugins.hash_plugin.SXNGPlugin: {active: true}
 engines:
 EOF
-        sed 's/^/  /' "$engines_from"
+        sed -e 's/^/  /' -e "s/@ENGINE_UPSTREAM@/$engine_upstream/g" "$engines_from"
     else
         cat <<EOF
 use_default_settings: true
@@ -154,6 +184,15 @@ wait_healthy() {
     cat "$log" >&2
     return 1
 }
+
+if [[ -n "$engines_from" && -z "$engine_upstream" ]] && grep -q '@ENGINE_UPSTREAM@' "$engines_from"; then
+    fake_port="$(free_port)"
+    python3 scripts/offline-engine.py "$fake_port" </dev/null >"$work/offline-engine.log" 2>&1 &
+    fake_pid="$!"
+    wait_healthy "http://127.0.0.1:$fake_port" "the offline engines' fake" "$fake_pid" "$work/offline-engine.log"
+    engine_upstream="127.0.0.1:$fake_port"
+    echo "stack: offline engines answered by a loopback fake on http://$engine_upstream (log $work/offline-engine.log)"
+fi
 
 urls=()
 for i in $(seq 1 "$instances"); do

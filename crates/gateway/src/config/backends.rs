@@ -182,7 +182,11 @@ mod tests {
                 "{given}"
             );
         }
-        for prefix in ["https://host/searxng/", "https://host/searching", "http://h:1"] {
+        for prefix in [
+            "https://host/searxng/",
+            "https://host/searching",
+            "http://h:1",
+        ] {
             let backends = read_value(prefix).unwrap();
             assert_eq!(backends[0].corrected_from, None, "{prefix}");
             assert_eq!(
@@ -199,8 +203,14 @@ mod tests {
     #[test]
     fn a_url_with_a_query_is_refused_naming_the_base_url_to_set() {
         for (given, base) in [
-            ("http://127.0.0.1:8888/search?q=x&format=json", "http://127.0.0.1:8888"),
-            ("http://127.0.0.1:8888/?format=json", "http://127.0.0.1:8888"),
+            (
+                "http://127.0.0.1:8888/search?q=x&format=json",
+                "http://127.0.0.1:8888",
+            ),
+            (
+                "http://127.0.0.1:8888/?format=json",
+                "http://127.0.0.1:8888",
+            ),
             ("https://host/searxng/search?q=x", "https://host/searxng"),
         ] {
             let err = read_value(&format!("http://other:1,{given}")).unwrap_err();

@@ -53,7 +53,7 @@ use Fallback::{Text, Unset, Variable as From};
 /// Every variable the gateway reads, in the order `--help` and the README show them.
 pub const VARIABLES: &[Variable] = &[
     var("LISTEN_ADDR", Text(":8080"), "Bind address; `:PORT` means all interfaces."),
-    var("SEARXNG_BACKEND_URL", Text("http://127.0.0.1:8888"), "SearXNG base URL (a trailing `/` is tolerated), or a comma-separated list of them: a pool, balanced per call, with health, cooldown and engine breakers per instance."),
+    var("SEARXNG_BACKEND_URL", Text("http://127.0.0.1:8888"), "SearXNG base URL (a trailing `/` is tolerated; its search URL, `…/search`, is corrected to the base with a warning; a query string is refused), or a comma-separated list of them: a pool, balanced per call, with health, cooldown and engine breakers per instance."),
     var("FALLBACK_PROVIDERS", Text("brave"), "Comma list of premium providers (brave, exa, jina, kagi, linkup, perplexity, searchapi, serper, tavily): the preference order for `PROVIDER_POLICY=ordered`, the rotation's order for `rotate`."),
     var("PROVIDER_POLICY", Text("rotate"), "`rotate`: each request starts at the next provider of `FALLBACK_PROVIDERS` (spreads calls, so several free tiers last longer; a provider whose reported quota is nearly spent goes last). `ordered`: always the first usable provider first (it spends that provider's quota before the next is touched). `cheapest`: the cheapest usable provider first by `PREMIUM_PRICE_<NAME>` (ties: the better recent success rate), so a free tier is spent before a paid one."),
     var("T1_PREMIUM_COUNT", Text("0"), "Providers called concurrently with SearXNG on every cache miss (at most the number of active providers)."),

@@ -10,6 +10,7 @@ use serde_json::Value;
 use tokio::time::Instant;
 
 use super::explain::{FanOutRecord, RemoteFanOut};
+use super::failing_engines::{Hint, InstanceEngines};
 use super::failure::{Upstream, UpstreamFailure};
 use super::outcome::Outcome;
 use crate::merge::Merged;
@@ -132,8 +133,13 @@ impl Answer {
     }
 
     /// The 502 answer: every upstream failed. The message says whether premium providers were
-    /// there to try.
-    pub(crate) fn all_failed(failures: &[UpstreamFailure]) -> Self {
+    /// there to try; `searxng` lists each instance's failing engines by SearXNG's reason, and
+    /// `hint` says what to do when the failures point at one fix.
+    pub(crate) fn all_failed(
+        failures: &[UpstreamFailure],
+        engines: &[InstanceEngines],
+        hint: Option<Hint>,
+    ) -> Self {
         let premium_tried = failures
             .iter()
             .any(|f| matches!(f.upstream, Upstream::Provider(_)));
@@ -142,11 +148,17 @@ impl Answer {
         } else {
             "no upstream returned results: SearXNG failed and no premium provider was available to fall back to"
         };
-        let body = serde_json::json!({
+        let mut body = serde_json::json!({
             "error": "all_upstreams_failed",
             "message": message,
             "upstreams": failures,
         });
+        if let Some(hint) = hint {
+            body["hint"] = Value::String(hint.sentence());
+        }
+        if !engines.is_empty() {
+            body["searxng"] = serde_json::to_value(engines).unwrap_or(Value::Null);
+        }
         Self {
             outcome: Outcome::FallbackFail,
             status: 502,
@@ -230,9 +242,13 @@ mod tests {
 
     #[test]
     fn the_502_body_names_upstreams_and_classes_only() {
-        let a = Answer::all_failed(&[UpstreamFailure::searxng(Shortfall::from(
-            crate::upstream::ErrorClass::Timeout,
-        ))]);
+        let a = Answer::all_failed(
+            &[UpstreamFailure::searxng(Shortfall::from(
+                crate::upstream::ErrorClass::Timeout,
+            ))],
+            &[],
+            None,
+        );
         let body: Value = serde_json::from_slice(&a.json).unwrap();
         assert_eq!(a.status, 502);
         assert_eq!(

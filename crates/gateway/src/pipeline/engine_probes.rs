@@ -358,10 +358,15 @@ impl ProbeTarget for InstanceTarget<'_> {
         deadline: Instant,
     ) -> Result<SearxngAnswer, UpstreamError> {
         let _busy = self.instance.begin();
-        self.instance
+        let result = self
+            .instance
             .client
             .probe(engine.as_str(), query, deadline)
-            .await
+            .await;
+        if let Ok(answer) = &result {
+            self.instance.note_probe(engine, answer);
+        }
+        result
     }
 
     async fn publish(&self) {

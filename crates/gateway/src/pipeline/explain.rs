@@ -11,6 +11,7 @@ use serde::Serialize;
 use tokio::time::Instant;
 
 use super::calls::{Event, Pass};
+use super::failing_engines::InstanceEngines;
 use super::failure::{Shortfall, Upstream, UpstreamFailure};
 use crate::upstream::ErrorClass;
 
@@ -119,6 +120,13 @@ pub(crate) struct FanOutRecord {
     pub(crate) calls: Vec<CallRecord>,
     /// SearXNG engines left out of the `engines=` list because their breaker is open.
     pub(crate) engines_excluded: Vec<String>,
+    /// When the answer failed: each instance's failing engines by SearXNG's reason (as the 502
+    /// body lists them).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub(crate) searxng_engines: Vec<InstanceEngines>,
+    /// When the answer failed and the failures point at one fix: the 502 body's hint.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) hint: Option<String>,
     pub(crate) skipped: Vec<Skipped>,
     pub(crate) fallback_reason: Option<FallbackReason>,
     pub(crate) budget_ms: u64,

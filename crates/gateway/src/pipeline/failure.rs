@@ -190,9 +190,6 @@ mod tests {
         let failure = UpstreamFailure::searxng(Shortfall::from(err));
         assert_eq!(failure.why.status(), Some(StatusCode::NOT_FOUND));
         assert_eq!(failure.why.as_str(), "http_status");
-        assert_eq!(
-            Failures(&[failure]).to_string(),
-            "searxng: http_status 404"
-        );
+        assert_eq!(Failures(&[failure]).to_string(), "searxng: http_status 404");
     }
 }

@@ -28,6 +28,7 @@ use super::answer::Answer;
 use super::breaker_signals::{self, Concerns};
 use super::calls::{self, Event, Pass, DEADLINE_MARGIN};
 use super::explain::{FallbackReason, FanOutRecord};
+use super::failing_engines::{self, EnginesFailing, Hint, InstanceEngines};
 use super::failure::{Failures, Shortfall, Upstream, UpstreamFailure};
 use super::outcome::{Contribution, Outcome};
 use super::provider_rotation::{Breakers, Premium, ProviderWalk};
@@ -89,6 +90,8 @@ pub(super) struct FanOut {
     /// The fallback started with SearXNG: the instance had lately been slow to answer.
     hedged: bool,
     failures: Vec<UpstreamFailure>,
+    /// Each SearXNG instance's failing engines, gathered only for an answer that failed.
+    engines_failing: Vec<InstanceEngines>,
     record: FanOutRecord,
     /// The client's domain filter, applied to every source's results as they arrive (so the
     /// target counts only results the client keeps).
@@ -114,6 +117,7 @@ impl FanOut {
             slow_fired: false,
             hedged: false,
             failures: Vec::new(),
+            engines_failing: Vec::new(),
             record: FanOutRecord::starting_now(),
             domains: DomainFilter::default(),
         }
@@ -168,6 +172,17 @@ impl FanOut {
     /// The provider walk has someone to offer again (a provider with another usable key).
     pub(super) fn providers_again(&mut self) {
         self.providers_exhausted = false;
+    }
+
+    /// Nothing answered: SearXNG gave no healthy answer and no provider answered — the answer
+    /// will be the failure (`Outcome::FallbackFail`).
+    pub(super) fn all_failed(&self) -> bool {
+        self.searxng != SearxngProgress::Healthy && !self.premium_answered
+    }
+
+    /// The SearXNG instances' failing engines, for a failed answer's body and log line.
+    pub(super) fn engines_failing(&mut self, engines: Vec<InstanceEngines>) {
+        self.engines_failing = engines;
     }
 
     fn target_met(&self) -> bool {
@@ -230,10 +245,9 @@ impl FanOut {
         match event {
             Event::Searxng(Ok(answer)) => {
                 if answer.is_degraded() {
-                    self.failures
-                        .push(UpstreamFailure::searxng(Shortfall::from(
-                            ErrorClass::Degraded,
-                        )));
+                    self.failures.push(UpstreamFailure::searxng(Shortfall::from(
+                        ErrorClass::Degraded,
+                    )));
                     self.searxng = SearxngProgress::Degraded;
                 } else {
                     self.searxng_body = answer.body.map(|body| (body, answer.results.len()));
@@ -301,13 +315,26 @@ impl FanOut {
         let outcome = Outcome::of_fan_out(searxng, premium);
         let elapsed_ms = elapsed.as_millis() as u64;
         if outcome == Outcome::FallbackFail {
-            tracing::warn!(elapsed_ms, upstreams = %Failures(&self.failures), "every upstream failed");
-            let mut answer = Answer::all_failed(&self.failures);
+            let hint = Hint::of(&self.failures, &self.engines_failing);
+            tracing::warn!(
+                elapsed_ms,
+                upstreams = %Failures(&self.failures),
+                engines = %EnginesFailing(&self.engines_failing),
+                hint = hint.map(Hint::sentence).unwrap_or_default(),
+                "every upstream failed"
+            );
+            let mut answer = Answer::all_failed(&self.failures, &self.engines_failing, hint);
+            record.searxng_engines = self.engines_failing;
+            record.hint = hint.map(Hint::sentence);
             answer.record = record;
             return (Arc::new(answer), Keep::Never);
         }
         let complete =
             merged.results.len() >= self.target && self.searxng == SearxngProgress::Healthy;
+        // An empty answer is SearXNG's "nothing found" only when the engines that answer were
+        // asked: with engines left out (open breakers), the empty hand is theirs, not the web's —
+        // served, never cached.
+        let unsure_empty = merged.results.is_empty() && !record.engines_excluded.is_empty();
         if !self.failures.is_empty() {
             tracing::debug!(elapsed_ms, upstreams = %Failures(&self.failures), "answered despite failing upstreams");
         }
@@ -324,7 +351,12 @@ impl FanOut {
             (_, top) => Answer::success(outcome, query, top, merged),
         };
         answer.record = record;
-        (Arc::new(answer), answer_keep(complete, cache_ttl))
+        let keep = if unsure_empty {
+            Keep::Never
+        } else {
+            answer_keep(complete, cache_ttl)
+        };
+        (Arc::new(answer), keep)
     }
 }
 
@@ -485,6 +517,9 @@ pub(crate) async fn run(
     drop(calls);
     if let Some(excluded) = searxng_task.as_ref().and_then(SearxngTask::excluded) {
         fan.record_mut().engines_excluded = excluded;
+    }
+    if fan.all_failed() {
+        fan.engines_failing(failing_engines::of_pool(&ctx.searxng.pool));
     }
     fan.finish(&req.query, ctx.settings.cache_ttl, started.elapsed())
 }

@@ -36,6 +36,7 @@ mod engine_plan;
 mod engine_probes;
 mod engine_value;
 pub(crate) mod explain;
+mod failing_engines;
 pub(crate) mod failure;
 mod fanout;
 mod metrics;
@@ -72,9 +73,9 @@ pub(crate) use persisted::Restored;
 /// The breaker namespaces an operator names (`/admin/breakers/{namespace}/{name}`).
 pub(crate) use crate::breaker::BreakerKind;
 use crate::breaker::{BreakerBoard, BreakerPolicy, BreakerState};
+use crate::cache::{AnswerCache, CacheCounters, ComputationLost};
 /// How an answer was obtained, and from which tier (`X-Cache`, `X-Cache-Tier`, `explain`).
 pub(crate) use crate::cache::{CacheStatus, CacheTier};
-use crate::cache::{AnswerCache, CacheCounters, ComputationLost};
 use crate::config::Config;
 use crate::persist::{OpenBreaker, Snapshot, SpendEntry};
 use crate::providers::quota::QuotaBoard;
@@ -112,6 +113,29 @@ pub(crate) enum SearchError {
     /// The shared computation was lost (a bug): a 500, never a hang.
     #[error(transparent)]
     Lost(#[from] ComputationLost),
+}
+
+/// Why the gateway is not ready (`/readyz`'s 503 body): a fixed message, and SearXNG's failing
+/// engines by reason with the hint they give, when that is why.
+#[derive(Debug, serde::Serialize)]
+pub(crate) struct NotReady {
+    error: &'static str,
+    message: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    hint: Option<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    searxng: Vec<failing_engines::InstanceEngines>,
+}
+
+impl NotReady {
+    fn new(message: &'static str, searxng: Vec<failing_engines::InstanceEngines>) -> Self {
+        Self {
+            error: "not_ready",
+            message,
+            hint: failing_engines::Hint::of_engines(&searxng).map(failing_engines::Hint::sentence),
+            searxng,
+        }
+    }
 }
 
 /// What a search produced for one client.
@@ -521,15 +545,34 @@ impl Gateway {
         self.inner.fanout.premium.spend.capped()
     }
 
-    /// Ready when SearXNG answered recently or at least one provider is usable.
-    pub(crate) fn is_ready(&self) -> bool {
+    /// Ready when a premium provider is usable, or when SearXNG answered recently and one of its
+    /// instances has an engine a search can use (#45: an instance whose every engine is failing
+    /// answers only failures, however fast its `/config` comes back). Not ready says why: the
+    /// failing engines by SearXNG's reason, and the hint they give.
+    pub(crate) fn readiness(&self) -> Result<(), NotReady> {
         let premium = &self.inner.fanout.premium;
-        self.inner.fanout.searxng.answered_within(READY_WINDOW)
-            || premium.providers.iter().any(|p| {
-                premium.breakers.get(&p.kind()).state() != BreakerState::Open
-                    && p.keys()
-                        .any(|k| premium.key_breakers.get(k).state() != BreakerState::Open)
-            })
+        let premium_usable = premium.providers.iter().any(|p| {
+            premium.breakers.get(&p.kind()).state() != BreakerState::Open
+                && p.keys()
+                    .any(|k| premium.key_breakers.get(k).state() != BreakerState::Open)
+        });
+        if premium_usable {
+            return Ok(());
+        }
+        let searxng = &self.inner.fanout.searxng;
+        if !searxng.answered_within(READY_WINDOW) {
+            return Err(NotReady::new(
+                "SearXNG has not answered recently and no premium provider is usable",
+                Vec::new(),
+            ));
+        }
+        if searxng.pool.instances().iter().any(|i| i.has_usable_engine()) {
+            return Ok(());
+        }
+        Err(NotReady::new(
+            "no SearXNG instance has a usable engine (each is cooling down, or every engine it searches is failing) and no premium provider is usable",
+            failing_engines::of_pool(&searxng.pool),
+        ))
     }
 
     /// Refreshes the gauges computed from time (breaker states, the cooldown) and renders the

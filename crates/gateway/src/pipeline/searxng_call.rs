@@ -273,6 +273,7 @@ fn answered(
         permit.record(signal);
     }
     instance.value.note(&plan.asked(), &answer);
+    instance.note_engines(&answer);
     if plan.settle(&answer, &instance.engines, catalog.as_deref()) {
         instance.catalog.refresh.notify_one();
     }

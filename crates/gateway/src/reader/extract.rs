@@ -58,6 +58,36 @@ pub(crate) struct Extracted {
     pub(crate) words: usize,
 }
 
+/// Fewer words than this and a page may hold its text where the article pass did not look.
+pub(crate) const FEW_WORDS: usize = 20;
+
+/// `html` with its `<noscript>` elements turned into `<div>`s — what a browser without scripts
+/// shows — or `None` when it has none.
+pub(crate) fn with_noscript_shown(html: &str) -> Option<String> {
+    let lower = html.to_ascii_lowercase();
+    if !lower.contains("<noscript") {
+        return None;
+    }
+    // Same length, same boundaries: the ASCII-lower-cased copy indexes the original.
+    let mut shown = String::with_capacity(html.len());
+    let mut at = 0;
+    for (start, _) in lower.match_indices("noscript") {
+        let opens = lower[..start].ends_with('<');
+        let closes = lower[..start].ends_with("</");
+        let tag_name_ends = lower[start + 8..]
+            .chars()
+            .next()
+            .is_some_and(|c| c == '>' || c == '/' || c.is_ascii_whitespace());
+        if (opens || closes) && tag_name_ends {
+            shown.push_str(&html[at..start]);
+            shown.push_str("div");
+            at = start + 8;
+        }
+    }
+    shown.push_str(&html[at..]);
+    Some(shown)
+}
+
 /// The first [`MAX_HTML_BYTES`] of `html`, cut at a character boundary: all that is parsed.
 fn parsed_part(html: &str) -> &str {
     let mut end = html.len().min(MAX_HTML_BYTES);
@@ -568,6 +598,16 @@ mod tests {
             deepest = deepest.max(depth);
         }
         eprintln!("{} pages, the deepest nests {deepest}", pages.len());
+    }
+
+    #[test]
+    fn noscript_elements_are_shown_as_a_browser_without_scripts_shows_them() {
+        let page = "<html><body><NOSCRIPT class=x><p>Thread</p></NoScript><noscripts>no</noscripts></body></html>";
+        assert_eq!(
+            with_noscript_shown(page).unwrap(),
+            "<html><body><div class=x><p>Thread</p></div><noscripts>no</noscripts></body></html>"
+        );
+        assert_eq!(with_noscript_shown("<p>none</p>"), None);
     }
 
     #[test]

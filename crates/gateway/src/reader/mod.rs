@@ -257,6 +257,16 @@ fn into_document(
             }
             let mut extracted = extract::html(&html, &fetched.final_url, format)
                 .ok_or(ReadFailure::NoReadableText)?;
+            if extracted.words < extract::FEW_WORDS {
+                // What a reader without scripts sees: a forum that serves its thread in
+                // `<noscript>` for them (Discourse, Flarum) has its text there.
+                if let Some(shown) = extract::with_noscript_shown(&html)
+                    .and_then(|shown| extract::html(&shown, &fetched.final_url, format))
+                    .filter(|shown| shown.words > extracted.words)
+                {
+                    extracted = shown;
+                }
+            }
             if let Some(wall) = wall::by_page(&html, extracted.words) {
                 return Err(ReadFailure::Blocked(wall));
             }
@@ -391,4 +401,27 @@ pub(crate) fn parse_pdf_for_fuzzing(
         let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
         pool.parse(job, deadline).await
     })
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_forum_thread_served_in_noscript_is_read_as_a_reader_without_scripts_sees_it() {
+        // A Discourse topic (from the WCXB corpus, trimmed): the whole thread is in `<noscript>`,
+        // which the article pass leaves out; it failed as "no readable text" once it was no longer
+        // taken for a script shell.
+        let page = include_bytes!("testdata/walls/readable/discourse-thread-in-noscript.html");
+        let url = "https://users.rust-lang.org/t/msrv-change/1";
+        let document =
+            extract_body(page, Some("text/html"), url, url, ReadFormat::Text).unwrap();
+        assert!(
+            document.content.contains("MSRV aware resolver"),
+            "{}",
+            document.content
+        );
+        assert!(document.words() > 100, "{}", document.words());
+    }
 }

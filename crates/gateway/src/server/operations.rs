@@ -34,15 +34,15 @@ pub(super) async fn healthz() -> Response {
     json_response(StatusCode::OK, r#"{"status":"ok"}"#.to_owned())
 }
 
-/// Readiness: SearXNG answered recently or a premium provider is usable.
+/// Readiness: a premium provider is usable, or SearXNG answered recently and has an engine to
+/// search with; otherwise a 503 saying why (`Gateway::readiness`).
 pub(super) async fn readyz(State(gateway): State<Gateway>) -> Response {
-    if gateway.is_ready() {
-        json_response(StatusCode::OK, r#"{"status":"ready"}"#.to_owned())
-    } else {
-        json_response(
-            StatusCode::SERVICE_UNAVAILABLE,
-            r#"{"error":"not_ready","message":"SearXNG has not answered recently and no premium provider is usable"}"#.to_owned(),
-        )
+    match gateway.readiness() {
+        Ok(()) => json_response(StatusCode::OK, r#"{"status":"ready"}"#.to_owned()),
+        Err(not_ready) => match serde_json::to_string(&not_ready) {
+            Ok(body) => json_response(StatusCode::SERVICE_UNAVAILABLE, body),
+            Err(_) => ApiError::Internal.into_response(),
+        },
     }
 }
 

@@ -114,6 +114,88 @@ fn a_bad_value_stops_the_process_with_exit_code_2_naming_the_variable() {
     }
 }
 
+/// SearXNG's search URL with a query (copied from a browser's address bar) stops start-up naming the variable
+/// and the base URL to set instead.
+#[test]
+fn a_searxng_url_with_a_query_stops_start_up_naming_the_base_url_to_set() {
+    let out = process::command(&[
+        (
+            "SEARXNG_BACKEND_URL",
+            "http://127.0.0.1:8888/search?q=hello&format=json",
+        ),
+        ("LISTEN_ADDR", "127.0.0.1:0"),
+    ])
+    .output()
+    .expect("runs");
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(stderr.trim().lines().count(), 1, "one line: {stderr}");
+    assert!(stderr.contains("SEARXNG_BACKEND_URL"), "{stderr}");
+    assert!(
+        stderr.contains("give SearXNG's base URL instead, http://127.0.0.1:8888 "),
+        "the fix is named: {stderr}"
+    );
+}
+
+/// `SEARXNG_BACKEND_URL=…/search` (the search URL where the base belongs): the gateway starts on the base URL,
+/// warns once naming the variable and both URLs, and searches reach SearXNG's `/search` — not `/search/search`,
+/// a 404 that made every search fail.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_searxng_search_url_is_corrected_to_the_base_with_one_warning() {
+    let searxng = SimulatedSearxng::start(&["alpha"])
+        .await
+        .expect("simulator");
+    let base = searxng.base_url();
+    let given = format!("{}/search", base.trim_end_matches('/'));
+    let mut gateway = GatewayProcess::start(&[
+        ("SEARXNG_BACKEND_URL", given.as_str()),
+        ("LISTEN_ADDR", "127.0.0.1:0"),
+    ]);
+    let url = gateway.url().await;
+    let reply = reqwest::get(format!("{url}/search?q=corrected&format=json"))
+        .await
+        .expect("answer");
+    assert_eq!(reply.status(), 200, "SearXNG answers at the base URL");
+    assert_eq!(gateway.terminate().await.code(), Some(0));
+    let output = gateway.output().await;
+    let warnings: Vec<&str> = output
+        .lines()
+        .filter(|l| l.contains("WARN") && l.contains("SEARXNG_BACKEND_URL"))
+        .collect();
+    assert_eq!(warnings.len(), 1, "one warning:\n{output}");
+    assert!(
+        warnings[0].contains(&given) && warnings[0].contains("base URL"),
+        "it names the URL given and the fix: {}",
+        warnings[0]
+    );
+}
+
+/// A SearXNG that answers an unexpected status (a wrong path prefix: its 404): the log line of the failed search
+/// says `http_status 404`, not `http_status` alone.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_http_status_failure_is_logged_with_its_status() {
+    let searxng = SimulatedSearxng::start(&["alpha"])
+        .await
+        .expect("simulator");
+    let wrong_prefix = format!("{}/not-searxng", searxng.base_url().trim_end_matches('/'));
+    let mut gateway = GatewayProcess::start(&[
+        ("SEARXNG_BACKEND_URL", wrong_prefix.as_str()),
+        ("LISTEN_ADDR", "127.0.0.1:0"),
+    ]);
+    let url = gateway.url().await;
+    let reply = reqwest::get(format!("{url}/search?q=wrong+prefix&format=json"))
+        .await
+        .expect("answer");
+    assert_eq!(reply.status(), 502);
+    assert_eq!(gateway.terminate().await.code(), Some(0));
+    let output = gateway.output().await;
+    let failed = output
+        .lines()
+        .find(|l| l.contains("every upstream failed"))
+        .unwrap_or_else(|| panic!("the failed search is logged:\n{output}"));
+    assert!(failed.contains("searxng: http_status 404"), "{failed}");
+}
+
 /// A simulated SearXNG whose engines all fail, so every search goes to Brave, and a Brave fake that
 /// expects another key than `key`: each search makes the gateway log a Brave `auth` failure.
 async fn brave_refusing(key: &str) -> (SimStack, Vec<(String, String)>) {

@@ -116,6 +116,9 @@ async fn hostile_pdfs_and_markup_fail_alone_as_too_complex_and_the_gateway_reads
     );
     let health = reqwest::get(format!("{url}/healthz")).await.expect("alive");
     assert_eq!(health.status(), 200);
+    // The bombs' gigabytes were never the gateway's: its own memory stayed that of a small server.
+    let peak = gateway.peak_rss_bytes();
+    assert!(peak < 256 << 20, "the gateway's peak RSS was {} MiB", peak >> 20);
     let status = gateway.terminate().await;
     assert!(status.success(), "the gateway ends cleanly: {status:?}");
 }

@@ -632,3 +632,68 @@ async fn when_every_upstream_fails_the_last_complete_answer_is_served_stale() {
     let other = s.gateway.search(&[("q", "never answered")]).await;
     assert_eq!(other.status, 502, "{}", other.text);
 }
+
+/// #45, on the simulator: every engine that answers fails with `HTTP connection error` and the one
+/// left closed never runs for these searches (no paging: SearXNG skips it on page 2, silently).
+/// Once the failing engines' breakers open, an `engines=` list of what is left made SearXNG search
+/// nothing and answer an empty 200 — `searxng_ok`, cached. Now the search goes unrestricted and
+/// every one, the first and the twentieth, is a 502 naming the engines and `connection_error`,
+/// with the hint; nothing is cached; the breakers name the class; `/readyz` says not ready, and why.
+#[tokio::test(flavor = "multi_thread")]
+async fn when_every_engine_that_answers_fails_every_search_is_a_failure_naming_why_never_a_cached_empty_success(
+) {
+    let s = SimStack::start_with_keys(&[], false, &[("BREAKER_FAILURE_THRESHOLD", "2")]).await;
+    for engine in ["alpha", "gamma"] {
+        s.searxng.set_engine(
+            engine,
+            EngineBehaviour::Fails(EngineFailure::ConnectionError),
+        );
+    }
+    s.searxng.set_engine_paging("beta", false);
+
+    for i in 1..=20 {
+        let reply = s
+            .gateway
+            .search(&[("q", "nowhere to be found"), ("pageno", "2")])
+            .await;
+        assert_eq!(reply.status, 502, "search {i}: {}", reply.text);
+        assert_eq!(reply.outcome, "fallback_fail", "search {i}");
+        assert_eq!(reply.cache, "miss", "search {i}: a failure is never cached");
+        let engines = &reply.json["searxng"][0]["engines"];
+        assert_eq!(
+            engines["connection_error"],
+            serde_json::json!(["alpha", "gamma"]),
+            "search {i}: {}",
+            reply.text
+        );
+        assert!(
+            reply.json["hint"]
+                .as_str()
+                .is_some_and(|h| h.contains("SearXNG cannot reach the web from this host")),
+            "search {i}: {}",
+            reply.text
+        );
+    }
+    assert!(
+        s.gateway
+            .metric(
+                "searxng_gateway_circuit_breaker_trips_total",
+                &[("engine", "alpha"), ("reason", "connection_error")]
+            )
+            .await
+            >= 1.0,
+        "the breaker names the class, not `transient`"
+    );
+    let ready = s.gateway.get("/readyz").await;
+    assert_eq!(ready.status, 503, "{}", ready.text);
+    assert_eq!(ready.json["error"], "not_ready");
+    assert_eq!(
+        ready.json["searxng"][0]["engines"]["connection_error"],
+        serde_json::json!(["alpha", "gamma"]),
+        "{}",
+        ready.text
+    );
+    assert!(ready.json["hint"]
+        .as_str()
+        .is_some_and(|h| h.contains("egress/DNS")));
+}

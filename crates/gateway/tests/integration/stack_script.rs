@@ -1,40 +1,23 @@
-//! `scripts/stack.sh`, the one command that runs the real stack: started as a user would (offline, with its
-//! engines pointed at the loopback fake), it answers a search through the gateway in front of two real SearXNG
-//! instances, and SIGINT (Ctrl-C) stops everything it started.
+//! `scripts/stack.sh`, the one command that runs the real stack: started as a user would, offline with the engines
+//! file the repository ships (`examples/offline-engines.yml`), it answers a search through the gateway in front of
+//! real SearXNG instances, SIGINT (Ctrl-C) stops everything it started, and the logs it pointed at are still there
+//! afterwards, in the directory it prints.
 
 use crate::support::external::needs;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Stdio;
 
-use tokio::io::{AsyncBufReadExt, BufReader};
-use tokio::process::Command;
+use tokio::io::{AsyncBufReadExt, BufReader, Lines};
+use tokio::process::{Child, ChildStdout, Command};
 
 use crate::support::engine_upstream::EngineUpstream;
 use crate::support::ports::unused_loopback_port;
 use crate::support::process::BIN;
 use crate::support::wait;
 
-fn engines_yaml(upstream_port: u16) -> String {
-    ["alpha", "beta"]
-        .iter()
-        .map(|name| {
-            format!(
-                "- name: {name}
-  engine: json_engine
-  shortcut: {short}
-  categories: [general]
-  enable_http: true
-  timeout: 3.0
-  search_url: \"http://127.0.0.1:{upstream_port}/{name}/search?q={{query}}\"
-  results_query: items
-  url_query: link
-  title_query: name
-  content_query: snippet
-",
-                short = &name[..2],
-            )
-        })
-        .collect()
+/// The repository's root.
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
 async fn refuses_connections(url: &str) -> bool {
@@ -45,78 +28,149 @@ async fn refuses_connections(url: &str) -> bool {
         .is_err_and(|err| err.is_connect())
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn the_stack_script_serves_a_search_through_a_pool_and_stops_on_sigint() {
-    needs!(Searxng);
-    let upstream = EngineUpstream::start().await;
-    let dir = tempfile::tempdir().expect("a temporary directory");
-    let engines = dir.path().join("engines.yml");
-    std::fs::write(&engines, engines_yaml(upstream.port())).expect("write the engines file");
-    let listen = format!("127.0.0.1:{}", unused_loopback_port());
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/stack.sh");
-    let venv = crate::support::external::searxng_venv();
-    let mut child = Command::new("bash")
-        .arg(&script)
-        .args(["--instances", "2", "--listen", &listen, "--gateway", BIN])
-        .arg("--engines-from")
-        .arg(&engines)
-        .env("SEARXNG_VENV", venv)
-        .env("LOG_LEVEL", "warn")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("bash runs scripts/stack.sh");
-    let mut stdout = BufReader::new(child.stdout.take().expect("stdout is piped")).lines();
-    let mut stderr = BufReader::new(child.stderr.take().expect("stderr is piped")).lines();
-    tokio::spawn(async move {
-        while let Ok(Some(line)) = stderr.next_line().await {
-            eprintln!("stack.sh: {line}");
-        }
-    });
+/// `scripts/stack.sh` running offline on the shipped engines file, with its state (its logs) under `state`.
+struct Stack {
+    child: Child,
+    stdout: Lines<BufReader<ChildStdout>>,
+    /// The gateway's address.
+    listen: String,
+    /// Each SearXNG instance's URL, as printed.
+    searxng_urls: Vec<String>,
+}
 
-    let mut searxng_urls = Vec::new();
-    let query_line = wait::guarded("stack.sh to print the URL to query", async {
-        while let Ok(Some(line)) = stdout.next_line().await {
-            eprintln!("stack.sh: {line}");
-            if let Some(rest) = line.strip_prefix("stack: SearXNG ") {
-                if let Some(url) = rest.split_whitespace().find(|w| w.starts_with("http://")) {
-                    searxng_urls.push(url.to_owned());
+impl Stack {
+    /// Starts the script with `instances` SearXNG instances and `extra` arguments, and waits until it prints
+    /// the URL to query.
+    async fn start(instances: u32, extra: &[String], state: &Path) -> Self {
+        let listen = format!("127.0.0.1:{}", unused_loopback_port());
+        let mut child = Command::new("bash")
+            .arg(repo().join("scripts/stack.sh"))
+            .args(["--instances", &instances.to_string(), "--listen", &listen])
+            .args(["--gateway", BIN])
+            .arg("--engines-from")
+            .arg(repo().join("examples/offline-engines.yml"))
+            .args(extra)
+            .env("SEARXNG_VENV", crate::support::external::searxng_venv())
+            .env("XDG_STATE_HOME", state)
+            .env("LOG_LEVEL", "warn")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("bash runs scripts/stack.sh");
+        let mut stdout = BufReader::new(child.stdout.take().expect("stdout is piped")).lines();
+        let mut stderr = BufReader::new(child.stderr.take().expect("stderr is piped")).lines();
+        tokio::spawn(async move {
+            while let Ok(Some(line)) = stderr.next_line().await {
+                eprintln!("stack.sh: {line}");
+            }
+        });
+        let mut searxng_urls = Vec::new();
+        let query_line = wait::guarded("stack.sh to print the URL to query", async {
+            while let Ok(Some(line)) = stdout.next_line().await {
+                eprintln!("stack.sh: {line}");
+                if let Some(rest) = line.strip_prefix("stack: SearXNG ") {
+                    if let Some(url) = rest.split_whitespace().find(|w| w.starts_with("http://")) {
+                        searxng_urls.push(url.to_owned());
+                    }
+                }
+                if line.contains("query: curl") {
+                    return line;
                 }
             }
-            if line.contains("query: curl") {
-                return line;
+            panic!("stack.sh ended its output without printing the URL to query");
+        })
+        .await;
+        assert!(
+            query_line.contains(&format!("http://{listen}/search")),
+            "{query_line}"
+        );
+        Self {
+            child,
+            stdout,
+            listen,
+            searxng_urls,
+        }
+    }
+
+    /// A search through the gateway, as JSON.
+    async fn search(&self, query: &str) -> serde_json::Value {
+        reqwest::get(format!(
+            "http://{}/search?q={query}&format=json",
+            self.listen
+        ))
+        .await
+        .expect("the gateway answers")
+        .json()
+        .await
+        .expect("JSON")
+    }
+
+    /// Ctrl-C: waits for the script to exit 0 and for everything it started to stop, and returns the directory
+    /// it said it kept the logs in.
+    async fn interrupt(mut self) -> PathBuf {
+        let pid = self.child.id().expect("the script is running");
+        let sent = Command::new("kill")
+            .args(["-INT", &pid.to_string()])
+            .status()
+            .await
+            .expect("run kill");
+        assert!(sent.success());
+        let exit = wait::guarded("stack.sh to stop after SIGINT", self.child.wait())
+            .await
+            .expect("wait for stack.sh");
+        assert!(exit.success(), "stack.sh exits 0 after Ctrl-C: {exit}");
+        assert!(
+            refuses_connections(&format!("http://{}", self.listen)).await,
+            "the gateway stopped"
+        );
+        for url in &self.searxng_urls {
+            assert!(refuses_connections(url).await, "SearXNG at {url} stopped");
+        }
+        let mut kept = None;
+        while let Ok(Some(line)) = self.stdout.next_line().await {
+            eprintln!("stack.sh: {line}");
+            if let Some((_, dir)) = line.split_once("logs kept in ") {
+                kept = Some(PathBuf::from(dir.trim()));
             }
         }
-        panic!("stack.sh ended its output without printing the URL to query");
-    })
-    .await;
-    assert!(
-        query_line.contains(&format!("http://{listen}/search")),
-        "{query_line}"
-    );
-    assert_eq!(
-        searxng_urls.len(),
+        kept.expect("stack.sh says where it kept the logs when it stops")
+    }
+}
+
+/// Two instances in front of the test's own fake upstream (`--engine-upstream`, so the test sees the searches
+/// reach the engines): a search is answered, the gateway serves the pool, Ctrl-C stops it all, and the gateway's
+/// and each instance's logs are where the script said, under `XDG_STATE_HOME`.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_stack_script_serves_a_search_through_a_pool_and_keeps_its_logs_after_sigint() {
+    needs!(Searxng);
+    let upstream = EngineUpstream::start().await;
+    let state = tempfile::tempdir().expect("a temporary directory");
+    let stack = Stack::start(
         2,
-        "two SearXNG instances: {searxng_urls:?}"
+        &[
+            "--engine-upstream".to_owned(),
+            format!("127.0.0.1:{}", upstream.port()),
+        ],
+        state.path(),
+    )
+    .await;
+    assert_eq!(
+        stack.searxng_urls.len(),
+        2,
+        "two SearXNG instances: {:?}",
+        stack.searxng_urls
     );
 
-    let reply: serde_json::Value = reqwest::get(format!(
-        "http://{listen}/search?q=through+the+stack&format=json"
-    ))
-    .await
-    .expect("the gateway answers")
-    .json()
-    .await
-    .expect("JSON");
+    let reply = stack.search("through+the+stack").await;
     let results = reply["results"].as_array().expect("results");
     assert!(!results.is_empty(), "{reply}");
     assert!(
         upstream.hits("alpha") >= 1,
         "the search reached the engines"
     );
-    let status: serde_json::Value = reqwest::get(format!("http://{listen}/status"))
+    let status: serde_json::Value = reqwest::get(format!("http://{}/status", stack.listen))
         .await
         .expect("the gateway answers /status")
         .json()
@@ -128,22 +182,46 @@ async fn the_stack_script_serves_a_search_through_a_pool_and_stops_on_sigint() {
         "the gateway runs in front of both instances: {status}"
     );
 
-    let pid = child.id().expect("the script is running");
-    let sent = Command::new("kill")
-        .args(["-INT", &pid.to_string()])
-        .status()
-        .await
-        .expect("run kill");
-    assert!(sent.success());
-    let exit = wait::guarded("stack.sh to stop after SIGINT", child.wait())
-        .await
-        .expect("wait for stack.sh");
-    assert!(exit.success(), "stack.sh exits 0 after Ctrl-C: {exit}");
+    let kept = stack.interrupt().await;
     assert!(
-        refuses_connections(&format!("http://{listen}")).await,
-        "the gateway stopped"
+        kept.starts_with(state.path().join("searxng-gateway")),
+        "under XDG_STATE_HOME: {}",
+        kept.display()
     );
-    for url in &searxng_urls {
-        assert!(refuses_connections(url).await, "SearXNG at {url} stopped");
+    for log in [
+        "gateway.log",
+        "searxng-1/searxng.log",
+        "searxng-2/searxng.log",
+    ] {
+        assert!(kept.join(log).is_file(), "{log} kept in {}", kept.display());
     }
+}
+
+/// The shipped engines file alone, as README's "Run it" says to run it without internet: the script starts its
+/// own loopback fake for the engines, and the answer holds the fake's results from both engines.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_stack_script_runs_offline_on_the_shipped_engines_file_alone() {
+    needs!(Searxng);
+    let state = tempfile::tempdir().expect("a temporary directory");
+    let stack = Stack::start(1, &[], state.path()).await;
+
+    let reply = stack.search("offline+first+run").await;
+    let urls: Vec<&str> = reply["results"]
+        .as_array()
+        .expect("results")
+        .iter()
+        .filter_map(|r| r["url"].as_str())
+        .collect();
+    for engine in ["alpha", "beta"] {
+        assert!(
+            urls.iter()
+                .any(|u| u.starts_with(&format!("https://{engine}.example.test/"))),
+            "{engine}'s fake results: {reply}"
+        );
+    }
+
+    let kept = stack.interrupt().await;
+    let fake_log =
+        std::fs::read_to_string(kept.join("offline-engine.log")).expect("the fake's log is kept");
+    assert!(fake_log.contains("GET /alpha/search"), "{fake_log}");
 }

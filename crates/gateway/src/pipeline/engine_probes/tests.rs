@@ -91,8 +91,10 @@ impl Fake {
         self.board.get(&EngineName::checked(name).unwrap())
     }
 
-    /// What a client's search would ask SearXNG for now.
+    /// What a client's search would ask SearXNG for now (alpha, never blocked here, has answered
+    /// clients' searches: it carries one alone while beta is out).
     fn client_plan(&self) -> Option<Vec<String>> {
+        self.breaker("alpha").record(Signal::Success);
         let catalog = EngineCatalog::from_engines(
             ["alpha", "beta"]
                 .iter()
@@ -100,6 +102,8 @@ impl Fake {
                     name: (*name).into(),
                     categories: vec!["general".into()],
                     enabled: true,
+                    paging: true,
+                    time_range_support: true,
                 })
                 .collect(),
         );

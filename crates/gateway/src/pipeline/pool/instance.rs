@@ -1,7 +1,10 @@
 //! One SearXNG instance of the pool and everything the gateway knows about it alone: its client,
 //! its engine catalog (`/config`), its cooldown, its engine breakers, its recent latency and the
-//! calls it is answering now — so one instance's blocked engine or outage never touches another.
+//! calls it is answering now — so one instance's blocked engine or outage never touches another —
+//! and what SearXNG last said of each engine that failed (its reason, from the closed set of
+//! `unresponsive_engines` messages), for the failure body and `/readyz` (#45).
 
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
@@ -14,8 +17,8 @@ use crate::breaker::{Breaker, BreakerBoard, BreakerState};
 use crate::pipeline::engine_plan::CatalogHandle;
 use crate::pipeline::engine_value::EngineValue;
 use crate::request::SearchRequest;
-use crate::searxng::EngineName;
 use crate::searxng::SearxngClient;
+use crate::searxng::{EngineName, EngineReason, SearxngAnswer};
 
 /// Weight of the newest sample in the latency estimate (an exponentially weighted mean).
 const LATENCY_WEIGHT: f64 = 0.25;
@@ -26,6 +29,9 @@ const LATENCY_DECAY: Duration = Duration::from_secs(5);
 /// A failed attempt counts as at least this slow: an instance refusing connections answers fast,
 /// and must not look like the best choice until its cooldown starts.
 const FAILURE_LATENCY: Duration = Duration::from_secs(1);
+/// At most this many engines' last failures are kept (an instance has a few dozen engines; a
+/// garbled answer cannot grow the map past it).
+const MAX_FAILING_ENGINES: usize = 256;
 
 /// One instance.
 pub(crate) struct Instance {
@@ -44,6 +50,9 @@ pub(crate) struct Instance {
     pub(crate) probe_wake: tokio::sync::Notify,
     /// What its engines are worth to clients now (the probes' timing).
     pub(crate) value: EngineValue,
+    /// Engine → SearXNG's reason, for each engine whose last word (in a client's search or a
+    /// probe) was a failure; an engine leaves when it answers again.
+    failing: Mutex<BTreeMap<EngineName, EngineReason>>,
     load: Mutex<Load>,
     in_flight: Arc<AtomicUsize>,
 }
@@ -109,6 +118,7 @@ impl Instance {
             engines,
             probe_wake: tokio::sync::Notify::new(),
             value: EngineValue::default(),
+            failing: Mutex::default(),
             load: Mutex::new(Load::default()),
             in_flight: Arc::default(),
         }
@@ -149,6 +159,78 @@ impl Instance {
     /// Attempts it is answering now.
     pub(crate) fn in_flight(&self) -> usize {
         self.in_flight.load(Ordering::SeqCst)
+    }
+
+    /// What a client's search learnt of the engines: each one SearXNG reported unresponsive is
+    /// failing for its reason, each one with results is failing no more.
+    pub(crate) fn note_engines(&self, answer: &SearxngAnswer) {
+        let mut failing = self.failing.lock().unwrap_or_else(PoisonError::into_inner);
+        for name in answer.engines_with_results() {
+            if let Some(engine) = EngineName::checked(name) {
+                failing.remove(&engine);
+            }
+        }
+        for u in &answer.unresponsive {
+            let Some(engine) = EngineName::checked(&u.engine) else {
+                continue;
+            };
+            if failing.len() < MAX_FAILING_ENGINES || failing.contains_key(&engine) {
+                failing.insert(engine, u.reason);
+            }
+        }
+    }
+
+    /// What the gateway's own probe of `engine` found: failing for SearXNG's reason, or not.
+    pub(crate) fn note_probe(&self, engine: &EngineName, answer: &SearxngAnswer) {
+        let mut failing = self.failing.lock().unwrap_or_else(PoisonError::into_inner);
+        match answer
+            .unresponsive
+            .iter()
+            .find(|u| u.engine == engine.as_str())
+        {
+            Some(u) if failing.len() < MAX_FAILING_ENGINES || failing.contains_key(engine) => {
+                failing.insert(engine.clone(), u.reason);
+            }
+            Some(_) => {}
+            None => {
+                failing.remove(engine);
+            }
+        }
+    }
+
+    /// The engines whose last word was a failure, with SearXNG's reason, by name.
+    pub(crate) fn failing_engines(&self) -> Vec<(EngineName, EngineReason)> {
+        let failing = self.failing.lock().unwrap_or_else(PoisonError::into_inner);
+        failing.iter().map(|(e, r)| (e.clone(), *r)).collect()
+    }
+
+    /// Whether a client's search here has an engine to use now: the instance is not cooling down,
+    /// and either nothing the default search targets is left out, or one engine it targets is
+    /// closed and has taken part in searches before (the engine plan's "usable", see
+    /// `engine_plan`). Before `/config` answered: yes (nothing is known against it).
+    pub(crate) fn has_usable_engine(&self) -> bool {
+        if self.cooldown.state() == BreakerState::Open {
+            return false;
+        }
+        let Some(catalog) = self.catalog.get() else {
+            return true;
+        };
+        let req = SearchRequest::simple("readiness");
+        let targets = catalog.targets(&req);
+        let breakers: Vec<_> = targets
+            .iter()
+            .filter_map(|name| EngineName::checked(name))
+            .map(|engine| self.engines.existing(&engine))
+            .collect();
+        let nothing_out = breakers
+            .iter()
+            .flatten()
+            .all(|b| b.state() == BreakerState::Closed);
+        nothing_out
+            || breakers
+                .iter()
+                .flatten()
+                .any(|b| b.state() == BreakerState::Closed && b.heard())
     }
 
     /// Engines client searches leave out on this instance now (open, or half-open until a probe

@@ -94,6 +94,19 @@ impl GatewayProcess {
         format!("http://{addr}")
     }
 
+    /// The most resident memory the process has had (`VmHWM`), in bytes; children not counted.
+    pub fn peak_rss_bytes(&self) -> u64 {
+        let pid = self.child.id().expect("the process is running");
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("its /proc status");
+        status
+            .lines()
+            .find_map(|line| line.strip_prefix("VmHWM:"))
+            .and_then(|rest| rest.split_whitespace().next())
+            .and_then(|kib| kib.parse::<u64>().ok())
+            .expect("a VmHWM line")
+            * 1024
+    }
+
     /// Sends `signal` (`HUP`, …) to the process.
     pub async fn signal(&self, signal: &str) {
         let pid = self.child.id().expect("the process is running");
