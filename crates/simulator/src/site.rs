@@ -157,7 +157,14 @@ impl Shared {
 impl SimulatedSite {
     /// An empty site (every path 404) on 127.0.0.1, port chosen by the kernel.
     pub async fn start() -> std::io::Result<Self> {
-        let listener = TcpListener::bind("127.0.0.1:0").await?;
+        Self::start_on(SocketAddr::from(([127, 0, 0, 1], 0))).await
+    }
+
+    /// An empty site on `addr` (port 0: chosen by the kernel). Another loopback address
+    /// (`127.0.0.2`, … — all of 127.0.0.0/8 is loopback on Linux) is another host to a reader,
+    /// with its own host breaker.
+    pub async fn start_on(addr: SocketAddr) -> std::io::Result<Self> {
+        let listener = TcpListener::bind(addr).await?;
         let addr = listener.local_addr()?;
         let (stop, released) = watch::channel(false);
         let shared = Arc::new(Shared {
@@ -182,7 +189,7 @@ impl SimulatedSite {
         })
     }
 
-    /// `http://127.0.0.1:PORT` (no trailing slash).
+    /// `http://IP:PORT` (no trailing slash).
     pub fn origin(&self) -> String {
         format!("http://{}", self.addr)
     }

@@ -151,6 +151,9 @@ pub enum Problem {
     /// Characters the value may not hold (named in the message).
     #[error("must not contain {0}")]
     ForbiddenCharacters(&'static str),
+    /// Not a file the gateway can execute.
+    #[error("must be an executable file (the gateway runs it as `PROGRAM parse-worker`)")]
+    NotAProgram,
     /// A directory the gateway cannot create or write in.
     #[error("must be a directory the gateway can create and write in")]
     NotAWritableDirectory,

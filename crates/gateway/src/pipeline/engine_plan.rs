@@ -8,7 +8,8 @@
 //! **Never an empty SearXNG by our own hand** (#45). An exclusion must leave every requested group
 //! (each category, the requested engines) at least one *usable* engine: closed, heard from on this
 //! instance before (it answered or failed in a search, so it takes part in searches like this one
-//! and SearXNG reports what becomes of it), and run by SearXNG for this request (`pageno > 1` and
+//! and SearXNG reports what becomes of it — until the instance answered a first search, nothing
+//! is known against an engine and this is not asked), and run by SearXNG for this request (`pageno > 1` and
 //! `time_range` skip engines that lack them, silently). A closed engine that never answers — a
 //! dictionary or currency engine that only runs for queries of its own shape — is not one: an
 //! explicit list of such engines made SearXNG search nothing and answer a healthy-looking empty
@@ -68,11 +69,14 @@ pub(crate) struct EnginePlan {
 }
 
 impl EnginePlan {
-    /// Plans `req` against the catalog and the engine breakers.
+    /// Plans `req` against the catalog and the engine breakers. `searched`: the instance has
+    /// answered a client's search before, so an engine never heard from is one that takes no part
+    /// in searches like this; before that, nothing is known against it and it counts as usable.
     pub(crate) fn new(
         catalog: Option<&EngineCatalog>,
         req: &SearchRequest,
         board: &BreakerBoard<EngineName>,
+        searched: bool,
         overridden: &Counter,
     ) -> Self {
         let Some(catalog) = catalog.filter(|c| !c.is_empty()) else {
@@ -94,7 +98,7 @@ impl EnginePlan {
             let breaker = board.get(&engine);
             match breaker.admit_closed() {
                 Some(permit) => {
-                    if breaker.heard() && catalog.runs_for(name, req) {
+                    if (breaker.heard() || !searched) && catalog.runs_for(name, req) {
                         usable.push(name);
                     }
                     permits.push((name.clone(), Some(permit)));
@@ -277,6 +281,7 @@ mod tests {
             Some(&catalog()),
             &SearchRequest::simple("q"),
             &board(),
+            true,
             &overridden,
         );
         assert_eq!(plan.explicit, None);
@@ -293,6 +298,7 @@ mod tests {
             Some(&catalog()),
             &SearchRequest::simple("q"),
             &b,
+            true,
             &overridden,
         );
         assert_eq!(plan.explicit, Some(vec!["alpha".to_owned()]));
@@ -307,7 +313,7 @@ mod tests {
             categories: vec!["news".into()],
             ..SearchRequest::simple("q")
         };
-        let plan = EnginePlan::new(Some(&catalog()), &req, &b, &overridden);
+        let plan = EnginePlan::new(Some(&catalog()), &req, &b, true, &overridden);
         assert_eq!(plan.explicit, None, "never an empty engines= list");
         assert_eq!(overridden.get(), 1);
     }
@@ -322,7 +328,7 @@ mod tests {
             categories: vec!["general".into(), "news".into()],
             ..SearchRequest::simple("q")
         };
-        let plan = EnginePlan::new(Some(&catalog()), &req, &b, &overridden);
+        let plan = EnginePlan::new(Some(&catalog()), &req, &b, true, &overridden);
         assert_eq!(plan.explicit, None, "news would have no engine left");
         assert_eq!(overridden.get(), 1);
         trip(&b, "beta");
@@ -330,6 +336,7 @@ mod tests {
             Some(&catalog()),
             &SearchRequest::simple("q"),
             &b,
+            true,
             &overridden,
         );
         assert_eq!(general_only.explicit, Some(vec!["alpha".to_owned()]));
@@ -374,6 +381,7 @@ mod tests {
             Some(&with_dictionary),
             &SearchRequest::simple("q"),
             &b,
+            true,
             &overridden,
         );
         assert_eq!(
@@ -386,7 +394,7 @@ mod tests {
             pageno: 2,
             ..SearchRequest::simple("q")
         };
-        let plan = EnginePlan::new(Some(&with_dictionary), &page_two, &b, &overridden);
+        let plan = EnginePlan::new(Some(&with_dictionary), &page_two, &b, true, &overridden);
         assert_eq!(plan.explicit, None, "unrestricted: SearXNG reports alpha");
         assert!(plan.excluded.is_empty());
         assert_eq!(overridden.get(), 1);
@@ -396,6 +404,7 @@ mod tests {
             Some(&with_dictionary),
             &SearchRequest::simple("q"),
             &b,
+            true,
             &overridden,
         );
         assert_eq!(plan.explicit, None);
@@ -405,6 +414,16 @@ mod tests {
             ["dictionary"],
             "the closed engine keeps its permit: what it answers is heard"
         );
+        // Before the instance answered any search, nothing is known against an engine never
+        // heard from (breakers seeded at start-up): it carries the search.
+        let at_start = EnginePlan::new(
+            Some(&with_dictionary),
+            &SearchRequest::simple("q"),
+            &b,
+            false,
+            &overridden,
+        );
+        assert_eq!(at_start.explicit, Some(vec!["dictionary".to_owned()]));
     }
 
     #[tokio::test(start_paused = true)]
@@ -412,7 +431,7 @@ mod tests {
         let overridden = Counter::default();
         let b = board();
         trip(&b, "beta");
-        let plan = EnginePlan::new(None, &SearchRequest::simple("q"), &b, &overridden);
+        let plan = EnginePlan::new(None, &SearchRequest::simple("q"), &b, true, &overridden);
         assert_eq!(plan.explicit, None);
     }
 
@@ -429,6 +448,7 @@ mod tests {
                 Some(&catalog()),
                 &SearchRequest::simple("q"),
                 &b,
+                true,
                 &overridden,
             )
         };
@@ -460,6 +480,7 @@ mod tests {
             Some(&catalog()),
             &SearchRequest::simple("q"),
             &b,
+            true,
             &overridden,
         );
         let unknown = plan.settle(

@@ -566,7 +566,12 @@ impl Gateway {
                 Vec::new(),
             ));
         }
-        if searxng.pool.instances().iter().any(|i| i.has_usable_engine()) {
+        if searxng
+            .pool
+            .instances()
+            .iter()
+            .any(|i| i.has_usable_engine())
+        {
             return Ok(());
         }
         Err(NotReady::new(

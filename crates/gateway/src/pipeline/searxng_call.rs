@@ -52,6 +52,7 @@ impl Planned {
             catalog.as_deref(),
             req,
             &instance.engines,
+            instance.has_answered(),
             &side.exclusion_overridden,
         );
         let mut to_send = req.clone();

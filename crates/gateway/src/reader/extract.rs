@@ -122,9 +122,9 @@ pub(crate) fn html(html: &str, url: &Url, format: ReadFormat) -> Option<Extracte
 /// [void elements]: https://html.spec.whatwg.org/multipage/syntax.html#void-elements
 const FLAT: &[&str] = &[
     "area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "param", "source",
-    "track", "wbr", "keygen", "frame", "basefont", "bgsound", "image", "p", "li", "dt", "dd",
-    "td", "th", "tr", "thead", "tbody", "tfoot", "option", "optgroup", "colgroup", "caption",
-    "rb", "rp", "rt", "rtc", "html", "head", "body",
+    "track", "wbr", "keygen", "frame", "basefont", "bgsound", "image", "p", "li", "dt", "dd", "td",
+    "th", "tr", "thead", "tbody", "tfoot", "option", "optgroup", "colgroup", "caption", "rb", "rp",
+    "rt", "rtc", "html", "head", "body",
 ];
 
 /// Elements whose text is raw: no tag inside them is one.
@@ -134,7 +134,9 @@ const RAW_TEXT: &[&str] = &[
 
 /// Elements an end tag does not close past (the parser's "in scope" boundaries): an end tag whose
 /// element is below one of these is ignored.
-const SCOPE: &[&str] = &["table", "template", "applet", "object", "marquee", "svg", "math"];
+const SCOPE: &[&str] = &[
+    "table", "template", "applet", "object", "marquee", "svg", "math",
+];
 
 /// The roots of foreign content (SVG, MathML), where `/>` closes an element.
 const FOREIGN: &[&str] = &["svg", "math"];
@@ -143,7 +145,8 @@ const FOREIGN: &[&str] = &["svg", "math"];
 const NOT_IN_ITSELF: &[&str] = &["a", "button", "nobr", "form"];
 
 fn is_one_of(list: &[&str], name: &[u8]) -> bool {
-    list.iter().any(|item| item.as_bytes().eq_ignore_ascii_case(name))
+    list.iter()
+        .any(|item| item.as_bytes().eq_ignore_ascii_case(name))
 }
 
 /// How deep `html`'s elements nest as an HTML parser builds them, counted by one pass over its
@@ -545,7 +548,10 @@ mod tests {
         let svg = format!("<svg>{}</svg>", "<path d='M0 0'/>".repeat(20_000));
         assert_eq!(nesting_depth(&svg, MAX_NESTING), 1);
         // Void elements with a slash are void as ever.
-        assert_eq!(nesting_depth(&"<br/><img src=x />".repeat(5000), MAX_NESTING), 0);
+        assert_eq!(
+            nesting_depth(&"<br/><img src=x />".repeat(5000), MAX_NESTING),
+            0
+        );
     }
 
     #[test]
@@ -562,7 +568,10 @@ mod tests {
         let past_table = "<div><table></div>".repeat(MAX_NESTING);
         assert!(too_deep(&past_table));
         // A second `<a>` closes the first, as the parser does.
-        assert_eq!(nesting_depth(&"<a href=x>link ".repeat(5000), MAX_NESTING), 1);
+        assert_eq!(
+            nesting_depth(&"<a href=x>link ".repeat(5000), MAX_NESTING),
+            1
+        );
     }
 
     #[test]
@@ -587,7 +596,10 @@ mod tests {
                 pages.push((path.display().to_string(), html));
             }
         } else {
-            eprintln!("{} is not here: the Readability corpus only", wcxb.display());
+            eprintln!(
+                "{} is not here: the Readability corpus only",
+                wcxb.display()
+            );
         }
         assert!(pages.len() >= 130, "{}", pages.len());
         let mut deepest = 0;

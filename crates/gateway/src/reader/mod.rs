@@ -415,8 +415,7 @@ mod tests {
         // taken for a script shell.
         let page = include_bytes!("testdata/walls/readable/discourse-thread-in-noscript.html");
         let url = "https://users.rust-lang.org/t/msrv-change/1";
-        let document =
-            extract_body(page, Some("text/html"), url, url, ReadFormat::Text).unwrap();
+        let document = extract_body(page, Some("text/html"), url, url, ReadFormat::Text).unwrap();
         assert!(
             document.content.contains("MSRV aware resolver"),
             "{}",

@@ -72,9 +72,19 @@ fn sandbox(env: &Env<'_>) -> Result<SandboxSettings, ConfigError> {
         n => n,
     };
     let memory_mb = env.integer("PARSE_MEMORY_MB", 256u64, 1024 * 1024)?;
-    let program = env
-        .value("PARSE_WORKER_PROGRAM")
-        .map(|raw| std::path::PathBuf::from(raw.text));
+    let program = match env.value("PARSE_WORKER_PROGRAM") {
+        Some(raw) => {
+            use std::os::unix::fs::PermissionsExt;
+            let path = std::path::PathBuf::from(&raw.text);
+            let runnable = std::fs::metadata(&path)
+                .is_ok_and(|meta| meta.is_file() && meta.permissions().mode() & 0o111 != 0);
+            if !runnable {
+                return Err(raw.error(Problem::NotAProgram));
+            }
+            Some(path)
+        }
+        None => None,
+    };
     Ok(SandboxSettings {
         workers,
         memory_bytes: memory_mb * 1024 * 1024,
@@ -86,6 +96,19 @@ fn sandbox(env: &Env<'_>) -> Result<SandboxSettings, ConfigError> {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_parse_worker_program_that_is_not_runnable_is_refused_by_name() {
+        let err = read(&[("PARSE_WORKER_PROGRAM", "/nonexistent/gateway")]).unwrap_err();
+        assert!(err.to_string().contains("PARSE_WORKER_PROGRAM"), "{err}");
+        let ok = read(&[("PARSE_WORKER_PROGRAM", "/bin/sh")]).unwrap();
+        assert_eq!(
+            ok.sandbox.program.as_deref(),
+            Some(std::path::Path::new("/bin/sh"))
+        );
+        let err = read(&[("PARSE_MEMORY_MB", "64")]).unwrap_err();
+        assert!(err.to_string().contains("PARSE_MEMORY_MB"), "{err}");
+    }
 
     fn read(vars: &[(&str, &str)]) -> Result<ReaderSettings, ConfigError> {
         let vars: Vec<(String, String)> = vars

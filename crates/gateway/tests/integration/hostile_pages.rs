@@ -24,8 +24,14 @@ fn hostile(name: &str) -> Vec<u8> {
 /// The site with the hostile pages and a good one, SearXNG, and the binary in front.
 async fn start(vars: &[(&str, &str)]) -> (SimulatedSite, SimulatedSearxng, GatewayProcess, String) {
     let site = SimulatedSite::start().await.expect("site starts");
-    site.set("/xobject.pdf", Page::ok("application/pdf", hostile("xobject-self.pdf")));
-    site.set("/bomb.pdf", Page::ok("application/pdf", hostile("deflate-bomb.pdf")));
+    site.set(
+        "/xobject.pdf",
+        Page::ok("application/pdf", hostile("xobject-self.pdf")),
+    );
+    site.set(
+        "/bomb.pdf",
+        Page::ok("application/pdf", hostile("deflate-bomb.pdf")),
+    );
     site.set(
         "/divs.html",
         Page::ok("text/html", hostile("divs-self-closing.html")),
@@ -41,7 +47,9 @@ async fn start(vars: &[(&str, &str)]) -> (SimulatedSite, SimulatedSearxng, Gatew
              words that any reader keeps, read after the hostile ones.</p></article></body></html>",
         ),
     );
-    let searxng = SimulatedSearxng::start(&ENGINES).await.expect("SearXNG starts");
+    let searxng = SimulatedSearxng::start(&ENGINES)
+        .await
+        .expect("SearXNG starts");
     let backend = searxng.base_url();
     let mut env = vec![
         ("SEARXNG_BACKEND_URL", backend.as_str()),
@@ -109,7 +117,11 @@ async fn hostile_pdfs_and_markup_fail_alone_as_too_complex_and_the_gateway_reads
         )
     };
     assert_eq!(limit("nesting"), 2.0, "the two markup pages");
-    assert_eq!(limit("resources"), 3.0, "the PDFs (one twice) each ended a worker");
+    assert_eq!(
+        limit("resources"),
+        3.0,
+        "the PDFs (one twice) each ended a worker"
+    );
     assert!(
         metric_value(&metrics, "searxng_gateway_parse_workers_started_total", &[]) >= 4.0,
         "every worker a PDF ended was replaced"
@@ -118,7 +130,11 @@ async fn hostile_pdfs_and_markup_fail_alone_as_too_complex_and_the_gateway_reads
     assert_eq!(health.status(), 200);
     // The bombs' gigabytes were never the gateway's: its own memory stayed that of a small server.
     let peak = gateway.peak_rss_bytes();
-    assert!(peak < 256 << 20, "the gateway's peak RSS was {} MiB", peak >> 20);
+    assert!(
+        peak < 256 << 20,
+        "the gateway's peak RSS was {} MiB",
+        peak >> 20
+    );
     let status = gateway.terminate().await;
     assert!(status.success(), "the gateway ends cleanly: {status:?}");
 }
@@ -126,11 +142,8 @@ async fn hostile_pdfs_and_markup_fail_alone_as_too_complex_and_the_gateway_reads
 #[tokio::test(flavor = "multi_thread")]
 async fn a_parse_past_the_reads_deadline_is_cut_there_and_its_worker_killed() {
     // With room enough for the bomb's gigabytes, the parse runs until the read's deadline.
-    let (site, _searxng, mut gateway, url) = start(&[
-        ("PARSE_MEMORY_MB", "65536"),
-        ("FETCH_TIMEOUT_SECONDS", "1"),
-    ])
-    .await;
+    let (site, _searxng, mut gateway, url) =
+        start(&[("PARSE_MEMORY_MB", "65536"), ("FETCH_TIMEOUT_SECONDS", "1")]).await;
     let answer = extract(&url, &[site.url("/bomb.pdf"), site.url("/good.html")]).await;
     let failed = answer["failed_results"].as_array().expect("a list");
     assert_eq!(failed.len(), 1, "{answer}");
@@ -149,6 +162,9 @@ async fn a_parse_past_the_reads_deadline_is_cut_there_and_its_worker_killed() {
         "searxng_gateway_parse_limits_total",
         &[("limit", "resources")],
     );
-    assert_eq!(cut, 1.0, "cut at its deadline (or ended by the machine's memory first)");
+    assert_eq!(
+        cut, 1.0,
+        "cut at its deadline (or ended by the machine's memory first)"
+    );
     assert!(gateway.terminate().await.success());
 }

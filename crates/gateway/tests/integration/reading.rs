@@ -314,11 +314,17 @@ async fn a_url_with_credentials_is_never_sent_to_a_premium_reader() {
     let s = ReadStack::start(&[Reader::Jina], &[]).await;
     s.site
         .set("/private", Page::status(403, "<h1>Forbidden</h1>"));
-    let url = s.site.url("/private").replace("http://", "http://alice:s3cret@");
+    let url = s
+        .site
+        .url("/private")
+        .replace("http://", "http://alice:s3cret@");
     let reply = s.extract(json!({"urls": [url]}), "?explain=1").await;
     let failed = &reply.json["failed_results"][0];
     assert!(
-        failed["error"].as_str().expect("a reason").contains("blocked"),
+        failed["error"]
+            .as_str()
+            .expect("a reason")
+            .contains("blocked"),
         "{}",
         reply.json
     );

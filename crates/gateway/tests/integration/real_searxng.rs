@@ -195,6 +195,74 @@ async fn every_engine_failing_is_degraded_not_nothing_found() {
     assert_eq!(empty.outcome, "searxng_ok");
 }
 
+/// #45 on a real SearXNG that cannot reach the web: its engines point at a loopback port nothing
+/// listens on, so SearXNG reports each one `HTTP connection error`. `beta` has no paging, so on
+/// page 2 SearXNG skips it silently: once `alpha`'s breaker opened, an `engines=beta` list made
+/// SearXNG search nothing and answer an empty 200 — cached as `searxng_ok`. Now the first and the
+/// twentieth search are both a 502 naming the engines and `connection_error`, with the hint;
+/// nothing is cached; `/readyz` says not ready, and why (SearXNG's `/config` still answers).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_searxng_that_cannot_reach_the_web_gets_failures_naming_connection_error_and_not_ready() {
+    needs!(Searxng);
+    let mut opts = SearxngOptions::new(crate::support::ports::unused_loopback_port());
+    opts.engines_without_paging_or_time_range = vec!["beta"];
+    let searxng = SearxngInstance::start(opts).await;
+    let base = searxng.base_url();
+    let gateway = TestGateway::start(&[
+        ("SEARXNG_BACKEND_URL", base.as_str()),
+        ("BREAKER_FAILURE_THRESHOLD", "2"),
+        ("FALLBACK_TIMEOUT_SECONDS", "10"),
+        ("SEARXNG_TIMEOUT_SECONDS", "8"),
+    ])
+    .await;
+    gateway.wait_for_catalog().await;
+
+    for i in 1..=20 {
+        let mut params = vec![("q", "is anything out there")];
+        if i > 1 {
+            params.push(("pageno", "2"));
+        }
+        let reply = gateway.search(&params).await;
+        assert_eq!(reply.status, 502, "search {i}: {}", reply.text);
+        assert_eq!(reply.outcome, "fallback_fail", "search {i}");
+        assert_eq!(reply.cache, "miss", "search {i}: a failure is never cached");
+        let failing = &reply.json["searxng"][0]["engines"]["connection_error"];
+        assert!(
+            failing
+                .as_array()
+                .is_some_and(|engines| engines.iter().any(|e| e == "alpha")),
+            "search {i}: {}",
+            reply.text
+        );
+        assert!(
+            reply.json["hint"]
+                .as_str()
+                .is_some_and(|h| h.contains("SearXNG cannot reach the web from this host")),
+            "search {i}: {}",
+            reply.text
+        );
+    }
+    let alpha = gateway.breaker("engine", "alpha").await;
+    assert_eq!(alpha["reason"], "connection_error", "{alpha}");
+    let ready = gateway.get("/readyz").await;
+    assert_eq!(ready.status, 503, "{}", ready.text);
+    assert_eq!(ready.json["error"], "not_ready");
+    assert!(
+        ready.json["searxng"][0]["engines"]["connection_error"]
+            .as_array()
+            .is_some_and(|engines| !engines.is_empty()),
+        "{}",
+        ready.text
+    );
+    assert!(
+        ready.json["hint"]
+            .as_str()
+            .is_some_and(|h| h.contains("egress/DNS")),
+        "{}",
+        ready.text
+    );
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn an_open_engine_is_excluded_until_the_gateways_own_probe_closes_it() {
     needs!(Searxng);

@@ -26,8 +26,10 @@
 //! - **j. shared tier** — `REDIS_URL` on a real `redis-server`: a hit from Redis against a local hit
 //!   (latency added on one connection, throughput at 64), Redis round trips per miss, memory per answer.
 //! - **k. reading pages** — the reader's extraction on the Readability corpus: word F1 against the
-//!   expected articles, time per page on one core, bytes per cached page through the gateway; and a
-//!   4 MB PDF and a 5 MB HTML page through the release gateway: time and peak memory.
+//!   expected articles, time per page on one core, bytes per cached page through the gateway; a
+//!   4 MB PDF and a 5 MB HTML page through the release gateway: time and peak memory; and the
+//!   reader on WCXB's development split (pages of seven types): word F1 overall and per type,
+//!   in-process beside candidate extractors and through `POST /tavily/extract`.
 //!
 //! `HARNESS_GATEWAY=/path/to/searxng-gateway` measures another build (before/after a change),
 //! `HARNESS_ONLY=a,f` runs only those measurements (report in `target/harness/BENCHMARKS.only.md`),
@@ -351,6 +353,8 @@ async fn run(plan: Plan) -> usize {
                 bench.settle("k. reading pages", result);
                 let result = bench.large_pages().await;
                 bench.settle("k. large pages", result);
+                let result = bench.wcxb(&repo).await;
+                bench.settle("k. WCXB dev", result);
             }
         }
         Err(err) => bench

@@ -111,6 +111,7 @@ impl Fake {
             Some(&catalog),
             &SearchRequest::simple("client"),
             &self.board,
+            true,
             &Counter::default(),
         )
         .explicit

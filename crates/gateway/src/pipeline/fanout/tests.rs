@@ -262,6 +262,55 @@ fn the_deadline_reports_a_searxng_still_running() {
     );
 }
 
+/// #45: an empty answer is SearXNG's "nothing found" only when the engines that answer were asked.
+/// With engines left out by their breakers, the empty hand is theirs: served, never cached.
+#[test]
+fn an_empty_answer_with_engines_left_out_is_not_cached() {
+    let mut rig = Rig::new(1);
+    rig.fan.on_event(searxng(&[]));
+    rig.fan.providers_exhausted();
+    rig.fan.record_mut().engines_excluded = vec!["alpha".into()];
+    let (answer, ttl) = rig.fan.finish("q", BUDGET, ms(5));
+    assert_eq!((answer.status, answer.outcome), (200, Outcome::SearxngOk));
+    assert_eq!(ttl, Keep::Never);
+    let mut asked_all = Rig::new(1);
+    asked_all.fan.on_event(searxng(&[]));
+    asked_all.fan.providers_exhausted();
+    let (_, ttl) = asked_all.fan.finish("q", BUDGET, ms(5));
+    assert_eq!(
+        ttl,
+        Keep::Partial(BUDGET.min(SHORT_TTL)),
+        "every engine asked: nothing found"
+    );
+}
+
+/// #45: a failed answer names each instance's failing engines by SearXNG's reason and the hint.
+#[test]
+fn a_failure_names_the_failing_engines_and_the_hint() {
+    let mut rig = Rig::new(1);
+    rig.fan.on_event(degraded());
+    rig.fan.providers_exhausted();
+    assert!(rig.fan.all_failed());
+    let alpha = crate::searxng::EngineName::checked("alpha").unwrap();
+    rig.fan.engines_failing(
+        InstanceEngines::group("searxng:8888", vec![(alpha, EngineReason::Captcha)])
+            .into_iter()
+            .collect(),
+    );
+    let (answer, ttl) = rig.fan.finish("q", BUDGET, ms(5));
+    assert_eq!((answer.status, ttl), (502, Keep::Never));
+    let body: Value = serde_json::from_slice(&answer.json).unwrap();
+    assert_eq!(
+        body["searxng"],
+        json!([{"instance": "searxng:8888", "engines": {"captcha": ["alpha"]}}])
+    );
+    assert!(body["hint"]
+        .as_str()
+        .unwrap()
+        .starts_with("every engine is blocking this IP"));
+    assert_eq!(answer.record.hint.as_deref(), body["hint"].as_str());
+}
+
 #[test]
 fn a_healthy_nothing_found_is_a_200_searxng_ok_not_a_failure() {
     let mut rig = Rig::new(1);

@@ -5,7 +5,7 @@
 //! `unresponsive_engines` messages), for the failure body and `/readyz` (#45).
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
@@ -53,6 +53,8 @@ pub(crate) struct Instance {
     /// Engine → SearXNG's reason, for each engine whose last word (in a client's search or a
     /// probe) was a failure; an engine leaves when it answers again.
     failing: Mutex<BTreeMap<EngineName, EngineReason>>,
+    /// It answered a client's search (its engines' part in searches is known).
+    answered: AtomicBool,
     load: Mutex<Load>,
     in_flight: Arc<AtomicUsize>,
 }
@@ -119,6 +121,7 @@ impl Instance {
             probe_wake: tokio::sync::Notify::new(),
             value: EngineValue::default(),
             failing: Mutex::default(),
+            answered: AtomicBool::new(false),
             load: Mutex::new(Load::default()),
             in_flight: Arc::default(),
         }
@@ -164,6 +167,7 @@ impl Instance {
     /// What a client's search learnt of the engines: each one SearXNG reported unresponsive is
     /// failing for its reason, each one with results is failing no more.
     pub(crate) fn note_engines(&self, answer: &SearxngAnswer) {
+        self.answered.store(true, Ordering::Relaxed);
         let mut failing = self.failing.lock().unwrap_or_else(PoisonError::into_inner);
         for name in answer.engines_with_results() {
             if let Some(engine) = EngineName::checked(name) {
@@ -178,6 +182,12 @@ impl Instance {
                 failing.insert(engine, u.reason);
             }
         }
+    }
+
+    /// Whether it answered a client's search since the gateway started: from then on, an engine
+    /// never heard from is one that takes no part in searches (see `engine_plan`).
+    pub(crate) fn has_answered(&self) -> bool {
+        self.answered.load(Ordering::Relaxed)
     }
 
     /// What the gateway's own probe of `engine` found: failing for SearXNG's reason, or not.
@@ -207,7 +217,8 @@ impl Instance {
     /// Whether a client's search here has an engine to use now: the instance is not cooling down,
     /// and either nothing the default search targets is left out, or one engine it targets is
     /// closed and has taken part in searches before (the engine plan's "usable", see
-    /// `engine_plan`). Before `/config` answered: yes (nothing is known against it).
+    /// `engine_plan`; before its first answered search, any closed one). Before `/config`
+    /// answered: yes (nothing is known against it).
     pub(crate) fn has_usable_engine(&self) -> bool {
         if self.cooldown.state() == BreakerState::Open {
             return false;
@@ -227,10 +238,11 @@ impl Instance {
             .flatten()
             .all(|b| b.state() == BreakerState::Closed);
         nothing_out
-            || breakers
-                .iter()
-                .flatten()
-                .any(|b| b.state() == BreakerState::Closed && b.heard())
+            || breakers.iter().any(|b| match b {
+                Some(b) => b.state() == BreakerState::Closed && (b.heard() || !self.has_answered()),
+                // No breaker yet: closed, never heard from.
+                None => !self.has_answered(),
+            })
     }
 
     /// Engines client searches leave out on this instance now (open, or half-open until a probe

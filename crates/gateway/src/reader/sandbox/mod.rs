@@ -61,7 +61,8 @@ pub(crate) enum ParseLimit {
 
 impl ParseLimit {
     /// Every limit, for the series to exist from the first scrape.
-    pub(crate) const ALL: [ParseLimit; 4] = [Self::Nesting, Self::Time, Self::Resources, Self::Busy];
+    pub(crate) const ALL: [ParseLimit; 4] =
+        [Self::Nesting, Self::Time, Self::Resources, Self::Busy];
 
     /// The name `explain` and the logs use.
     pub(crate) fn as_str(self) -> &'static str {
@@ -264,7 +265,11 @@ impl Sandbox {
         if heavy {
             return;
         }
-        let mut idle = self.inner.idle.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut idle = self
+            .inner
+            .idle
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
         if idle.len() < self.inner.settings.workers.max(1) {
             idle.push(worker);
         }

@@ -68,7 +68,10 @@ impl From<Reply> for Result<Document, ReadFailure> {
 }
 
 /// Writes one frame.
-pub(super) async fn write_frame<W: AsyncWrite + Unpin>(out: &mut W, bytes: &[u8]) -> std::io::Result<()> {
+pub(super) async fn write_frame<W: AsyncWrite + Unpin>(
+    out: &mut W,
+    bytes: &[u8],
+) -> std::io::Result<()> {
     let len = u32::try_from(bytes.len())
         .ok()
         .filter(|len| *len as usize <= MAX_FRAME)
@@ -78,7 +81,9 @@ pub(super) async fn write_frame<W: AsyncWrite + Unpin>(out: &mut W, bytes: &[u8]
 }
 
 /// Reads one frame; `Ok(None)` at a clean end of the stream.
-pub(super) async fn read_frame<R: AsyncRead + Unpin>(input: &mut R) -> std::io::Result<Option<Vec<u8>>> {
+pub(super) async fn read_frame<R: AsyncRead + Unpin>(
+    input: &mut R,
+) -> std::io::Result<Option<Vec<u8>>> {
     let mut len = [0u8; 4];
     match input.read_exact(&mut len).await {
         Ok(_) => {}
@@ -87,7 +92,10 @@ pub(super) async fn read_frame<R: AsyncRead + Unpin>(input: &mut R) -> std::io::
     }
     let len = u32::from_le_bytes(len) as usize;
     if len > MAX_FRAME {
-        return Err(std::io::Error::new(std::io::ErrorKind::InvalidData, "frame too long"));
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            "frame too long",
+        ));
     }
     let mut bytes = vec![0u8; len];
     input.read_exact(&mut bytes).await?;

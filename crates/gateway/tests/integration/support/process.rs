@@ -97,7 +97,8 @@ impl GatewayProcess {
     /// The most resident memory the process has had (`VmHWM`), in bytes; children not counted.
     pub fn peak_rss_bytes(&self) -> u64 {
         let pid = self.child.id().expect("the process is running");
-        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("its /proc status");
+        let status =
+            std::fs::read_to_string(format!("/proc/{pid}/status")).expect("its /proc status");
         status
             .lines()
             .find_map(|line| line.strip_prefix("VmHWM:"))

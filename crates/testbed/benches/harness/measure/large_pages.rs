@@ -24,7 +24,9 @@ const READ_TARGET: Duration = Duration::from_secs(5);
 /// A PDF of about `bytes` bytes: pages of numbered lines of plain text.
 fn large_pdf(bytes: usize) -> Vec<u8> {
     let line = |page: usize, n: usize| {
-        format!("Page {page} line {n}: the quick brown fox jumps over the lazy dog, again and again.")
+        format!(
+            "Page {page} line {n}: the quick brown fox jumps over the lazy dog, again and again."
+        )
     };
     let per_page = 40;
     let page_bytes = per_page * (line(0, 0).len() + 8);
@@ -63,8 +65,8 @@ fn tree_rss(pid: u32) -> (u64, u64) {
             .and_then(|statm| statm.split_whitespace().nth(1)?.parse::<u64>().ok())
             .map_or(0, |pages| pages * 4096)
     };
-    let children = std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children"))
-        .unwrap_or_default();
+    let children =
+        std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children")).unwrap_or_default();
     let child_rss: Vec<u64> = children.split_whitespace().map(rss).collect();
     let own = rss(&pid.to_string());
     (
@@ -81,7 +83,10 @@ impl Bench {
         let html = large_html(5_000_000);
         let (pdf_len, html_len) = (pdf.len(), html.len());
         for n in 0..3 {
-            site.set(&format!("/report-{n}.pdf"), Page::ok("application/pdf", pdf.clone()));
+            site.set(
+                &format!("/report-{n}.pdf"),
+                Page::ok("application/pdf", pdf.clone()),
+            );
             site.set(
                 &format!("/report-{n}.html"),
                 Page::ok("text/html; charset=utf-8", html.clone()),
@@ -98,7 +103,8 @@ impl Bench {
         let idle = tree_rss(pid).0;
         for (kind, len) in [("pdf", pdf_len), ("html", html_len)] {
             let running = Arc::new(AtomicBool::new(true));
-            let (peak_all, peak_worker) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
+            let (peak_all, peak_worker) =
+                (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
             let sampler = {
                 let (running, peak_all, peak_worker) =
                     (running.clone(), peak_all.clone(), peak_worker.clone());

@@ -3,7 +3,9 @@
 //! [`memory`] (e), [`pool`] (f), [`fault_soak`] (g), [`day`] (h, decision quality over days of
 //! upstream trouble, whose scripts `cargo test` checks: [`check_schedules`]) and [`tracing_cost`] (i, cache hits with tracing off and on) and
 //! [`shared_tier`] (j, several replicas on one Redis), [`extraction`] (k, the page reader on
-//! the Readability corpus) and [`fleet_limits`] (l, one client's limits over three replicas).
+//! the Readability corpus), [`large_pages`] and [`wcxb`] (k, the reader on WCXB's pages of seven
+//! types, beside candidate extractors) and [`fleet_limits`] (l, one client's limits over three
+//! replicas).
 
 mod cache_hits;
 mod coalescing;
@@ -19,5 +21,6 @@ mod redis_process;
 mod shared_tier;
 mod t1;
 mod tracing_cost;
+mod wcxb;
 
 pub(crate) use day::check_schedules;

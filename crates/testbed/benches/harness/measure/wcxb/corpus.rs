@@ -1,0 +1,167 @@
+//! WCXB's development split as the corpus's `evaluate.py` reads it: every `dev/ground-truth/*.json`
+//! in name order whose `ground_truth` is an object, its page type from `_internal.page_type`
+//! (`primary` of an object, or the string itself; `article` when absent; `category` read as
+//! `collection`), its `main_content`, `with` and `without` snippets (missing or null read as
+//! empty), and the page's original `url`; the page itself is `dev/html/<id>.html.gz`.
+//!
+//! The corpus: `WCXB_CORPUS`, else `../shared/corpus/wcxb-dev` next to the repository.
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+use flate2::read::GzDecoder;
+use serde_json::Value;
+
+use crate::loadgen::BoxError;
+
+/// The structural type of a page, in `evaluate.py`'s `TYPE_ORDER`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum PageType {
+    Article,
+    Forum,
+    Product,
+    Collection,
+    Listing,
+    Documentation,
+    Service,
+}
+
+impl PageType {
+    /// Every type, in the order the scorer prints them.
+    pub(super) const ALL: [Self; 7] = [
+        Self::Article,
+        Self::Forum,
+        Self::Product,
+        Self::Collection,
+        Self::Listing,
+        Self::Documentation,
+        Self::Service,
+    ];
+
+    /// The name the corpus and the scorer use.
+    pub(super) fn name(self) -> &'static str {
+        match self {
+            Self::Article => "article",
+            Self::Forum => "forum",
+            Self::Product => "product",
+            Self::Collection => "collection",
+            Self::Listing => "listing",
+            Self::Documentation => "documentation",
+            Self::Service => "service",
+        }
+    }
+
+    /// `evaluate.py`'s `get_page_type`, for a whole ground-truth file.
+    fn of(file: &Value) -> Result<Self, String> {
+        let declared = match file.get("_internal").and_then(|i| i.get("page_type")) {
+            Some(Value::Object(object)) => object
+                .get("primary")
+                .and_then(Value::as_str)
+                .unwrap_or("article"),
+            Some(Value::String(name)) => name,
+            _ => "article",
+        };
+        let name = if declared == "category" {
+            "collection"
+        } else {
+            declared
+        };
+        Self::ALL
+            .into_iter()
+            .find(|t| t.name() == name)
+            .ok_or_else(|| format!("unknown page type {name:?}"))
+    }
+}
+
+/// One page's ground truth.
+pub(super) struct Truth {
+    /// The file's stem (`0001`): `evaluate.py`'s file id.
+    pub(super) id: String,
+    /// Where the page was fetched from.
+    pub(super) url: String,
+    pub(super) page_type: PageType,
+    /// The hand-reviewed main content, plain text.
+    pub(super) main_content: String,
+    /// Snippets a correct extraction contains.
+    pub(super) with: Vec<String>,
+    /// Boilerplate snippets it must not contain.
+    pub(super) without: Vec<String>,
+}
+
+/// The split's ground truth (all of it, or every `every`-th page in name order), and where its
+/// pages are.
+pub(super) struct Corpus {
+    pub(super) dir: PathBuf,
+    pub(super) truths: Vec<Truth>,
+}
+
+impl Corpus {
+    /// Where the corpus is.
+    pub(super) fn locate(repo: &Path) -> PathBuf {
+        std::env::var_os("WCXB_CORPUS")
+            .map_or_else(|| repo.join("../shared/corpus/wcxb-dev"), PathBuf::from)
+    }
+
+    /// Reads the ground truth of every `every`-th page (1: all of them).
+    pub(super) fn load(dir: &Path, every: usize) -> Result<Self, BoxError> {
+        let truth_dir = dir.join("dev/ground-truth");
+        let mut files: Vec<PathBuf> = std::fs::read_dir(&truth_dir)
+            .map_err(|err| format!("{}: {err}", truth_dir.display()))?
+            .filter_map(Result::ok)
+            .map(|entry| entry.path())
+            .filter(|path| path.extension().is_some_and(|ext| ext == "json"))
+            .collect();
+        files.sort();
+        let mut truths = Vec::new();
+        for path in files.into_iter().step_by(every.max(1)) {
+            let file: Value = serde_json::from_slice(&std::fs::read(&path)?)?;
+            let Some(truth) = file.get("ground_truth").filter(|gt| gt.is_object()) else {
+                continue;
+            };
+            let text = |name: &str| truth.get(name).and_then(Value::as_str).unwrap_or("");
+            let snippets = |name: &str| -> Vec<String> {
+                truth
+                    .get(name)
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                    .filter_map(Value::as_str)
+                    .map(str::to_owned)
+                    .collect()
+            };
+            let id = path
+                .file_stem()
+                .map(|stem| stem.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            truths.push(Truth {
+                page_type: PageType::of(&file).map_err(|err| format!("{id}: {err}"))?,
+                url: file
+                    .get("url")
+                    .and_then(Value::as_str)
+                    .unwrap_or("https://wcxb.example/")
+                    .to_owned(),
+                main_content: text("main_content").to_owned(),
+                with: snippets("with"),
+                without: snippets("without"),
+                id,
+            });
+        }
+        if truths.is_empty() {
+            return Err(format!("no ground truth in {}", truth_dir.display()).into());
+        }
+        Ok(Self {
+            dir: dir.to_owned(),
+            truths,
+        })
+    }
+
+    /// The page of `truth`, as fetched (gunzipped).
+    pub(super) fn html(&self, truth: &Truth) -> Result<Vec<u8>, BoxError> {
+        let path = self.dir.join(format!("dev/html/{}.html.gz", truth.id));
+        let file =
+            std::fs::File::open(&path).map_err(|err| format!("{}: {err}", path.display()))?;
+        let mut html = Vec::new();
+        GzDecoder::new(file).read_to_end(&mut html)?;
+        Ok(html)
+    }
+}

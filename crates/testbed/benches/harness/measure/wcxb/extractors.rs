@@ -1,0 +1,76 @@
+//! The extractors the WCXB row scores, behind one call: the gateway's reader — the code a direct
+//! read runs (`searxng_gateway::bench::read_page`), plain text — and the candidates of issue #40,
+//! each with its own defaults and the page's URL, its plain-text output (`content_text`):
+//! `rs-trafilatura` (the benchmark's best published extractor; it decodes the bytes itself) and
+//! `trafilatura` (a port of go-trafilatura; given the bytes as UTF-8, which every page of the
+//! split is). A candidate's panic is caught and counted as a page it did not read.
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+/// The content type every page is served and read with (every page of the split is UTF-8).
+pub(super) const CONTENT_TYPE: &str = "text/html; charset=utf-8";
+
+/// Who reads the page.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Extractor {
+    /// The gateway's reader, in-process.
+    Gateway,
+    /// The `rs-trafilatura` crate.
+    RsTrafilatura,
+    /// The `trafilatura` crate.
+    Trafilatura,
+}
+
+impl Extractor {
+    /// Every extractor, the gateway's first.
+    pub(super) const ALL: [Self; 3] = [Self::Gateway, Self::RsTrafilatura, Self::Trafilatura];
+
+    /// The name in the report.
+    pub(super) fn name(self) -> &'static str {
+        match self {
+            Self::Gateway => "the gateway's reader",
+            Self::RsTrafilatura => "rs-trafilatura 0.2",
+            Self::Trafilatura => "trafilatura 0.6",
+        }
+    }
+
+    /// The name of its predictions file.
+    pub(super) fn file_stem(self) -> &'static str {
+        match self {
+            Self::Gateway => "gateway",
+            Self::RsTrafilatura => "rs-trafilatura",
+            Self::Trafilatura => "trafilatura",
+        }
+    }
+
+    /// The text of `html` (fetched from `url`), or why there is none.
+    pub(super) fn read(self, html: &[u8], url: &str) -> Result<String, String> {
+        let text = catch_unwind(AssertUnwindSafe(|| match self {
+            Self::Gateway => searxng_gateway::bench::read_page(html, CONTENT_TYPE, url, true)
+                .ok_or_else(|| "no readable text".to_owned()),
+            Self::RsTrafilatura => {
+                let options = rs_trafilatura::Options {
+                    url: Some(url.to_owned()),
+                    ..rs_trafilatura::Options::default()
+                };
+                rs_trafilatura::extract_bytes_with_options(html, &options)
+                    .map(|result| result.content_text)
+                    .map_err(|err| err.to_string())
+            }
+            Self::Trafilatura => {
+                let mut options = trafilatura::Options::default();
+                if let Ok(url) = url::Url::parse(url) {
+                    options = options.with_url(url);
+                }
+                trafilatura::extract(&String::from_utf8_lossy(html), &options)
+                    .map(|result| result.content_text)
+                    .map_err(|err| err.to_string())
+            }
+        }))
+        .unwrap_or_else(|_| Err("panicked".to_owned()))?;
+        if text.trim().is_empty() {
+            return Err("no readable text".to_owned());
+        }
+        Ok(text)
+    }
+}
