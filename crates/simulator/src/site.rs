@@ -58,9 +58,27 @@ pub enum Page {
         /// How many bytes.
         len: usize,
     },
+    /// `page` to a request whose `Authorization` is exactly `authorization`; 401 to any other.
+    BasicAuth {
+        /// The whole header value expected (`Basic …`).
+        authorization: String,
+        /// What such a request gets.
+        page: Box<Page>,
+    },
 }
 
 impl Page {
+    /// `page` behind HTTP basic authentication as `user` with `password`: a request without those
+    /// credentials gets 401 with a login prompt.
+    pub fn basic_auth(user: &str, password: &str, page: Page) -> Self {
+        use base64::Engine as _;
+        let token = base64::engine::general_purpose::STANDARD.encode(format!("{user}:{password}"));
+        Self::BasicAuth {
+            authorization: format!("Basic {token}"),
+            page: Box::new(page),
+        }
+    }
+
     /// 200 with HTML (UTF-8).
     pub fn html(body: impl Into<String>) -> Self {
         Self::ok("text/html; charset=utf-8", body.into().into_bytes())
@@ -250,9 +268,25 @@ async fn handle(State(shared): State<Arc<Shared>>, uri: Uri, headers: HeaderMap)
         state.user_agents.push(agent);
         state.pages.get(&path).or(state.default.as_ref()).cloned()
     };
-    let Some(page) = page else {
+    let Some(mut page) = page else {
         return (StatusCode::NOT_FOUND, "<html><body>Not found</body></html>").into_response();
     };
+    if let Page::BasicAuth {
+        authorization,
+        page: inner,
+    } = page
+    {
+        let given = headers.get("authorization").and_then(|v| v.to_str().ok());
+        if given != Some(authorization.as_str()) {
+            return (
+                StatusCode::UNAUTHORIZED,
+                [("www-authenticate", "Basic realm=\"private\"")],
+                "<html><body>Log in to read this page</body></html>",
+            )
+                .into_response();
+        }
+        page = *inner;
+    }
     match page {
         Page::Answer {
             status,
@@ -335,6 +369,8 @@ async fn handle(State(shared): State<Arc<Shared>>, uri: Uri, headers: HeaderMap)
                 .insert("content-type", HeaderValue::from_static("text/html"));
             response
         }
+        // A login behind a login: the inner one is never reached.
+        Page::BasicAuth { .. } => StatusCode::UNAUTHORIZED.into_response(),
     }
 }
 

@@ -310,6 +310,49 @@ async fn a_blocked_page_is_read_by_the_first_premium_reader_that_can_and_charged
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn a_page_read_with_credentials_is_never_served_to_a_client_without_them() {
+    let s = ReadStack::start(&[], &[]).await;
+    s.site.set(
+        "/authpage",
+        Page::basic_auth(
+            "alice",
+            "s3cret",
+            Page::html(
+                "<html><body><article><p>Alice's private medical notes, for her eyes only, \
+                 written down in plain words.</p></article></body></html>",
+            ),
+        ),
+    );
+    let public = s.site.url("/authpage");
+    let private = public.replace("http://", "http://alice:s3cret@");
+    let alice = s.extract(json!({"urls": [private]}), "").await;
+    assert!(
+        alice.json["results"][0]["raw_content"]
+            .as_str()
+            .expect("alice reads her page")
+            .contains("private medical notes"),
+        "{}",
+        alice.json
+    );
+    for _ in 0..2 {
+        let other = s.extract(json!({"urls": [public]}), "").await;
+        assert!(
+            !other.text.contains("private medical notes"),
+            "a client without the credentials got alice's page: {}",
+            other.text
+        );
+        assert!(other.json["failed_results"][0]["error"]
+            .as_str()
+            .expect("a reason")
+            .contains("401"));
+    }
+    // Alice again: read afresh with her credentials, never from a cache.
+    let again = s.extract(json!({"urls": [private]}), "").await;
+    assert!(again.text.contains("private medical notes"));
+    assert_eq!(s.site.hits("/authpage"), 4, "every read went to the site");
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn a_url_with_credentials_is_never_sent_to_a_premium_reader() {
     let s = ReadStack::start(&[Reader::Jina], &[]).await;
     s.site
