@@ -57,7 +57,8 @@ fn large_html(bytes: usize) -> Vec<u8> {
     html.into_bytes()
 }
 
-/// Resident bytes of `pid` and of its children, and of the largest child alone.
+/// Resident bytes of `pid` and of its children, and of the largest child alone. Children are
+/// listed per thread (`/proc/PID/task/TID/children`): workers are started from the runtime's threads.
 fn tree_rss(pid: u32) -> (u64, u64) {
     let rss = |pid: &str| -> u64 {
         std::fs::read_to_string(format!("/proc/{pid}/statm"))
@@ -65,13 +66,19 @@ fn tree_rss(pid: u32) -> (u64, u64) {
             .and_then(|statm| statm.split_whitespace().nth(1)?.parse::<u64>().ok())
             .map_or(0, |pages| pages * 4096)
     };
-    let children =
-        std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children")).unwrap_or_default();
-    let child_rss: Vec<u64> = children.split_whitespace().map(rss).collect();
+    let mut children = Vec::new();
+    for task in std::fs::read_dir(format!("/proc/{pid}/task"))
+        .into_iter()
+        .flatten()
+        .flatten()
+    {
+        let listed = std::fs::read_to_string(task.path().join("children")).unwrap_or_default();
+        children.extend(listed.split_whitespace().map(rss));
+    }
     let own = rss(&pid.to_string());
     (
-        own + child_rss.iter().sum::<u64>(),
-        child_rss.into_iter().max().unwrap_or(0),
+        own + children.iter().sum::<u64>(),
+        children.into_iter().max().unwrap_or(0),
     )
 }
 

@@ -313,6 +313,20 @@ impl Bench {
              trafilatura 0.791, dom-smoothie 0.762, Readability 0.675.",
             corpus.dir.display()
         ));
+        let wordless: Vec<&str> = corpus
+            .truths
+            .iter()
+            .filter(|truth| score::has_no_words(&truth.main_content))
+            .map(|truth| truth.id.as_str())
+            .collect();
+        if !wordless.is_empty() {
+            self.details.push(format!(
+                "k. WCXB dev: pages whose main content has no words, where any text read scores F1 0 (as \
+                 `evaluate.py` scores them): {} ({}).",
+                wordless.len(),
+                wordless.join(", ")
+            ));
+        }
         if through.is_some() {
             self.details.push(
                 "k. WCXB through the gateway: the release gateway with its defaults plus \

@@ -76,6 +76,11 @@ fn word_f1(predicted: &str, reference: &str) -> (f64, f64, f64) {
     (precision, recall, f1)
 }
 
+/// Whether `reference` has no tokens: any prediction with words then scores 0 against it.
+pub(super) fn has_no_words(reference: &str) -> bool {
+    bag(&reference.to_lowercase()).1 == 0
+}
+
 /// `evaluate.py`'s `snippet_check`: the share of `snippets` in `lower` (lower-cased text).
 fn snippet_rate(lower: &str, snippets: &[String]) -> f64 {
     if snippets.is_empty() {
