@@ -1,16 +1,16 @@
 #!/usr/bin/env bash
-# Regenerates docs/ui.png, README's picture of the operator's page: the demo (the real gateway in front of
+# Regenerates docs/src/ui.png, the book's picture of the operator's page: the demo (the real gateway in front of
 # the simulated SearXNG and premium APIs, its scenario tripping breakers round after round) on a loopback
 # port, extra searches from scripts/ui-screenshot.py for LOAD_SECONDS (default 120) so the charts have
 # traffic, then headless Chromium (selenium, the same setup as the browser tests) photographs /ui at
 # 1280 px wide, the whole page, light theme.
 #
 # Needs what scripts/test.sh installs: Debian's chromium and chromium-driver, and the clients virtualenv
-# (selenium). Usage: bash scripts/ui-screenshot.sh [OUTPUT]     (default docs/ui.png)
+# (selenium). Usage: bash scripts/ui-screenshot.sh [OUTPUT]     (default docs/src/ui.png)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-OUTPUT="${1:-docs/ui.png}"
+OUTPUT="${1:-docs/src/ui.png}"
 VENV="${CLIENTS_VENV:-/opt/searxng-gateway/clients-venv}"
 bash scripts/install-chromium.sh
 bash .ci/install-clients.sh >/dev/null

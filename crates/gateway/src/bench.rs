@@ -12,7 +12,7 @@
 use bytes::Bytes;
 use reqwest::header::HeaderMap;
 
-use crate::providers::{ProviderAnswer, ProviderKind};
+use gateway_upstreams::providers::{ProviderAnswer, ProviderKind};
 
 /// One premium provider's 200 body, as the provider sent it.
 #[derive(Debug, Clone, Copy)]
@@ -25,7 +25,7 @@ pub struct PremiumBody<'a> {
 
 /// SearXNG's `/search` body through the answer decoder: the number of results kept.
 pub fn decode_searxng(body: &[u8]) -> Option<usize> {
-    crate::searxng::parse_answer(body).map(|answer| answer.results.len())
+    gateway_upstreams::searxng::parse_answer(body).map(|answer| answer.results.len())
 }
 
 /// The whole CPU part of a miss: SearXNG's body and each premium body decoded, the fan-out fed
@@ -39,14 +39,14 @@ pub fn miss_answer(
     premium: &[PremiumBody<'_>],
 ) -> Option<Bytes> {
     let searxng = match searxng {
-        Some(body) => Some(crate::searxng::decode_answer(body.clone())?),
+        Some(body) => Some(gateway_upstreams::searxng::decode_answer(body.clone())?),
         None => None,
     };
     let mut answers = Vec::with_capacity(premium.len());
     for one in premium {
         answers.push(premium_answer(one)?);
     }
-    let answer = crate::pipeline::finish_answered(query, target, searxng, answers);
+    let answer = gateway_engine::pipeline::finish_answered(query, target, searxng, answers);
     (answer.status == 200).then(|| answer.json.clone())
 }
 
@@ -55,11 +55,11 @@ pub fn miss_answer(
 /// read would fail.
 pub fn read_page(body: &[u8], content_type: &str, url: &str, text: bool) -> Option<String> {
     let format = if text {
-        crate::request::ReadFormat::Text
+        gateway_core::request::ReadFormat::Text
     } else {
-        crate::request::ReadFormat::Markdown
+        gateway_core::request::ReadFormat::Markdown
     };
-    crate::reader::extract_body(body, Some(content_type), url, url, format)
+    gateway_upstreams::reader::extract_body(body, Some(content_type), url, url, format)
         .ok()
         .map(|document| document.content)
 }

@@ -14,8 +14,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 
-use crate::providers::ProviderKind;
-use crate::request::SearchRequest;
+use gateway_core::request::SearchRequest;
+use gateway_upstreams::providers::ProviderKind;
 
 /// The providers, by the name each fuzz target uses.
 pub fn provider_names() -> [&'static str; 9] {
@@ -27,9 +27,9 @@ pub fn search_params(input: &[u8]) {
     let Ok(text) = std::str::from_utf8(input) else {
         return;
     };
-    if let Some(raw) = crate::server::parse_params(text) {
+    if let Some(raw) = gateway_http::server::parse_params(text) {
         if let Ok(req) = SearchRequest::parse(raw, 2048) {
-            let key = req.cache_key(crate::request::AnswerScope::WithPremium);
+            let key = req.cache_key(gateway_core::request::AnswerScope::WithPremium);
             assert!(key.as_str().len() >= req.query.split_whitespace().count());
             assert!(key.as_str().starts_with(key.query()));
             assert!(key.is_of_query(&req.query));
@@ -39,7 +39,7 @@ pub fn search_params(input: &[u8]) {
 
 /// A SearXNG `/search` body through the answer decoder and the per-engine accounting it feeds.
 pub fn searxng_answer(input: &[u8]) {
-    let answer = crate::searxng::parse_answer(input);
+    let answer = gateway_upstreams::searxng::parse_answer(input);
     // The one-pass reader accepts what a tree of the body accepts: one JSON object whose
     // `results` is an array. (Each result gets serde_json's nesting limit of its own, so a body
     // nested deeper than the limit allows from the top may be read where a tree is refused.)
@@ -70,12 +70,13 @@ pub fn searxng_answer(input: &[u8]) {
             {
                 let url = object.get("url").and_then(|u| u.as_str());
                 assert_eq!(
-                    url.map(crate::canonical_url::canonical_url).as_deref(),
+                    url.map(gateway_core::canonical_url::canonical_url)
+                        .as_deref(),
                     Some(result.key())
                 );
                 assert!(object.get("title").is_some_and(|t| t.is_string()));
             }
-            for engine in crate::searxng::result_engines(result) {
+            for engine in gateway_upstreams::searxng::result_engines(result) {
                 assert!(engines.contains(&engine));
             }
         }
@@ -85,7 +86,7 @@ pub fn searxng_answer(input: &[u8]) {
 /// A JSON document as SearXNG's `unresponsive_engines`, and the bytes as one engine message.
 pub fn unresponsive_engines(input: &[u8]) {
     if let Ok(value) = serde_json::from_slice::<serde_json::Value>(input) {
-        let parsed = crate::searxng::parse_unresponsive(Some(&value));
+        let parsed = gateway_upstreams::searxng::parse_unresponsive(Some(&value));
         for (i, a) in parsed.iter().enumerate() {
             assert!(
                 !parsed[i + 1..].iter().any(|b| b.engine == a.engine),
@@ -94,7 +95,7 @@ pub fn unresponsive_engines(input: &[u8]) {
         }
     }
     if let Ok(message) = std::str::from_utf8(input) {
-        let _ = crate::searxng::EngineReason::parse(message);
+        let _ = gateway_upstreams::searxng::EngineReason::parse(message);
     }
 }
 
@@ -116,8 +117,8 @@ pub fn provider_response(name: &str, input: &[u8]) {
 pub fn retry_after(input: &[u8]) {
     if let Ok(text) = std::str::from_utf8(input) {
         let now = UNIX_EPOCH + Duration::from_secs(1_800_000_000);
-        let _ = crate::upstream::parse_retry_after(text, now);
-        let _ = crate::upstream::parse_retry_after(text, SystemTime::now());
+        let _ = gateway_core::upstream::parse_retry_after(text, now);
+        let _ = gateway_core::upstream::parse_retry_after(text, SystemTime::now());
     }
 }
 
@@ -146,10 +147,10 @@ pub fn brave_rate_limits(input: &[u8]) {
 /// URL canonicalisation, the merge's deduplication key.
 pub fn canonical_url(input: &[u8]) {
     if let Ok(text) = std::str::from_utf8(input) {
-        let key = crate::canonical_url::canonical_url(text);
+        let key = gateway_core::canonical_url::canonical_url(text);
         assert_eq!(
             key,
-            crate::canonical_url::canonical_url(text),
+            gateway_core::canonical_url::canonical_url(text),
             "deterministic"
         );
     }
@@ -170,7 +171,7 @@ const REPLY_URLS: [&str; 6] = [
 /// validation into a search and its cache key, then the reply (domain filters, `max_results`,
 /// the answer) over a handful of results — or the refusal as a response.
 pub fn tavily_request(input: &[u8]) {
-    match crate::server::tavily_request(input, &REPLY_URLS) {
+    match gateway_http::server::tavily_request(input, &REPLY_URLS) {
         Ok(results) => assert!(results <= REPLY_URLS.len()),
         Err(status) => assert!(
             matches!(status, 400 | 401),
@@ -187,7 +188,7 @@ pub fn door_request(input: &[u8]) {
     let Some((&which, body)) = input.split_first() else {
         return;
     };
-    if let Err(status) = crate::server::door_request(which, body, &REPLY_URLS) {
+    if let Err(status) = gateway_http::server::door_request(which, body, &REPLY_URLS) {
         assert!(
             matches!(status, 400 | 413),
             "a body is refused as bad, not {status}"
@@ -199,7 +200,7 @@ pub fn door_request(input: &[u8]) {
 /// `web_search` (or a bare JSON object taken as its arguments), the argument decoder, validation
 /// and the tool's result over a handful of results.
 pub fn mcp_web_search(input: &[u8]) {
-    let _ = crate::server::mcp_web_search(input, &REPLY_URLS);
+    let _ = gateway_http::server::mcp_web_search(input, &REPLY_URLS);
 }
 
 /// A page through the reader's extraction entry point, as a read would take it: the first line is
@@ -211,7 +212,7 @@ pub fn page_extraction(input: &[u8]) {
         None => (None, input),
     };
     let content_type = content_type.map(str::trim).filter(|ct| !ct.is_empty());
-    let _ = crate::reader::extract_for_fuzzing(body, content_type);
+    let _ = gateway_upstreams::reader::extract_for_fuzzing(body, content_type);
 }
 
 /// A PDF through the parse as the gateway runs it: a job to a parse worker process (the program
@@ -222,7 +223,8 @@ pub fn page_extraction(input: &[u8]) {
 #[cfg_attr(not(feature = "fuzzing"), allow(dead_code))]
 pub fn page_pdf(input: &[u8]) {
     if let Some(program) = std::env::var_os("SEARXNG_GATEWAY_BIN") {
-        let _ = crate::reader::parse_pdf_for_fuzzing(std::path::Path::new(&program), input);
+        let _ =
+            gateway_upstreams::reader::parse_pdf_for_fuzzing(std::path::Path::new(&program), input);
     }
 }
 
@@ -321,7 +323,7 @@ mod tests {
             .filter(|binary| binary.is_file());
         match binary {
             Some(binary) => replay("page_pdf", |input| {
-                let _ = crate::reader::parse_pdf_for_fuzzing(&binary, input);
+                let _ = gateway_upstreams::reader::parse_pdf_for_fuzzing(&binary, input);
             }),
             None => eprintln!("no searxng-gateway binary beside the test: page_pdf not replayed"),
         }

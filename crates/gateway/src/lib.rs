@@ -1,51 +1,31 @@
 //! searxng-gateway: a decision proxy in front of a self-hosted SearXNG, which also reads the pages
 //! its clients found.
 //!
-//! The request path, top to bottom; each module depends only on the ones below it (the table of
-//! allowed edges is `scripts/module-graph.py`, checked in CI; ARCHITECTURE.md draws it):
-//! 1. [`server`] is every front door — SearXNG's API (`/search`, `/`), the MCP tools (`/mcp` and
-//!    stdio), the Tavily-compatible API — each behind the gate with its own refusals, reading its
-//!    input into one validated [`request::SearchRequest`] (or a page to read) and rendering the
-//!    answer in its own shape; it holds no decision.
-//! 2. [`clients`] decides who may search and how much: inbound API keys, a token bucket and a
-//!    premium budget per client (the server asks it before every search or read).
-//! 3. [`pipeline`] answers from the [`cache`] (identical misses share one fan-out), picks a SearXNG
-//!    instance of the pool (not cooling down, its needed engines not excluded, least loaded), plans
-//!    which of its engines to use from its engine [`breaker`]s and the catalog its `/config`
-//!    reported ([`searxng`]), then fans out: SearXNG and the T1 premium [`providers`] together, the
-//!    fallback one provider at a time, all inside a hard budget; labels the outcome, records
-//!    [`metrics`] and caches the rendered answer. Pages are read the same way (`pipeline::read`):
-//!    the page cache, the direct [`reader`] behind a breaker per host, the premium readers as the
-//!    fallback.
-//! 4. [`config`] is the whole configuration, put together from the sections each owner reads
-//!    through [`env`].
-//! 5. Upstreams report facts: [`searxng`], [`providers`] (search APIs and page readers), [`reader`]
-//!    (a page read directly: the address policy, the fetch, the extraction).
-//! 6. [`merge`] deduplicates by canonical URL with order-free attribution; one source keeps its
-//!    order, several are fused by rank. Each result is a [`search_result`]: the fields the merge
-//!    reads, and the object as the upstream sent it (copied into the answer as it came).
-//! 7. With `REDIS_URL`, [`shared`] is the tier several replicas share below the local one: answers,
-//!    pages, computations in flight (leases), breaker open periods and probes, the rotation counter
-//!    — every operation bounded, skipped while Redis is away.
-//! 8. With `STATE_DIR`, [`persist`] is the file a gateway without Redis keeps its open breakers and
-//!    the last 24 h of premium spend in across restarts; the owners fill it and take it back.
-//! 9. Below everything: [`env`] (one variable at a time, its errors as variants), [`breaker`],
-//!    [`upstream`] (error classes, the HTTP client, body cap, `Retry-After`), [`metrics`],
-//!    [`request`], [`trace`] (the OpenTelemetry span names and their closed-set errors), [`runtime`]
-//!    (`RUNTIME`: work-stealing, or a current-thread runtime per core; which worker a thread is).
-//!
-//! Beside the path, [`telemetry`] installs the log lines and, when configured, the trace export.
-//! For people, [`server`] also serves the operator's page (`/ui`): the live state the pipeline
-//! keeps (`/status`, the last 15 minutes per second, the last searches) and the admin actions.
+//! The product is a workspace whose crates are its layers; each depends only on the ones below it
+//! (the compiler enforces the direction; ARCHITECTURE.md draws it):
+//! 1. this crate, the binary: [`config`] assembles every crate's settings from the environment,
+//!    [`telemetry`] installs logs and traces, [`serve`] and [`serve_mcp_stdio`] start the gateway;
+//! 2. `gateway-http`: the doors (SearXNG's API, MCP, Tavily, Firecrawl, Perplexity, Open WebUI),
+//!    inbound clients and keys, the operator's routes and page;
+//! 3. `gateway-engine`: the decisions — cache, SearXNG pool, fan-out, premium fallback, breakers,
+//!    reading pages, replica sync, the operator's state;
+//! 4. `gateway-upstreams`: what is called — the SearXNG client, the premium APIs and readers, the
+//!    page reader — and the merge of their results;
+//! 5. `gateway-core`: requests and results, canonical URLs, caches, breakers, rolling windows,
+//!    environment variables, metrics plumbing, the shared Redis tier, the persisted state.
 //!
 //! The public API is what the binary, the demo and the integration tests need: [`Config`] (and
 //! `config::variables`, the table `--help` prints), [`serve`] and [`serve_mcp_stdio`],
-//! `clients::keys_file::hash_line` (the `hash-key` command), [`runtime::Runtime`] (the tokio runtime
-//! the binary builds and how it binds), and [`telemetry`]'s installer.
-//! Everything else is crate-private (`unreachable_pub` keeps it so); the `fuzzing` and `bench`
-//! features open a door each for the fuzz targets and the benchmarks.
+//! `clients::keys_file::hash_line` (the `hash-key` command), [`runtime::Runtime`] (the tokio
+//! runtime the binary builds and how it binds), and [`telemetry`]'s installer. The `fuzzing` and
+//! `bench` features open a door each for the fuzz targets and the benchmarks.
+
+use std::future::Future;
+
+use tokio::net::TcpListener;
 
 pub mod config;
+pub mod telemetry;
 
 #[cfg(feature = "fuzzing")]
 #[doc(hidden)]
@@ -57,40 +37,43 @@ mod fuzzing;
 #[doc(hidden)]
 pub mod bench;
 
-mod breaker;
-mod cache;
-mod canonical_url;
-pub mod clients;
-mod env;
-mod merge;
-mod metrics;
-mod persist;
-mod pipeline;
-mod providers;
-mod reader;
-mod request;
-mod rolling;
-pub mod runtime;
-mod search_result;
-mod searxng;
-mod server;
-mod shared;
-pub mod telemetry;
-mod trace;
-mod upstream;
-
 pub use config::{Config, ConfigError, LogFormat, LogLevel};
+pub use gateway_core::runtime;
+pub use gateway_http::server::Served;
 
-/// The parse worker: the child process pages are parsed in (`reader`'s sandbox). The binary runs
-/// it for its hidden `parse-worker` command and passes itself as the program
+/// Inbound clients: what the `hash-key` command needs of them.
+pub mod clients {
+    pub use gateway_http::clients::keys_file;
+}
+
+/// The parse worker: the child process pages are parsed in (the reader's sandbox). The binary
+/// runs it for its hidden `parse-worker` command and passes itself as the program
 /// ([`Config::with_parse_worker`]).
 pub mod parse_worker {
     /// The command the gateway runs its workers with.
-    pub const COMMAND: &str = crate::reader::WORKER_COMMAND;
+    pub const COMMAND: &str = gateway_upstreams::reader::WORKER_COMMAND;
 
     /// Runs a parse worker with an address space of `memory_bytes` until its stdin closes.
     pub fn run(memory_bytes: u64) -> std::process::ExitCode {
-        crate::reader::run_worker(crate::reader::WorkerLimits { memory_bytes })
+        gateway_upstreams::reader::run_worker(gateway_upstreams::reader::WorkerLimits {
+            memory_bytes,
+        })
     }
 }
-pub use server::{serve, serve_mcp_stdio, Served};
+
+/// Serves the gateway configured by `config` on `listener` until `shutdown` resolves: every
+/// surface and operator endpoint, plus the background work. In-flight requests finish before it
+/// returns. The binary, the demo and the tests all start the gateway this way.
+pub fn serve(
+    listener: TcpListener,
+    config: Config,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Served {
+    gateway_http::server::serve(listener, config.gateway, shutdown)
+}
+
+/// Serves the MCP tool on stdin/stdout, with the gateway's pipeline in-process, until the client
+/// closes stdin: what an MCP client that launches a command runs (`searxng-gateway mcp`).
+pub fn serve_mcp_stdio(config: Config) -> Served {
+    gateway_http::server::serve_mcp_stdio(config.gateway)
+}

@@ -1,6 +1,6 @@
 //! The process's diagnostics, set up once by the binary: log lines (`LOG_LEVEL`; `LOG_FORMAT` text
 //! or one JSON object per line; to stdout, or to stderr when stdout carries the MCP protocol) and,
-//! when an OTLP endpoint is configured, OpenTelemetry traces of the spans in [`crate::trace`],
+//! when an OTLP endpoint is configured, OpenTelemetry traces of the spans in [`gateway_core::trace`],
 //! exported in batches over OTLP/HTTP with protobuf bodies. A log line written inside a traced
 //! request carries its trace id (a text line ends with `trace_id=…`, a JSON line has a `trace_id`
 //! key), so a line found in the logs leads to the request's trace.
@@ -8,7 +8,7 @@
 //! Two layers on one registry, each with its own filter: the log layer takes the gateway's events
 //! at `LOG_LEVEL` and the `request` span of `server::request_id` (so every line of a request
 //! carries its `request_id`), never the trace spans; the OpenTelemetry
-//! layer takes the [`crate::trace::TARGET`] spans and nothing else. Without an endpoint the second
+//! layer takes the [`gateway_core::trace::TARGET`] spans and nothing else. Without an endpoint the second
 //! layer is not installed, so nothing wants those spans and they cost nothing.
 //!
 //! Lines are written by a thread of their own (tracing-appender's non-blocking writer): a request
@@ -41,7 +41,7 @@ use tracing_subscriber::Layer;
 
 use crate::config::otlp::OtlpExport;
 use crate::config::{Config, LogFormat};
-use crate::trace::TARGET;
+use gateway_core::trace::TARGET;
 
 /// The running diagnostics; [`Telemetry::shutdown`] exports the spans still buffered.
 #[derive(Debug)]
@@ -72,7 +72,7 @@ impl LogTo {
             LogTo::Stdout => builder.finish(Batched::new(std::io::stdout())),
             LogTo::Stderr => builder.finish(Batched::new(std::io::stderr())),
         };
-        crate::metrics::log_drops::count_from(writer.error_counter());
+        gateway_core::metrics::log_drops::count_from(writer.error_counter());
         (writer, guard)
     }
 
@@ -151,7 +151,7 @@ pub fn init(config: &Config, to: LogTo) -> Result<Telemetry, TelemetryError> {
     // The request span is on at every level, so a warning inside a request still names its ID.
     let log_filter = EnvFilter::new(format!(
         "searxng_gateway={level},searxng-gateway={level},{}=info,warn",
-        crate::trace::REQUEST_TARGET
+        gateway_core::trace::REQUEST_TARGET
     ));
     let json = config.log_format() == LogFormat::Json;
     let (writer, log_writer) = to.writer(config.log_queue_lines());

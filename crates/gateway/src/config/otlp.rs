@@ -5,7 +5,7 @@
 
 use url::Url;
 
-use crate::env::{ConfigError, Env, Problem};
+use gateway_core::env::{ConfigError, Env, Problem};
 
 /// Where and as whom spans are exported.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -6,7 +6,11 @@
 use std::collections::{BTreeSet, HashMap};
 
 use super::variables::{help_table, markdown_table, VARIABLES};
+use std::time::Duration;
+
 use super::*;
+use gateway_engine::settings::{ProviderPolicy, SlowThreshold};
+use gateway_upstreams::providers::ProviderKind;
 
 fn lookup(vars: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
     let map: HashMap<String, String> = vars
@@ -21,34 +25,45 @@ fn config(vars: &[(&str, &str)]) -> Result<Config, ConfigError> {
 }
 
 fn timeout(c: &Config, kind: ProviderKind) -> Duration {
-    c.provider(kind).unwrap().timeout
+    c.gateway.engine.provider(kind).unwrap().timeout
 }
 
 #[test]
 fn defaults_match_the_contract() {
     let c = config(&[]).unwrap();
     assert_eq!(c.listen_addr, "0.0.0.0:8080".parse().unwrap());
-    assert_eq!(c.searxng.len(), 1);
-    assert_eq!(c.searxng[0].url.as_str(), "http://127.0.0.1:8888/");
-    assert_eq!(c.searxng_max_cooldown, Duration::from_secs(1800));
-    assert_eq!(c.fallback_providers, [ProviderKind::Brave]);
-    assert_eq!(c.t1_premium_count, 0);
-    assert_eq!(c.sufficient_min_results, 1);
-    assert_eq!(c.request_budget, Duration::from_secs(30));
-    assert_eq!(c.searxng_timeout, Duration::from_secs(25));
-    assert_eq!(c.searxng_fail_threshold, 6);
-    assert_eq!(c.searxng_fail_cooldown, Duration::from_secs(180));
-    assert_eq!(c.searxng_slow, SlowThreshold::Auto);
+    assert_eq!(c.gateway.engine.searxng.len(), 1);
     assert_eq!(
-        (c.cache_size, c.cache_ttl),
+        c.gateway.engine.searxng[0].url.as_str(),
+        "http://127.0.0.1:8888/"
+    );
+    assert_eq!(
+        c.gateway.engine.searxng_max_cooldown,
+        Duration::from_secs(1800)
+    );
+    assert_eq!(c.gateway.engine.fallback_providers, [ProviderKind::Brave]);
+    assert_eq!(c.gateway.engine.t1_premium_count, 0);
+    assert_eq!(c.gateway.engine.sufficient_min_results, 1);
+    assert_eq!(c.gateway.engine.request_budget, Duration::from_secs(30));
+    assert_eq!(c.gateway.engine.searxng_timeout, Duration::from_secs(25));
+    assert_eq!(c.gateway.engine.searxng_fail_threshold, 6);
+    assert_eq!(
+        c.gateway.engine.searxng_fail_cooldown,
+        Duration::from_secs(180)
+    );
+    assert_eq!(c.gateway.engine.searxng_slow, SlowThreshold::Auto);
+    assert_eq!(
+        (c.gateway.engine.cache_size, c.gateway.engine.cache_ttl),
         (1000, Duration::from_secs(3600))
     );
     assert_eq!(c.log_level, LogLevel::Info);
-    assert_eq!(c.metrics_path, "/metrics");
-    assert_eq!(c.max_query_bytes, 2048);
+    assert_eq!(c.gateway.server.metrics_path, "/metrics");
+    assert_eq!(c.gateway.server.max_query_bytes, 2048);
     for kind in ProviderKind::ALL {
         assert_eq!(timeout(&c, kind), Duration::from_secs(15), "{kind:?}");
         let origin = c
+            .gateway
+            .engine
             .provider(kind)
             .unwrap()
             .base_url
@@ -60,12 +75,15 @@ fn defaults_match_the_contract() {
             "{origin}"
         );
     }
-    assert_eq!(c.breaker_open, Duration::from_secs(300));
-    assert_eq!(c.breaker_max_open, Duration::from_secs(3600));
-    assert_eq!(c.breaker_failure_threshold, 5);
-    assert_eq!(c.shedding.max_concurrent_misses, 64);
-    assert_eq!(c.shedding.max_wait, Duration::from_millis(250));
-    let limits = c.server_limits;
+    assert_eq!(c.gateway.engine.breaker_open, Duration::from_secs(300));
+    assert_eq!(c.gateway.engine.breaker_max_open, Duration::from_secs(3600));
+    assert_eq!(c.gateway.engine.breaker_failure_threshold, 5);
+    assert_eq!(c.gateway.engine.shedding.max_concurrent_misses, 64);
+    assert_eq!(
+        c.gateway.engine.shedding.max_wait,
+        Duration::from_millis(250)
+    );
+    let limits = c.gateway.server.server_limits;
     assert_eq!(limits.max_connections, 1024);
     assert_eq!(limits.read_timeout, Duration::from_secs(10));
     assert_eq!(limits.keepalive_idle, Duration::from_secs(60));
@@ -78,7 +96,7 @@ fn defaults_match_the_contract() {
         (8192, 16384, 65536)
     );
     assert!(
-        c.active_providers().is_empty(),
+        c.gateway.engine.active_providers().is_empty(),
         "no key, no active provider"
     );
 }
@@ -168,24 +186,30 @@ fn more_t1_calls_than_active_providers_takes_the_active_ones() {
         ("FALLBACK_PROVIDERS", "brave,exa"),
     ])
     .unwrap();
-    assert_eq!((keyless.t1_premium_count, keyless.t1_requested), (0, 1));
-    assert!(keyless.t1_cut());
+    assert_eq!(
+        (
+            keyless.gateway.engine.t1_premium_count,
+            keyless.gateway.engine.t1_requested
+        ),
+        (0, 1)
+    );
+    assert!(keyless.gateway.engine.t1_cut());
     let one_key = config(&[
         ("T1_PREMIUM_COUNT", "2"),
         ("FALLBACK_PROVIDERS", "brave,exa"),
         ("EXA_API_KEY", "e"),
     ])
     .unwrap();
-    assert_eq!(one_key.t1_premium_count, 1);
-    assert!(one_key.t1_cut());
+    assert_eq!(one_key.gateway.engine.t1_premium_count, 1);
+    assert!(one_key.gateway.engine.t1_cut());
     let ok = config(&[
         ("T1_PREMIUM_COUNT", "1"),
         ("FALLBACK_PROVIDERS", "brave,exa"),
         ("EXA_API_KEY", "e"),
     ])
     .unwrap();
-    assert_eq!(ok.t1_premium_count, 1);
-    assert!(!ok.t1_cut());
+    assert_eq!(ok.gateway.engine.t1_premium_count, 1);
+    assert!(!ok.gateway.engine.t1_cut());
 }
 
 #[test]
@@ -197,11 +221,11 @@ fn provider_order_and_keys_decide_the_active_list() {
     ])
     .unwrap();
     assert_eq!(
-        c.fallback_providers,
+        c.gateway.engine.fallback_providers,
         [ProviderKind::Tavily, ProviderKind::Exa, ProviderKind::Brave]
     );
     assert_eq!(
-        c.active_providers(),
+        c.gateway.engine.active_providers(),
         [ProviderKind::Tavily, ProviderKind::Exa]
     );
 }
@@ -218,7 +242,12 @@ fn every_provider_timeout_follows_provider_timeout_seconds_unless_set() {
     assert_eq!(timeout(&c, ProviderKind::Exa), Duration::from_secs(4));
     assert_eq!(timeout(&c, ProviderKind::Jina), Duration::from_millis(2500));
     assert_eq!(
-        c.provider(ProviderKind::Tavily).unwrap().base_url.as_str(),
+        c.gateway
+            .engine
+            .provider(ProviderKind::Tavily)
+            .unwrap()
+            .base_url
+            .as_str(),
         "http://127.0.0.1:9000/"
     );
 }
@@ -226,7 +255,7 @@ fn every_provider_timeout_follows_provider_timeout_seconds_unless_set() {
 #[test]
 fn searxng_url_tolerates_a_trailing_slash() {
     let c = config(&[("SEARXNG_BACKEND_URL", "http://h:1/searx/")]).unwrap();
-    assert_eq!(c.searxng[0].url.as_str(), "http://h:1/searx");
+    assert_eq!(c.gateway.engine.searxng[0].url.as_str(), "http://h:1/searx");
 }
 
 #[test]
@@ -239,7 +268,7 @@ fn keys_never_show_in_debug_or_errors() {
 
 #[test]
 fn readme_configuration_table_matches_the_code() {
-    let readme = include_str!("../../../../README.md");
+    let readme = include_str!("../../../../docs/src/configuration.md");
     let start = readme
         .find("<!-- config-table:start -->")
         .expect("README has the config-table start marker");
@@ -278,7 +307,12 @@ fn help_shows_each_variable_with_the_default_the_parser_uses() {
     );
     assert_eq!(
         timeout(&defaults, ProviderKind::Brave),
-        defaults.provider(ProviderKind::Exa).unwrap().timeout
+        defaults
+            .gateway
+            .engine
+            .provider(ProviderKind::Exa)
+            .unwrap()
+            .timeout
     );
 }
 
@@ -326,13 +360,13 @@ fn tracing_is_off_unless_an_otlp_endpoint_is_set() {
 #[test]
 fn provider_policy_and_stale_window_are_read_and_checked() {
     let c = config(&[]).unwrap();
-    assert_eq!(c.provider_policy, ProviderPolicy::Rotate);
-    assert_eq!(c.cache_stale, Duration::from_secs(86_400));
+    assert_eq!(c.gateway.engine.provider_policy, ProviderPolicy::Rotate);
+    assert_eq!(c.gateway.engine.cache_stale, Duration::from_secs(86_400));
     let c = config(&[("PROVIDER_POLICY", "Ordered"), ("CACHE_STALE_SECONDS", "0")]).unwrap();
-    assert_eq!(c.provider_policy, ProviderPolicy::Ordered);
-    assert_eq!(c.cache_stale, Duration::ZERO);
+    assert_eq!(c.gateway.engine.provider_policy, ProviderPolicy::Ordered);
+    assert_eq!(c.gateway.engine.cache_stale, Duration::ZERO);
     let c = config(&[("PROVIDER_POLICY", "cheapest")]).unwrap();
-    assert_eq!(c.provider_policy, ProviderPolicy::Cheapest);
+    assert_eq!(c.gateway.engine.provider_policy, ProviderPolicy::Cheapest);
     let err = config(&[("PROVIDER_POLICY", "cheap")]).unwrap_err();
     assert_eq!(err.variable, "PROVIDER_POLICY");
     let err = config(&[("PREMIUM_USD_PER_DAY", "lots")]).unwrap_err();
@@ -343,23 +377,38 @@ fn provider_policy_and_stale_window_are_read_and_checked() {
 
 #[test]
 fn the_page_is_served_unless_ui_enabled_is_false_and_keeps_queries_unless_told_not_to() {
-    use super::ui::{Queries, UiSettings};
+    use gateway_http::settings::ui::{Queries, UiSettings};
     assert_eq!(
-        config(&[]).unwrap().ui,
+        config(&[]).unwrap().gateway.server.ui,
         Some(UiSettings {
             queries: Queries::Shown
         })
     );
     assert_eq!(
-        config(&[("UI_SHOW_QUERIES", "false")]).unwrap().ui,
+        config(&[("UI_SHOW_QUERIES", "false")])
+            .unwrap()
+            .gateway
+            .server
+            .ui,
         Some(UiSettings {
             queries: Queries::Hidden
         })
     );
-    assert_eq!(config(&[("UI_ENABLED", "false")]).unwrap().ui, None);
+    assert_eq!(
+        config(&[("UI_ENABLED", "false")])
+            .unwrap()
+            .gateway
+            .server
+            .ui,
+        None
+    );
     // A path that only starts with the page's letters is free.
     assert_eq!(
-        config(&[("METRICS_PATH", "/uix")]).unwrap().metrics_path,
+        config(&[("METRICS_PATH", "/uix")])
+            .unwrap()
+            .gateway
+            .server
+            .metrics_path,
         "/uix"
     );
 }

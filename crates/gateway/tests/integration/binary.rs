@@ -78,9 +78,10 @@ fn help_lists_every_variable_of_the_config_table_with_its_default() {
 
 #[test]
 fn the_readme_documents_exactly_the_config_table_the_binary_prints() {
-    let readme =
-        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../README.md"))
-            .expect("read README.md");
+    let readme = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/src/configuration.md"),
+    )
+    .expect("read README.md");
     let documented = readme
         .split_once("<!-- config-table:start -->")
         .and_then(|(_, rest)| rest.split_once("<!-- config-table:end -->"))

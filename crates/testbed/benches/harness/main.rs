@@ -441,7 +441,9 @@ impl Bench {
         }
     }
 
-    /// Prints the table; a full run writes BENCHMARKS.md. Returns the number of functional failures.
+    /// Prints the table and writes the report and the details beside it: a full run into BENCHMARKS.md
+    /// and `target/benchmarks-details.md`, the others into `target/harness/`. Returns the number of
+    /// functional failures.
     fn finish(mut self, elapsed: Duration, repo: &Path) -> usize {
         let (foreign, during) = self.busiest_foreign.clone();
         self.details.push(if foreign < 0.01 {
@@ -462,31 +464,65 @@ impl Bench {
         for failure in &self.failures {
             println!("FUNCTIONAL FAILURE: {failure}");
         }
+        let (path, details_path) = if self.plan.only_day {
+            self.report_paths("BENCHMARKS.day")
+        } else if self.partial {
+            self.report_paths("BENCHMARKS.only")
+        } else if self.plan.smoke {
+            self.report_paths("BENCHMARKS.smoke")
+        } else {
+            (
+                repo.join("BENCHMARKS.md"),
+                repo.join("target").join("benchmarks-details.md"),
+            )
+        };
+        let shown = |file: &Path| {
+            file.strip_prefix(repo)
+                .unwrap_or(file)
+                .display()
+                .to_string()
+        };
         let block = report::render(
             &self.machine,
             self.plan.command(),
             elapsed,
             &self.rows,
-            &self.details,
             &self.failures,
+            &shown(&details_path),
         );
-        let path = if self.plan.only_day {
-            self.log_dir.join("BENCHMARKS.day.md")
-        } else if self.partial {
-            self.log_dir.join("BENCHMARKS.only.md")
-        } else if self.plan.smoke {
-            self.log_dir.join("BENCHMARKS.smoke.md")
-        } else {
-            repo.join("BENCHMARKS.md")
-        };
-        match report::write(&path, &block) {
-            Ok(()) => println!("written: {}", path.display()),
-            Err(err) => {
-                println!("cannot write {}: {err}", path.display());
-                self.failures
-                    .push(format!("writing {}: {err}", path.display()));
+        let details = report::render_details(
+            &self.machine,
+            self.plan.command(),
+            elapsed,
+            &self.details,
+            &shown(&path),
+        );
+        let written = [
+            (&path, report::write(&path, &block)),
+            (
+                &details_path,
+                report::write_details(&details_path, &details),
+            ),
+        ];
+        for (file, result) in written {
+            match result {
+                Ok(()) => println!("written: {}", file.display()),
+                Err(err) => {
+                    println!("cannot write {}: {err}", file.display());
+                    self.failures
+                        .push(format!("writing {}: {err}", file.display()));
+                }
             }
         }
         self.failures.len()
+    }
+
+    /// The report of a run that does not replace BENCHMARKS.md, and its details beside it, in
+    /// `target/harness/`: `<stem>.md` and `<stem>.details.md`.
+    fn report_paths(&self, stem: &str) -> (PathBuf, PathBuf) {
+        (
+            self.log_dir.join(format!("{stem}.md")),
+            self.log_dir.join(format!("{stem}.details.md")),
+        )
     }
 }

@@ -1,5 +1,7 @@
-//! The machine description and BENCHMARKS.md: the harness rewrites the block between its markers
-//! and keeps everything else (hand-written notes, profiles, before/after) as it is.
+//! The machine description and the two files a run writes: the report — in BENCHMARKS.md, the block
+//! between its markers (machine, results table, functional checks), the rest of the file kept as it is
+//! — and the run's details (each run of every measurement, the days phase by phase) in a file of their
+//! own beside it, `target/benchmarks-details.md`, which is not committed.
 
 use std::path::Path;
 use std::process::Command;
@@ -87,23 +89,11 @@ impl Machine {
     }
 }
 
-/// The generated block: machine, command, table, details.
-pub(crate) fn render(
-    machine: &Machine,
-    command: &str,
-    duration: std::time::Duration,
-    rows: &[Row],
-    details: &[String],
-    failures: &[String],
-) -> String {
-    let mut out = String::new();
-    out.push_str(START_MARKER);
-    out.push_str(
-        "\n<!-- Written by `cargo bench --bench harness`; edit outside the markers. -->\n\n",
-    );
-    out.push_str(&format!(
+/// The machine, the command and how long the run took, as a two-column table.
+fn machine_table(machine: &Machine, command: &str, duration: std::time::Duration) -> String {
+    format!(
         "| | |\n|---|---|\n| machine | {} — {} cores, {:.1} GiB RAM, Linux {} |\n| toolchain | {} |\n\
-         | commit | `{}` |\n| date | {} |\n| reproduce | `{}` |\n| run time | {:.0} s |\n\n",
+         | commit | `{}` |\n| date | {} |\n| reproduce | `{}` |\n| run time | {:.0} s |\n",
         machine.cpu,
         machine.cores,
         machine.ram_gib,
@@ -113,7 +103,26 @@ pub(crate) fn render(
         machine.date,
         command,
         duration.as_secs_f64(),
-    ));
+    )
+}
+
+/// The generated block: machine, command, the results table, the functional checks, and where the
+/// run's details went (`details_at`, relative to the repository).
+pub(crate) fn render(
+    machine: &Machine,
+    command: &str,
+    duration: std::time::Duration,
+    rows: &[Row],
+    failures: &[String],
+    details_at: &str,
+) -> String {
+    let mut out = String::new();
+    out.push_str(START_MARKER);
+    out.push_str(
+        "\n<!-- Written by `cargo bench --bench harness`; edit outside the markers. -->\n\n",
+    );
+    out.push_str(&machine_table(machine, command, duration));
+    out.push('\n');
     out.push_str(&table(rows));
     out.push('\n');
     if failures.is_empty() {
@@ -125,13 +134,33 @@ pub(crate) fn render(
         }
         out.push('\n');
     }
-    out.push_str("### Details\n\n");
+    out.push_str(&format!(
+        "Per-run details (each run of every measurement, the days' phases and spells, the machine's other \
+         load): `{details_at}`, written beside this report by the same run and not committed.\n\n"
+    ));
+    out.push_str(END_MARKER);
+    out.push('\n');
+    out
+}
+
+/// The run's details file: which run, where its report is (`report_at`), then one line per detail.
+pub(crate) fn render_details(
+    machine: &Machine,
+    command: &str,
+    duration: std::time::Duration,
+    details: &[String],
+    report_at: &str,
+) -> String {
+    let mut out = format!(
+        "# Benchmark details\n\nThe details of one harness run; its results table is in `{report_at}`. \
+         Not committed: a run worth keeping gets these lines copied into the book's appendix \
+         (docs/src/benchmarks/).\n\n"
+    );
+    out.push_str(&machine_table(machine, command, duration));
+    out.push('\n');
     for detail in details {
         out.push_str(&format!("- {detail}\n"));
     }
-    out.push('\n');
-    out.push_str(END_MARKER);
-    out.push('\n');
     out
 }
 
@@ -171,4 +200,12 @@ pub(crate) fn write(path: &Path, block: &str) -> std::io::Result<()> {
         ),
     };
     std::fs::write(path, updated)
+}
+
+/// Writes the run's details file (a new one each run), creating its folder when needed.
+pub(crate) fn write_details(path: &Path, details: &str) -> std::io::Result<()> {
+    if let Some(folder) = path.parent() {
+        std::fs::create_dir_all(folder)?;
+    }
+    std::fs::write(path, details)
 }
