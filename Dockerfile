@@ -16,15 +16,19 @@ RUN command -v make >/dev/null \
 
 ENV CARGO_TERM_COLOR=never
 
-# Dependency layer: build every dependency of the gateway crate against placeholder sources, so this
+# Dependency layer: build every dependency of the product's crates against placeholder sources, so this
 # layer is reused until a manifest or Cargo.lock changes. Cargo loads every workspace member's
 # manifest, so the simulator and testbed get placeholder targets too; neither is ever compiled.
 COPY Cargo.toml Cargo.lock ./
+COPY crates/core/Cargo.toml crates/core/
+COPY crates/upstreams/Cargo.toml crates/upstreams/
+COPY crates/engine/Cargo.toml crates/engine/
+COPY crates/http/Cargo.toml crates/http/
 COPY crates/gateway/Cargo.toml crates/gateway/
 COPY crates/simulator/Cargo.toml crates/simulator/
 COPY crates/testbed/Cargo.toml crates/testbed/
 COPY crates/pipeline-bench/Cargo.toml crates/pipeline-bench/
-RUN for crate in gateway simulator testbed pipeline-bench; do \
+RUN for crate in core upstreams engine http gateway simulator testbed pipeline-bench; do \
         mkdir -p crates/$crate/src \
         && echo '//! placeholder' > crates/$crate/src/lib.rs \
         && echo 'fn main() {}' > crates/$crate/src/main.rs; \
@@ -34,15 +38,19 @@ RUN for crate in gateway simulator testbed pipeline-bench; do \
     && mkdir -p crates/pipeline-bench/benches \
     && echo 'fn main() {}' > crates/pipeline-bench/benches/pipeline.rs \
     && cargo build --release --locked -p searxng-gateway \
-    && rm -rf crates/gateway/src
+    && rm -rf crates/core/src crates/upstreams/src crates/engine/src crates/http/src crates/gateway/src
 
-# The gateway itself (only the production crate: the simulator never enters the image). `touch`
+# The gateway itself (only the product's crates: the simulator never enters the image). `touch`
 # makes the copied sources newer than the placeholder build, whatever modification times the build
 # context carried, so cargo rebuilds the crate instead of reusing it. The binary's symbols are
 # stripped by `strip` rather than the profile's `strip` setting, which would give every dependency a
 # fingerprint of its own (CI's check of these steps shares its build with the benchmark harness).
+COPY crates/core/src ./crates/core/src
+COPY crates/upstreams/src ./crates/upstreams/src
+COPY crates/engine/src ./crates/engine/src
+COPY crates/http/src ./crates/http/src
 COPY crates/gateway/src ./crates/gateway/src
-RUN touch crates/gateway/src/main.rs crates/gateway/src/lib.rs \
+RUN touch crates/*/src/lib.rs crates/gateway/src/main.rs \
     && cargo build --release --locked -p searxng-gateway --bin searxng-gateway \
     && cp target/release/searxng-gateway /searxng-gateway \
     && strip --strip-all /searxng-gateway \

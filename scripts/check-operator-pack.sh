@@ -178,11 +178,11 @@ for name, svc in services.items():
 # --- metric names registered in the gateway crate (each module's metrics.rs, and a collector's
 # `encode_descriptor` such as metrics/log_drops.rs; prometheus-client adds `_total` to counters)
 registered = set()
-for metrics_file in glob.glob("crates/gateway/src/**/*.rs", recursive=True):
+for metrics_file in [f for crate in ("core", "upstreams", "engine", "http", "gateway") for f in glob.glob(f"crates/{crate}/src/**/*.rs", recursive=True)]:
     with open(metrics_file, encoding="utf-8") as f:
         registered |= set(re.findall(r'\.(?:register|encode_descriptor)\(\s*"([a-z][a-z0-9_]*)"', f.read()))
 if len(registered) < 20:
-    fail(f"crates/gateway/src: found only {len(registered)} registered metric names")
+    fail(f"the product crates: found only {len(registered)} registered metric names")
 PREFIX = "searxng_gateway_"
 
 
@@ -259,7 +259,7 @@ else:
                 fail(f"dashboard: panel {title!r} target {ref}: Grafana variables {sorted(macros)} in expr")
             bad = unknown_metrics(expr)
             if bad:
-                fail(f"dashboard: panel {title!r} target {ref}: metrics not registered in crates/gateway/src: {bad}")
+                fail(f"dashboard: panel {title!r} target {ref}: metrics not registered in the product crates: {bad}")
             record_rules.append({"record": f"dashboard:panel_{pid}:{ref}",
                                  "expr": expr.replace("$__rate_interval", "5m")})
     ok(f"dashboard: {data_panels} data panels, each on the datasource variable with refId'd targets")
@@ -284,7 +284,7 @@ for group in alerts.get("groups") or []:
             fail(f"{ALERTS}: {name} lacks a summary or description annotation")
         bad = unknown_metrics(rule.get("expr", ""))
         if bad:
-            fail(f"{ALERTS}: {name}: metrics not registered in crates/gateway/src: {bad}")
+            fail(f"{ALERTS}: {name}: metrics not registered in the product crates: {bad}")
 if not alert_names:
     fail(f"{ALERTS}: no alerts")
 

@@ -1,16 +1,26 @@
 #!/usr/bin/env python3
-"""The gateway crate's layering, checked: which top-level module may import which, and no cycle
-between the files of one folder.
+"""The gateway's layering, checked where the compiler cannot: between the modules inside each of
+the product's crates, and the crates' own dependencies against the order ARCHITECTURE.md draws.
 
-A module depends on another when any of its files names `crate::<other>` outside a comment (or,
-inside a folder, `super::<sibling>`). ALLOWED below is ARCHITECTURE.md's map as a table: each module and the modules
-below it that it may import. CI runs this script; an import the table does not allow fails it,
-naming the file, the line and the edge. An edge missing from the table is a design question (who
-owns the code?), not a line to add here.
+The compiler already refuses a lower crate naming a higher one (the crates are
+core < upstreams < engine < http < the binary, and Cargo allows no cycle). What it cannot see:
 
-Test code (`#[cfg(test)] mod tests`) may reach anywhere; the layering is about production code.
-The entry points (lib.rs, main.rs) and the feature-gated doors for fuzzing and benchmarks may
-import anything.
+1. Which crate each crate depends on: CRATES below lists the crates each may use; a
+   `[dependencies]` entry on another product crate that the table does not allow fails.
+2. Edges between the top-level modules inside one crate (`server` and `clients` in the http crate,
+   `pipeline` and `settings` in the engine, ...). A file depends on a module of its crate when its
+   production code names it: `crate::x`, grouped imports (`use crate::{x, y::z}`), and `super::x`
+   from a file directly in a folder or from a folder's `mod.rs` (whose `super` is the crate's root
+   module there). MODULES lists, per crate, what each top-level module may import.
+3. Re-exports that hide an edge: a `pub use gateway_<crate>::...` in a product crate's library
+   would let the crates above name a lower crate's item through a middle crate; each crate names
+   what it uses at its source. Only the binary's facade (`crates/gateway/src/lib.rs`,
+   `config/mod.rs`) re-exports, for the public API.
+4. No import cycle between the files of one folder.
+
+Test code (`#[cfg(test)] mod tests`, `tests.rs`) may reach anywhere; the layering is about
+production code. An edge missing from a table is a design question (who owns the code?), not a
+line to add here.
 
 Usage: python3 scripts/module-graph.py          (prints the graph, exit 1 on a violation)
 """
@@ -18,62 +28,115 @@ import os
 import re
 import sys
 
-SRC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "crates", "gateway", "src")
-ROOTS = {"lib.rs", "main.rs"}
-ENTRY = {"fuzzing", "bench"}
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "crates")
 
-# Top to bottom, as ARCHITECTURE.md draws it: a module may import only what is listed for it.
-ALLOWED = {
-    # The front doors: surfaces ask the pipeline; they admit callers through clients.
-    "server": {
-        "clients", "config", "persist", "pipeline", "request", "runtime", "trace", "metrics",
-    },
-    # Beside the path: installs logs and traces from the configuration.
-    "telemetry": {"config", "metrics", "trace"},
-    # The decisions: everything an answer is made of.
-    "pipeline": {
-        "breaker", "cache", "canonical_url", "config", "merge", "metrics", "providers", "reader",
-        "persist", "request", "rolling", "search_result", "searxng", "shared", "trace", "upstream",
-    },
-    # The whole configuration, put together from the sections each owner reads.
-    "config": {"clients", "env", "persist", "providers", "reader", "runtime", "shared"},
-    # Who may search and how much.
-    "clients": {"env", "metrics", "persist", "rolling", "shared"},
-    # Upstreams report facts, never policy.
-    "providers": {"env", "metrics", "request", "upstream"},
-    "searxng": {"metrics", "request", "search_result", "upstream"},
-    # Reading a page directly: facts only (fetch, address policy, extraction).
-    "reader": {"env", "metrics", "request", "upstream"},
-    "merge": {"providers", "search_result"},
-    # The tier replicas share: typed operations on bytes.
-    "shared": {"env", "metrics", "trace"},
-    "search_result": {"canonical_url"},
-    # The file STATE_DIR keeps across restarts: plain entries, filled and read by their owners.
-    "persist": {"env"},
-    "breaker": {"metrics"},
-    # Below everything.
-    "cache": set(),
-    "canonical_url": set(),
-    "env": set(),
-    "metrics": set(),
-    "request": set(),
-    "rolling": set(),
-    "trace": {"upstream"},
-    # The scheduler (RUNTIME) and which worker a thread is: the upstream client keeps one pool per
-    # worker.
-    "runtime": set(),
-    "upstream": {"runtime"},
+# Bottom to top; a crate may depend on the crates listed for it.
+CRATES = {
+    "core": set(),
+    "upstreams": {"core"},
+    "engine": {"core", "upstreams"},
+    "http": {"core", "upstreams", "engine"},
+    "gateway": {"core", "upstreams", "engine", "http"},
 }
+PACKAGE = {"core": "gateway-core", "upstreams": "gateway-upstreams", "engine": "gateway-engine",
+           "http": "gateway-http", "gateway": "searxng-gateway"}
 
-USE = re.compile(r"\bcrate::([a-z_]+)")
+# Inside each crate: a top-level module may import only what is listed for it.
+MODULES = {
+    "core": {
+        "breaker": {"metrics"},
+        "cache": set(),
+        "canonical_url": set(),
+        "env": set(),
+        "metrics": set(),
+        "persist": {"env"},
+        "request": {"metrics"},
+        "rolling": set(),
+        "runtime": set(),
+        "search_result": {"canonical_url"},
+        # The tier replicas share: typed operations on bytes.
+        "shared": {"env", "metrics", "trace"},
+        "trace": {"upstream"},
+        # The upstream client keeps one pool per worker.
+        "upstream": {"runtime", "metrics"},
+    },
+    "upstreams": {
+        # Upstreams report facts, never policy; each on its own.
+        "providers": set(),
+        "searxng": set(),
+        "reader": set(),
+        "merge": {"providers"},
+        "breaker_keys": {"providers", "searxng"},
+    },
+    "engine": {
+        "settings": set(),
+        "pipeline": {"settings"},
+    },
+    "http": {
+        "settings": {"clients"},
+        "gateway": {"settings"},
+        "clients": set(),
+        "server": {"clients", "gateway", "settings"},
+    },
+    "gateway": {
+        "config": set(),
+        "telemetry": {"config"},
+        # The feature-gated doors for the fuzz targets and the benchmarks.
+        "fuzzing": set(),
+        "bench": set(),
+    },
+}
+ROOTS = {"lib.rs", "main.rs"}
+FACADE = {os.path.join("gateway", "src", "lib.rs"), os.path.join("gateway", "src", "config", "mod.rs")}
+
+CRATE_PATH = re.compile(r"\bcrate::([a-z_]+)")
+GROUPED = re.compile(r"\bcrate::\{([^}]*)\}", re.S)
 SUPER = re.compile(r"\bsuper::([a-z_]+)")
+SUPER_GROUPED = re.compile(r"\bsuper::\{([^}]*)\}", re.S)
+REEXPORT = re.compile(r"^\s*pub(?:\([^)]*\))?\s+use\s+(gateway_[a-z_]+)::", re.M)
 
 
 def production_text(path):
     """The file without its test module and without comment lines (docs may name any module)."""
+    if os.path.basename(path) == "tests.rs" or os.sep + "tests" + os.sep in path:
+        return ""
     text = open(path, encoding="utf-8").read()
     text = re.split(r"#\[cfg\(test\)\](?:\s*#\[[^\]]*\])*\s*mod tests", text)[0]
     return "\n".join("" if line.lstrip().startswith("//") else line for line in text.splitlines())
+
+
+def heads(group):
+    """The first segment of each path in a grouped import (`a, b::c, d::{e}` -> a, b, d)."""
+    depth, part, out = 0, "", []
+    for ch in group + ",":
+        if ch == "{":
+            depth += 1
+        elif ch == "}":
+            depth -= 1
+        if ch == "," and depth == 0:
+            name = part.strip().split("::")[0].strip()
+            if re.fullmatch(r"[a-z_]+", name) and name not in ("self", "super", "crate"):
+                out.append(name)
+            part = ""
+        else:
+            part += ch
+    return out
+
+
+def names_used(text, rel):
+    """Top-level modules of the crate a file's production code names."""
+    found = set(CRATE_PATH.findall(text))
+    for group in GROUPED.findall(text):
+        found.update(heads(group))
+    parts = rel.split(os.sep)
+    # `super::` names a top-level module from a folder's mod.rs, or from a file directly in the
+    # crate's src (never: those are top-level modules themselves) — a file `a/b.rs` means `a::`.
+    if len(parts) == 2 and parts[1] == "mod.rs":
+        found.update(SUPER.findall(text))
+        for group in SUPER_GROUPED.findall(text):
+            found.update(heads(group))
+    found.discard("self")
+    return found
 
 
 def top_module(rel):
@@ -82,8 +145,6 @@ def top_module(rel):
 
 
 def second_module(rel):
-    """The file's module inside its top-level folder (`server/auth.rs` -> `auth`), or None for the
-    folder's mod.rs and for files of top-level modules that are single files."""
     parts = rel.split(os.sep)
     if len(parts) < 2 or parts[1] == "mod.rs":
         return None
@@ -116,63 +177,81 @@ def find_cycle(graph):
     return None
 
 
-graph = {}
-folders = {}
 violations = []
-for dirpath, _, files in os.walk(SRC):
-    for name in sorted(files):
-        if not name.endswith(".rs"):
-            continue
-        path = os.path.join(dirpath, name)
-        rel = os.path.relpath(path, SRC)
-        if rel in ROOTS:
-            continue
-        module = top_module(rel)
-        text = production_text(path)
-        deps = graph.setdefault(module, set())
-        for number, line in enumerate(text.splitlines(), 1):
-            for other in USE.findall(line):
-                if other == module:
+
+# 1. The crates' dependencies.
+for crate, allowed in CRATES.items():
+    manifest = open(os.path.join(ROOT, crate, "Cargo.toml"), encoding="utf-8").read()
+    normal = manifest.split("[dependencies]", 1)[1].split("\n[", 1)[0]
+    for other, package in PACKAGE.items():
+        if other != crate and re.search(r"^" + re.escape(package) + r"\s*=", normal, re.M):
+            if other not in allowed:
+                violations.append(f"crates/{crate}/Cargo.toml: {PACKAGE[crate]} depends on {package}, "
+                                  f"which it may not (it may use: {', '.join(sorted(allowed)) or 'nothing'})")
+    for extra in ("simulator", "testbed"):
+        if re.search(r"^" + extra + r"\b", normal, re.M):
+            violations.append(f"crates/{crate}/Cargo.toml: the product depends on the {extra}")
+
+# 2-4. Inside each crate.
+for crate, table in MODULES.items():
+    src = os.path.join(ROOT, crate, "src")
+    graph, folders = {}, {}
+    for dirpath, _, files in os.walk(src):
+        for name in sorted(files):
+            if not name.endswith(".rs"):
+                continue
+            path = os.path.join(dirpath, name)
+            rel = os.path.relpath(path, src)
+            text = production_text(path)
+            crate_rel = os.path.join(crate, "src", rel)
+            if crate_rel not in FACADE:
+                for number, line in enumerate(text.splitlines(), 1):
+                    m = REEXPORT.match(line)
+                    if m:
+                        violations.append(f"crates/{crate_rel}:{number}: re-exports {m.group(1)}'s item; "
+                                          f"the crates above import it from {m.group(1)} itself")
+            if rel in ROOTS:
+                continue
+            module = top_module(rel)
+            allowed = table.get(module)
+            if allowed is None:
+                violations.append(f"crates/{crate_rel}: module {module!r} is not in {crate}'s table")
+                continue
+            deps = graph.setdefault(module, set())
+            for other in names_used(text, rel):
+                if other == module or other not in table:
                     continue
                 deps.add(other)
-                if module in ENTRY:
-                    continue
-                allowed = ALLOWED.get(module)
-                if allowed is None:
-                    violations.append(f"{rel}: module {module!r} is not in the table of allowed edges")
-                elif other not in allowed:
-                    violations.append(
-                        f"{rel}:{number}: {module} -> {other} is not an allowed edge "
-                        f"({module} may import: {', '.join(sorted(allowed)) or 'nothing'}): {line.strip()}"
-                    )
-        # Files of one folder: `super::x` from a file directly in the folder names a sibling.
-        second = second_module(rel)
-        depth = len(rel.split(os.sep))
-        if second is not None and module not in ENTRY:
-            siblings = folders.setdefault(module, {}).setdefault(second, set())
-            for other in SUPER.findall(text) if depth == 2 else []:
-                if other != second:
-                    siblings.add(other)
-            for other in re.findall(r"\bcrate::" + module + r"::([a-z_]+)", text):
-                if other != second:
-                    siblings.add(other)
-
-for module in sorted(graph):
-    print(f"{module:13} -> {', '.join(sorted(graph[module])) or '(nothing)'}")
-
-for module in sorted(folders):
-    files = folders[module]
-    known = set(files)
-    inner = {f: {d for d in deps if d in known} for f, deps in files.items()}
-    cycle = find_cycle(inner)
+                if other not in allowed:
+                    violations.append(f"crates/{crate_rel}: {module} -> {other} is not an allowed edge in "
+                                      f"{crate} ({module} may import: {', '.join(sorted(allowed)) or 'nothing'})")
+            second = second_module(rel)
+            if second is not None:
+                siblings = folders.setdefault(module, {}).setdefault(second, set())
+                if len(rel.split(os.sep)) == 2:
+                    for other in SUPER.findall(text):
+                        if other != second:
+                            siblings.add(other)
+                    for group in SUPER_GROUPED.findall(text):
+                        siblings.update(h for h in heads(group) if h != second)
+                for other in re.findall(r"\bcrate::" + module + r"::([a-z_]+)", text):
+                    if other != second:
+                        siblings.add(other)
+    for module in sorted(graph):
+        print(f"{crate:9} {module:13} -> {', '.join(sorted(graph[module])) or '(nothing)'}")
+    for module in sorted(folders):
+        files = folders[module]
+        known = set(files)
+        inner = {f: {d for d in deps if d in known} for f, deps in files.items()}
+        cycle = find_cycle(inner)
+        if cycle:
+            violations.append(f"crates/{crate}/src/{module}/: import cycle between its files: " + " -> ".join(cycle))
+    cycle = find_cycle(graph)
     if cycle:
-        violations.append(f"{module}/: import cycle between its files: " + " -> ".join(cycle))
-
-cycle = find_cycle(graph)
-if cycle:
-    violations.append("import cycle between top-level modules: " + " -> ".join(cycle))
+        violations.append(f"{crate}: import cycle between top-level modules: " + " -> ".join(cycle))
 
 if violations:
     print("\n".join(violations), file=sys.stderr)
     sys.exit(1)
-print("every import is an allowed edge; no import cycle between modules or between the files of a folder")
+print("every crate uses only the crates below it; every import inside a crate is an allowed edge; "
+      "no re-export hides an edge; no import cycle between the files of a folder")

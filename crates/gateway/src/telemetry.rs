@@ -144,13 +144,28 @@ impl<W: std::io::Write> std::io::Write for Batched<W> {
 #[error("cannot start the OpenTelemetry exporter: {0}")]
 pub struct TelemetryError(String);
 
+/// The log targets of the product's crates: `LOG_LEVEL` applies to them, warnings only to the
+/// libraries beneath.
+const PRODUCT_CRATES: [&str; 6] = [
+    "searxng_gateway",
+    "searxng-gateway",
+    "gateway_core",
+    "gateway_upstreams",
+    "gateway_engine",
+    "gateway_http",
+];
+
 /// Installs the log layer and, when configured, the trace export, as the process's subscriber.
 /// Call it once, outside the async runtime.
 pub fn init(config: &Config, to: LogTo) -> Result<Telemetry, TelemetryError> {
     let level = config.log_level().as_str();
     // The request span is on at every level, so a warning inside a request still names its ID.
+    let crates: String = PRODUCT_CRATES
+        .iter()
+        .map(|name| format!("{name}={level},"))
+        .collect();
     let log_filter = EnvFilter::new(format!(
-        "searxng_gateway={level},searxng-gateway={level},{}=info,warn",
+        "{crates}{}=info,warn",
         gateway_core::trace::REQUEST_TARGET
     ));
     let json = config.log_format() == LogFormat::Json;

@@ -25,7 +25,7 @@ pub(crate) fn level_from_env_value(value: Option<&str>) -> Result<LogLevel, Inva
 pub(crate) fn init(level: LogLevel) {
     tracing_subscriber::fmt()
         .with_env_filter(EnvFilter::new(format!(
-            "searxng_gateway={},error",
+            "searxng_gateway={0},gateway_core={0},gateway_upstreams={0},gateway_engine={0},gateway_http={0},error",
             level.as_str()
         )))
         .with_target(false)

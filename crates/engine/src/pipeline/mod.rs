@@ -72,12 +72,9 @@ pub(crate) use persisted::Restored;
 
 use crate::settings::{EngineSettings, TrafficRing};
 use cooldown::CooldownSettings;
-/// The breaker namespaces an operator names (`/admin/breakers/{namespace}/{name}`).
-pub use gateway_core::breaker::BreakerKind;
-use gateway_core::breaker::{BreakerBoard, BreakerPolicy, BreakerState};
+use gateway_core::breaker::{BreakerBoard, BreakerKind, BreakerPolicy, BreakerState};
+use gateway_core::cache::CacheStatus;
 use gateway_core::cache::{AnswerCache, CacheCounters, ComputationLost};
-/// How an answer was obtained, and from which tier (`X-Cache`, `X-Cache-Tier`, `explain`).
-pub use gateway_core::cache::{CacheStatus, CacheTier};
 use gateway_core::persist::{OpenBreaker, Snapshot, SpendEntry};
 use gateway_core::request::{AnswerScope, CacheKey, SearchRequest, Surface};
 use gateway_core::shared::SharedTier;

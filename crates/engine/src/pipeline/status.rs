@@ -9,7 +9,7 @@ use serde::{Serialize, Serializer};
 use super::pool::SearxngPool;
 use gateway_core::breaker::{Breaker, BreakerKind, BreakerState, Snapshot, TripReason};
 use gateway_upstreams::providers::quota::RateWindow;
-pub use gateway_upstreams::providers::readers::ReaderKind;
+use gateway_upstreams::providers::readers::ReaderKind;
 use gateway_upstreams::providers::ProviderKind;
 
 /// The whole document.

@@ -12,7 +12,7 @@ use std::time::Duration;
 use gateway_core::env::{self, ConfigError, Env, Problem};
 use gateway_core::runtime::{self, Runtime};
 use gateway_core::shared::RedisSettings;
-pub use gateway_upstreams::providers::readers::{self, PremiumReaderSettings, ReaderKind};
+use gateway_upstreams::providers::readers::{self, PremiumReaderSettings, ReaderKind};
 use gateway_upstreams::providers::settings as provider_settings;
 use gateway_upstreams::providers::{ProviderKind, ProviderSettings};
 use gateway_upstreams::reader::ReaderSettings;

@@ -33,7 +33,7 @@ use super::error::{ApiError, ApiPath};
 use crate::clients::Clients;
 use crate::gateway::Gateway;
 use crate::settings::access::AdminToken;
-use gateway_engine::pipeline::BreakerKind;
+use gateway_core::breaker::BreakerKind;
 
 /// The longest breaker open period an operator may set (a day).
 const MAX_OPEN_SECONDS: u64 = 86_400;

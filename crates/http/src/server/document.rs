@@ -157,7 +157,8 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use gateway_engine::pipeline::{Answer, CacheStatus, Outcome};
+    use gateway_core::cache::CacheStatus;
+    use gateway_engine::pipeline::{Answer, Outcome};
 
     fn served(status: u16, body: Value) -> Served {
         Served {

@@ -14,10 +14,11 @@ use serde::Serialize;
 use serde_json::{json, Map, Value};
 
 use super::auth::{Admitted, PremiumRefusal};
+use gateway_core::cache::{CacheStatus, CacheTier};
 use gateway_core::persist::unix_ms;
 use gateway_engine::pipeline::explain::RemoteFanOut;
 use gateway_engine::pipeline::read::PageRead;
-use gateway_engine::pipeline::{Answer, CacheStatus, CacheTier, Premium, Served};
+use gateway_engine::pipeline::{Answer, Premium, Served};
 
 /// The query or form parameter.
 pub(super) const PARAMETER: &str = "explain";

@@ -14,7 +14,8 @@ use url::Url;
 use super::auth::Admitted;
 use crate::gateway::Gateway;
 use gateway_core::request::ReadFormat;
-use gateway_engine::pipeline::read::{Depth, PageRead, ReadFailure, ReadRequest};
+use gateway_engine::pipeline::read::{Depth, PageRead, ReadRequest};
+use gateway_upstreams::reader::ReadFailure;
 
 /// One page a client asked for, as it sent it.
 #[derive(Debug, Clone)]

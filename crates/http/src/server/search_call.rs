@@ -14,9 +14,10 @@ use super::document::{Document, FailedUpstream, Found};
 use super::explain::Explanation;
 use super::recent_searches::{Ended, Search};
 use crate::gateway::Gateway;
+use gateway_core::cache::CacheTier;
 use gateway_core::request::{SearchRequest, Surface};
 use gateway_core::trace::{self, SpanError};
-use gateway_engine::pipeline::{CacheTier, SearchError, Served};
+use gateway_engine::pipeline::{SearchError, Served};
 
 /// Asks the pipeline for one search that came through `surface`, and logs the one line each
 /// search gets. Every surface searches through here.

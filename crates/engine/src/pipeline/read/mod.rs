@@ -52,8 +52,7 @@ use gateway_upstreams::providers::readers::{
     PageResult, PremiumPage, PremiumReader, ReadCallResult, ReaderKind,
 };
 use gateway_upstreams::reader::Reader;
-/// What surfaces render of a read: the page, or why it was not read.
-pub use gateway_upstreams::reader::{Document, ReadFailure};
+use gateway_upstreams::reader::{Document, ReadFailure};
 use hosts::{HostName, HostSlots};
 pub(crate) use metrics::ReadMetrics;
 use metrics::{ReadLabels, ReadOutcome};

@@ -8,7 +8,7 @@ use std::time::Duration;
 use serde::Serialize;
 use tokio::time::Instant;
 
-pub(crate) use gateway_upstreams::providers::readers::ReaderKind;
+use gateway_upstreams::providers::readers::ReaderKind;
 use gateway_upstreams::reader::{ReadFailure, Wall};
 
 /// How the direct read ended.

@@ -46,7 +46,8 @@ use super::read_call;
 use super::search_call::Unanswered;
 use crate::gateway::Gateway;
 use gateway_core::request::{ReadFormat, RequestError};
-use gateway_engine::pipeline::read::{PageRead, ReadFailure};
+use gateway_engine::pipeline::read::PageRead;
+use gateway_upstreams::reader::ReadFailure;
 
 /// A body through a Firecrawl decoder (`which`: 0 the v1 search, 1 the v2 search, else the
 /// scrape), for the fuzz target.

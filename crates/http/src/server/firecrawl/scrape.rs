@@ -29,7 +29,8 @@ use super::super::json_fields::{self, field, InvalidField};
 use super::super::read_call;
 use super::{document, json_response, FirecrawlError, Formats, Named};
 use crate::gateway::Gateway;
-use gateway_engine::pipeline::read::{Depth, ReadFailure};
+use gateway_engine::pipeline::read::Depth;
+use gateway_upstreams::reader::ReadFailure;
 
 /// Firecrawl's most `timeout`, in milliseconds.
 const MAX_TIMEOUT_MS: u64 = 300_000;

@@ -16,7 +16,7 @@ use super::super::json_fields::{field, number_in, InvalidField};
 use super::super::read_call;
 use super::web_search::tool_error;
 use gateway_core::request::ReadFormat;
-use gateway_engine::pipeline::read::{Document, ReadFailure};
+use gateway_upstreams::reader::{Document, ReadFailure};
 
 /// The tool's name.
 pub(super) const NAME: &str = "web_fetch";

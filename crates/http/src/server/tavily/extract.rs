@@ -30,7 +30,8 @@ use super::super::read_call::{self, Asked};
 use super::{carries_key, json, TavilyError, MAX_URLS};
 use crate::gateway::Gateway;
 use gateway_core::request::ReadFormat;
-use gateway_engine::pipeline::read::{Depth, ReadFailure};
+use gateway_engine::pipeline::read::Depth;
+use gateway_upstreams::reader::ReadFailure;
 
 /// `urls`: one or several.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]

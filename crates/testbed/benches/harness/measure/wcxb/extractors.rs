@@ -4,6 +4,10 @@
 //! `rs-trafilatura` (the benchmark's best published extractor; it decodes the bytes itself) and
 //! `trafilatura` (a port of go-trafilatura; given the bytes as UTF-8, which every page of the
 //! split is). A candidate's panic is caught and counted as a page it did not read.
+//!
+//! The candidates are built only with the testbed's `candidates` feature (the full run: `cargo
+//! harness --features candidates`, as BENCHMARKS.md says): CI's smoke and the tests score the
+//! gateway's reader alone and never compile them.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
@@ -16,20 +20,29 @@ pub(super) enum Extractor {
     /// The gateway's reader, in-process.
     Gateway,
     /// The `rs-trafilatura` crate.
+    #[cfg(feature = "candidates")]
     RsTrafilatura,
     /// The `trafilatura` crate.
+    #[cfg(feature = "candidates")]
     Trafilatura,
 }
 
 impl Extractor {
     /// Every extractor, the gateway's first.
-    pub(super) const ALL: [Self; 3] = [Self::Gateway, Self::RsTrafilatura, Self::Trafilatura];
+    #[cfg(feature = "candidates")]
+    pub(super) const ALL: &'static [Self] =
+        &[Self::Gateway, Self::RsTrafilatura, Self::Trafilatura];
+    /// Every extractor built: the gateway's alone without the `candidates` feature.
+    #[cfg(not(feature = "candidates"))]
+    pub(super) const ALL: &'static [Self] = &[Self::Gateway];
 
     /// The name in the report.
     pub(super) fn name(self) -> &'static str {
         match self {
             Self::Gateway => "the gateway's reader",
+            #[cfg(feature = "candidates")]
             Self::RsTrafilatura => "rs-trafilatura 0.2",
+            #[cfg(feature = "candidates")]
             Self::Trafilatura => "trafilatura 0.6",
         }
     }
@@ -38,7 +51,9 @@ impl Extractor {
     pub(super) fn file_stem(self) -> &'static str {
         match self {
             Self::Gateway => "gateway",
+            #[cfg(feature = "candidates")]
             Self::RsTrafilatura => "rs-trafilatura",
+            #[cfg(feature = "candidates")]
             Self::Trafilatura => "trafilatura",
         }
     }
@@ -48,6 +63,7 @@ impl Extractor {
         let text = catch_unwind(AssertUnwindSafe(|| match self {
             Self::Gateway => searxng_gateway::bench::read_page(html, CONTENT_TYPE, url, true)
                 .ok_or_else(|| "no readable text".to_owned()),
+            #[cfg(feature = "candidates")]
             Self::RsTrafilatura => {
                 let options = rs_trafilatura::Options {
                     url: Some(url.to_owned()),
@@ -57,6 +73,7 @@ impl Extractor {
                     .map(|result| result.content_text)
                     .map_err(|err| err.to_string())
             }
+            #[cfg(feature = "candidates")]
             Self::Trafilatura => {
                 let mut options = trafilatura::Options::default();
                 if let Ok(url) = url::Url::parse(url) {

@@ -131,7 +131,8 @@ impl Run {
 /// Every page through every extractor, on this thread.
 fn read_in_process(corpus: &Corpus) -> Result<Vec<(Extractor, Run)>, BoxError> {
     let mut runs: Vec<(Extractor, Run)> = Extractor::ALL
-        .into_iter()
+        .iter()
+        .copied()
         .map(|e| {
             (
                 e,
