@@ -11,7 +11,7 @@
 //!   work (refresh-ahead, probes, the Redis link); the server starts the others
 //!   (`server::connection::serve_per_core`).
 //!
-//! BENCHMARKS.md has the A/B of the two on the harness's rows; README "Runtime" the choice.
+//! BENCHMARKS.md has the A/B of the two on the harness's rows; the book's configuration reference ("Runtime") the choice.
 
 use std::cell::Cell;
 use std::net::SocketAddr;

@@ -1,6 +1,7 @@
 //! Every environment variable the gateway reads, once: name, default and meaning. The parser takes
 //! each default from here (so a default is written in exactly one place), `--help` and
-//! `--config-table` render this table, and a test keeps README.md's copy equal to it.
+//! `--config-table` render this table, and a test keeps the book's copy
+//! (`docs/src/configuration.md`) equal to it.
 
 /// What a variable falls back to when it is unset or empty.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -14,7 +15,7 @@ pub(crate) enum Fallback {
 }
 
 impl Fallback {
-    /// As shown in `--help` and the README.
+    /// As shown in `--help` and the book's configuration reference.
     pub(crate) fn shown(self) -> &'static str {
         match self {
             Self::Text(text) | Self::Variable(text) => text,
@@ -50,7 +51,7 @@ const fn var(name: &'static str, fallback: Fallback, meaning: &'static str) -> V
 
 use Fallback::{Text, Unset, Variable as From};
 
-/// Every variable the gateway reads, in the order `--help` and the README show them.
+/// Every variable the gateway reads, in the order `--help` and the book show them.
 pub const VARIABLES: &[Variable] = &[
     var("LISTEN_ADDR", Text(":8080"), "Bind address; `:PORT` means all interfaces."),
     var("SEARXNG_BACKEND_URL", Text("http://127.0.0.1:8888"), "SearXNG base URL (a trailing `/` is tolerated; its search URL, `…/search`, is corrected to the base with a warning; a query string is refused), or a comma-separated list of them: a pool, balanced per call, with health, cooldown and engine breakers per instance."),
@@ -168,7 +169,7 @@ pub(crate) fn find(name: &str) -> Option<&'static Variable> {
     VARIABLES.iter().find(|v| v.name == name)
 }
 
-/// The README's configuration table.
+/// The book's configuration table (`docs/src/configuration.md`).
 pub fn markdown_table() -> String {
     let mut out = String::from("| variable | default | meaning |\n|---|---|---|\n");
     for v in VARIABLES {

@@ -8,7 +8,7 @@
 //! engine names SearXNG's `/config` reported, never from free error text.
 //!
 //! To add a metric: a field in the owning module's metrics struct, its registration in that
-//! struct's `new`, a row in README.md's metrics table, and a dashboard panel.
+//! struct's `new`, a row in the book's metrics page (`docs/src/operations/metrics.md`), and a dashboard panel.
 
 pub mod exposition;
 pub mod log_drops;

@@ -1,4 +1,5 @@
-//! The accept loop and what the server enforces per connection (README "Server limits"):
+//! The accept loop and what the server enforces per connection (the book's configuration
+//! reference, "Server limits"):
 //!
 //! - `MAX_CONNECTIONS`: one connection more is answered `503 overloaded` (JSON, `Retry-After`,
 //!   `Connection: close`) without reading its request, and closed;

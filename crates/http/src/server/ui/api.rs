@@ -1,4 +1,4 @@
-//! The JSON the operator's page reads, documented in README.md for scripts too:
+//! The JSON the operator's page reads, documented in the book (`docs/src/operations.md`) for scripts too:
 //!
 //! - `GET /ui/api/overview` — everything the page shows at once (one request per refresh, so the
 //!   page costs a client's rate limit little): the `/status` document, the last 15 minutes per
