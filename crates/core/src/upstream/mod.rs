@@ -7,7 +7,6 @@ mod http;
 mod lean;
 
 pub use error::{ErrorClass, UpstreamError};
-#[cfg(any(test, feature = "fuzzing"))]
 pub use http::parse_retry_after;
 pub use http::{
     classify_transport, read_body_capped, retry_after, SetupError, UpstreamHttp, BODY_CAP,

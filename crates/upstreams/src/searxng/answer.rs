@@ -125,7 +125,6 @@ pub fn decode_answer(body: Bytes) -> Option<SearxngAnswer> {
 }
 
 /// Parses SearXNG's JSON; `None` when it is not an object with a `results` array.
-#[cfg(any(test, feature = "fuzzing", feature = "bench"))]
 pub fn parse_answer(body: &[u8]) -> Option<SearxngAnswer> {
     parse(&Bytes::copy_from_slice(body)).map(|(answer, _)| answer)
 }

@@ -9,10 +9,7 @@ pub mod engine_errors;
 mod metrics;
 mod unresponsive;
 
-#[cfg(any(test, feature = "testing", feature = "bench"))]
-pub use answer::decode_answer;
-#[cfg(any(test, feature = "fuzzing", feature = "bench"))]
-pub use answer::parse_answer;
+pub use answer::{decode_answer, parse_answer};
 pub use answer::{SearxngAnswer, TopLevel};
 pub use catalog::{EngineCatalog, EngineName};
 pub use client::{backoff_delay, SearxngClient, MAX_ATTEMPTS};
@@ -20,5 +17,4 @@ pub use metrics::SearxngMetrics;
 pub use unresponsive::EngineReason;
 #[cfg(any(test, feature = "testing"))]
 pub use unresponsive::Unresponsive;
-#[cfg(any(test, feature = "fuzzing"))]
 pub use {answer::result_engines, unresponsive::parse_unresponsive};
