@@ -175,12 +175,15 @@ for name, svc in services.items():
         else:
             fail(f"docker-compose.yml: service {name}: port {spec!r} is published beyond loopback by default")
 
-# --- metric names registered in the gateway crate (each module's metrics.rs, and a collector's
+# --- metric names registered in the gateway crate (each module's metrics.rs — `register`, `registered`, or
+# the engine's `register_families!` rows `"name", "help" => family;` —, and a collector's
 # `encode_descriptor` such as metrics/log_drops.rs; prometheus-client adds `_total` to counters)
 registered = set()
 for metrics_file in [f for crate in ("core", "upstreams", "engine", "http", "gateway") for f in glob.glob(f"crates/{crate}/src/**/*.rs", recursive=True)]:
     with open(metrics_file, encoding="utf-8") as f:
-        registered |= set(re.findall(r'\.(?:register|encode_descriptor)\(\s*"([a-z][a-z0-9_]*)"', f.read()))
+        text = f.read()
+        registered |= set(re.findall(r'\.(?:register|registered|encode_descriptor)\(\s*"([a-z][a-z0-9_]*)"', text))
+        registered |= set(re.findall(r'"([a-z][a-z0-9_]*)",\s*"(?:[^"\\]|\\.)*"\s*=>', text))
 if len(registered) < 20:
     fail(f"the product crates: found only {len(registered)} registered metric names")
 PREFIX = "searxng_gateway_"

@@ -8,7 +8,7 @@ core < upstreams < engine < http < the binary, and Cargo allows no cycle). What 
 1. Which crate each crate depends on: CRATES below lists the crates each may use; a
    `[dependencies]` entry on another product crate that the table does not allow fails.
 2. Edges between the top-level modules inside one crate (`server` and `clients` in the http crate,
-   `pipeline` and `settings` in the engine, ...). A file depends on a module of its crate when its
+   `search` and `fleet` in the engine, ...). A file depends on a module of its crate when its
    production code names it: `crate::x`, grouped imports (`use crate::{x, y::z}`), and `super::x`
    from a file directly in a folder or from a folder's `mod.rs` (whose `super` is the crate's root
    module there). MODULES lists, per crate, what each top-level module may import.
@@ -70,7 +70,21 @@ MODULES = {
     },
     "engine": {
         "settings": set(),
-        "pipeline": {"settings"},
+        # What upstream facts mean for breakers: the one policy every floor below applies.
+        "breaker_signals": set(),
+        # The SearXNG instances, their engines and the probes of blocked ones.
+        "searxng_pool": {"settings", "breaker_signals"},
+        # A search's fan-out: it calls the pool's instances and the premium providers.
+        "search": {"settings", "breaker_signals", "searxng_pool"},
+        # Reading pages: a client's premium budget is the search's `Premium`.
+        "read": {"settings", "breaker_signals", "search"},
+        # What replicas share through the Redis tier: a miss, the breakers, the quota windows.
+        "fleet": {"search", "searxng_pool"},
+        # What the operator sees.
+        "operator": {"settings", "search", "searxng_pool"},
+        # The engine itself: every part built from the settings and held together.
+        "engine": {"settings", "breaker_signals", "searxng_pool", "search", "read", "fleet",
+                   "operator"},
     },
     "http": {
         "settings": {"clients"},

@@ -26,17 +26,23 @@ pub enum Surface {
     Perplexity,
     /// `POST /openwebui/search`.
     OpenWebui,
+    /// `GET /retriever` (gpt-researcher's custom retriever).
+    Retriever,
+    /// `POST /serper/search`.
+    Serper,
 }
 
 impl Surface {
     /// Every surface.
-    pub const ALL: [Surface; 6] = [
+    pub const ALL: [Surface; 8] = [
         Self::Searxng,
         Self::Mcp,
         Self::Tavily,
         Self::Firecrawl,
         Self::Perplexity,
         Self::OpenWebui,
+        Self::Retriever,
+        Self::Serper,
     ];
 
     /// The label value.
@@ -48,6 +54,8 @@ impl Surface {
             Self::Firecrawl => "firecrawl",
             Self::Perplexity => "perplexity",
             Self::OpenWebui => "openwebui",
+            Self::Retriever => "retriever",
+            Self::Serper => "serper",
         }
     }
 }

@@ -13,6 +13,7 @@
 
 use std::borrow::Cow;
 use std::fmt;
+use std::marker::PhantomData;
 
 use bytes::Bytes;
 use serde::de::{Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
@@ -358,20 +359,18 @@ pub struct SentElement(Option<Fields>);
 
 impl<'de> Deserialize<'de> for SentElement {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        deserializer.deserialize_any(FieldsVisitor)
+        deserializer.deserialize_any(KindVisitor(PhantomData))
     }
 }
 
-struct FieldsVisitor;
+impl ByKind for SentElement {
+    const EXPECTING: &'static str = "a search result object";
 
-impl<'de> Visitor<'de> for FieldsVisitor {
-    type Value = SentElement;
-
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("a search result object")
+    fn skipped() -> Self {
+        SentElement(None)
     }
 
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<SentElement, A::Error> {
+    fn object<'de, A: MapAccess<'de>>(mut map: A) -> Result<Self, A::Error> {
         // A repeated key: the last value counts, as in a tree of the object.
         let mut fields = Fields::default();
         while let Some(key) = map.next_key::<Key>()? {
@@ -398,35 +397,6 @@ impl<'de> Visitor<'de> for FieldsVisitor {
         }
         Ok(SentElement(Some(fields)))
     }
-
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<SentElement, A::Error> {
-        while seq.next_element::<IgnoredAny>()?.is_some() {}
-        Ok(SentElement(None))
-    }
-
-    fn visit_str<E>(self, _: &str) -> Result<SentElement, E> {
-        Ok(SentElement(None))
-    }
-
-    fn visit_bool<E>(self, _: bool) -> Result<SentElement, E> {
-        Ok(SentElement(None))
-    }
-
-    fn visit_i64<E>(self, _: i64) -> Result<SentElement, E> {
-        Ok(SentElement(None))
-    }
-
-    fn visit_u64<E>(self, _: u64) -> Result<SentElement, E> {
-        Ok(SentElement(None))
-    }
-
-    fn visit_f64<E>(self, _: f64) -> Result<SentElement, E> {
-        Ok(SentElement(None))
-    }
-
-    fn visit_unit<E>(self) -> Result<SentElement, E> {
-        Ok(SentElement(None))
-    }
 }
 
 /// Whether a value is a string, read without keeping it.
@@ -434,49 +404,84 @@ struct IsString(bool);
 
 impl<'de> Deserialize<'de> for IsString {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct IsStringVisitor;
-        impl<'de> Visitor<'de> for IsStringVisitor {
-            type Value = IsString;
+        deserializer.deserialize_any(KindVisitor(PhantomData))
+    }
+}
 
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("any JSON value")
-            }
+impl ByKind for IsString {
+    const EXPECTING: &'static str = "any JSON value";
 
-            fn visit_str<E>(self, _: &str) -> Result<IsString, E> {
-                Ok(IsString(true))
-            }
+    fn skipped() -> Self {
+        IsString(false)
+    }
 
-            fn visit_bool<E>(self, _: bool) -> Result<IsString, E> {
-                Ok(IsString(false))
-            }
+    fn string() -> Self {
+        IsString(true)
+    }
+}
 
-            fn visit_i64<E>(self, _: i64) -> Result<IsString, E> {
-                Ok(IsString(false))
-            }
+/// A value decided by the kind of JSON value sent, which reads what it needs of one kind and
+/// skips everything else unread; [`KindVisitor`] visits every kind for it.
+trait ByKind: Sized {
+    /// What the visitor says it expected, in a decoding error.
+    const EXPECTING: &'static str;
 
-            fn visit_u64<E>(self, _: u64) -> Result<IsString, E> {
-                Ok(IsString(false))
-            }
+    /// The value for a kind it does not read.
+    fn skipped() -> Self;
 
-            fn visit_f64<E>(self, _: f64) -> Result<IsString, E> {
-                Ok(IsString(false))
-            }
+    /// The value for a string (by default skipped).
+    fn string() -> Self {
+        Self::skipped()
+    }
 
-            fn visit_unit<E>(self) -> Result<IsString, E> {
-                Ok(IsString(false))
-            }
+    /// The value for an object (by default skipped unread).
+    fn object<'de, A: MapAccess<'de>>(mut map: A) -> Result<Self, A::Error> {
+        while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+        Ok(Self::skipped())
+    }
+}
 
-            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<IsString, A::Error> {
-                while seq.next_element::<IgnoredAny>()?.is_some() {}
-                Ok(IsString(false))
-            }
+/// Visits any JSON value for a [`ByKind`] type.
+struct KindVisitor<T>(PhantomData<T>);
 
-            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<IsString, A::Error> {
-                while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
-                Ok(IsString(false))
-            }
-        }
-        deserializer.deserialize_any(IsStringVisitor)
+impl<'de, T: ByKind> Visitor<'de> for KindVisitor<T> {
+    type Value = T;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(T::EXPECTING)
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<T, A::Error> {
+        T::object(map)
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<T, A::Error> {
+        while seq.next_element::<IgnoredAny>()?.is_some() {}
+        Ok(T::skipped())
+    }
+
+    fn visit_str<E>(self, _: &str) -> Result<T, E> {
+        Ok(T::string())
+    }
+
+    fn visit_bool<E>(self, _: bool) -> Result<T, E> {
+        Ok(T::skipped())
+    }
+
+    fn visit_i64<E>(self, _: i64) -> Result<T, E> {
+        Ok(T::skipped())
+    }
+
+    fn visit_u64<E>(self, _: u64) -> Result<T, E> {
+        Ok(T::skipped())
+    }
+
+    fn visit_f64<E>(self, _: f64) -> Result<T, E> {
+        Ok(T::skipped())
+    }
+
+    fn visit_unit<E>(self) -> Result<T, E> {
+        Ok(T::skipped())
     }
 }
 

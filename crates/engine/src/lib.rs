@@ -1,13 +1,36 @@
 //! The gateway's decisions: every answer and every page read is made here.
 //!
-//! [`pipeline`] answers a search from the cache (identical misses share one fan-out), picks a
-//! SearXNG instance of the pool, plans its engines from their breakers and catalog, fans out to
-//! SearXNG and the premium providers inside a hard budget, labels the outcome and caches the
-//! answer; pages are read the same way (`pipeline::read`). It also keeps what the operator sees:
-//! status, traffic, the explanations of recent decisions.
+//! [`Engine`] (`engine`) owns every upstream client, breaker and cache; the doors hand it a
+//! validated request and get an answer back. Below it, one module per concern:
 //!
-//! Depends on `gateway-core` and `gateway-upstreams`; takes its settings as
-//! [`pipeline::EngineSettings`], never the binary's whole configuration.
+//! - [`search`]: a search's fan-out to SearXNG and the premium providers inside a hard budget,
+//!   the fallback, the answer and its outcome, the record of what it did;
+//! - `searxng_pool`: the SearXNG instances — which one an attempt goes to, their cooldowns, the
+//!   engines a search may use, the probes of blocked engines;
+//! - [`read`]: reading pages — the page cache, the direct read, the premium readers;
+//! - `fleet`: what replicas share through the Redis/Valkey tier (a miss, breakers, quotas);
+//! - [`operator`]: what the operator sees (`/status`, the traffic of the last 15 minutes);
+//! - `breaker_signals`: what upstream facts mean for breakers, for every floor;
+//! - [`settings`]: [`EngineSettings`](settings::EngineSettings), read from the environment by the
+//!   engine itself, never the binary's whole configuration.
+//!
+//! Depends on `gateway-core` and `gateway-upstreams`.
 
-pub mod pipeline;
+/// Registers metric families on a registry from a table, one `name, help => family;` per line
+/// (each family is cloned: its owner and the registry share it), in the table's order.
+macro_rules! register_families {
+    ($registry:expr; $($name:literal, $help:literal => $family:expr;)+) => {
+        $($registry.register($name, $help, $family.clone());)+
+    };
+}
+
+mod breaker_signals;
+mod engine;
+mod fleet;
+pub mod operator;
+pub mod read;
+pub mod search;
+mod searxng_pool;
 pub mod settings;
+
+pub use engine::{Engine, Metrics, NotReady, Restored, SearchError, Served};

@@ -46,8 +46,8 @@ pub fn miss_answer(
     for one in premium {
         answers.push(premium_answer(one)?);
     }
-    let answer = gateway_engine::pipeline::finish_answered(query, target, searxng, answers);
-    (answer.status == 200).then(|| answer.json.clone())
+    let answer = gateway_engine::search::finish_answered(query, target, searxng, answers);
+    answer.status.is_success().then(|| answer.json.clone())
 }
 
 /// A page's body (read from `url`, declared as `content_type`) through the reader's extraction,

@@ -29,7 +29,7 @@ static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 struct Cli {
     #[command(subcommand)]
     command: Option<Command>,
-    /// Print the environment variables as the README's Markdown table, and exit.
+    /// Print the environment variables as the book's configuration table (Markdown), and exit.
     #[arg(long)]
     config_table: bool,
 }

@@ -4,7 +4,7 @@
 use std::ops::Deref;
 use std::sync::Arc;
 
-use gateway_engine::pipeline::Engine;
+use gateway_engine::Engine;
 
 use crate::settings::ServerSettings;
 

@@ -53,32 +53,27 @@ pub struct BreakerMetrics {
 impl BreakerMetrics {
     /// The families, registered on `r`.
     pub fn new(r: &mut Registry) -> Self {
-        let m = Self {
-            state: Family::default(),
-            trips: Family::default(),
-            rejections: Family::default(),
-            recoveries: Family::default(),
-        };
-        r.register(
-            "circuit_breaker_state",
-            "Circuit breaker state: 0 closed, 1 half-open, 2 open",
-            m.state.clone(),
-        );
-        r.register(
-            "circuit_breaker_trips",
-            "Circuit breaker trips by reason",
-            m.trips.clone(),
-        );
-        r.register(
-            "circuit_breaker_rejections",
-            "Calls not made because the breaker was open",
-            m.rejections.clone(),
-        );
-        r.register(
-            "circuit_breaker_recovery",
-            "Half-open probes that succeeded and closed the breaker",
-            m.recoveries.clone(),
-        );
-        m
+        Self {
+            state: r.registered(
+                "circuit_breaker_state",
+                "Circuit breaker state: 0 closed, 1 half-open, 2 open",
+                Family::default(),
+            ),
+            trips: r.registered(
+                "circuit_breaker_trips",
+                "Circuit breaker trips by reason",
+                Family::default(),
+            ),
+            rejections: r.registered(
+                "circuit_breaker_rejections",
+                "Calls not made because the breaker was open",
+                Family::default(),
+            ),
+            recoveries: r.registered(
+                "circuit_breaker_recovery",
+                "Half-open probes that succeeded and closed the breaker",
+                Family::default(),
+            ),
+        }
     }
 }

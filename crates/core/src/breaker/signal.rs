@@ -1,6 +1,6 @@
 //! The breaker's vocabulary: what a call tells a breaker ([`Signal`]) and why a breaker trips
 //! ([`TripReason`]). Which upstream fact becomes which signal is the pipeline's decision
-//! (`pipeline::breaker_signals`); the breaker only reacts.
+//! (the engine's `breaker_signals`); the breaker only reacts.
 
 use std::time::Duration;
 

@@ -267,6 +267,36 @@ impl<'a> Env<'a> {
         }
     }
 
+    /// A comma list of names from a closed set (unset: empty), each read by `parse`, none twice:
+    /// `FALLBACK_PROVIDERS`, `READ_PROVIDERS`. `kind` says what the names are in an error
+    /// (`provider`), `known` lists the names it takes.
+    pub fn name_list<T: PartialEq>(
+        &self,
+        name: &str,
+        kind: &'static str,
+        known: &[&'static str],
+        parse: impl Fn(&str) -> Option<T>,
+    ) -> Result<Vec<T>, ConfigError> {
+        let Some(raw) = self.value(name) else {
+            return Ok(Vec::new());
+        };
+        let mut list = Vec::new();
+        for entry in raw.text.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+            let member = parse(entry).ok_or_else(|| {
+                raw.error(Problem::UnknownName {
+                    kind,
+                    name: entry.to_owned(),
+                    known: known.to_vec(),
+                })
+            })?;
+            if list.contains(&member) {
+                return Err(raw.error(Problem::ListedTwice(format!("{kind} {entry:?}"))));
+            }
+            list.push(member);
+        }
+        Ok(list)
+    }
+
     /// An optional whole number between `min` and `max` (unset: `None`).
     pub fn optional_integer<T>(&self, name: &str, min: T, max: T) -> Result<Option<T>, ConfigError>
     where

@@ -3,7 +3,7 @@
 //! exposition in the format the scraper asks for ([`exposition`]).
 //!
 //! Each module owns the families it sets, with typed label sets, in its own `metrics.rs`
-//! (`pipeline`, `searxng`, `providers`, `breaker`); `pipeline::metrics::Metrics` registers them
+//! (`pipeline`, `searxng`, `providers`, `breaker`); the engine's `engine::metrics::Metrics` registers them
 //! all. Label values come from closed sets (enums with an `as_str` spelled by the contract) or from
 //! engine names SearXNG's `/config` reported, never from free error text.
 //!
@@ -127,6 +127,13 @@ impl Registry {
     /// `help` ends without a period: the encoder adds it.
     pub fn register(&mut self, name: &str, help: &str, metric: impl Metric) {
         self.0.register(name, help, metric);
+    }
+
+    /// Registers `metric` as [`Registry::register`] does and hands it back, so a set of families
+    /// is built and registered field by field.
+    pub fn registered<M: Metric + Clone>(&mut self, name: &str, help: &str, metric: M) -> M {
+        self.register(name, help, metric.clone());
+        metric
     }
 
     /// The exposition as OpenMetrics (`openmetrics = true`) or Prometheus text format 0.0.4.

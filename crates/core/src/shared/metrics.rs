@@ -166,31 +166,27 @@ impl SharedMetrics {
     /// The families, registered on `r`; every series exists from the first scrape.
     pub fn new(r: &mut Registry) -> Self {
         let m = Self {
-            operations: Family::default(),
-            connected: Gauge::default(),
-            lookups: Family::default(),
-            coalesced: Counter::default(),
+            operations: r.registered(
+                "redis_operations",
+                "Round trips to the shared Redis tier by operation and result",
+                Family::default(),
+            ),
+            connected: r.registered(
+                "redis_connected",
+                "1 while the shared Redis tier is reachable (0 when unset or unreachable)",
+                Gauge::default(),
+            ),
+            lookups: r.registered(
+                "shared_cache_requests",
+                "Local cache misses looked up in the shared Redis tier, by result",
+                Family::default(),
+            ),
+            coalesced: r.registered(
+                "shared_coalesced",
+                "Misses answered by an identical computation on another replica",
+                Counter::default(),
+            ),
         };
-        r.register(
-            "redis_operations",
-            "Round trips to the shared Redis tier by operation and result",
-            m.operations.clone(),
-        );
-        r.register(
-            "redis_connected",
-            "1 while the shared Redis tier is reachable (0 when unset or unreachable)",
-            m.connected.clone(),
-        );
-        r.register(
-            "shared_cache_requests",
-            "Local cache misses looked up in the shared Redis tier, by result",
-            m.lookups.clone(),
-        );
-        r.register(
-            "shared_coalesced",
-            "Misses answered by an identical computation on another replica",
-            m.coalesced.clone(),
-        );
         for operation in Operation::ALL {
             for result in OpResult::ALL {
                 let _ = m

@@ -41,6 +41,29 @@ pub enum ErrorClass {
 }
 
 impl ErrorClass {
+    /// Every class, in declaration order.
+    pub const ALL: [Self; 14] = [
+        Self::Auth,
+        Self::Quota,
+        Self::RateLimited,
+        Self::Blocked,
+        Self::BadRequest,
+        Self::Server,
+        Self::Timeout,
+        Self::Connect,
+        Self::Truncated,
+        Self::TooLarge,
+        Self::Malformed,
+        Self::Redirect,
+        Self::Degraded,
+        Self::HttpStatus,
+    ];
+
+    /// The class a label value ([`Self::as_str`]) names, read back from a JSON body.
+    pub fn from_label(label: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|class| class.as_str() == label)
+    }
+
     /// The label value used in metrics, logs and JSON bodies.
     pub fn as_str(self) -> &'static str {
         match self {

@@ -1,5 +1,5 @@
 //! The configuration contract: defaults, one error per bad value naming its variable, and one
-//! table that the parser, `--help` and the README all agree on.
+//! table that the parser, `--help` and the book's configuration reference all agree on.
 
 #![allow(clippy::unwrap_used)]
 
@@ -267,21 +267,21 @@ fn keys_never_show_in_debug_or_errors() {
 }
 
 #[test]
-fn readme_configuration_table_matches_the_code() {
-    let readme = include_str!("../../../../docs/src/configuration.md");
-    let start = readme
+fn the_books_configuration_table_matches_the_code() {
+    let page = include_str!("../../../../docs/src/configuration.md");
+    let start = page
         .find("<!-- config-table:start -->")
-        .expect("README has the config-table start marker");
-    let end = readme
+        .expect("the page has the config-table start marker");
+    let end = page
         .find("<!-- config-table:end -->")
-        .expect("README has the config-table end marker");
-    let table = readme[start..end]
+        .expect("the page has the config-table end marker");
+    let table = page[start..end]
         .trim_start_matches("<!-- config-table:start -->")
         .trim();
     assert_eq!(
         table,
         markdown_table().trim(),
-        "README.md's configuration table is out of date: paste `searxng-gateway --config-table`"
+        "docs/src/configuration.md's table is out of date: run scripts/update-config-table.sh"
     );
 }
 

@@ -77,16 +77,16 @@ fn help_lists_every_variable_of_the_config_table_with_its_default() {
 }
 
 #[test]
-fn the_readme_documents_exactly_the_config_table_the_binary_prints() {
-    let readme = std::fs::read_to_string(
+fn the_book_documents_exactly_the_config_table_the_binary_prints() {
+    let page = std::fs::read_to_string(
         Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/src/configuration.md"),
     )
-    .expect("read README.md");
-    let documented = readme
+    .expect("read docs/src/configuration.md");
+    let documented = page
         .split_once("<!-- config-table:start -->")
         .and_then(|(_, rest)| rest.split_once("<!-- config-table:end -->"))
         .map(|(table, _)| table.trim().to_owned())
-        .expect("README.md has the config-table markers");
+        .expect("docs/src/configuration.md has the config-table markers");
     assert_eq!(documented, stdout_of(&["--config-table"]).trim());
 }
 

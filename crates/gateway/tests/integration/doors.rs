@@ -1,6 +1,6 @@
 //! The doors other tools knock on, over HTTP, as their clients call them: Firecrawl's search and
-//! scrape (v1, v2, and v2 at the root), Perplexity's search, Open WebUI's external search and
-//! loader with its end users; and the domain filters of every door, applied to the merged results
+//! scrape (v1, v2, and v2 at the root), Perplexity's search, Serper's search, Open WebUI's external
+//! search and loader with its end users; and the domain filters of every door, applied to the merged results
 //! and mapped onto each upstream that takes them; and how each door that reads pages says a page
 //! could not be read.
 
@@ -448,6 +448,86 @@ async fn perplexity_search_answers_its_shape_one_list_per_query_and_needs_a_key(
         .as_str()
         .expect("a sentence")
         .contains("max_results"));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn serper_search_answers_its_shape_one_answer_per_query_of_a_batch() {
+    let s = SimStack::start(&[], &[]).await;
+    let g = &s.gateway;
+    let serper = |body: Value| post_with(g, "/serper/search", None, body, &[("x-api-key", "any")]);
+    let one =
+        serper(json!({"q": "serper shape", "num": 4, "gl": "de", "hl": "de", "tbs": "qdr:m"}))
+            .await;
+    assert_eq!(one.status, 200, "{}", one.text);
+    let organic = one.json["organic"].as_array().expect("organic");
+    assert_eq!(organic.len(), 4);
+    for (i, result) in organic.iter().enumerate() {
+        assert_eq!(result["position"], i + 1, "{result}");
+        assert!(
+            result["link"]
+                .as_str()
+                .is_some_and(|l| l.starts_with("http")),
+            "{result}"
+        );
+        assert!(
+            result["title"].is_string() && result["snippet"].is_string(),
+            "{result}"
+        );
+    }
+    assert_eq!(one.json["searchParameters"]["q"], "serper shape");
+    assert_eq!(one.json["searchParameters"]["gl"], "de");
+    let asked = s.searxng.last_request();
+    assert_eq!(sent(asked.clone(), "language").as_deref(), Some("de-DE"));
+    assert_eq!(sent(asked, "time_range").as_deref(), Some("month"));
+    let batch = serper(json!([{"q": "first serper"}, {"q": "second serper", "num": 2}])).await;
+    assert_eq!(batch.status, 200, "{}", batch.text);
+    let answers = batch.json.as_array().expect("one answer per query");
+    assert_eq!(answers.len(), 2);
+    assert_eq!(answers[1]["organic"].as_array().map(Vec::len), Some(2));
+    assert_eq!(answers[0]["searchParameters"]["q"], "first serper");
+    assert_ne!(urls(&answers[0]["organic"]), urls(&answers[1]["organic"]));
+    let counted = g
+        .metric(
+            "searxng_gateway_surface_requests_total",
+            &[("surface", "serper")],
+        )
+        .await;
+    assert_eq!(counted, 3.0, "one search per query");
+    let refused = serper(json!({"q": "q", "location": "Austin, Texas"})).await;
+    assert_eq!(refused.status, 400);
+    assert_eq!(refused.json["statusCode"], 400);
+    assert!(refused.json["message"]
+        .as_str()
+        .expect("a sentence")
+        .contains("location"));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn serper_takes_the_key_as_x_api_key() {
+    let keys = keys_file(&[("alice", ALICE_KEY, "")]);
+    let path = keys.path().to_str().expect("utf-8 path").to_owned();
+    let s = SimStack::start(
+        &[],
+        &[
+            ("API_KEYS_FILE", path.as_str()),
+            ("TEST_CLIENT_KEY", ALICE_KEY),
+        ],
+    )
+    .await;
+    let g = &s.gateway;
+    let body = json!({"q": "keyed serper"});
+    let admitted = post_with(
+        g,
+        "/serper/search",
+        None,
+        body.clone(),
+        &[("x-api-key", ALICE_KEY)],
+    )
+    .await;
+    assert_eq!(admitted.status, 200, "{}", admitted.text);
+    let wrong = post_with(g, "/serper/search", None, body, &[("x-api-key", "wrong")]).await;
+    assert_eq!(wrong.status, 401);
+    assert_eq!(wrong.json["statusCode"], 401);
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -267,6 +267,63 @@ async fn a_rate_limit_with_retry_after_shuts_its_host_out_at_once() {
     assert_eq!(breaker["reason"], "rate_limited", "{breaker}");
 }
 
+/// With `API_KEYS_FILE`, which hosts other clients' page reads tripped is theirs: a client key's
+/// `/status` counts the open host breakers without naming them; the admin token's lists them.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_client_key_does_not_see_the_hosts_other_reads_shut_out() {
+    const ADMIN: &str = "admin-token-0123456789";
+    // `ReadStack::extract` presents `any-key`: here it is alice's.
+    let mut keys = tempfile::NamedTempFile::new().expect("temp file");
+    let line = searxng_gateway::clients::keys_file::hash_line("alice", "any-key").expect("valid");
+    std::io::Write::write_all(&mut keys, format!("{line}\n").as_bytes()).expect("write");
+    let path = keys.path().display().to_string();
+    let s = ReadStack::start(
+        &[],
+        &[
+            ("API_KEYS_FILE", &path),
+            ("TEST_CLIENT_KEY", "any-key"),
+            ("ADMIN_TOKEN", ADMIN),
+        ],
+    )
+    .await;
+    s.site.set(
+        "/api",
+        Page::Answer {
+            status: 429,
+            content_type: Some("text/plain".into()),
+            headers: vec![("retry-after".into(), "120".into())],
+            body: b"slow down".to_vec(),
+        },
+    );
+    s.extract(json!({"urls": s.site.url("/api")}), "").await;
+    let authority = s.site.origin().trim_start_matches("http://").to_owned();
+    let hosts = |status: &Value| -> Vec<String> {
+        status["breakers"]
+            .as_array()
+            .expect("a list")
+            .iter()
+            .filter(|b| b["namespace"] == "host")
+            .map(|b| b["name"].as_str().unwrap_or_default().to_owned())
+            .collect()
+    };
+    let as_client = s.gateway.status().await;
+    assert_eq!(as_client["reads"]["host_breakers_open"], 1, "{as_client}");
+    assert!(hosts(&as_client).is_empty(), "{as_client}");
+    assert!(!as_client.to_string().contains(&authority), "{as_client}");
+    let as_operator: Value = s
+        .gateway
+        .http
+        .get(format!("{}/admin/status", s.gateway.url))
+        .bearer_auth(ADMIN)
+        .send()
+        .await
+        .expect("admin status answers")
+        .json()
+        .await
+        .expect("JSON");
+    assert_eq!(hosts(&as_operator["status"]), [authority]);
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn a_blocked_page_is_read_by_the_first_premium_reader_that_can_and_charged() {
     let s = ReadStack::start(&[Reader::Jina, Reader::Firecrawl], &[]).await;

@@ -1,8 +1,8 @@
 //! The real client libraries, unmodified, pointed at the gateway by nothing but their base URL: LangChain's
 //! `SearxSearchWrapper` (`searx_host` = the gateway's origin), Open WebUI's `search_searxng`, its external
 //! search, Perplexity search and external web loader, tavily-python's `TavilyClient(api_base_url=…)`,
-//! firecrawl-py's v2 and v1 clients, the perplexityai SDK, and the MCP Python SDK's Streamable HTTP and
-//! stdio clients.
+//! firecrawl-py's v2 and v1 clients, the perplexityai SDK, gpt-researcher's custom retriever, and the MCP
+//! Python SDK's Streamable HTTP and stdio clients.
 //!
 //! Each library's tests are a pytest file in `crates/gateway/tests/clients/`, run from the virtualenv
 //! `.ci/install-clients.sh` builds with pinned versions (`CLIENTS_VENV`, default
@@ -189,6 +189,12 @@ async fn firecrawl_py_works_with_the_gateway_as_its_api_url() {
 async fn the_perplexity_sdk_works_with_the_gateway_as_its_base_url() {
     needs!(ClientLibraries);
     pytest("test_perplexity.py", &Gateways::start().await).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn gpt_researchers_custom_retriever_works_with_the_gateway_as_its_endpoint() {
+    needs!(ClientLibraries);
+    pytest("test_gpt_researcher.py", &Gateways::start().await).await;
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -17,6 +17,17 @@ use sha2::{Digest, Sha256};
 
 use super::ClientName;
 
+/// Whether the end-user headers a client sends (Open WebUI's `X-OpenWebUI-User-*`) are believed:
+/// only when the operator says the gateway sits behind the Open WebUI that sets them
+/// (`OPENWEBUI_USER_HEADER_TRUST`), since anyone could send them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum EndUserHeaders {
+    /// Each named user is a sub-client of the key's client.
+    Trusted,
+    /// The headers are ignored.
+    Ignored,
+}
+
 /// Users with names of their own, per client.
 pub(crate) const MAX_PER_CLIENT: usize = 256;
 

@@ -58,33 +58,28 @@ pub(crate) struct ClientMetrics {
 impl ClientMetrics {
     /// Registers the families on `registry`.
     pub(crate) fn new(registry: &mut Registry) -> Self {
-        let m = Self {
-            requests: Family::default(),
-            premium_calls: Family::default(),
-            premium_spend: Family::default(),
-            refusals: Family::default(),
-        };
-        registry.register(
-            "client_requests",
-            "Requests admitted on the search surfaces, by client (a configured name or anonymous)",
-            m.requests.clone(),
-        );
-        registry.register(
-            "client_premium_calls",
-            "Premium API calls made for a client's requests (charged to its daily budget)",
-            m.premium_calls.clone(),
-        );
-        registry.register(
-            "client_premium_spend_usd",
-            "US dollars of premium calls made for a client's requests (charged to its daily budget)",
-            m.premium_spend.clone(),
-        );
-        registry.register(
-            "client_rejections",
-            "Requests refused before any search, by client and reason (unauthorized, rate_limited)",
-            m.refusals.clone(),
-        );
-        m
+        Self {
+            requests: registry.registered(
+                "client_requests",
+                "Requests admitted on the search surfaces, by client (a configured name or anonymous)",
+                Family::default(),
+            ),
+            premium_calls: registry.registered(
+                "client_premium_calls",
+                "Premium API calls made for a client's requests (charged to its daily budget)",
+                Family::default(),
+            ),
+            premium_spend: registry.registered(
+                "client_premium_spend_usd",
+                "US dollars of premium calls made for a client's requests (charged to its daily budget)",
+                Family::default(),
+            ),
+            refusals: registry.registered(
+                "client_rejections",
+                "Requests refused before any search, by client and reason (unauthorized, rate_limited)",
+                Family::default(),
+            ),
+        }
     }
 
     /// Makes every series of `clients` exist from the first scrape (called at start and on reload).

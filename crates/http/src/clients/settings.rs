@@ -5,6 +5,7 @@
 
 use std::path::PathBuf;
 
+use super::end_users::EndUserHeaders;
 use super::{ClientDefaults, KeysSource};
 use gateway_core::env::{ConfigError, Env, Problem};
 
@@ -15,8 +16,8 @@ pub struct ClientSettings {
     pub(crate) keys: Option<KeysSource>,
     /// The limits of a client whose line sets none.
     pub(crate) defaults: ClientDefaults,
-    /// `OPENWEBUI_USER_HEADER_TRUST`: Open WebUI's user headers name end users.
-    pub(crate) trust_end_user_headers: bool,
+    /// `OPENWEBUI_USER_HEADER_TRUST`: whether Open WebUI's user headers name end users.
+    pub(crate) end_user_headers: EndUserHeaders,
 }
 
 impl ClientSettings {
@@ -46,7 +47,11 @@ impl ClientSettings {
         Ok(Self {
             keys,
             defaults,
-            trust_end_user_headers: env.flag("OPENWEBUI_USER_HEADER_TRUST")?,
+            end_user_headers: if env.flag("OPENWEBUI_USER_HEADER_TRUST")? {
+                EndUserHeaders::Trusted
+            } else {
+                EndUserHeaders::Ignored
+            },
         })
     }
 }

@@ -40,10 +40,10 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{oneshot, Semaphore};
 use tokio_util::sync::CancellationToken;
 
-use super::error::ApiError;
-use super::front::Front;
-use super::metrics::{Rejection, ServerMetrics};
-use super::read_guard::ReadGuard;
+use crate::server::error::{ApiError, ApiOwn};
+use crate::server::front::Front;
+use crate::server::transport::metrics::{Rejection, ServerMetrics};
+use crate::server::transport::read_guard::ReadGuard;
 use crate::settings::limits::ServerLimits;
 use gateway_core::runtime::Runtime;
 
@@ -56,14 +56,14 @@ const REFUSAL_TIME: Duration = Duration::from_secs(1);
 /// The sockets the server accepts on: the one it was given, and under thread-per-core one more per
 /// further worker (`runtime::sibling_listener`), made before the server says it is listening so
 /// that a failure to bind them is a failure to start.
-pub(super) struct Listeners {
+pub(crate) struct Listeners {
     own: TcpListener,
     siblings: Vec<std::net::TcpListener>,
 }
 
 impl Listeners {
     /// `listener` for `runtime`'s workers.
-    pub(super) fn new(listener: TcpListener, runtime: Runtime) -> io::Result<Self> {
+    pub(crate) fn new(listener: TcpListener, runtime: Runtime) -> io::Result<Self> {
         let siblings = (1..runtime.pools())
             .map(|_| gateway_core::runtime::sibling_listener(&listener))
             .collect::<io::Result<_>>()?;
@@ -74,7 +74,7 @@ impl Listeners {
     }
 
     /// The address every listener is bound to.
-    pub(super) fn local_addr(&self) -> io::Result<std::net::SocketAddr> {
+    pub(crate) fn local_addr(&self) -> io::Result<std::net::SocketAddr> {
         self.own.local_addr()
     }
 }
@@ -94,7 +94,7 @@ struct Shared {
 /// request in flight finish. The given listener is served on the caller's runtime; each sibling on
 /// a thread of its own with a current-thread runtime (worker 1, 2, …), which ends when its
 /// connections have finished.
-pub(super) async fn serve_connections(
+pub(crate) async fn serve_connections(
     listeners: Listeners,
     router: Front,
     limits: ServerLimits,
@@ -183,7 +183,9 @@ async fn accept_loop(
         .header_read_timeout(limits.keepalive_idle + limits.read_timeout)
         .keep_alive(true);
     let overloaded = raw_answer(ApiError::Overloaded);
-    let head_timeout = raw_answer(ApiError::HeadTimeout(limits.read_timeout.as_secs()));
+    let head_timeout = raw_answer(ApiError::Own(ApiOwn::HeadTimeout(
+        limits.read_timeout.as_secs(),
+    )));
     let head_timeouts = metrics.counter(Rejection::HeadTimeout);
     let accepted = metrics.accepted(gateway_core::runtime::current_worker());
     let graceful = GracefulShutdown::new();
@@ -268,9 +270,12 @@ async fn refuse(mut stream: TcpStream, answer: Bytes) {
 /// not (or no longer) the one answering.
 fn raw_answer(error: ApiError) -> Bytes {
     let status = error.status();
-    let body = error.body();
+    let body = error.body_json();
     let retry_after = if matches!(error, ApiError::Overloaded) {
-        format!("retry-after: {}\r\n", super::error::RETRY_AFTER_SECONDS)
+        format!(
+            "retry-after: {}\r\n",
+            crate::server::kit::refusal::RETRY_AFTER_SECONDS
+        )
     } else {
         String::new()
     };
@@ -346,7 +351,7 @@ fn check_head<B>(req: &Request<B>, limits: &ServerLimits) -> Result<(), ApiError
     let target = uri.path_and_query().map_or(0, |pq| pq.as_str().len())
         + uri.authority().map_or(0, |a| a.as_str().len());
     if target > limits.max_url_bytes {
-        return Err(ApiError::UrlTooLong(limits.max_url_bytes));
+        return Err(ApiError::Own(ApiOwn::UrlTooLong(limits.max_url_bytes)));
     }
     let headers: usize = req
         .headers()
@@ -354,7 +359,9 @@ fn check_head<B>(req: &Request<B>, limits: &ServerLimits) -> Result<(), ApiError
         .map(|(name, value)| name.as_str().len() + value.len())
         .sum();
     if headers > limits.max_header_bytes {
-        return Err(ApiError::HeadersTooLarge(limits.max_header_bytes));
+        return Err(ApiError::Own(ApiOwn::HeadersTooLarge(
+            limits.max_header_bytes,
+        )));
     }
     Ok(())
 }
@@ -387,7 +394,7 @@ mod tests {
             .unwrap();
         assert!(matches!(
             check_head(&long, &limits()),
-            Err(ApiError::UrlTooLong(300))
+            Err(ApiError::Own(ApiOwn::UrlTooLong(300)))
         ));
         let large = Request::get("/search?q=x")
             .header("cookie", "c".repeat(1100))
@@ -395,7 +402,7 @@ mod tests {
             .unwrap();
         assert!(matches!(
             check_head(&large, &limits()),
-            Err(ApiError::HeadersTooLarge(1024))
+            Err(ApiError::Own(ApiOwn::HeadersTooLarge(1024)))
         ));
     }
 
@@ -412,7 +419,8 @@ mod tests {
         assert!(head.contains(&format!("content-length: {}", body.len())));
         let json: serde_json::Value = serde_json::from_str(body).unwrap();
         assert_eq!(json["error"], "overloaded");
-        let timeout = String::from_utf8(raw_answer(ApiError::HeadTimeout(10)).to_vec()).unwrap();
+        let timeout =
+            String::from_utf8(raw_answer(ApiError::Own(ApiOwn::HeadTimeout(10))).to_vec()).unwrap();
         assert!(timeout.starts_with("HTTP/1.1 408 Request Timeout\r\n"));
         assert!(!timeout.contains("retry-after"));
     }

@@ -1,5 +1,5 @@
 //! The front of every request: `GET /search` — the request a cache hit answers, the one the
-//! gateway serves most — goes straight to its own stack ([`searxng_api::SearchStack`]: the request
+//! gateway serves most — goes straight to its own stack ([`searxng::SearchStack`]: the request
 //! ID, the gate, the `search` span and the handler, the same layers the router puts on that
 //! route), everything else through axum's router.
 //!
@@ -22,17 +22,17 @@ use futures::future::Either;
 use hyper::body::Incoming;
 use tower_service::Service;
 
-use super::searxng_api::{self, SearchStack};
+use crate::server::surfaces::searxng::{self, SearchStack};
 
 /// The router, with `GET /search` taken before it.
 #[derive(Clone)]
-pub(super) struct Front {
+pub(crate) struct Front {
     router: Router,
     search: SearchStack,
 }
 
 impl Front {
-    pub(super) fn new(router: Router, search: SearchStack) -> Self {
+    pub(crate) fn new(router: Router, search: SearchStack) -> Self {
         Self { router, search }
     }
 }
@@ -50,7 +50,7 @@ impl Service<Request<Incoming>> for Front {
     }
 
     fn call(&mut self, request: Request<Incoming>) -> Self::Future {
-        if request.method() == Method::GET && request.uri().path() == searxng_api::SEARCH_PATH {
+        if request.method() == Method::GET && request.uri().path() == searxng::SEARCH_PATH {
             Either::Left(self.search.call(request.map(Body::new)))
         } else {
             Either::Right(self.router.call(request))

@@ -1,55 +1,30 @@
 //! The HTTP server: the search surfaces clients use, the operator endpoints, and the two ways the
 //! gateway runs — [`serve`] (HTTP) and [`serve_mcp_stdio`] (the MCP server on stdin/stdout).
 //!
-//! Surfaces, one module each with the same anatomy (routes, input read into one validated
-//! [`SearchRequest`], one call to the pipeline through [`search`], the answer rendered in the
-//! surface's own shape, errors in the surface's own shape):
-//! - [`searxng_api`]: `/search` and SearXNG's root path `/` ([`index`] without a query);
-//! - [`mcp`]: the MCP tool `web_search` at `/mcp` (Streamable HTTP) and on stdio;
-//! - [`tavily`]: the Tavily-compatible `POST /tavily/search` and `/tavily/extract`;
-//! - [`firecrawl`]: Firecrawl's search and scrape, v1 and v2;
-//! - [`perplexity`]: Perplexity's `POST /perplexity/search`;
-//! - [`openwebui`]: Open WebUI's external web search and external web loader.
+//! - [`surfaces`]: the doors clients call — SearXNG's API, MCP, Tavily, Firecrawl, Perplexity and
+//!   Open WebUI —, one module each with the same anatomy;
+//! - [`kit`]: what every door uses — the gate in front of it (keys, rate, premium budget, end
+//!   users), the refusal core each JSON door maps to its own shape, the size-limited body, one
+//!   search and one read asked of the engine (charged, logged, listed), search-then-read, the
+//!   answer as typed hits and failures, `explain`, field-by-field JSON input;
+//! - [`error`]: the JSON error shape of the SearXNG API and the operator routes;
+//! - [`operator`]: `/healthz`, `/readyz`, `/metrics`, `/status`, `/admin`, the page (`/ui`),
+//!   `STATE_DIR`;
+//! - [`transport`]: HTTP below every route (the socket clocks, the request-ID and search spans,
+//!   what the server limits turn away).
 //!
-//! For people: [`ui`], the operator's page (`/ui`), which lists the searches [`search_call`] keeps
-//! in [`recent_searches`].
-//!
-//! Shared by them: [`body`] (the size and time limits), [`search_span`] (the request's trace span),
-//! [`document`] (the answer as the JSON surfaces read
-//! it), [`json_fields`] (field-by-field JSON input). The operator endpoints are [`operations`].
-//! Below every route: [`front`] (`GET /search` taken before the router), [`connection`] (the
-//! accept loop with the server limits) and [`read_guard`]
-//! (a socket's idle and slow-head clocks); [`metrics`] counts what they turn away. Beside them,
-//! [`state_file`] reads `STATE_DIR` at start and keeps it written.
+//! This file wires them: the router, the app's start and shutdown ([`serve`],
+//! [`serve_mcp_stdio`]); [`connection`] is the accept loop with the server limits and [`front`]
+//! takes `GET /search` before the router.
 //! No decision is made here: every search goes to the pipeline.
 
-mod admin;
-mod auth;
-mod body;
 mod connection;
-mod document;
 mod error;
-mod explain;
-mod firecrawl;
-mod format;
 mod front;
-mod index;
-mod json_fields;
-mod mcp;
-mod metrics;
-mod openwebui;
-mod operations;
-mod perplexity;
-mod read_call;
-mod read_guard;
-mod recent_searches;
-mod request_id;
-mod search_call;
-mod search_span;
-mod searxng_api;
-mod state_file;
-mod tavily;
-mod ui;
+mod kit;
+mod operator;
+mod surfaces;
+mod transport;
 
 use std::future::Future;
 use std::pin::Pin;
@@ -65,33 +40,36 @@ use crate::clients::metrics::ClientMetrics;
 use crate::clients::Clients;
 use crate::gateway::Gateway;
 use crate::settings::GatewaySettings;
-use gateway_engine::pipeline::Engine;
-use gateway_engine::pipeline::Metrics;
 use gateway_engine::settings::EngineSettings;
-use index::Index;
+use gateway_engine::Engine;
+use gateway_engine::Metrics;
+use surfaces::searxng::index::Index;
 
 /// `/search`'s parameter parser, for the fuzz targets.
 #[cfg(any(test, feature = "fuzzing"))]
 pub fn parse_params(raw: &str) -> Option<gateway_core::request::RawParams> {
-    searxng_api::parse(raw).ok()
+    surfaces::searxng::parse(raw).ok()
 }
 
 /// A `POST /tavily/search` body through the Tavily surface's decoding and reply, for the fuzz
 /// targets: the reply's result count, or the refusal's status.
 #[cfg(any(test, feature = "fuzzing"))]
 pub fn tavily_request(body: &[u8], urls: &[&str]) -> Result<usize, u16> {
-    tavily::exercise(body, urls).map_err(|status| status.as_u16())
+    surfaces::tavily::exercise(body, urls).map_err(|status| status.as_u16())
 }
 
 /// A body through one door's decoder and validation, for the fuzz target: `which` picks the door
 /// (0 Firecrawl's v1 search, 1 its v2 search, 2 its scrape, 3 Perplexity's search, 4 Open WebUI's
-/// search, 5 its loader). What it asks for, or the refusal's status.
+/// search, 5 its loader, 6 the retriever's query string, 7 Serper's search). What it asks for, or
+/// the refusal's status.
 #[cfg(any(test, feature = "fuzzing"))]
 pub fn door_request(which: u8, body: &[u8], urls: &[&str]) -> Result<usize, u16> {
-    match which % 6 {
-        door @ 0..=2 => firecrawl::exercise(door, body),
-        3 => perplexity::exercise(body, urls),
-        door => openwebui::exercise(door == 5, body),
+    match which % 8 {
+        door @ 0..=2 => surfaces::firecrawl::exercise(door, body),
+        3 => surfaces::perplexity::exercise(body, urls),
+        6 => surfaces::retriever::exercise(body),
+        7 => surfaces::serper::exercise(body),
+        door => surfaces::openwebui::exercise(door == 5, body),
     }
     .map_err(|status| status.as_u16())
 }
@@ -100,77 +78,87 @@ pub fn door_request(which: u8, body: &[u8], urls: &[&str]) -> Result<usize, u16>
 /// argument decoding and its result, for the fuzz targets: whether it became a search.
 #[cfg(any(test, feature = "fuzzing"))]
 pub fn mcp_web_search(body: &[u8], urls: &[&str]) -> bool {
-    mcp::exercise(body, urls)
+    surfaces::mcp::exercise(body, urls)
 }
 
 /// The routes over `gateway`, admitting callers through `clients`. `mcp_shutdown` ends the MCP
 /// transport's open streams.
 ///
 /// Every surface a client searches through, and `/status`, is behind the inbound-key check and the
-/// client's rate limit: each surface layers its own routes with the [`auth::Gate`] and its own
+/// client's rate limit: each surface layers its own routes with the [`kit::gate::Gate`] and its own
 /// refusals. `/healthz`, `/readyz`, the metrics path and the admin routes (their own token) stay
 /// outside, as do the operator's page and its files (its JSON is behind the gate). A new surface
 /// is merged here, and its link added to the index. `GET /search` is taken before the router
 /// ([`front`]), through the same layers.
 fn router(gateway: Gateway, clients: Clients, mcp_shutdown: CancellationToken) -> front::Front {
     let metrics_path = gateway.server().metrics_path.clone();
-    let admin = admin::routes(&gateway, &clients);
+    let admin = operator::admin::routes(&gateway, &clients);
     let recent = gateway
         .server()
         .ui
-        .map(|ui| recent_searches::RecentSearches::new(ui.queries));
-    let gate = auth::Gate {
+        .map(|ui| kit::recent_searches::RecentSearches::new(ui.queries));
+    let gate = kit::gate::Gate {
         clients,
         limits: gateway.server().server_limits,
         gateway: gateway.clone(),
         recent: recent.clone(),
     };
     let mut links = vec![
-        ("search", searxng_api::SEARCH_PATH),
-        ("mcp", mcp::PATH),
-        ("tavily", tavily::PATH),
-        ("tavily_extract", tavily::EXTRACT_PATH),
-        ("firecrawl_search", firecrawl::V2_SEARCH_PATH),
-        ("firecrawl_scrape", firecrawl::V2_SCRAPE_PATH),
-        ("perplexity", perplexity::PATH),
-        ("openwebui_search", openwebui::SEARCH_PATH),
-        ("openwebui_loader", openwebui::LOADER_PATH),
-        ("status", operations::STATUS_PATH),
+        ("search", surfaces::searxng::SEARCH_PATH),
+        ("mcp", surfaces::mcp::PATH),
+        ("tavily", surfaces::tavily::PATH),
+        ("tavily_extract", surfaces::tavily::EXTRACT_PATH),
+        ("firecrawl_search", surfaces::firecrawl::V2_SEARCH_PATH),
+        ("firecrawl_scrape", surfaces::firecrawl::V2_SCRAPE_PATH),
+        ("perplexity", surfaces::perplexity::PATH),
+        ("openwebui_search", surfaces::openwebui::SEARCH_PATH),
+        ("openwebui_loader", surfaces::openwebui::LOADER_PATH),
+        ("retriever", surfaces::retriever::PATH),
+        ("serper", surfaces::serper::PATH),
+        ("status", operator::operations::STATUS_PATH),
         ("metrics", &metrics_path),
-        ("healthz", operations::HEALTHZ_PATH),
-        ("readyz", operations::READYZ_PATH),
+        ("healthz", operator::operations::HEALTHZ_PATH),
+        ("readyz", operator::operations::READYZ_PATH),
     ];
     if recent.is_some() {
-        links.push(("ui", ui::PATH));
+        links.push(("ui", operator::ui::PATH));
     }
     let index = Index::new(&links);
     let mut router = Router::new()
-        .merge(searxng_api::routes(&gate, index))
-        .merge(tavily::routes(&gate))
-        .merge(firecrawl::routes(&gate))
-        .merge(perplexity::routes(&gate))
-        .merge(openwebui::routes(
+        .merge(surfaces::searxng::routes(&gate, index))
+        .merge(surfaces::tavily::routes(&gate))
+        .merge(surfaces::firecrawl::routes(&gate))
+        .merge(surfaces::perplexity::routes(&gate))
+        .merge(surfaces::openwebui::routes(
             &gate,
-            gateway.server().clients.trust_end_user_headers,
+            gateway.server().clients.end_user_headers,
         ))
-        .merge(mcp::routes(gateway.clone(), &gate, mcp_shutdown))
-        .merge(operations::status_routes(&gate));
+        .merge(surfaces::retriever::routes(&gate))
+        .merge(surfaces::serper::routes(&gate))
+        .merge(surfaces::mcp::routes(gateway.clone(), &gate, mcp_shutdown))
+        .merge(operator::operations::status_routes(&gate));
     // The operator's actions exist only with `ADMIN_TOKEN`.
     if let Some(admin) = admin {
         router = router.merge(admin);
     }
     // The operator's page exists unless `UI_ENABLED=false`.
     if let Some(recent) = recent {
-        router = router.merge(ui::routes(&gate, recent));
+        router = router.merge(operator::ui::routes(&gate, recent));
     }
-    let search = searxng_api::search_stack(&gate, gateway.clone());
+    let search = surfaces::searxng::search_stack(&gate, gateway.clone());
     let router = router
-        .route(operations::HEALTHZ_PATH, get(operations::healthz))
-        .route(operations::READYZ_PATH, get(operations::readyz))
-        .route(&metrics_path, get(operations::metrics))
-        .fallback(operations::not_found)
-        .method_not_allowed_fallback(operations::method_not_allowed)
-        .layer(request_id::TagLayer)
+        .route(
+            operator::operations::HEALTHZ_PATH,
+            get(operator::operations::healthz),
+        )
+        .route(
+            operator::operations::READYZ_PATH,
+            get(operator::operations::readyz),
+        )
+        .route(&metrics_path, get(operator::operations::metrics))
+        .fallback(operator::operations::not_found)
+        .method_not_allowed_fallback(operator::operations::method_not_allowed)
+        .layer(transport::request_id::TAGGED)
         .with_state(gateway);
     front::Front::new(router, search)
 }
@@ -180,7 +168,7 @@ fn router(gateway: Gateway, clients: Clients, mcp_shutdown: CancellationToken) -
 struct Running {
     gateway: Gateway,
     clients: Clients,
-    server_metrics: metrics::ServerMetrics,
+    server_metrics: transport::metrics::ServerMetrics,
     stop: watch::Sender<bool>,
     background: JoinHandle<()>,
 }
@@ -189,7 +177,7 @@ impl Running {
     /// The gateway built and its background work started; an error when it cannot be built.
     async fn start(config: GatewaySettings) -> std::io::Result<Self> {
         let mut metrics = Metrics::new();
-        let server_metrics = metrics::ServerMetrics::new(metrics.registry_mut());
+        let server_metrics = transport::metrics::ServerMetrics::new(metrics.registry_mut());
         let client_metrics = ClientMetrics::new(metrics.registry_mut());
         let clients = &config.server.clients;
         let (keys, defaults) = (clients.keys.clone(), clients.defaults);
@@ -203,11 +191,11 @@ impl Running {
             gateway.shared_tier(),
         );
         if let Some(dir) = &state_dir {
-            state_file::restore(dir, &gateway, &clients).await;
+            operator::state_file::restore(dir, &gateway, &clients).await;
         }
         let (stop, mut stopped) = watch::channel(false);
         let kept = state_dir.map(|dir| {
-            tokio::spawn(state_file::keep(
+            tokio::spawn(operator::state_file::keep(
                 dir,
                 gateway.clone(),
                 clients.clone(),
@@ -323,11 +311,11 @@ async fn mcp_stdio(config: GatewaySettings) -> std::io::Result<()> {
     let running = Running::start(config).await?;
     warn_config_fixes(running.gateway.settings());
     tracing::info!(
-        searxng = %gateway_engine::pipeline::status::redact_urls(running.gateway.settings()),
+        searxng = %gateway_engine::operator::status::redact_urls(running.gateway.settings()),
         providers = %provider_names(running.gateway.settings()),
         "searxng-gateway MCP server on stdio"
     );
-    let served = mcp::serve_stdio(running.gateway.clone(), running.clients.clone()).await;
+    let served = surfaces::mcp::serve_stdio(running.gateway.clone(), running.clients.clone()).await;
     running.stop().await;
     served
 }
@@ -370,8 +358,8 @@ fn warn_config_fixes(config: &EngineSettings) {
         if let Some(given) = &backend.corrected_from {
             tracing::warn!(
                 variable = "SEARXNG_BACKEND_URL",
-                given = %gateway_engine::pipeline::status::redact_url(given),
-                using = %gateway_engine::pipeline::status::redact_url(&backend.url),
+                given = %gateway_engine::operator::status::redact_url(given),
+                using = %gateway_engine::operator::status::redact_url(&backend.url),
                 "SEARXNG_BACKEND_URL names SearXNG's search URL, not its base URL: using the base URL (the gateway adds /search itself); set SEARXNG_BACKEND_URL to the base URL to silence this"
             );
         }
@@ -409,7 +397,7 @@ fn log_start(listeners: &connection::Listeners, gateway: &Gateway, clients: &Cli
     warn_config_fixes(config);
     tracing::info!(
         listen = %listen,
-        searxng = %gateway_engine::pipeline::status::redact_urls(config),
+        searxng = %gateway_engine::operator::status::redact_urls(config),
         providers = %provider_names(config),
         t1 = config.t1_premium_count,
         budget_s = config.request_budget.as_secs_f64(),
@@ -430,22 +418,24 @@ mod tests {
     #[test]
     fn the_config_reserves_every_surface_path() {
         for path in [
-            super::searxng_api::SEARCH_PATH,
-            super::mcp::PATH,
-            super::tavily::PATH,
-            super::tavily::EXTRACT_PATH,
-            super::firecrawl::V1_SEARCH_PATH,
-            super::firecrawl::V2_SEARCH_PATH,
-            super::firecrawl::V1_SCRAPE_PATH,
-            super::firecrawl::V2_SCRAPE_PATH,
-            super::firecrawl::ROOT_V2_SEARCH_PATH,
-            super::firecrawl::ROOT_V2_SCRAPE_PATH,
-            super::perplexity::PATH,
-            super::openwebui::SEARCH_PATH,
-            super::openwebui::LOADER_PATH,
-            super::operations::STATUS_PATH,
-            super::operations::HEALTHZ_PATH,
-            super::operations::READYZ_PATH,
+            super::surfaces::searxng::SEARCH_PATH,
+            super::surfaces::mcp::PATH,
+            super::surfaces::tavily::PATH,
+            super::surfaces::tavily::EXTRACT_PATH,
+            super::surfaces::firecrawl::V1_SEARCH_PATH,
+            super::surfaces::firecrawl::V2_SEARCH_PATH,
+            super::surfaces::firecrawl::V1_SCRAPE_PATH,
+            super::surfaces::firecrawl::V2_SCRAPE_PATH,
+            super::surfaces::firecrawl::ROOT_V2_SEARCH_PATH,
+            super::surfaces::firecrawl::ROOT_V2_SCRAPE_PATH,
+            super::surfaces::perplexity::PATH,
+            super::surfaces::openwebui::SEARCH_PATH,
+            super::surfaces::openwebui::LOADER_PATH,
+            super::surfaces::retriever::PATH,
+            super::surfaces::serper::PATH,
+            super::operator::operations::STATUS_PATH,
+            super::operator::operations::HEALTHZ_PATH,
+            super::operator::operations::READYZ_PATH,
         ] {
             assert!(RESERVED_PATHS.contains(&path), "{path} is not reserved");
         }

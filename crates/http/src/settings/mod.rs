@@ -34,6 +34,8 @@ pub const RESERVED_PATHS: &[&str] = &[
     "/perplexity/search",
     "/openwebui/search",
     "/openwebui/loader",
+    "/retriever",
+    "/serper/search",
 ];
 /// Every path under each is one surface's: the admin routes', the operator's page's.
 const RESERVED_PREFIXES: &[&str] = &["/admin", "/ui"];

@@ -22,7 +22,7 @@ use serde_json::json;
 use super::api::{
     class_for_status, domain_names, start_day, ApiRequest, Auth, PremiumApi, Refusal, Wire,
 };
-use super::{ProviderAnswer, ProviderKind};
+use super::{ProviderAnswer, ProviderKind, Results};
 use gateway_core::request::SearchRequest;
 use gateway_core::upstream::ErrorClass;
 
@@ -56,7 +56,7 @@ impl Linkup {
 }
 
 impl Wire for Linkup {
-    type Success = wire::Response;
+    type Success = Results<wire::Result>;
     type Failure = wire::ErrorBody;
 
     fn refusal(&self, status: u16, body: Option<wire::ErrorBody>, _: &HeaderMap) -> Refusal {
@@ -79,10 +79,12 @@ impl PremiumApi for Linkup {
         Self::request_at(req, SystemTime::now())
     }
 
-    fn answer(&self, body: wire::Response, _: &HeaderMap) -> Result<ProviderAnswer, ErrorClass> {
-        Ok(ProviderAnswer::of_hits(
-            body.results.into_iter().filter_map(wire::Result::into_hit),
-        ))
+    fn answer(
+        &self,
+        body: Results<wire::Result>,
+        _: &HeaderMap,
+    ) -> Result<ProviderAnswer, ErrorClass> {
+        Ok(body.into_answer())
     }
 }
 
@@ -91,15 +93,10 @@ mod wire {
     use serde::Deserialize;
 
     use crate::providers::api::mentions_money;
-    use crate::providers::PremiumHit;
+    use crate::providers::{Entry, PremiumHit};
 
     #[derive(Deserialize)]
-    pub(crate) struct Response {
-        pub(super) results: Vec<Result>,
-    }
-
-    #[derive(Deserialize)]
-    pub(super) struct Result {
+    pub(crate) struct Result {
         #[serde(rename = "type")]
         kind: Option<String>,
         name: Option<String>,
@@ -107,9 +104,9 @@ mod wire {
         content: Option<String>,
     }
 
-    impl Result {
+    impl Entry for Result {
         /// A hit, or `None` for an entry without a URL or of another type than text.
-        pub(super) fn into_hit(self) -> Option<PremiumHit> {
+        fn into_hit(self) -> Option<PremiumHit> {
             if self.kind.as_deref().is_some_and(|k| k != "text") {
                 return None;
             }

@@ -88,62 +88,52 @@ pub struct ProviderMetrics {
 impl ProviderMetrics {
     /// The families, registered on `r`.
     pub fn new(r: &mut Registry) -> Self {
-        let m = Self {
-            calls: Family::default(),
-            key_calls: Family::default(),
-            duration: latency_family(),
-            results: Family::default(),
-            cost: Family::default(),
-            spend: Family::default(),
-            brave_remaining: Family::default(),
-            brave_limit: Family::default(),
-            brave_reset: Family::default(),
-        };
-        r.register(
-            "provider_calls",
-            "Premium provider calls by provider and outcome class",
-            m.calls.clone(),
-        );
-        r.register(
-            "provider_key_calls",
-            "Premium provider calls by provider, key (the first 8 hex digits of its SHA-256) and outcome class",
-            m.key_calls.clone(),
-        );
-        r.register(
-            "provider_duration_seconds",
-            "Duration of one premium provider call",
-            m.duration.clone(),
-        );
-        r.register(
-            "provider_results",
-            "Results returned by each premium provider",
-            m.results.clone(),
-        );
-        r.register(
-            "provider_cost_dollars",
-            "Spend reported by premium providers (Exa's costDollars.total), in US dollars",
-            m.cost.clone(),
-        );
-        r.register(
-            "premium_spend_usd",
-            "What premium search calls cost, in US dollars: the spend a provider reported for a call, else its price (PREMIUM_PRICE_<NAME>); failed calls cost nothing",
-            m.spend.clone(),
-        );
-        r.register(
-            "brave_rate_limit_remaining",
-            "Requests left in each Brave API rate-limit window (X-RateLimit-Remaining)",
-            m.brave_remaining.clone(),
-        );
-        r.register(
-            "brave_rate_limit_limit",
-            "Size of each Brave API rate-limit window (X-RateLimit-Limit)",
-            m.brave_limit.clone(),
-        );
-        r.register(
-            "brave_rate_limit_reset_seconds",
-            "Seconds until each Brave API rate-limit window resets (X-RateLimit-Reset)",
-            m.brave_reset.clone(),
-        );
-        m
+        Self {
+            calls: r.registered(
+                "provider_calls",
+                "Premium provider calls by provider and outcome class",
+                Family::default(),
+            ),
+            key_calls: r.registered(
+                "provider_key_calls",
+                "Premium provider calls by provider, key (the first 8 hex digits of its SHA-256) and outcome class",
+                Family::default(),
+            ),
+            duration: r.registered(
+                "provider_duration_seconds",
+                "Duration of one premium provider call",
+                latency_family(),
+            ),
+            results: r.registered(
+                "provider_results",
+                "Results returned by each premium provider",
+                Family::default(),
+            ),
+            cost: r.registered(
+                "provider_cost_dollars",
+                "Spend reported by premium providers (Exa's costDollars.total), in US dollars",
+                Family::default(),
+            ),
+            spend: r.registered(
+                "premium_spend_usd",
+                "What premium search calls cost, in US dollars: the spend a provider reported for a call, else its price (PREMIUM_PRICE_<NAME>); failed calls cost nothing",
+                Family::default(),
+            ),
+            brave_remaining: r.registered(
+                "brave_rate_limit_remaining",
+                "Requests left in each Brave API rate-limit window (X-RateLimit-Remaining)",
+                Family::default(),
+            ),
+            brave_limit: r.registered(
+                "brave_rate_limit_limit",
+                "Size of each Brave API rate-limit window (X-RateLimit-Limit)",
+                Family::default(),
+            ),
+            brave_reset: r.registered(
+                "brave_rate_limit_reset_seconds",
+                "Seconds until each Brave API rate-limit window resets (X-RateLimit-Reset)",
+                Family::default(),
+            ),
+        }
     }
 }

@@ -13,6 +13,7 @@ pub(crate) mod api;
 mod brave;
 pub(crate) mod client;
 mod exa;
+mod google_organic;
 pub(crate) mod http;
 mod jina;
 mod kagi;
@@ -169,6 +170,27 @@ impl PremiumHit {
             content: content.unwrap_or_default(),
             published_date: published_date.filter(|d| !d.is_empty()),
         })
+    }
+}
+
+/// The `{"results": [...]}` body several providers answer a search with (Linkup, Perplexity,
+/// Tavily), each result entry of the provider's own shape `E`.
+#[derive(Debug, serde::Deserialize)]
+pub(crate) struct Results<E> {
+    /// The entries, in the provider's rank order.
+    pub(crate) results: Vec<E>,
+}
+
+/// One result entry of a provider's answer, as its `wire` module decodes it.
+pub(crate) trait Entry {
+    /// The hit it is, or `None` (no URL, or not a web result).
+    fn into_hit(self) -> Option<PremiumHit>;
+}
+
+impl<E: Entry> Results<E> {
+    /// The answer of the entries that are hits, in the provider's rank order.
+    pub(crate) fn into_answer(self) -> ProviderAnswer {
+        ProviderAnswer::of_hits(self.results.into_iter().filter_map(E::into_hit))
     }
 }
 

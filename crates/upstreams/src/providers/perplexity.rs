@@ -20,7 +20,7 @@ use serde_json::json;
 use super::api::{
     class_for_status, primary_language, region, ApiRequest, Auth, PremiumApi, Refusal, Wire,
 };
-use super::{ProviderAnswer, ProviderKind};
+use super::{ProviderAnswer, ProviderKind, Results};
 use gateway_core::request::SearchRequest;
 use gateway_core::upstream::ErrorClass;
 
@@ -32,7 +32,7 @@ const PATH: &str = "/search";
 const MAX_RESULTS: u32 = 10;
 
 impl Wire for Perplexity {
-    type Success = wire::Response;
+    type Success = Results<wire::Result>;
     type Failure = wire::ErrorBody;
 
     fn refusal(&self, status: u16, body: Option<wire::ErrorBody>, _: &HeaderMap) -> Refusal {
@@ -80,10 +80,12 @@ impl PremiumApi for Perplexity {
         ApiRequest::json_post(PATH, body)
     }
 
-    fn answer(&self, body: wire::Response, _: &HeaderMap) -> Result<ProviderAnswer, ErrorClass> {
-        Ok(ProviderAnswer::of_hits(
-            body.results.into_iter().filter_map(wire::Result::into_hit),
-        ))
+    fn answer(
+        &self,
+        body: Results<wire::Result>,
+        _: &HeaderMap,
+    ) -> Result<ProviderAnswer, ErrorClass> {
+        Ok(body.into_answer())
     }
 }
 
@@ -92,27 +94,7 @@ mod wire {
     use serde::Deserialize;
 
     use crate::providers::api::mentions_money;
-    use crate::providers::PremiumHit;
-
-    #[derive(Deserialize)]
-    pub(crate) struct Response {
-        pub(super) results: Vec<Result>,
-    }
-
-    #[derive(Deserialize)]
-    pub(super) struct Result {
-        url: Option<String>,
-        title: Option<String>,
-        snippet: Option<String>,
-        date: Option<String>,
-    }
-
-    impl Result {
-        /// A hit, or `None` for an entry without a URL.
-        pub(super) fn into_hit(self) -> Option<PremiumHit> {
-            PremiumHit::from_fields(self.url, self.title, self.snippet, self.date)
-        }
-    }
+    use crate::providers::{Entry, PremiumHit};
 
     /// `{"error": {"message": "…", "type": "…", "code": …}}`.
     #[derive(Deserialize)]
@@ -139,6 +121,21 @@ mod wire {
                 .into_iter()
                 .flatten()
                 .any(mentions_money)
+        }
+    }
+
+    #[derive(Deserialize)]
+    pub(crate) struct Result {
+        url: Option<String>,
+        title: Option<String>,
+        snippet: Option<String>,
+        date: Option<String>,
+    }
+
+    impl Entry for Result {
+        /// A hit, or `None` for an entry without a URL.
+        fn into_hit(self) -> Option<PremiumHit> {
+            PremiumHit::from_fields(self.url, self.title, self.snippet, self.date)
         }
     }
 }

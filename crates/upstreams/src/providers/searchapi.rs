@@ -20,6 +20,7 @@ use super::api::{
     class_for_status, mentions_money, primary_language, region, ApiRequest, Auth, PremiumApi,
     Refusal, Wire,
 };
+use super::google_organic::Organic;
 use super::{ProviderAnswer, ProviderKind};
 use gateway_core::request::{SafeSearch, SearchRequest, TimeRange};
 use gateway_core::upstream::ErrorClass;
@@ -101,10 +102,7 @@ impl PremiumApi for SearchApi {
             (None, None, _) => return Err(ErrorClass::Malformed),
         };
         Ok(ProviderAnswer {
-            hits: hits
-                .into_iter()
-                .filter_map(wire::Organic::into_hit)
-                .collect(),
+            hits: hits.into_iter().filter_map(Organic::into_hit).collect(),
             ..ProviderAnswer::default()
         })
     }
@@ -114,28 +112,13 @@ impl PremiumApi for SearchApi {
 mod wire {
     use serde::Deserialize;
 
-    use crate::providers::PremiumHit;
+    use crate::providers::google_organic::Organic;
 
     #[derive(Deserialize)]
     pub(crate) struct Response {
         pub(super) organic_results: Option<Vec<Organic>>,
         pub(super) search_metadata: Option<serde::de::IgnoredAny>,
         pub(super) error: Option<String>,
-    }
-
-    #[derive(Deserialize)]
-    pub(super) struct Organic {
-        link: Option<String>,
-        title: Option<String>,
-        snippet: Option<String>,
-        date: Option<String>,
-    }
-
-    impl Organic {
-        /// A hit, or `None` for an entry without a link.
-        pub(super) fn into_hit(self) -> Option<PremiumHit> {
-            PremiumHit::from_fields(self.link, self.title, self.snippet, self.date)
-        }
     }
 
     /// `{"error": "…"}`.

@@ -17,6 +17,7 @@ use super::api::{
     class_for_status, mentions_money, primary_language, region, ApiRequest, Auth, PremiumApi,
     Refusal, Wire,
 };
+use super::google_organic::Organic;
 use super::{ProviderAnswer, ProviderKind};
 use gateway_core::request::{SearchRequest, TimeRange};
 use gateway_core::upstream::ErrorClass;
@@ -72,7 +73,7 @@ impl PremiumApi for Serper {
 
     fn answer(&self, body: wire::Response, _: &HeaderMap) -> Result<ProviderAnswer, ErrorClass> {
         Ok(ProviderAnswer::of_hits(
-            body.organic.into_iter().filter_map(wire::Organic::into_hit),
+            body.organic.into_iter().filter_map(Organic::into_hit),
         ))
     }
 }
@@ -81,7 +82,7 @@ impl PremiumApi for Serper {
 mod wire {
     use serde::Deserialize;
 
-    use crate::providers::PremiumHit;
+    use crate::providers::google_organic::Organic;
 
     #[derive(Deserialize)]
     pub(crate) struct Response {
@@ -91,21 +92,6 @@ mod wire {
         /// Present on every answer: a body without it is not Serper's (schema drift).
         #[serde(rename = "searchParameters")]
         _search_parameters: serde::de::IgnoredAny,
-    }
-
-    #[derive(Deserialize)]
-    pub(super) struct Organic {
-        link: Option<String>,
-        title: Option<String>,
-        snippet: Option<String>,
-        date: Option<String>,
-    }
-
-    impl Organic {
-        /// A hit, or `None` for an entry without a link.
-        pub(super) fn into_hit(self) -> Option<PremiumHit> {
-            PremiumHit::from_fields(self.link, self.title, self.snippet, self.date)
-        }
     }
 
     /// `{"message": "…", "statusCode": N}`.

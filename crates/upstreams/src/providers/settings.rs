@@ -61,24 +61,12 @@ pub struct ProviderSettings {
 
 /// Reads `FALLBACK_PROVIDERS`: the providers to call, in preference order (unset: none).
 pub fn read_fallback_list(env: &Env<'_>) -> Result<Vec<ProviderKind>, ConfigError> {
-    let Some(raw) = env.value("FALLBACK_PROVIDERS") else {
-        return Ok(Vec::new());
-    };
-    let mut providers = Vec::new();
-    for name in raw.text.split(',').map(str::trim).filter(|s| !s.is_empty()) {
-        let kind = ProviderKind::from_name(name).ok_or_else(|| {
-            raw.error(Problem::UnknownName {
-                kind: "provider",
-                name: name.to_owned(),
-                known: ProviderKind::ALL.iter().map(|k| k.as_str()).collect(),
-            })
-        })?;
-        if providers.contains(&kind) {
-            return Err(raw.error(Problem::ListedTwice(format!("provider {name:?}"))));
-        }
-        providers.push(kind);
-    }
-    Ok(providers)
+    env.name_list(
+        "FALLBACK_PROVIDERS",
+        "provider",
+        &ProviderKind::ALL.map(ProviderKind::as_str),
+        ProviderKind::from_name,
+    )
 }
 
 /// Reads every provider's settings (active or not), in [`ProviderKind::ALL`] order.

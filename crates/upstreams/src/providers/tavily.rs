@@ -14,7 +14,7 @@ use reqwest::header::HeaderMap;
 use serde_json::json;
 
 use super::api::{class_for_status, domain_names, ApiRequest, Auth, PremiumApi, Refusal, Wire};
-use super::{ProviderAnswer, ProviderKind};
+use super::{ProviderAnswer, ProviderKind, Results};
 use gateway_core::request::SearchRequest;
 use gateway_core::upstream::ErrorClass;
 
@@ -26,17 +26,23 @@ const PATH: &str = "/search";
 const MAX_RESULTS: u32 = 10;
 
 impl Wire for Tavily {
-    type Success = wire::Response;
+    type Success = Results<wire::Result>;
     /// Error bodies (`{"detail":{"error":…}}`) carry free text only: the status alone classifies.
     type Failure = serde::de::IgnoredAny;
 
     fn refusal(&self, status: u16, _: Option<serde::de::IgnoredAny>, _: &HeaderMap) -> Refusal {
-        match status {
-            432 | 433 => ErrorClass::Quota,
-            other => class_for_status(other),
-        }
-        .into()
+        refusal_by_status(status)
     }
+}
+
+/// What a refused Tavily call means, for its search and its extract alike: the status alone
+/// classifies (432 and 433: the credits are gone).
+pub(crate) fn refusal_by_status(status: u16) -> Refusal {
+    match status {
+        432 | 433 => ErrorClass::Quota,
+        other => class_for_status(other),
+    }
+    .into()
 }
 
 impl PremiumApi for Tavily {
@@ -61,10 +67,12 @@ impl PremiumApi for Tavily {
         ApiRequest::json_post(PATH, body)
     }
 
-    fn answer(&self, body: wire::Response, _: &HeaderMap) -> Result<ProviderAnswer, ErrorClass> {
-        Ok(ProviderAnswer::of_hits(
-            body.results.into_iter().filter_map(wire::Result::into_hit),
-        ))
+    fn answer(
+        &self,
+        body: Results<wire::Result>,
+        _: &HeaderMap,
+    ) -> Result<ProviderAnswer, ErrorClass> {
+        Ok(body.into_answer())
     }
 }
 
@@ -72,24 +80,19 @@ impl PremiumApi for Tavily {
 mod wire {
     use serde::Deserialize;
 
-    use crate::providers::PremiumHit;
+    use crate::providers::{Entry, PremiumHit};
 
     #[derive(Deserialize)]
-    pub(crate) struct Response {
-        pub(super) results: Vec<Result>,
-    }
-
-    #[derive(Deserialize)]
-    pub(super) struct Result {
+    pub(crate) struct Result {
         url: Option<String>,
         title: Option<String>,
         content: Option<String>,
         published_date: Option<String>,
     }
 
-    impl Result {
+    impl Entry for Result {
         /// A hit, or `None` for an entry without a URL.
-        pub(super) fn into_hit(self) -> Option<PremiumHit> {
+        fn into_hit(self) -> Option<PremiumHit> {
             PremiumHit::from_fields(self.url, self.title, self.content, self.published_date)
         }
     }

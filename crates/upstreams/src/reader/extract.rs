@@ -583,7 +583,7 @@ mod tests {
             let path = entry.unwrap().path().join("source.html");
             pages.push((path.display().to_string(), std::fs::read(&path).unwrap()));
         }
-        let wcxb = root.join("../shared/corpus/wcxb-dev/dev/html");
+        let wcxb = crate::reader::wall::corpus::corpus_root().join("wcxb-dev/dev/html");
         if let Ok(entries) = std::fs::read_dir(&wcxb) {
             for entry in entries {
                 let path = entry.unwrap().path();

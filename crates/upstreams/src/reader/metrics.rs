@@ -37,36 +37,33 @@ impl ReaderMetrics {
     /// The families, registered on `r`.
     pub fn new(r: &mut Registry) -> Self {
         let m = Self {
-            bytes: Counter::default(),
-            extraction: Histogram::new([
-                0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1.0,
-            ]),
-            workers_started: Counter::default(),
-            limits: Family::default(),
+            bytes: r.registered(
+                "read_bytes",
+                "Bytes of pages read directly by the reader (after decompression)",
+                Counter::default(),
+            ),
+            extraction: r.registered(
+                "read_extraction_seconds",
+                "Time to decode a page and extract its readable text",
+                Histogram::new([
+                    0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1.0,
+                ]),
+            ),
+            workers_started: r.registered(
+                "parse_workers_started",
+                "Parse worker processes started (the first ones, and each replacing one a page ended)",
+                Counter::default(),
+            ),
+            limits: r.registered(
+                "parse_limits",
+                "Pages whose parse ran into a limit: nesting, time, resources (memory or stack), busy",
+                Family::default(),
+            ),
         };
+        // Every limit is shown from the start, at zero.
         for limit in ParseLimit::ALL {
             let _ = m.limits.get_or_create(&LimitLabels { limit });
         }
-        r.register(
-            "read_bytes",
-            "Bytes of pages read directly by the reader (after decompression)",
-            m.bytes.clone(),
-        );
-        r.register(
-            "read_extraction_seconds",
-            "Time to decode a page and extract its readable text",
-            m.extraction.clone(),
-        );
-        r.register(
-            "parse_workers_started",
-            "Parse worker processes started (the first ones, and each replacing one a page ended)",
-            m.workers_started.clone(),
-        );
-        r.register(
-            "parse_limits",
-            "Pages whose parse ran into a limit: nesting, time, resources (memory or stack), busy",
-            m.limits.clone(),
-        );
         m
     }
 }

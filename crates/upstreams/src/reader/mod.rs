@@ -1,6 +1,6 @@
 //! Reading a page directly: one URL in, a [`Document`] out — or a [`ReadFailure`] that knows its
 //! class. Facts only: which decisions follow (the cache, the host's breaker, a premium reader
-//! instead) are the pipeline's (`pipeline::read`).
+//! instead) are the pipeline's (the engine's `read`).
 //!
 //! - [`address`]: where a read may go (`FETCH_ALLOW_PRIVATE`, `FETCH_ALLOW_HOSTS`,
 //!   `FETCH_DENY_HOSTS`, the gateway's own address), and [`resolve`]: the resolver that connects

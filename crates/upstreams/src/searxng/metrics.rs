@@ -172,58 +172,49 @@ pub struct SearxngMetrics {
 impl SearxngMetrics {
     /// The families, registered on `r`.
     pub fn new(r: &mut Registry) -> Self {
-        let m = Self {
-            attempts: Family::default(),
-            exhausted: Family::default(),
-            timeouts: Family::default(),
-            requests: Family::default(),
-            duration: latency_family(),
-            engine_results: Family::default(),
-            engine_unresponsive: Family::default(),
-            engine_status: Family::default(),
+        Self {
+            attempts: r.registered(
+                "retry_attempts",
+                "SearXNG call attempts by attempt number, outcome and error class",
+                Family::default(),
+            ),
+            exhausted: r.registered(
+                "retry_exhausted",
+                "SearXNG calls that failed on their last allowed attempt, by error class",
+                Family::default(),
+            ),
+            timeouts: r.registered(
+                "searxng_timeouts",
+                "SearXNG attempts that timed out",
+                Family::default(),
+            ),
+            requests: r.registered(
+                "searxng_requests",
+                "SearXNG calls by result: ok, degraded, or an error class",
+                Family::default(),
+            ),
+            duration: r.registered(
+                "searxng_duration_seconds",
+                "Duration of one SearXNG call including retries",
+                latency_family(),
+            ),
+            engine_results: r.registered(
+                "engine_results",
+                "Results returned per SearXNG engine (each engine of a result counts once)",
+                Family::default(),
+            ),
+            engine_unresponsive: r.registered(
+                "engine_unresponsive",
+                "SearXNG engines reported unresponsive, by engine and reason class",
+                Family::default(),
+            ),
+            engine_status: r.registered(
+                "engine_status",
+                "Last seen status of each SearXNG engine: 1 healthy, 0 unresponsive",
+                Family::default(),
+            ),
             engine_labels: EngineLabelSet::default(),
-        };
-        r.register(
-            "retry_attempts",
-            "SearXNG call attempts by attempt number, outcome and error class",
-            m.attempts.clone(),
-        );
-        r.register(
-            "retry_exhausted",
-            "SearXNG calls that failed on their last allowed attempt, by error class",
-            m.exhausted.clone(),
-        );
-        r.register(
-            "searxng_timeouts",
-            "SearXNG attempts that timed out",
-            m.timeouts.clone(),
-        );
-        r.register(
-            "searxng_requests",
-            "SearXNG calls by result: ok, degraded, or an error class",
-            m.requests.clone(),
-        );
-        r.register(
-            "searxng_duration_seconds",
-            "Duration of one SearXNG call including retries",
-            m.duration.clone(),
-        );
-        r.register(
-            "engine_results",
-            "Results returned per SearXNG engine (each engine of a result counts once)",
-            m.engine_results.clone(),
-        );
-        r.register(
-            "engine_unresponsive",
-            "SearXNG engines reported unresponsive, by engine and reason class",
-            m.engine_unresponsive.clone(),
-        );
-        r.register(
-            "engine_status",
-            "Last seen status of each SearXNG engine: 1 healthy, 0 unresponsive",
-            m.engine_status.clone(),
-        );
-        m
+        }
     }
 }
 

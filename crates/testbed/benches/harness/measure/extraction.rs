@@ -18,8 +18,8 @@
 //! `POST /tavily/extract`; its page cache's bytes divided by its entries is the cost of a cached
 //! page (the text kept, plus what the cache keeps with it), beside the mean text length.
 //!
-//! The corpus: `READABILITY_CORPUS`, else `../shared/corpus/readability` next to the repository
-//! (its 130 pages), else the ten pages the repository carries (`crates/testbed/corpus`).
+//! The corpus: `READABILITY_CORPUS`, else `readability` in `SHARED_CORPUS` or in `../shared/corpus`
+//! next to the repository (its 130 pages), else the ten pages the repository carries (`crates/testbed/corpus`).
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -49,7 +49,9 @@ fn corpus_dir(repo: &Path) -> (PathBuf, &'static str) {
     if let Some(dir) = std::env::var_os("READABILITY_CORPUS") {
         return (PathBuf::from(dir), "READABILITY_CORPUS");
     }
-    let shared = repo.join("../shared/corpus/readability");
+    let shared = std::env::var_os("SHARED_CORPUS")
+        .map_or_else(|| repo.join("../shared/corpus"), PathBuf::from)
+        .join("readability");
     if shared.join("pages").is_dir() {
         return (shared, "the full corpus next to the repository");
     }

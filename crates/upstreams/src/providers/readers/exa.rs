@@ -17,7 +17,7 @@ use reqwest::header::HeaderMap;
 use serde_json::json;
 
 use super::{PageResult, PremiumPage, ReaderApi, ReaderKind};
-use crate::providers::api::{class_for_status, ApiRequest, Auth, Method, Refusal, Wire};
+use crate::providers::api::{class_for_status, ApiRequest, Auth, Refusal, Wire};
 use gateway_core::request::ReadFormat;
 use gateway_core::upstream::ErrorClass;
 
@@ -48,16 +48,7 @@ impl ReaderApi for ExaContents {
     const AUTH: Auth = Auth::Header("x-api-key");
 
     fn request(&self, url: &str, _: ReadFormat, _: Duration) -> ApiRequest {
-        ApiRequest {
-            method: Method::Post,
-            path: PATH,
-            query: Vec::new(),
-            headers: vec![
-                ("content-type", "application/json"),
-                ("accept", "application/json"),
-            ],
-            body: Some(json!({ "urls": [url], "text": true })),
-        }
+        ApiRequest::json_post(PATH, json!({ "urls": [url], "text": true }))
     }
 
     fn page(&self, body: wire::Response, _: &str) -> Result<PageResult, ErrorClass> {

@@ -19,7 +19,7 @@ use reqwest::header::HeaderMap;
 use serde_json::json;
 
 use super::{PageResult, PremiumPage, ReaderApi, ReaderKind};
-use crate::providers::api::{class_for_status, ApiRequest, Auth, Method, Refusal, Wire};
+use crate::providers::api::{class_for_status, ApiRequest, Auth, Refusal, Wire};
 use gateway_core::request::ReadFormat;
 use gateway_core::upstream::ErrorClass;
 
@@ -54,21 +54,15 @@ impl ReaderApi for FirecrawlScrape {
             ReadFormat::Html => "html",
             ReadFormat::RawHtml => "rawHtml",
         };
-        ApiRequest {
-            method: Method::Post,
-            path: PATH,
-            query: Vec::new(),
-            headers: vec![
-                ("content-type", "application/json"),
-                ("accept", "application/json"),
-            ],
-            body: Some(json!({
+        ApiRequest::json_post(
+            PATH,
+            json!({
                 "url": url,
                 "formats": [wanted],
                 "onlyMainContent": true,
                 "timeout": u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX).clamp(1_000, 300_000),
-            })),
-        }
+            }),
+        )
     }
 
     fn serves(&self, _: ReadFormat) -> bool {
@@ -141,6 +135,7 @@ mod wire {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+    use crate::providers::api::Method;
     use crate::providers::readers::interpret;
 
     const SUCCESS: &str = r##"{"success":true,"data":{"markdown":"# Async Rust\n…","metadata":{"title":"Async Rust primer","sourceURL":"https://example.org/async","url":"https://example.org/async","statusCode":200,"language":"en"}}}"##;

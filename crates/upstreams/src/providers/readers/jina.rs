@@ -18,7 +18,7 @@ use reqwest::header::HeaderMap;
 use serde_json::json;
 
 use super::{PageResult, PremiumPage, ReaderApi, ReaderKind};
-use crate::providers::api::{class_for_status, ApiRequest, Auth, Method, Refusal, Wire};
+use crate::providers::api::{class_for_status, ApiRequest, Auth, Refusal, Wire};
 use gateway_core::request::ReadFormat;
 use gateway_core::upstream::ErrorClass;
 
@@ -55,24 +55,14 @@ impl ReaderApi for JinaReader {
     const AUTH: Auth = Auth::Bearer;
 
     fn request(&self, url: &str, format: ReadFormat, _: Duration) -> ApiRequest {
-        ApiRequest {
-            method: Method::Post,
-            path: "/",
-            query: Vec::new(),
-            headers: vec![
-                ("content-type", "application/json"),
-                ("accept", "application/json"),
-                (
-                    "x-return-format",
-                    match format {
-                        ReadFormat::Markdown => "markdown",
-                        ReadFormat::Text => "text",
-                        ReadFormat::Html | ReadFormat::RawHtml => "html",
-                    },
-                ),
-            ],
-            body: Some(json!({ "url": url })),
-        }
+        let returned = match format {
+            ReadFormat::Markdown => "markdown",
+            ReadFormat::Text => "text",
+            ReadFormat::Html | ReadFormat::RawHtml => "html",
+        };
+        let mut request = ApiRequest::json_post("/", json!({ "url": url }));
+        request.headers.push(("x-return-format", returned));
+        request
     }
 
     fn serves(&self, _: ReadFormat) -> bool {
@@ -130,6 +120,7 @@ mod wire {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+    use crate::providers::api::Method;
     use crate::providers::readers::interpret;
 
     const SUCCESS: &str = r##"{"code":200,"status":20000,"data":{"title":"Async Rust primer","description":"A short primer.","url":"https://example.org/async","content":"# Async Rust\n\nFutures are lazy.","publishedTime":"2026-10-01T00:00:00Z","usage":{"tokens":812}}}"##;

@@ -30,7 +30,7 @@ use url::Url;
 use super::api::{decode, ApiRequest, Auth, Decoded, Wire};
 use super::http::KeyedHttp;
 use super::ApiKey;
-use gateway_core::env::{ConfigError, Env, Problem};
+use gateway_core::env::{ConfigError, Env};
 use gateway_core::metrics::{label_value_as_str, Registry};
 use gateway_core::request::ReadFormat;
 use gateway_core::upstream::{ErrorClass, UpstreamError, UpstreamHttp};
@@ -221,24 +221,12 @@ pub struct PremiumReaderSettings {
 
 /// Reads `READ_PROVIDERS`: the readers to try, in order (unset: none).
 pub fn read_list(env: &Env<'_>) -> Result<Vec<ReaderKind>, ConfigError> {
-    let Some(raw) = env.value("READ_PROVIDERS") else {
-        return Ok(Vec::new());
-    };
-    let mut readers = Vec::new();
-    for name in raw.text.split(',').map(str::trim).filter(|s| !s.is_empty()) {
-        let kind = ReaderKind::from_name(name).ok_or_else(|| {
-            raw.error(Problem::UnknownName {
-                kind: "reader",
-                name: name.to_owned(),
-                known: ReaderKind::ALL.iter().map(|k| k.as_str()).collect(),
-            })
-        })?;
-        if readers.contains(&kind) {
-            return Err(raw.error(Problem::ListedTwice(format!("reader {name:?}"))));
-        }
-        readers.push(kind);
-    }
-    Ok(readers)
+    env.name_list(
+        "READ_PROVIDERS",
+        "reader",
+        &ReaderKind::ALL.map(ReaderKind::as_str),
+        ReaderKind::from_name,
+    )
 }
 
 /// Reads every reader's settings (active or not), in [`ReaderKind::ALL`] order.

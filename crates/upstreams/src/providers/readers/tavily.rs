@@ -16,7 +16,8 @@ use reqwest::header::HeaderMap;
 use serde_json::json;
 
 use super::{PageResult, PremiumPage, ReaderApi, ReaderKind};
-use crate::providers::api::{class_for_status, ApiRequest, Auth, Method, Refusal, Wire};
+use crate::providers::api::{ApiRequest, Auth, Refusal, Wire};
+use crate::providers::tavily::refusal_by_status;
 use gateway_core::request::ReadFormat;
 use gateway_core::upstream::ErrorClass;
 
@@ -31,11 +32,7 @@ impl Wire for TavilyExtract {
     type Failure = serde::de::IgnoredAny;
 
     fn refusal(&self, status: u16, _: Option<serde::de::IgnoredAny>, _: &HeaderMap) -> Refusal {
-        match status {
-            432 | 433 => ErrorClass::Quota,
-            other => class_for_status(other),
-        }
-        .into()
+        refusal_by_status(status)
     }
 }
 
@@ -44,22 +41,16 @@ impl ReaderApi for TavilyExtract {
     const AUTH: Auth = Auth::Bearer;
 
     fn request(&self, url: &str, format: ReadFormat, timeout: Duration) -> ApiRequest {
-        ApiRequest {
-            method: Method::Post,
-            path: PATH,
-            query: Vec::new(),
-            headers: vec![
-                ("content-type", "application/json"),
-                ("accept", "application/json"),
-            ],
-            body: Some(json!({
+        ApiRequest::json_post(
+            PATH,
+            json!({
                 "urls": [url],
                 "extract_depth": "basic",
                 "format": format.as_str(),
                 "include_images": true,
                 "timeout": timeout.as_secs_f64().clamp(1.0, 60.0),
-            })),
-        }
+            }),
+        )
     }
 
     fn page(&self, body: wire::Response, url: &str) -> Result<PageResult, ErrorClass> {
@@ -111,6 +102,7 @@ mod wire {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+    use crate::providers::api::Method;
     use crate::providers::readers::interpret;
 
     const URL: &str = "https://example.org/async";

@@ -80,9 +80,13 @@ struct Page {
     body: Vec<u8>,
 }
 
-/// The corpora's folder: `shared/corpus` beside the repository.
-fn corpus_root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/corpus")
+/// The corpora's folder: `SHARED_CORPUS` (`.ci/run` sets it for a clone made elsewhere), else
+/// `shared/corpus` beside the repository.
+pub(crate) fn corpus_root() -> PathBuf {
+    std::env::var_os("SHARED_CORPUS").map_or_else(
+        || PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/corpus"),
+        PathBuf::from,
+    )
 }
 
 /// A folder's entries, sorted.

@@ -4,7 +4,8 @@
 //! `collection`), its `main_content`, `with` and `without` snippets (missing or null read as
 //! empty), and the page's original `url`; the page itself is `dev/html/<id>.html.gz`.
 //!
-//! The corpus: `WCXB_CORPUS`, else `../shared/corpus/wcxb-dev` next to the repository.
+//! The corpus: `WCXB_CORPUS`, else `wcxb-dev` in `SHARED_CORPUS` or in `../shared/corpus` next to
+//! the repository.
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -98,8 +99,12 @@ pub(super) struct Corpus {
 impl Corpus {
     /// Where the corpus is.
     pub(super) fn locate(repo: &Path) -> PathBuf {
-        std::env::var_os("WCXB_CORPUS")
-            .map_or_else(|| repo.join("../shared/corpus/wcxb-dev"), PathBuf::from)
+        if let Some(dir) = std::env::var_os("WCXB_CORPUS") {
+            return PathBuf::from(dir);
+        }
+        std::env::var_os("SHARED_CORPUS")
+            .map_or_else(|| repo.join("../shared/corpus"), PathBuf::from)
+            .join("wcxb-dev")
     }
 
     /// Reads the ground truth of every `every`-th page (1: all of them).

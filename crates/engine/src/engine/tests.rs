@@ -1,0 +1,107 @@
+//! The engine built from its settings: the hedge and the breakers' jitter as configured.
+
+#![allow(clippy::unwrap_used)]
+
+use std::time::Duration;
+
+use super::*;
+use crate::search::slow_threshold;
+use gateway_core::breaker::BreakerState;
+use gateway_core::breaker::{Signal, TripReason};
+use gateway_upstreams::providers::ProviderKind;
+
+fn gateway(vars: &[(&str, &str)]) -> Engine {
+    let vars: Vec<(String, String)> = vars
+        .iter()
+        .map(|(k, v)| ((*k).into(), (*v).into()))
+        .collect();
+    let config = EngineSettings::from_lookup(&move |name| {
+        vars.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone())
+    })
+    .unwrap();
+    Engine::new(config, Metrics::new()).unwrap()
+}
+
+/// The hedge with the gateway's own instance and settings: slow answers make the next search
+/// start the fallback at once; fast answers end it; failures do not count either way.
+#[tokio::test(start_paused = true)]
+async fn a_slow_searxng_is_hedged_from_the_next_search_until_it_answers_fast_again() {
+    // A fixed threshold of 1 s: `auto` (the default) hedges at the threshold in effect.
+    let gw = gateway(&[("BRAVE_API_KEY", "k"), ("SEARXNG_SLOW_SECONDS", "1")]);
+    let fanout = &gw.inner.fanout;
+    let instance = fanout.searxng.pool.get(0);
+    let wait = Duration::from_secs(1);
+    let hedges =
+        || slow_threshold::hedges(fanout.settings.searxng_hedge, instance.answer_time(), wait);
+    assert!(!hedges(), "no answer yet");
+    instance.record_latency(Duration::from_millis(200), true);
+    instance.record_latency(Duration::from_secs(1), false);
+    instance.record_latency(Duration::from_secs(1), false);
+    assert!(!hedges(), "a healthy SearXNG, whatever its failures");
+    for _ in 0..4 {
+        instance.record_latency(Duration::from_secs(2), true);
+    }
+    assert!(hedges(), "slow answers: the next search hedges");
+    tokio::time::advance(Duration::from_millis(500)).await;
+    assert!(hedges(), "still slow half a second later");
+    let mut fast_answers = 0;
+    while hedges() {
+        instance.record_latency(Duration::from_millis(100), true);
+        fast_answers += 1;
+    }
+    assert!(
+        (1..=6).contains(&fast_answers),
+        "a few fast answers end it: {fast_answers}"
+    );
+    let off = gateway(&[("BRAVE_API_KEY", "k"), ("SEARXNG_HEDGE_SECONDS", "off")]);
+    let instance = off.inner.fanout.searxng.pool.get(0);
+    instance.record_latency(Duration::from_secs(5), true);
+    assert!(!slow_threshold::hedges(
+        off.inner.fanout.settings.searxng_hedge,
+        instance.answer_time(),
+        wait
+    ));
+}
+
+/// `BREAKER_JITTER=0` makes a tripped breaker's period exact, so a test on a paused clock can
+/// name the instant it ends; the default spreads it by up to a tenth.
+#[tokio::test(start_paused = true)]
+async fn breaker_jitter_comes_from_the_configuration() {
+    let exact = gateway(&[
+        ("BRAVE_API_KEY", "k"),
+        ("BREAKER_OPEN_SECONDS", "30"),
+        ("BREAKER_JITTER", "0"),
+    ]);
+    let brave = exact
+        .inner
+        .fanout
+        .premium
+        .breakers
+        .get(&ProviderKind::Brave);
+    brave.record(Signal::stop(TripReason::RateLimited));
+    assert_eq!(brave.snapshot().open_for, Some(Duration::from_secs(30)));
+    tokio::time::advance(Duration::from_secs(30)).await;
+    assert_eq!(brave.state(), BreakerState::HalfOpen, "open exactly 30 s");
+
+    let spread = gateway(&[("BRAVE_API_KEY", "k"), ("BREAKER_OPEN_SECONDS", "30")]);
+    let periods: Vec<Duration> = (0..20)
+        .filter_map(|_| {
+            let brave = spread
+                .inner
+                .fanout
+                .premium
+                .breakers
+                .get(&ProviderKind::Brave);
+            brave.force_close();
+            brave.record(Signal::stop(TripReason::RateLimited));
+            brave.snapshot().open_for
+        })
+        .collect();
+    assert!(periods
+        .iter()
+        .all(|p| *p >= Duration::from_secs(30) && *p <= Duration::from_secs(33)));
+    assert!(
+        periods.iter().any(|p| *p > Duration::from_secs(30)),
+        "{periods:?}"
+    );
+}

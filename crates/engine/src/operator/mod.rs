@@ -1,0 +1,5 @@
+//! What the operator sees of the engine: the `/status` document ([`status`]) and the last 15
+//! minutes of outcomes and latencies, per second, for the operator's page ([`traffic`]).
+
+pub mod status;
+pub mod traffic;

@@ -1,0 +1,394 @@
+//! The MCP surface: two tools, [`web_search`] and [`web_fetch`] (read one page), served with the
+//! official Rust SDK (`rmcp`) over Streamable HTTP at `/mcp` and over stdio (`searxng-gateway
+//! mcp`), both answering through the same pipeline as every other surface.
+//!
+//! Over HTTP the server is stateless: each POST is answered on its own with a JSON body, so there
+//! is no session to keep, expire or share between replicas, and a client that never says goodbye
+//! costs nothing. `Host` is not checked — DNS-rebinding protection is for servers on a desktop;
+//! the gateway is a network service reached by name, like `/search`. The shutdown token ends
+//! whatever streams are open, so a graceful shutdown is never held up by an idle client.
+//!
+//! Errors keep MCP's two kinds apart. A call that reached the tool and did not work — an argument
+//! of the wrong type, a blank query, every upstream failing — is a tool result with `isError`,
+//! whose text names what to fix or which upstreams failed with which error class. A request the
+//! server cannot read at all — a body over the size limit, a body that is not JSON, JSON that is
+//! not a JSON-RPC message, an unknown tool — is a JSON-RPC error (with an HTTP 4xx over HTTP).
+//!
+//! Each `tools/call` of `web_search` runs in its own `search` span (`search_span::tool_call`),
+//! continuing the `traceparent` of the HTTP request that carried it.
+
+mod web_fetch;
+mod web_search;
+
+use axum::body::{Body, Bytes};
+use axum::extract::{Request, State};
+use axum::http::{header, HeaderValue, Method, StatusCode};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use axum::Router;
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, ClientJsonRpcMessage, ErrorData, Implementation,
+    JsonRpcError, ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+};
+use rmcp::service::RequestContext;
+use rmcp::transport::streamable_http_server::session::never::NeverSessionManager;
+use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
+use rmcp::{RoleServer, ServerHandler, ServiceExt};
+use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
+
+use crate::clients::Clients;
+use crate::gateway::Gateway;
+use crate::server::error::ApiError;
+use crate::server::kit::body::{self, BodyError};
+use crate::server::kit::document::Document;
+use crate::server::kit::gate::{Admitted, Gate, Refusals, Refused};
+use crate::server::kit::read_call;
+use crate::server::kit::search_call;
+use crate::server::transport::search_span;
+use crate::settings::limits::ServerLimits;
+use gateway_core::request::Surface;
+use gateway_engine::read::Depth;
+use gateway_engine::SearchError;
+use web_fetch::WebFetchOutput;
+use web_search::{Refusal, WebSearchOutput};
+
+/// Where the Streamable HTTP transport is served.
+pub(crate) const PATH: &str = "/mcp";
+
+const INSTRUCTIONS: &str = "Web search through a SearXNG gateway: call web_search with a query, \
+     and web_fetch with a URL to read a page's text. Results come from SearXNG's engines, with \
+     premium search APIs as fallback; repeated queries and pages are answered from the gateway's \
+     cache.";
+
+/// The MCP server: the tool list and the tool, over the gateway's pipeline.
+#[derive(Debug, Clone)]
+struct SearchTools {
+    gateway: Gateway,
+    clients: Clients,
+}
+
+impl SearchTools {
+    /// Runs `web_search` with these arguments; every outcome is a tool result.
+    async fn web_search(
+        &self,
+        arguments: rmcp::model::JsonObject,
+        admitted: &Admitted,
+    ) -> rmcp::model::CallToolResult {
+        let (req, max_results) =
+            match web_search::decode(&arguments, self.gateway.server().max_query_bytes) {
+                Ok(search) => search,
+                Err(refusal) => return refused(&refusal),
+            };
+        let query = req.query.clone();
+        let served = match search_call::run(&self.gateway, Surface::Mcp, req, admitted).await {
+            Ok(served) => served,
+            Err(SearchError::Overloaded(_)) => {
+                return web_search::tool_error(
+                    "the gateway is at capacity; retry in a second".to_owned(),
+                )
+            }
+            Err(SearchError::Lost(_)) => {
+                return web_search::tool_error("the gateway failed to compute an answer".to_owned())
+            }
+        };
+        match Document::of(&served) {
+            Document::Found(found) => WebSearchOutput::new(query, found, max_results).into_result(),
+            Document::AllFailed(upstreams) => web_search::all_failed(&upstreams),
+        }
+    }
+}
+
+impl SearchTools {
+    /// Runs `web_fetch` with these arguments; every outcome is a tool result.
+    async fn web_fetch(
+        &self,
+        arguments: rmcp::model::JsonObject,
+        admitted: &Admitted,
+    ) -> rmcp::model::CallToolResult {
+        let fetch = match web_fetch::decode(&arguments) {
+            Ok(fetch) => fetch,
+            Err(refusal) => {
+                tracing::info!(error = refusal.code(), "web_fetch refused");
+                return web_search::tool_error(refusal.to_string());
+            }
+        };
+        let budget = self.gateway.settings().request_budget;
+        let read = read_call::run(
+            &self.gateway,
+            admitted,
+            fetch.url.clone(),
+            fetch.format,
+            Depth::Basic,
+            budget,
+        )
+        .await;
+        match &read.result {
+            Ok(done) => WebFetchOutput::new(&fetch, &done.document).into_result(),
+            Err(failed) => web_fetch::unread(failed.failure),
+        }
+    }
+}
+
+/// A tool that reads the open web and changes nothing, as `tools/list` shows it (its schemas
+/// added by the tool's module).
+fn read_only_tool(name: &'static str, title: &'static str, description: &'static str) -> Tool {
+    Tool::new(name, description, rmcp::model::JsonObject::new())
+        .with_title(title)
+        .with_annotations(
+            rmcp::model::ToolAnnotations::with_title(title)
+                .read_only(true)
+                .destructive(false)
+                .idempotent(true)
+                .open_world(true),
+        )
+}
+
+fn refused(refusal: &Refusal) -> rmcp::model::CallToolResult {
+    let code = match refusal {
+        Refusal::Argument(_) => "invalid_argument",
+        Refusal::Request(err) => err.code(),
+    };
+    search_call::log_refused(Surface::Mcp, code);
+    web_search::tool_error(refusal.to_string())
+}
+
+impl ServerHandler for SearchTools {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(Implementation::new(
+                "searxng-gateway",
+                env!("CARGO_PKG_VERSION"),
+            ))
+            .with_instructions(INSTRUCTIONS)
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        Ok(ListToolsResult::with_all_items(vec![
+            web_search::tool(),
+            web_fetch::tool(),
+        ]))
+    }
+
+    fn get_tool(&self, name: &str) -> Option<Tool> {
+        match name {
+            web_search::NAME => Some(web_search::tool()),
+            web_fetch::NAME => Some(web_fetch::tool()),
+            _ => None,
+        }
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        if request.name != web_search::NAME && request.name != web_fetch::NAME {
+            return Err(ErrorData::invalid_params(
+                format!(
+                    "unknown tool {:?}: this server has web_search and web_fetch",
+                    request.name
+                ),
+                None,
+            ));
+        }
+        // Over HTTP the key check admitted the caller (`crate::server::kit::gate`); on stdio the caller is the
+        // local user, counted as anonymous.
+        let parts = context.extensions.get::<axum::http::request::Parts>();
+        let admitted = parts
+            .and_then(|parts| parts.extensions.get::<Admitted>())
+            .cloned()
+            .unwrap_or_else(|| Admitted::local(&self.clients, &self.gateway));
+        let arguments = request.arguments.unwrap_or_default();
+        if request.name == web_fetch::NAME {
+            return Ok(self.web_fetch(arguments, &admitted).await.into());
+        }
+        let span = search_span::tool_call(parts);
+        Ok(self
+            .web_search(arguments, &admitted)
+            .instrument(span)
+            .await
+            .into())
+    }
+}
+
+/// The gate's refusals as the SearXNG API answers them (an MCP client reads the HTTP status; a
+/// JSON-RPC message has no place for a key), with the key in the head only.
+#[derive(Debug, Clone, Copy)]
+struct McpRefusals;
+
+impl Refusals for McpRefusals {
+    const KEY_IN_BODY: bool = false;
+
+    fn refused(&self, refused: Refused) -> Response {
+        ApiError::from(refused).into_response()
+    }
+
+    fn unreadable(&self, err: BodyError) -> Response {
+        unreadable_body(err)
+    }
+}
+
+/// `/mcp`: the Streamable HTTP transport behind the gate, stateless, ending its streams when
+/// `shutdown` is cancelled; requests it cannot read answered as JSON-RPC errors.
+pub(crate) fn routes(
+    gateway: Gateway,
+    gate: &Gate,
+    shutdown: CancellationToken,
+) -> Router<Gateway> {
+    let limits = gateway.server().server_limits;
+    let clients = gate.clients.clone();
+    let config = StreamableHttpServerConfig::default()
+        .with_legacy_session_mode(false)
+        .with_json_response(true)
+        .with_sse_keep_alive(None)
+        .disable_allowed_hosts()
+        .with_max_request_body_bytes(limits.max_body_bytes)
+        .with_cancellation_token(shutdown);
+    let tools = SearchTools { gateway, clients };
+    let service = StreamableHttpService::new(
+        move || Ok(tools.clone()),
+        std::sync::Arc::new(NeverSessionManager::default()),
+        config,
+    );
+    Router::new()
+        .route_service(PATH, service)
+        .layer(axum::middleware::from_fn_with_state(
+            limits,
+            readable_requests,
+        ))
+        .layer(gate.layer(McpRefusals))
+}
+
+/// Serves the tool on stdin/stdout until the client closes stdin.
+pub(crate) async fn serve_stdio(gateway: Gateway, clients: Clients) -> std::io::Result<()> {
+    let running = SearchTools { gateway, clients }
+        .serve(rmcp::transport::stdio_pipes())
+        .await
+        .map_err(std::io::Error::other)?;
+    running.waiting().await.map_err(std::io::Error::other)?;
+    Ok(())
+}
+
+/// A body the server limits refused, as a JSON-RPC error with the limit's status.
+fn unreadable_body(err: BodyError) -> Response {
+    let status = match err {
+        BodyError::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
+        BodyError::Timeout(_) => StatusCode::REQUEST_TIMEOUT,
+        BodyError::Unreadable => StatusCode::BAD_REQUEST,
+    };
+    let mut response = json_rpc_error(status, ErrorData::invalid_request(err.to_string(), None));
+    err.mark(&mut response);
+    response
+}
+
+/// A JSON-RPC error without an id (the request's could not be read), as an HTTP response.
+fn json_rpc_error(status: StatusCode, error: ErrorData) -> Response {
+    let body = serde_json::to_string(&JsonRpcError::new(None, error)).unwrap_or_default();
+    let mut response = (status, body).into_response();
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    response
+}
+
+/// Refuses, as JSON-RPC errors, the POSTs the transport cannot read — over the size limit, not
+/// JSON, not a JSON-RPC message — and gives the transport's own plain-text refusals (a wrong
+/// `Accept` or `Content-Type`, a method it does not take) a JSON-RPC error body.
+async fn readable_requests(
+    State(limits): State<ServerLimits>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let request = if request.method() == Method::POST {
+        let (parts, body) = request.into_parts();
+        let bytes = match body::read(&limits, &parts.headers, body).await {
+            Ok(bytes) => bytes,
+            Err(err) => return unreadable_body(err),
+        };
+        if let Some(refusal) = unreadable(&bytes) {
+            return refusal;
+        }
+        Request::from_parts(parts, Body::from(bytes))
+    } else {
+        request
+    };
+    let response = next.run(request).await;
+    let plain_refusal = response.status().is_client_error()
+        && !response
+            .headers()
+            .get(header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.starts_with("application/json"));
+    if !plain_refusal {
+        return response;
+    }
+    let (parts, body) = response.into_parts();
+    let text = axum::body::to_bytes(body, 4096).await.unwrap_or_default();
+    let message = String::from_utf8_lossy(&text).trim().to_owned();
+    json_rpc_error(parts.status, ErrorData::invalid_request(message, None))
+}
+
+/// One `/mcp` request body through what the server does with it before and after the pipeline,
+/// for the fuzz target: the check that it is a JSON-RPC message of MCP; then, when it is a
+/// `tools/call` of `web_search` (or, for a body that is not a JSON-RPC message, a JSON object
+/// taken as the tool's arguments), the arguments decoded and the tool's result over one result at
+/// each of `urls`. Returns whether the call became a search and its result was not an error.
+#[cfg(any(test, feature = "fuzzing"))]
+pub(crate) fn exercise(body: &[u8], urls: &[&str]) -> bool {
+    use rmcp::model::{ClientRequest, JsonRpcMessage};
+
+    let bytes = Bytes::copy_from_slice(body);
+    let arguments = match unreadable(&bytes) {
+        None => match serde_json::from_slice::<ClientJsonRpcMessage>(body) {
+            Ok(JsonRpcMessage::Request(request)) => match request.request {
+                ClientRequest::CallToolRequest(call) if call.params.name == web_search::NAME => {
+                    call.params.arguments.unwrap_or_default()
+                }
+                _ => return false,
+            },
+            _ => return false,
+        },
+        Some(refusal) => {
+            assert!(refusal.status().is_client_error());
+            match serde_json::from_slice::<serde_json::Value>(body) {
+                Ok(serde_json::Value::Object(arguments)) => arguments,
+                _ => return false,
+            }
+        }
+    };
+    let (req, max_results) = match web_search::decode(&arguments, 2048) {
+        Ok(search) => search,
+        Err(refusal) => {
+            assert!(refused(&refusal).is_error == Some(true));
+            return false;
+        }
+    };
+    let _ = req.cache_key(gateway_core::request::AnswerScope::WithPremium);
+    web_search::exercise_output(req.query, urls, max_results)
+}
+
+/// The refusal of a body that is not JSON or not a JSON-RPC message of MCP; `None` for one that is.
+fn unreadable(body: &Bytes) -> Option<Response> {
+    let Ok(value) = serde_json::from_slice::<serde_json::Value>(body) else {
+        return Some(json_rpc_error(
+            StatusCode::BAD_REQUEST,
+            ErrorData::parse_error("Parse error: the request body is not JSON", None),
+        ));
+    };
+    if serde_json::from_value::<ClientJsonRpcMessage>(value).is_err() {
+        return Some(json_rpc_error(
+            StatusCode::BAD_REQUEST,
+            ErrorData::invalid_request(
+                "Invalid Request: the body is not a JSON-RPC request or notification of MCP",
+                None,
+            ),
+        ));
+    }
+    None
+}

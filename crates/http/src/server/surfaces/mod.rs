@@ -1,0 +1,25 @@
+//! The doors clients call, one module each with the same anatomy: routes, the input read into one
+//! validated request, the engine asked through the [`super::kit`], the answer and the errors in
+//! the door's own shape.
+//!
+//! - [`searxng`]: `/search` and SearXNG's root path `/` (its index without a query), JSON, CSV and
+//!   RSS;
+//! - [`mcp`]: the MCP tools `web_search` and `web_fetch` at `/mcp` (Streamable HTTP) and on stdio;
+//! - [`tavily`]: the Tavily-compatible `POST /tavily/search` and `/tavily/extract`;
+//! - [`firecrawl`]: Firecrawl's search and scrape, v1 and v2;
+//! - [`perplexity`]: Perplexity's `POST /perplexity/search`;
+//! - [`openwebui`]: Open WebUI's external web search and external web loader;
+//! - [`retriever`]: gpt-researcher's custom retriever, `GET /retriever`;
+//! - [`serper`]: Serper's Google search API, `POST /serper/search`.
+//!
+//! A new door is a module here, its `routes` merged in `server::router`, its path in
+//! `RESERVED_PATHS` (`crate::settings`).
+
+pub(crate) mod firecrawl;
+pub(crate) mod mcp;
+pub(crate) mod openwebui;
+pub(crate) mod perplexity;
+pub(crate) mod retriever;
+pub(crate) mod searxng;
+pub(crate) mod serper;
+pub(crate) mod tavily;

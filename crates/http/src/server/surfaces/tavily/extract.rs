@@ -1,0 +1,296 @@
+//! `POST /tavily/extract`: Tavily's extract request and response shape, each page read with the
+//! gateway's decisions (the cache, the host's breaker, the premium readers of `READ_PROVIDERS`).
+//!
+//! Request: `urls` (one URL, or a list of 1–20); `format` (`markdown`, the default, or `text`);
+//! `extract_depth` (`basic`; `advanced` may ask a premium reader when the direct read's text is
+//! thin); `include_images`; `timeout` (1–60 s; default `FALLBACK_TIMEOUT_SECONDS`), the budget of
+//! every read. Every other field tavily-python sends (`include_favicon`, `include_usage`, …) is
+//! accepted and ignored.
+//!
+//! Response: `{"results": [{"url", "raw_content", "images"}], "failed_results": [{"url",
+//! "error"}], "response_time"}`, each `url` exactly as the client sent it, in the order sent. The
+//! URLs are read at once, and one that fails never fails the others: its error is a sentence
+//! naming what went wrong, ending with its stable code (`the site blocked the read (blocked:
+//! cloudflare)`, [`read_call::unread_reason`]), never an upstream's body.
+//! `?explain=1` adds a `gateway` object per URL.
+
+use axum::extract::{Extension, RawQuery, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+use tokio::time::Instant;
+
+use super::{carries_key, TavilyError, TavilyOwn, MAX_URLS};
+use crate::gateway::Gateway;
+use crate::server::kit::body::LimitedBody;
+use crate::server::kit::explain;
+use crate::server::kit::gate::Admitted;
+use crate::server::kit::json_fields::{field, InvalidField};
+use crate::server::kit::read_call::{self, Asked};
+use crate::server::kit::refusal::json_response;
+use gateway_core::request::ReadFormat;
+use gateway_engine::read::Depth;
+use gateway_upstreams::reader::ReadFailure;
+
+/// `urls`: one or several.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(untagged)]
+enum Urls {
+    One(String),
+    Many(Vec<String>),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+enum WireFormat {
+    Markdown,
+    Text,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+enum WireDepth {
+    Basic,
+    Advanced,
+}
+
+/// An extract request, read and checked.
+#[derive(Debug, Clone, PartialEq)]
+struct ExtractRequest {
+    urls: Vec<String>,
+    format: ReadFormat,
+    depth: Depth,
+    include_images: bool,
+    timeout: Option<f64>,
+}
+
+impl ExtractRequest {
+    fn read(fields: &Map<String, Value>) -> Result<Self, TavilyError> {
+        let urls = match field::<Urls>(fields, "urls", "a URL or a list of URLs")? {
+            None => return Err(TavilyError::Own(TavilyOwn::NoUrls)),
+            Some(Urls::One(url)) => vec![url],
+            Some(Urls::Many(urls)) => urls,
+        };
+        if urls.is_empty() || urls.iter().all(|u| u.trim().is_empty()) {
+            return Err(TavilyError::Own(TavilyOwn::NoUrls));
+        }
+        if urls.len() > MAX_URLS {
+            return Err(TavilyError::Own(TavilyOwn::TooManyUrls));
+        }
+        let format = match field::<WireFormat>(fields, "format", "markdown or text")? {
+            None | Some(WireFormat::Markdown) => ReadFormat::Markdown,
+            Some(WireFormat::Text) => ReadFormat::Text,
+        };
+        let depth = match field::<WireDepth>(fields, "extract_depth", "basic or advanced")? {
+            None | Some(WireDepth::Basic) => Depth::Basic,
+            Some(WireDepth::Advanced) => Depth::Advanced,
+        };
+        let timeout = field::<f64>(fields, "timeout", "a number of seconds from 1 to 60")?;
+        if timeout.is_some_and(|t| !(1.0..=60.0).contains(&t)) {
+            return Err(InvalidField {
+                name: "timeout",
+                expected: "a number of seconds from 1 to 60",
+            }
+            .into());
+        }
+        Ok(Self {
+            urls,
+            format,
+            depth,
+            include_images: field(fields, "include_images", "a boolean")?.unwrap_or(false),
+            timeout,
+        })
+    }
+}
+
+/// Tavily's extract response.
+#[derive(Debug, Serialize)]
+struct Reply {
+    results: Vec<Extracted>,
+    failed_results: Vec<Failed>,
+    response_time: f64,
+}
+
+#[derive(Debug, Serialize)]
+struct Extracted {
+    url: String,
+    raw_content: String,
+    images: Vec<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    gateway: Option<Value>,
+}
+
+#[derive(Debug, Serialize)]
+struct Failed {
+    url: String,
+    error: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    gateway: Option<Value>,
+}
+
+/// `POST /tavily/extract`.
+pub(crate) async fn extract(
+    State(gateway): State<Gateway>,
+    Extension(admitted): Extension<Admitted>,
+    RawQuery(query): RawQuery,
+    headers: HeaderMap,
+    LimitedBody(body): LimitedBody,
+) -> Response {
+    let started = Instant::now();
+    let Ok(explain) = explain::wanted_in_query(query.as_deref()) else {
+        return refused(TavilyError::Own(TavilyOwn::InvalidExplain));
+    };
+    let keyed = admitted.clients.requires_keys();
+    let decoded = body
+        .map_err(TavilyError::from)
+        .and_then(|body| decode(keyed, &headers, &body));
+    let request = match decoded {
+        Ok(request) => request,
+        Err(err) => return refused(err),
+    };
+    let budget = request.timeout.map_or(
+        gateway.settings().request_budget,
+        std::time::Duration::from_secs_f64,
+    );
+    let asked: Vec<Asked> = request.urls.iter().map(|u| Asked::new(u)).collect();
+    let reads = read_call::many(
+        &gateway,
+        &admitted,
+        &asked,
+        request.format,
+        request.depth,
+        budget,
+    )
+    .await;
+    let mut reply = Reply {
+        results: Vec::new(),
+        failed_results: Vec::new(),
+        response_time: 0.0,
+    };
+    for (asked, read) in asked.into_iter().zip(reads) {
+        let gateway_object = |read: &gateway_engine::read::PageRead| {
+            explain.then(|| explain::read_object(read, &admitted))
+        };
+        match read {
+            None => reply.failed_results.push(Failed {
+                url: asked.as_sent,
+                error: read_call::unread_reason(ReadFailure::InvalidUrl),
+                gateway: None,
+            }),
+            Some(read) => {
+                let object = gateway_object(&read);
+                match &read.result {
+                    Ok(done) => reply.results.push(Extracted {
+                        url: asked.as_sent,
+                        raw_content: done.document.content.clone(),
+                        images: if request.include_images {
+                            done.document.images.clone()
+                        } else {
+                            Vec::new()
+                        },
+                        gateway: object,
+                    }),
+                    Err(failed) => reply.failed_results.push(Failed {
+                        url: asked.as_sent,
+                        error: read_call::unread_reason(failed.failure),
+                        gateway: object,
+                    }),
+                }
+            }
+        }
+    }
+    reply.response_time = (started.elapsed().as_secs_f64() * 1000.0).round() / 1000.0;
+    json_response(
+        StatusCode::OK,
+        serde_json::to_vec(&reply).unwrap_or_default(),
+    )
+}
+
+fn refused(err: TavilyError) -> Response {
+    tracing::info!(error = err.code(), "extract refused");
+    err.into_response()
+}
+
+/// The body as a JSON object, checked for a key (unless the gate named the caller), read.
+fn decode(keyed: bool, headers: &HeaderMap, body: &[u8]) -> Result<ExtractRequest, TavilyError> {
+    let Ok(Value::Object(fields)) = serde_json::from_slice::<Value>(body) else {
+        return Err(TavilyError::NotJson);
+    };
+    if !keyed && !carries_key(headers, &fields) {
+        return Err(TavilyError::MissingKey);
+    }
+    ExtractRequest::read(&fields)
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn read(body: Value) -> Result<ExtractRequest, TavilyError> {
+        ExtractRequest::read(body.as_object().unwrap())
+    }
+
+    #[test]
+    fn reads_what_tavily_python_sends() {
+        let one = read(json!({"urls": "https://a.example/", "timeout": 30})).unwrap();
+        assert_eq!(one.urls, ["https://a.example/"]);
+        assert_eq!(
+            (one.format, one.depth),
+            (ReadFormat::Markdown, Depth::Basic)
+        );
+        assert_eq!(one.timeout, Some(30.0));
+        let many = read(json!({
+            "urls": ["https://a.example/", "https://b.example/"], "format": "text",
+            "extract_depth": "advanced", "include_images": true, "include_favicon": true,
+        }))
+        .unwrap();
+        assert_eq!(many.urls.len(), 2);
+        assert_eq!(
+            (many.format, many.depth),
+            (ReadFormat::Text, Depth::Advanced)
+        );
+        assert!(many.include_images);
+    }
+
+    #[test]
+    fn bad_requests_are_named() {
+        let code = |body| read(body).unwrap_err().code();
+        assert_eq!(code(json!({})), "invalid_urls");
+        assert_eq!(code(json!({"urls": []})), "invalid_urls");
+        assert_eq!(code(json!({"urls": [" "]})), "invalid_urls");
+        let many: Vec<String> = (0..=MAX_URLS)
+            .map(|i| format!("https://{i}.example/"))
+            .collect();
+        assert_eq!(code(json!({ "urls": many })), "invalid_urls");
+        assert_eq!(code(json!({"urls": 7})), "invalid_field");
+        assert_eq!(
+            code(json!({"urls": "u", "format": "html"})),
+            "invalid_field"
+        );
+        assert_eq!(
+            code(json!({"urls": "u", "extract_depth": "deep"})),
+            "invalid_field"
+        );
+        assert_eq!(code(json!({"urls": "u", "timeout": 0.5})), "invalid_field");
+        assert_eq!(code(json!({"urls": "u", "timeout": 61})), "invalid_field");
+        assert!(read(json!({"urls": "u", "timeout": 60})).is_ok());
+    }
+
+    #[test]
+    fn a_body_without_a_key_is_refused_on_an_open_gateway() {
+        let body = br#"{"urls": "https://a.example/"}"#;
+        assert_eq!(
+            decode(false, &HeaderMap::new(), body).unwrap_err().code(),
+            "missing_key"
+        );
+        assert!(decode(true, &HeaderMap::new(), body).is_ok());
+        assert_eq!(
+            decode(true, &HeaderMap::new(), b"[]").unwrap_err().code(),
+            "not_json"
+        );
+    }
+}
