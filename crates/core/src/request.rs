@@ -30,11 +30,13 @@ pub enum Surface {
     Retriever,
     /// `POST /serper/search`.
     Serper,
+    /// `GET /s/<query>` (Jina's search).
+    Jina,
 }
 
 impl Surface {
     /// Every surface.
-    pub const ALL: [Surface; 8] = [
+    pub const ALL: [Surface; 9] = [
         Self::Searxng,
         Self::Mcp,
         Self::Tavily,
@@ -43,6 +45,7 @@ impl Surface {
         Self::OpenWebui,
         Self::Retriever,
         Self::Serper,
+        Self::Jina,
     ];
 
     /// The label value.
@@ -56,6 +59,7 @@ impl Surface {
             Self::OpenWebui => "openwebui",
             Self::Retriever => "retriever",
             Self::Serper => "serper",
+            Self::Jina => "jina",
         }
     }
 }

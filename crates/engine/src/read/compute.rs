@@ -7,7 +7,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use super::direct::{direct, Direct};
-use super::page::{Computed, ReadDone, ReadFailed, ReadRequest, ReadSource};
+use super::page::{Computed, Freshness, ReadDone, ReadFailed, ReadRequest, ReadSource};
 use super::page_key::{carries_credentials, PageKey};
 use super::record::{FallbackReason, PremiumSkip, ReadRecord};
 use super::state::ReadState;
@@ -23,7 +23,8 @@ use gateway_upstreams::reader::{Document, ReadFailure};
 const MIN_CALL: Duration = Duration::from_millis(50);
 
 /// One read: the shared tier, the direct read, the premium fallback. Without a `key` (a page
-/// of the URL's credentials), the shared tier is neither asked nor told.
+/// of the URL's credentials), the shared tier is neither asked nor told; a fresh read does not ask
+/// it, and tells it the page read.
 pub(super) async fn compute(
     inner: Arc<ReadState>,
     key: Option<PageKey>,
@@ -32,7 +33,8 @@ pub(super) async fn compute(
     budget: Duration,
 ) -> (Computed, Keep) {
     let deadline = Instant::now() + budget;
-    if let (Some(tier), Some(key)) = (&inner.fleet, &key) {
+    let cached = req.freshness == Freshness::Cached;
+    if let (Some(tier), Some(key), true) = (&inner.fleet, &key, cached) {
         if let Some(stored) = tier.read_page(&key.text).await {
             if let Some(done) = decode(&stored.blob) {
                 return (Ok(done), Keep::Shared(Lifetime::Complete(stored.ttl)));

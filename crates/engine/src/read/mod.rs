@@ -47,7 +47,7 @@ mod walls;
 
 pub(crate) use metrics::ReadMetrics;
 pub(crate) use page::ReadSettings;
-pub use page::{Depth, PageRead, ReadDone, ReadFailed, ReadRequest, ReadSource};
+pub use page::{Depth, Freshness, PageRead, ReadDone, ReadFailed, ReadRequest, ReadSource};
 pub(crate) use reading::Reading;
 pub use record::ReadRecord;
 

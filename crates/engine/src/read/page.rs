@@ -33,6 +33,19 @@ pub struct ReadRequest {
     pub format: ReadFormat,
     /// How hard to try (basic: direct only; advanced: premium readers too).
     pub depth: Depth,
+    /// Whether a cached page may answer.
+    pub freshness: Freshness,
+}
+
+/// Whether a read may be answered from the page cache.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Freshness {
+    /// A page read within `FETCH_CACHE_TTL_SECONDS`, here or in the shared tier, answers.
+    #[default]
+    Cached,
+    /// Read afresh (Jina's `X-No-Cache`): no cached page answers, here or in the shared tier,
+    /// and the page read replaces the cached one in both.
+    Fresh,
 }
 
 /// Who read a page.

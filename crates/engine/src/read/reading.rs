@@ -11,7 +11,9 @@ use tokio::time::Instant;
 use super::compute::compute;
 use super::hosts::{HostName, HostSlots};
 use super::metrics::{ReadLabels, ReadMetrics, ReadOutcome};
-use super::page::{Computed, PageRead, ReadFailed, ReadRequest, ReadSettings, ReadSource};
+use super::page::{
+    Computed, Freshness, PageRead, ReadFailed, ReadRequest, ReadSettings, ReadSource,
+};
 use super::page_key::PageKey;
 use super::record::ReadRecord;
 use super::state::ReadState;
@@ -125,7 +127,10 @@ impl Reading {
             };
             return self.count(started, result, CacheStatus::Miss, charged);
         };
-        if premium == Premium::BudgetSpent {
+        if req.freshness == Freshness::Fresh {
+            // The page read now replaces the cached one; a read in flight is fresh enough.
+            self.inner.cache.purge(|cached| cached == &key);
+        } else if premium == Premium::BudgetSpent {
             // A page another client's read already paid for costs this one nothing.
             let paid = PageKey::new(&req, Premium::Allowed);
             if let Some(Ok(done)) = paid.and_then(|paid| self.inner.cache.get_live(&paid)) {

@@ -131,6 +131,7 @@ fn request(url: Url) -> ReadRequest {
         url,
         format: ReadFormat::Text,
         depth: Depth::Basic,
+        freshness: Freshness::Cached,
     }
 }
 
@@ -229,6 +230,29 @@ async fn a_page_read_directly_counts_direct_ok_then_the_next_read_is_a_cache_hit
     );
     assert_eq!(counted(&reading, ReadOutcome::DirectOk), 1);
     assert_eq!(counted(&reading, ReadOutcome::CacheHit), 1);
+}
+
+#[tokio::test]
+async fn a_fresh_read_reaches_the_site_and_its_page_answers_the_next_cached_read() {
+    let site = AuthSite::start().await;
+    let reading = reading();
+    read(&reading, site.url("")).await;
+    let fresh = ReadRequest {
+        freshness: Freshness::Fresh,
+        ..request(site.url(""))
+    };
+    let read_again = reading
+        .read(fresh, Premium::Allowed, Duration::from_secs(10))
+        .await;
+    assert_eq!(read_again.cache, CacheStatus::Miss);
+    assert_eq!(
+        site.seen(),
+        [false, false],
+        "the fresh read reached the site"
+    );
+    let (_, cache) = read(&reading, site.url("")).await;
+    assert_eq!(cache, CacheStatus::Hit, "the fresh page is cached again");
+    assert_eq!(site.seen().len(), 2);
 }
 
 #[tokio::test]

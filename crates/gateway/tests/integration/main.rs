@@ -16,6 +16,7 @@ mod fleet_limits;
 mod gateway_core;
 mod hostile_pages;
 mod inbound_keys;
+mod jina_surface;
 mod limits;
 mod mcp_surface;
 mod operator_page;

@@ -37,8 +37,9 @@ pub const RESERVED_PATHS: &[&str] = &[
     "/retriever",
     "/serper/search",
 ];
-/// Every path under each is one surface's: the admin routes', the operator's page's.
-const RESERVED_PREFIXES: &[&str] = &["/admin", "/ui"];
+/// Every path under each is one surface's: the admin routes', the operator's page's, Jina's reader
+/// (`/r/<url>`) and search (`/s/<query>`).
+const RESERVED_PREFIXES: &[&str] = &["/admin", "/ui", "/r", "/s"];
 
 /// What the gateway is started with: the engine's settings and the doors'.
 #[derive(Debug, Clone, PartialEq)]

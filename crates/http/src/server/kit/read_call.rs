@@ -14,7 +14,7 @@ use url::Url;
 use crate::gateway::Gateway;
 use crate::server::kit::gate::Admitted;
 use gateway_core::request::ReadFormat;
-use gateway_engine::read::{Depth, PageRead, ReadRequest};
+use gateway_engine::read::{Depth, Freshness, PageRead, ReadRequest};
 use gateway_upstreams::reader::ReadFailure;
 
 /// One page a client asked for, as it sent it.
@@ -45,9 +45,40 @@ pub(crate) async fn run(
     depth: Depth,
     budget: Duration,
 ) -> PageRead {
+    run_fresh(
+        gateway,
+        admitted,
+        url,
+        format,
+        depth,
+        Freshness::Cached,
+        budget,
+    )
+    .await
+}
+
+/// Reads `url` as [`run`] does, from the cache or afresh as `freshness` says.
+pub(crate) async fn run_fresh(
+    gateway: &Gateway,
+    admitted: &Admitted,
+    url: Url,
+    format: ReadFormat,
+    depth: Depth,
+    freshness: Freshness,
+    budget: Duration,
+) -> PageRead {
     let started = Instant::now();
     let read = gateway
-        .read(ReadRequest { url, format, depth }, admitted.premium, budget)
+        .read(
+            ReadRequest {
+                url,
+                format,
+                depth,
+                freshness,
+            },
+            admitted.premium,
+            budget,
+        )
         .await;
     admitted
         .clients

@@ -10,12 +10,14 @@
 //! - [`perplexity`]: Perplexity's `POST /perplexity/search`;
 //! - [`openwebui`]: Open WebUI's external web search and external web loader;
 //! - [`retriever`]: gpt-researcher's custom retriever, `GET /retriever`;
-//! - [`serper`]: Serper's Google search API, `POST /serper/search`.
+//! - [`serper`]: Serper's Google search API, `POST /serper/search`;
+//! - [`jina`]: Jina Reader's reader and search, `/r/<url>` and `/s/<query>`.
 //!
 //! A new door is a module here, its `routes` merged in `server::router`, its path in
 //! `RESERVED_PATHS` (`crate::settings`).
 
 pub(crate) mod firecrawl;
+pub(crate) mod jina;
 pub(crate) mod mcp;
 pub(crate) mod openwebui;
 pub(crate) mod perplexity;
