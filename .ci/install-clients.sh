@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs the real client libraries the gateway is tested with — LangChain (langchain-community), Open WebUI,
-# tavily-python, the MCP Python SDK, firecrawl-py, the perplexityai SDK, selenium (the operator's page in Chromium;
+# tavily-python, the MCP Python SDK, firecrawl-py, the perplexityai SDK, exa-py, selenium (the operator's page in Chromium;
 # scripts/test.sh installs the browser) and pytest — into a virtualenv of their own, for
 # crates/gateway/tests/integration/real_clients.rs. Versions: crates/gateway/tests/clients/requirements.txt,
 # plus open-webui (installed with --no-deps: only the modules its SearXNG search imports are in the file) and
@@ -37,6 +37,6 @@ echo "install-clients: installing ${NO_DEPS[*]} without its dependencies"
 pip install --quiet --no-deps "${NO_DEPS[@]}"
 
 # What the tests import must import: a pin that no longer fits fails here, not in the middle of a test.
-"$VENV/bin/python" -c 'import langchain_community.utilities.searx_search, tavily, mcp, pytest, firecrawl, perplexity, selenium, importlib.util; assert importlib.util.find_spec("gpt_researcher")'
+"$VENV/bin/python" -c 'import langchain_community.utilities.searx_search, tavily, mcp, pytest, firecrawl, perplexity, exa_py, selenium, importlib.util; assert importlib.util.find_spec("gpt_researcher")'
 echo "$wanted" > "$STAMP"
-echo "install-clients: done: $(pip freeze | grep -Ei '^(langchain-community|tavily-python|mcp|open-webui|gpt-researcher|firecrawl-py|perplexityai|selenium|pytest)==' | tr '\n' ' ')"
+echo "install-clients: done: $(pip freeze | grep -Ei '^(langchain-community|tavily-python|mcp|open-webui|gpt-researcher|firecrawl-py|perplexityai|exa-py|selenium|pytest)==' | tr '\n' ' ')"

@@ -32,11 +32,13 @@ pub enum Surface {
     Serper,
     /// `GET /s/<query>` (Jina's search).
     Jina,
+    /// `POST /exa/search`.
+    Exa,
 }
 
 impl Surface {
     /// Every surface.
-    pub const ALL: [Surface; 9] = [
+    pub const ALL: [Surface; 10] = [
         Self::Searxng,
         Self::Mcp,
         Self::Tavily,
@@ -46,6 +48,7 @@ impl Surface {
         Self::Retriever,
         Self::Serper,
         Self::Jina,
+        Self::Exa,
     ];
 
     /// The label value.
@@ -60,6 +63,7 @@ impl Surface {
             Self::Retriever => "retriever",
             Self::Serper => "serper",
             Self::Jina => "jina",
+            Self::Exa => "exa",
         }
     }
 }

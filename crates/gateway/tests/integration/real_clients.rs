@@ -1,7 +1,7 @@
 //! The real client libraries, unmodified, pointed at the gateway by nothing but their base URL: LangChain's
 //! `SearxSearchWrapper` (`searx_host` = the gateway's origin), Open WebUI's `search_searxng`, its external
 //! search, Perplexity search and external web loader, tavily-python's `TavilyClient(api_base_url=…)`,
-//! firecrawl-py's v2 and v1 clients, the perplexityai SDK, gpt-researcher's custom retriever, and the MCP
+//! firecrawl-py's v2 and v1 clients, the perplexityai SDK, exa-py, gpt-researcher's custom retriever, and the MCP
 //! Python SDK's Streamable HTTP and stdio clients.
 //!
 //! Each library's tests are a pytest file in `crates/gateway/tests/clients/`, run from the virtualenv
@@ -195,6 +195,12 @@ async fn the_perplexity_sdk_works_with_the_gateway_as_its_base_url() {
 async fn gpt_researchers_custom_retriever_works_with_the_gateway_as_its_endpoint() {
     needs!(ClientLibraries);
     pytest("test_gpt_researcher.py", &Gateways::start().await).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn exa_py_works_with_the_gateway_as_its_base_url() {
+    needs!(ClientLibraries);
+    pytest("test_exa.py", &Gateways::start().await).await;
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -61,15 +61,16 @@ pub fn tavily_request(body: &[u8], urls: &[&str]) -> Result<usize, u16> {
 /// A body through one door's decoder and validation, for the fuzz target: `which` picks the door
 /// (0 Firecrawl's v1 search, 1 its v2 search, 2 its scrape, 3 Perplexity's search, 4 Open WebUI's
 /// search, 5 its loader, 6 the retriever's query string, 7 Serper's search, 8 Jina's reader and
-/// search). What it asks for, or the refusal's status.
+/// search, 9 Exa's search and contents). What it asks for, or the refusal's status.
 #[cfg(any(test, feature = "fuzzing"))]
 pub fn door_request(which: u8, body: &[u8], urls: &[&str]) -> Result<usize, u16> {
-    match which % 9 {
+    match which % 10 {
         door @ 0..=2 => surfaces::firecrawl::exercise(door, body),
         3 => surfaces::perplexity::exercise(body, urls),
         6 => surfaces::retriever::exercise(body),
         7 => surfaces::serper::exercise(body),
         8 => surfaces::jina::exercise(body),
+        9 => surfaces::exa::exercise(body),
         door => surfaces::openwebui::exercise(door == 5, body),
     }
     .map_err(|status| status.as_u16())
@@ -118,6 +119,8 @@ fn router(gateway: Gateway, clients: Clients, mcp_shutdown: CancellationToken) -
         ("serper", surfaces::serper::PATH),
         ("jina_read", "/r/{url}"),
         ("jina_search", "/s/{query}"),
+        ("exa_search", surfaces::exa::SEARCH_PATH),
+        ("exa_contents", surfaces::exa::CONTENTS_PATH),
         ("status", operator::operations::STATUS_PATH),
         ("metrics", &metrics_path),
         ("healthz", operator::operations::HEALTHZ_PATH),
@@ -139,6 +142,7 @@ fn router(gateway: Gateway, clients: Clients, mcp_shutdown: CancellationToken) -
         .merge(surfaces::retriever::routes(&gate))
         .merge(surfaces::serper::routes(&gate))
         .merge(surfaces::jina::routes(&gate))
+        .merge(surfaces::exa::routes(&gate))
         .merge(surfaces::mcp::routes(gateway.clone(), &gate, mcp_shutdown))
         .merge(operator::operations::status_routes(&gate));
     // The operator's actions exist only with `ADMIN_TOKEN`.
@@ -437,6 +441,8 @@ mod tests {
             super::surfaces::openwebui::LOADER_PATH,
             super::surfaces::retriever::PATH,
             super::surfaces::serper::PATH,
+            super::surfaces::exa::SEARCH_PATH,
+            super::surfaces::exa::CONTENTS_PATH,
             super::operator::operations::STATUS_PATH,
             super::operator::operations::HEALTHZ_PATH,
             super::operator::operations::READYZ_PATH,

@@ -36,6 +36,8 @@ pub const RESERVED_PATHS: &[&str] = &[
     "/openwebui/loader",
     "/retriever",
     "/serper/search",
+    "/exa/search",
+    "/exa/contents",
 ];
 /// Every path under each is one surface's: the admin routes', the operator's page's, Jina's reader
 /// (`/r/<url>`) and search (`/s/<query>`).

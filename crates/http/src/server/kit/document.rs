@@ -24,6 +24,18 @@ pub(crate) struct Hit {
     pub(crate) published_date: Option<String>,
 }
 
+impl Hit {
+    /// The day of its publication date as `YYYY-MM-DD` (which orders as text), when its source
+    /// gave one in a shape that starts with it (`2026-11-30T08:00:00`, `2026-11-30 08:00`, …).
+    pub(crate) fn day(&self) -> Option<String> {
+        let day = self.published_date.as_deref()?.trim().get(..10)?;
+        let b = day.as_bytes();
+        let shaped =
+            b[4] == b'-' && b[7] == b'-' && day.chars().filter(char::is_ascii_digit).count() == 8;
+        shaped.then(|| day.to_owned())
+    }
+}
+
 /// A search that found something, or found nothing in good health.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct Found {

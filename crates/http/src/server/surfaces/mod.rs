@@ -11,11 +11,13 @@
 //! - [`openwebui`]: Open WebUI's external web search and external web loader;
 //! - [`retriever`]: gpt-researcher's custom retriever, `GET /retriever`;
 //! - [`serper`]: Serper's Google search API, `POST /serper/search`;
-//! - [`jina`]: Jina Reader's reader and search, `/r/<url>` and `/s/<query>`.
+//! - [`jina`]: Jina Reader's reader and search, `/r/<url>` and `/s/<query>`;
+//! - [`exa`]: Exa's search and contents, `POST /exa/search` and `/exa/contents`.
 //!
 //! A new door is a module here, its `routes` merged in `server::router`, its path in
 //! `RESERVED_PATHS` (`crate::settings`).
 
+pub(crate) mod exa;
 pub(crate) mod firecrawl;
 pub(crate) mod jina;
 pub(crate) mod mcp;

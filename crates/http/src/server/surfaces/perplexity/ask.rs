@@ -154,7 +154,7 @@ impl Ask {
     pub(crate) fn results(&self, hits: Vec<Hit>) -> Vec<Map<String, Value>> {
         hits.into_iter()
             .filter_map(|hit| {
-                let day = hit.published_date.as_deref().and_then(day_of);
+                let day = hit.day();
                 if let Some(day) = &day {
                     let outside = self.after.as_ref().is_some_and(|after| day < after)
                         || self.before.as_ref().is_some_and(|before| day > before);
@@ -205,15 +205,6 @@ fn days_since(iso: &str) -> Option<u32> {
         .duration_since(start)
         .unwrap_or_default();
     u32::try_from(elapsed.as_secs() / 86_400).ok()
-}
-
-/// The day of a source's publication date (`2026-11-30T08:00:00`, `2026-11-30 08:00`, …).
-fn day_of(date: &str) -> Option<String> {
-    let day = date.trim().get(..10)?;
-    let b = day.as_bytes();
-    let shaped =
-        b[4] == b'-' && b[7] == b'-' && day.chars().filter(char::is_ascii_digit).count() == 8;
-    shaped.then(|| day.to_owned())
 }
 
 #[cfg(test)]
