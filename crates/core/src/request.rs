@@ -111,6 +111,9 @@ pub enum ReadFormat {
 }
 
 impl ReadFormat {
+    /// Every format.
+    pub const ALL: [ReadFormat; 4] = [Self::Markdown, Self::Text, Self::Html, Self::RawHtml];
+
     /// The name (`markdown`, `text`, `html`, `raw_html`).
     pub fn as_str(self) -> &'static str {
         match self {

@@ -5,8 +5,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::Engine;
+use crate::operator::capabilities::Capabilities;
 use crate::operator::status::{self, BreakerStatus, KeyStatus, ProviderStatus, Status};
 use gateway_core::breaker::{BreakerKind, BreakerState};
+use gateway_core::request::ReadFormat;
 
 impl Engine {
     /// Opens (`Some(period)`) or closes (`None`) every breaker `kind`/`name`, as `/status` names
@@ -33,6 +35,47 @@ impl Engine {
             }
         }
         found
+    }
+
+    /// What this engine can do, as configured (`GET /v1/capabilities`).
+    pub fn capabilities(&self) -> Capabilities {
+        let inner = &self.inner;
+        let instances = inner.fanout.searxng.pool.instances();
+        let mut engines: Vec<String> = instances
+            .iter()
+            .flat_map(|instance| {
+                instance
+                    .engines
+                    .all()
+                    .iter()
+                    .map(|b| b.name().to_owned())
+                    .collect::<Vec<_>>()
+            })
+            .collect();
+        engines.sort();
+        engines.dedup();
+        let settings = self.settings();
+        Capabilities {
+            searxng_instances: instances.len(),
+            engines,
+            premium_providers: settings
+                .active_providers()
+                .into_iter()
+                .map(|kind| kind.as_str())
+                .collect(),
+            premium_readers: inner
+                .reading
+                .premium_readers()
+                .into_iter()
+                .map(|kind| kind.as_str())
+                .collect(),
+            read_formats: ReadFormat::ALL.map(ReadFormat::as_str),
+            pdf: true,
+            browser: false,
+            reranker: false,
+            passages: false,
+            shared_tier: inner.fleet.tier().is_some(),
+        }
     }
 
     /// The `/status` document.

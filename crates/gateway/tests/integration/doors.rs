@@ -833,3 +833,74 @@ async fn a_firecrawl_search_that_needs_premium_past_the_budget_is_402() {
     assert_eq!(second.json["success"], false);
     assert_eq!(s.providers[0].calls(), 1, "no premium call past the budget");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn capabilities_say_what_this_configuration_serves() {
+    let s = SimStack::start(&[Provider::Brave], &[]).await;
+    let g = &s.gateway;
+    let before = g.get("/v1/capabilities").await;
+    assert_eq!(before.status, 200, "{}", before.text);
+    let doc = &before.json;
+    assert_eq!(doc["search"]["premium_providers"], json!(["brave"]));
+    assert_eq!(doc["search"]["searxng_instances"], 1);
+    assert_eq!(
+        doc["read"]["formats"],
+        json!(["markdown", "text", "html", "raw_html"])
+    );
+    assert_eq!(doc["read"]["browser"], false);
+    assert_eq!(doc["read"]["premium_readers"], json!([]));
+    assert_eq!(doc["endpoints"]["exa_search"], "/exa/search");
+    assert_eq!(doc["endpoints"]["jina_read"], "/r/{url}");
+    let refused: Vec<&str> = doc["refused"]
+        .as_array()
+        .expect("refused")
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    assert!(
+        refused.iter().any(|r| r.contains("highlights")),
+        "{refused:?}"
+    );
+    assert!(
+        refused.iter().any(|r| r.contains("X-Engine: browser")),
+        "{refused:?}"
+    );
+    assert!(
+        !before.text.contains("127.0.0.1"),
+        "no upstream URL: {}",
+        before.text
+    );
+
+    assert_eq!(
+        g.get("/search?q=capabilities&format=json").await.status,
+        200
+    );
+    let after = g.get("/v1/capabilities").await;
+    let engines = after.json["search"]["engines"].as_array().expect("engines");
+    assert!(
+        !engines.is_empty(),
+        "the engines SearXNG answered with: {}",
+        after.text
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn capabilities_are_behind_the_key() {
+    let keys = keys_file(&[("alice", ALICE_KEY, "")]);
+    let path = keys.path().to_str().expect("utf-8 path").to_owned();
+    let s = SimStack::start(
+        &[],
+        &[
+            ("API_KEYS_FILE", path.as_str()),
+            ("TEST_CLIENT_KEY", ALICE_KEY),
+        ],
+    )
+    .await;
+    assert_eq!(s.gateway.get("/v1/capabilities").await.status, 401);
+    let keyed = s
+        .gateway
+        .get(&format!("/v1/capabilities?api_key={ALICE_KEY}"))
+        .await;
+    assert_eq!(keyed.status, 200, "{}", keyed.text);
+    assert_eq!(keyed.json["search"]["premium_providers"], json!([]));
+}

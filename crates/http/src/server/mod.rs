@@ -122,6 +122,7 @@ fn router(gateway: Gateway, clients: Clients, mcp_shutdown: CancellationToken) -
         ("exa_search", surfaces::exa::SEARCH_PATH),
         ("exa_contents", surfaces::exa::CONTENTS_PATH),
         ("status", operator::operations::STATUS_PATH),
+        ("capabilities", operator::capabilities::PATH),
         ("metrics", &metrics_path),
         ("healthz", operator::operations::HEALTHZ_PATH),
         ("readyz", operator::operations::READYZ_PATH),
@@ -144,7 +145,8 @@ fn router(gateway: Gateway, clients: Clients, mcp_shutdown: CancellationToken) -
         .merge(surfaces::jina::routes(&gate))
         .merge(surfaces::exa::routes(&gate))
         .merge(surfaces::mcp::routes(gateway.clone(), &gate, mcp_shutdown))
-        .merge(operator::operations::status_routes(&gate));
+        .merge(operator::operations::status_routes(&gate))
+        .merge(operator::capabilities::routes(&gate, &links));
     // The operator's actions exist only with `ADMIN_TOKEN`.
     if let Some(admin) = admin {
         router = router.merge(admin);
@@ -444,6 +446,7 @@ mod tests {
             super::surfaces::exa::SEARCH_PATH,
             super::surfaces::exa::CONTENTS_PATH,
             super::operator::operations::STATUS_PATH,
+            super::operator::capabilities::PATH,
             super::operator::operations::HEALTHZ_PATH,
             super::operator::operations::READYZ_PATH,
         ] {

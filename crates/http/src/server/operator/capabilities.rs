@@ -1,0 +1,87 @@
+//! `GET /v1/capabilities`: which doors, read formats, options and engines this build and
+//! configuration serve — the premium providers and readers that have keys, whether a browser, a
+//! reranker or the passage ranker exists, the SearXNG engines seen so far — so a client can ask
+//! instead of guess. Behind the gate, as `/status`; nothing secret in it (no key, no upstream URL).
+//!
+//! `refused` lists the options whose answer depends on what this gateway has: an option a door
+//! would refuse by name here (Exa's `highlights`, Jina's `X-Engine: browser`, …), so a client can
+//! leave it out rather than be refused.
+
+use std::sync::Arc;
+
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::Response;
+use axum::routing::get;
+use axum::{Extension, Router};
+use serde_json::{json, Map, Value};
+
+use crate::gateway::Gateway;
+use crate::server::error::API_REFUSALS;
+use crate::server::kit::gate::Gate;
+use crate::server::kit::refusal::json_response;
+
+/// Where the document is served.
+pub(crate) const PATH: &str = "/v1/capabilities";
+
+/// The doors, as the index lists them: name → path.
+#[derive(Debug, Clone)]
+struct Doors(Arc<Map<String, Value>>);
+
+/// The route, behind the gate; `doors` are the index's (name, path) pairs.
+pub(crate) fn routes(gate: &Gate, doors: &[(&str, &str)]) -> Router<Gateway> {
+    let doors: Map<String, Value> = doors
+        .iter()
+        .map(|(name, path)| ((*name).to_owned(), Value::from(*path)))
+        .collect();
+    Router::new()
+        .route(PATH, get(capabilities))
+        .layer(Extension(Doors(Arc::new(doors))))
+        .layer(gate.layer(API_REFUSALS))
+}
+
+/// `GET /v1/capabilities`.
+async fn capabilities(
+    State(gateway): State<Gateway>,
+    Extension(doors): Extension<Doors>,
+) -> Response {
+    json_response(StatusCode::OK, document(&gateway, &doors.0).to_string())
+}
+
+/// The document.
+fn document(gateway: &Gateway, doors: &Map<String, Value>) -> Value {
+    let engine = gateway.capabilities();
+    let mut refused = vec![
+        "exa: contents.summary (no model is configured)",
+        "exa: type neural, deep, deep-lite, deep-reasoning (SearXNG is a keyword metasearch)",
+        "jina: X-Target-Selector, X-Remove-Selector, X-Wait-For-Selector, X-Set-Cookie, X-Proxy-Url, X-Token-Budget",
+    ];
+    if !engine.passages {
+        refused.push("exa: contents.highlights (no passage ranker)");
+    }
+    if !engine.browser {
+        refused
+            .push("jina: X-Engine: browser, X-Return-Format: screenshot or pageshot (no browser)");
+    }
+    json!({
+        "name": "searxng-gateway",
+        "version": env!("CARGO_PKG_VERSION"),
+        "endpoints": doors,
+        "search": {
+            "searxng_instances": engine.searxng_instances,
+            "engines": engine.engines,
+            "premium_providers": engine.premium_providers,
+            "formats": ["json", "csv", "rss"],
+        },
+        "read": {
+            "formats": engine.read_formats,
+            "pdf": engine.pdf,
+            "browser": engine.browser,
+            "reranker": engine.reranker,
+            "passages": engine.passages,
+            "premium_readers": engine.premium_readers,
+        },
+        "shared_tier": engine.shared_tier,
+        "refused": refused,
+    })
+}
