@@ -25,9 +25,10 @@ def test_search_answers_tavilys_shape(gateway_url, direct_search):
         assert result["title"] and result["url"] and result["content"]
 
 
-def test_topic_days_domains_and_unknown_options_are_accepted(gateway_url):
+def test_topic_days_domains_are_honoured_and_the_harmless_options_taken(gateway_url):
     answer = client(gateway_url).search(
         "tavily options",
+        search_depth="advanced",
         topic="news",
         days=3,
         max_results=10,
@@ -35,15 +36,22 @@ def test_topic_days_domains_and_unknown_options_are_accepted(gateway_url):
         exclude_domains=["alpha.example.org"],
         include_answer=True,
         include_raw_content="markdown",
-        include_images=True,
-        include_favicon=True,
-        country="germany",
-        chunks_per_source=2,
+        include_images=False,
+        include_favicon=False,
     )
     assert answer["answer"] is None, "the simulated SearXNG gives no direct answer"
     assert answer["images"] == []
     for url in urls(answer["results"]):
         assert ".example.org/" in url and "alpha.example.org" not in url
+
+
+@pytest.mark.parametrize(
+    "option, value",
+    [("include_images", True), ("country", "germany"), ("chunks_per_source", 2), ("auto_parameters", True)],
+)
+def test_an_option_the_gateway_cannot_honour_raises_bad_request_error_naming_it(gateway_url, option, value):
+    with pytest.raises(BadRequestError, match=option):
+        client(gateway_url).search("tavily options", **{option: value})
 
 
 def test_a_blank_query_raises_bad_request_error(gateway_url):

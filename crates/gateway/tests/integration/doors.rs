@@ -904,3 +904,45 @@ async fn capabilities_are_behind_the_key() {
     assert_eq!(keyed.status, 200, "{}", keyed.text);
     assert_eq!(keyed.json["search"]["premium_providers"], json!([]));
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_firecrawl_scrape_honours_max_age_zero_and_refuses_what_needs_a_browser() {
+    let s = ReadStack::start(&[], &[]).await;
+    s.site.set_default(Page::html(corpus("ars-1").0));
+    let g = &s.gateway;
+    let url = s.site.url("/scraped");
+    for _ in 0..2 {
+        let reply = post(g, "/v2/scrape", Some("fc-any"), json!({"url": url})).await;
+        assert_eq!(reply.status, 200, "{}", reply.text);
+    }
+    assert_eq!(
+        s.site.hits("/scraped"),
+        1,
+        "the second scrape came from the cache"
+    );
+    let fresh = post(
+        g,
+        "/v2/scrape",
+        Some("fc-any"),
+        json!({"url": url, "maxAge": 0}),
+    )
+    .await;
+    assert_eq!(fresh.status, 200, "{}", fresh.text);
+    assert_eq!(s.site.hits("/scraped"), 2, "maxAge 0 read the page again");
+    let acted = post(
+        g,
+        "/v2/scrape",
+        Some("fc-any"),
+        json!({"url": url, "actions": [{"type": "click", "selector": "#more"}]}),
+    )
+    .await;
+    assert_eq!(acted.status, 400, "{}", acted.text);
+    assert!(
+        acted.json["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("actions")),
+        "{}",
+        acted.text
+    );
+    assert_eq!(s.site.hits("/scraped"), 2, "a refused scrape reads nothing");
+}

@@ -58,8 +58,7 @@ async fn a_tavily_search_answers_tavilys_shape_from_the_pipeline() {
     let reply = tavily(
         &s,
         json!({"query": "tavily shape", "search_depth": "advanced", "include_raw_content": true,
-               "include_images": true, "chunks_per_source": 3, "auto_parameters": false,
-               "a_field_from_the_future": {"nested": [1, 2]}}),
+               "include_images": false, "auto_parameters": false}),
     )
     .await;
     assert_eq!(reply.status, 200, "{}", reply.text);
@@ -210,6 +209,16 @@ async fn bad_input_gets_tavilys_error_shape_and_never_reaches_searxng() {
             "topic",
         ),
         (br#"{"query": "q", "days": -2}"#.to_vec(), 400, "days"),
+        (
+            br#"{"query": "q", "include_images": true}"#.to_vec(),
+            400,
+            "include_images: true is not supported",
+        ),
+        (
+            br#"{"query": "q", "a_field_from_the_future": 1}"#.to_vec(),
+            400,
+            "a_field_from_the_future",
+        ),
         (
             br#"{"query": "q", "exclude_domains": {"a": 1}}"#.to_vec(),
             400,

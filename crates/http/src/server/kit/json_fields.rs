@@ -16,6 +16,31 @@ pub(crate) struct InvalidField {
     pub(crate) expected: &'static str,
 }
 
+/// The first field of `fields` a door cannot honour, named as a client would find it (`name:
+/// value` for a scalar): not one the door `reads`, not one whose every value is `harmless`, and not
+/// at a value `harmless_at` takes for it (a null is always harmless: it asks for nothing). A door
+/// refuses it by name rather than silently drop what a client asked for.
+pub(crate) fn unhonoured(
+    fields: &Map<String, Value>,
+    reads: &[&str],
+    harmless: &[&str],
+    harmless_at: impl Fn(&str, &Value) -> bool,
+) -> Option<String> {
+    fields
+        .iter()
+        .find(|(name, value)| {
+            let name = name.as_str();
+            !value.is_null()
+                && !reads.contains(&name)
+                && !harmless.contains(&name)
+                && !harmless_at(name, value)
+        })
+        .map(|(name, value)| match value {
+            Value::Bool(_) | Value::Number(_) | Value::String(_) => format!("{name}: {value}"),
+            _ => name.clone(),
+        })
+}
+
 /// A body as a JSON object, or `None` when it is not one.
 pub(crate) fn object(body: &[u8]) -> Option<Map<String, Value>> {
     match serde_json::from_slice::<Value>(body) {

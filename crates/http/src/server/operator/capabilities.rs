@@ -55,7 +55,12 @@ fn document(gateway: &Gateway, doors: &Map<String, Value>) -> Value {
         "exa: contents.summary (no model is configured)",
         "exa: type neural, deep, deep-lite, deep-reasoning (SearXNG is a keyword metasearch)",
         "jina: X-Target-Selector, X-Remove-Selector, X-Wait-For-Selector, X-Set-Cookie, X-Proxy-Url, X-Token-Budget",
+        "tavily: include_images, include_image_descriptions, include_favicon, auto_parameters, exact_match (true); country, start_date, end_date, max_age_hours",
+        "firecrawl: actions, waitFor, mobile, headers, includeTags, excludeTags, onlyMainContent: false, location",
     ];
+    if !engine.passages {
+        refused.push("tavily: chunks_per_source (no passage ranker)");
+    }
     if !engine.passages {
         refused.push("exa: contents.highlights (no passage ranker)");
     }

@@ -25,6 +25,7 @@
 //! Keys: Firecrawl's v2 API has a keyless tier, so an open gateway takes calls without a key; with
 //! `API_KEYS_FILE` the key is the `Authorization: Bearer` one, checked by the gate.
 
+mod page_options;
 mod scrape;
 mod search;
 

@@ -5,9 +5,9 @@
 //! Request: `url`; `formats` (`markdown` — the default —, `html` (the main content's HTML),
 //! `rawHtml` (the page as it came), `links` (the links of the main content); each content format
 //! is its own read, run at once); `timeout` in milliseconds (the budget of the reads; default
-//! `FALLBACK_TIMEOUT_SECONDS`). `onlyMainContent` is accepted: the gateway always keeps the main
-//! content (`rawHtml` is the whole page). Every other option (`waitFor`, `actions`, `mobile`,
-//! `headers`, `maxAge`, …) is accepted and ignored — the reader fetches pages, it runs no browser.
+//! `FALLBACK_TIMEOUT_SECONDS`). The page options (`maxAge`, `onlyMainContent`, `waitFor`,
+//! `actions`, `mobile`, `headers`, …) are honoured, taken as harmless, or refused by name
+//! ([`super::page_options`]).
 //!
 //! Answer: `{"success": true, "data": {"markdown", "html", "rawHtml", "links", "metadata":
 //! {"title", "sourceURL", "url", "statusCode", "contentType", "language", "publishedTime"}}}` with
@@ -29,7 +29,7 @@ use crate::server::kit::gate::Admitted;
 use crate::server::kit::json_fields::{self, field, InvalidField};
 use crate::server::kit::read_call;
 use crate::server::kit::refusal::{json_response, Refusal};
-use gateway_engine::read::Depth;
+use gateway_engine::read::{Depth, Freshness};
 use gateway_upstreams::reader::ReadFailure;
 
 /// Firecrawl's most `timeout`, in milliseconds.
@@ -42,6 +42,7 @@ struct ScrapeAsk {
     as_sent: String,
     formats: Formats,
     timeout: Option<Duration>,
+    freshness: Freshness,
 }
 
 /// `POST …/scrape`.
@@ -62,12 +63,13 @@ pub(crate) async fn scrape(
     };
     let budget = ask.timeout.unwrap_or(gateway.settings().request_budget);
     let reads = futures::future::join_all(ask.formats.reads().into_iter().map(|format| {
-        read_call::run(
+        read_call::run_fresh(
             &gateway,
             &admitted,
             ask.url.clone(),
             format,
             Depth::Basic,
+            ask.freshness,
             budget,
         )
     }))
@@ -126,7 +128,7 @@ impl ScrapeAsk {
             }
             .into());
         }
-        let _: Option<bool> = field(fields, "onlyMainContent", "a boolean")?;
+        let freshness = super::page_options::check(fields, &["url", "formats", "timeout"])?;
         let timeout = match field::<u64>(fields, "timeout", "milliseconds from 1 to 300000")? {
             None => None,
             Some(ms) if (1..=MAX_TIMEOUT_MS).contains(&ms) => Some(Duration::from_millis(ms)),
@@ -143,6 +145,7 @@ impl ScrapeAsk {
             as_sent,
             formats,
             timeout,
+            freshness,
         })
     }
 }
@@ -166,7 +169,7 @@ mod tests {
         assert_eq!(ask.formats.content, [ReadFormat::Markdown]);
         assert_eq!(ask.as_sent, "https://a.example/x");
         let full = ScrapeAsk::read(&fields(json!({"url": "https://a.example/x",
-            "formats": ["markdown", "html", "links"], "onlyMainContent": false, "timeout": 10000,
+            "formats": ["markdown", "html", "links"], "onlyMainContent": true, "timeout": 10000,
             "removeBase64Images": true, "maxAge": 14400000, "mobile": false})))
         .unwrap();
         assert_eq!(
@@ -190,10 +193,6 @@ mod tests {
             (
                 json!({"url": "https://a.example/", "timeout": 400000}),
                 "timeout",
-            ),
-            (
-                json!({"url": "https://a.example/", "onlyMainContent": "yes"}),
-                "onlyMainContent",
             ),
         ] {
             match ScrapeAsk::read(&fields(body.clone())) {

@@ -8,9 +8,11 @@
 //! news through SearXNG's `news` category; `images` is refused) and `includeDomains` /
 //! `excludeDomains` (the search's domain filter); `scrapeOptions.formats` (`markdown`, `html`,
 //! `rawHtml`, `links`: each result returned is read, within `timeout` milliseconds, and carries
-//! those fields and its `metadata`). `location`, v2's `country`, `ignoreInvalidURLs`, `origin`
-//! and every other field are accepted and ignored; v2's `categories` is refused (this gateway has
-//! no such index).
+//! those fields and its `metadata`; the other page options as a scrape's,
+//! [`super::page_options`], but `maxAge: 0`, which only a scrape honours). `ignoreInvalidURLs`,
+//! `origin` and `integration` are harmless and taken; `location`, v2's `country` and
+//! `categories`, `threatProtection` and any field Firecrawl's API does not have are refused by name
+//! (this gateway cannot honour them).
 //!
 //! Answer: v1 `{"success": true, "data": [{"url", "title", "description", "position", …}]}`;
 //! v2 `{"success": true, "data": {"web": [{"url", "title", "description", "position", …}],
@@ -22,7 +24,7 @@ use std::time::Duration;
 use axum::extract::{Extension, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use serde::Deserialize;
+
 use serde_json::{json, Map, Value};
 use tokio::time::Instant;
 
@@ -37,7 +39,7 @@ use crate::server::kit::json_fields::{self, field, number_in, InvalidField};
 use crate::server::kit::refusal::{json_response, Refusal};
 use crate::server::kit::{search_call, search_read};
 use gateway_core::request::{DomainFilter, SearchInput, SearchRequest, Side, Surface, TimeRange};
-use gateway_engine::read::PageRead;
+use gateway_engine::read::{Freshness, PageRead};
 use gateway_engine::search::Premium;
 
 /// Firecrawl's limits on `limit`, and its default.
@@ -207,11 +209,23 @@ pub(crate) fn exercise(version: Version, body: &[u8]) -> Result<usize, StatusCod
     Ok(sources.len())
 }
 
-/// `scrapeOptions`.
-#[derive(Debug, Deserialize)]
-struct ScrapeOptions {
-    formats: Option<Vec<Named>>,
-}
+/// The fields a search reads; `ignoreInvalidURLs`, `origin` and `integration` are harmless.
+const SEARCH_FIELDS: [&str; 14] = [
+    "query",
+    "limit",
+    "tbs",
+    "timeout",
+    "scrapeOptions",
+    "lang",
+    "country",
+    "sources",
+    "categories",
+    "includeDomains",
+    "excludeDomains",
+    "ignoreInvalidURLs",
+    "origin",
+    "integration",
+];
 
 impl SearchAsk {
     /// One validated search per source asked (news searched in SearXNG's news category).
@@ -231,6 +245,14 @@ impl SearchAsk {
     }
 
     fn read(version: Version, fields: &Map<String, Value>) -> Result<Self, FirecrawlError> {
+        if let Some((name, _)) = fields
+            .iter()
+            .find(|(name, value)| !value.is_null() && !SEARCH_FIELDS.contains(&name.as_str()))
+        {
+            return Err(unsupported(format!(
+                "{name} is not supported by this gateway (it cannot honour it)"
+            )));
+        }
         let query: String = field(fields, "query", "a string")?.unwrap_or_default();
         let limit = number_in(fields, "limit", 1..=MAX_LIMIT, "an integer from 1 to 100")?
             .unwrap_or(DEFAULT_LIMIT) as usize;
@@ -254,13 +276,24 @@ impl SearchAsk {
             })
             .transpose()?;
         let formats =
-            match field::<ScrapeOptions>(fields, "scrapeOptions", "an object with formats")? {
+            match field::<Map<String, Value>>(fields, "scrapeOptions", "an object with formats")? {
                 None => Formats::default(),
-                Some(options) => Formats::read(Some(
-                    options
-                        .formats
+                Some(options) => {
+                    if super::page_options::check(&options, &["formats"])? == Freshness::Fresh {
+                        return Err(unsupported(
+                        "scrapeOptions.maxAge: 0 is not supported in a search (scrape the page)"
+                            .to_owned(),
+                    ));
+                    }
+                    Formats::read(Some(
+                        field::<Vec<Named>>(
+                            &options,
+                            "formats",
+                            "a list of markdown, html, rawHtml and links",
+                        )?
                         .unwrap_or_else(|| vec![Named::Name("markdown".to_owned())]),
-                ))?,
+                    ))?
+                }
             };
         let mut input = SearchInput {
             query,
@@ -276,6 +309,12 @@ impl SearchAsk {
                 );
             }
             Version::V2 => {
+                if field::<Value>(fields, "country", "a country code")?.is_some() {
+                    return Err(unsupported(
+                        "country is not supported by this gateway in v2 (use v1's lang and country)"
+                            .to_owned(),
+                    ));
+                }
                 if let Some(raw) = field::<Vec<Named>>(fields, "sources", "a list of web and news")?
                 {
                     sources = read_sources(&raw)?;
@@ -464,6 +503,20 @@ mod tests {
             (
                 json!({"query": "q", "scrapeOptions": {"formats": ["screenshot"]}}),
                 "\"screenshot\"",
+            ),
+            (json!({"query": "q", "location": "Germany"}), "location"),
+            (json!({"query": "q", "country": "DE"}), "country"),
+            (
+                json!({"query": "q", "threatProtection": {}}),
+                "threatProtection",
+            ),
+            (
+                json!({"query": "q", "scrapeOptions": {"waitFor": 500}}),
+                "waitFor: 500",
+            ),
+            (
+                json!({"query": "q", "scrapeOptions": {"maxAge": 0}}),
+                "maxAge: 0",
             ),
         ] {
             match SearchAsk::read(Version::V2, &fields(body.clone())) {

@@ -4,8 +4,9 @@
 //! Request: `urls` (one URL, or a list of 1–20); `format` (`markdown`, the default, or `text`);
 //! `extract_depth` (`basic`; `advanced` may ask a premium reader when the direct read's text is
 //! thin); `include_images`; `timeout` (1–60 s; default `FALLBACK_TIMEOUT_SECONDS`), the budget of
-//! every read. Every other field tavily-python sends (`include_favicon`, `include_usage`, …) is
-//! accepted and ignored.
+//! every read. `include_usage` is harmless and taken, `include_favicon: false` too; refused by name:
+//! `include_favicon: true`, `query` and `chunks_per_source` (query-relevant chunks need the passage
+//! ranker, which this gateway does not have yet), and any field Tavily's API does not have.
 //!
 //! Response: `{"results": [{"url", "raw_content", "images"}], "failed_results": [{"url",
 //! "error"}], "response_time"}`, each `url` exactly as the client sent it, in the order sent. The
@@ -26,7 +27,7 @@ use crate::gateway::Gateway;
 use crate::server::kit::body::LimitedBody;
 use crate::server::kit::explain;
 use crate::server::kit::gate::Admitted;
-use crate::server::kit::json_fields::{field, InvalidField};
+use crate::server::kit::json_fields::{self, field, InvalidField};
 use crate::server::kit::read_call::{self, Asked};
 use crate::server::kit::refusal::json_response;
 use gateway_core::request::ReadFormat;
@@ -67,6 +68,21 @@ struct ExtractRequest {
 
 impl ExtractRequest {
     fn read(fields: &Map<String, Value>) -> Result<Self, TavilyError> {
+        const READS: [&str; 6] = [
+            "urls",
+            "format",
+            "extract_depth",
+            "include_images",
+            "timeout",
+            "api_key",
+        ];
+        let harmless_at =
+            |name: &str, value: &Value| name == "include_favicon" && value == &Value::Bool(false);
+        if let Some(named) =
+            json_fields::unhonoured(fields, &READS, &["include_usage"], harmless_at)
+        {
+            return Err(TavilyError::Own(TavilyOwn::Unsupported(named)));
+        }
         let urls = match field::<Urls>(fields, "urls", "a URL or a list of URLs")? {
             None => return Err(TavilyError::Own(TavilyOwn::NoUrls)),
             Some(Urls::One(url)) => vec![url],
@@ -245,7 +261,8 @@ mod tests {
         assert_eq!(one.timeout, Some(30.0));
         let many = read(json!({
             "urls": ["https://a.example/", "https://b.example/"], "format": "text",
-            "extract_depth": "advanced", "include_images": true, "include_favicon": true,
+            "extract_depth": "advanced", "include_images": true, "include_favicon": false,
+            "include_usage": true,
         }))
         .unwrap();
         assert_eq!(many.urls.len(), 2);
@@ -254,6 +271,21 @@ mod tests {
             (ReadFormat::Text, Depth::Advanced)
         );
         assert!(many.include_images);
+        for (body, named) in [
+            (json!({"urls": "https://a.example/", "query": "q"}), "query"),
+            (
+                json!({"urls": "https://a.example/", "chunks_per_source": 2}),
+                "chunks_per_source",
+            ),
+            (
+                json!({"urls": "https://a.example/", "include_favicon": true}),
+                "include_favicon",
+            ),
+        ] {
+            let err = read(body.clone()).unwrap_err();
+            assert_eq!(err.code(), "unsupported_option", "{body}");
+            assert!(err.message().contains(named), "{body}: {}", err.message());
+        }
     }
 
     #[test]

@@ -66,7 +66,7 @@ pub(crate) struct Tavily;
 pub(crate) type TavilyError = Refusal<Tavily>;
 
 /// The refusals only Tavily's API has.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub(crate) enum TavilyOwn {
     /// `urls` is missing, empty or not strings.
     #[error("Invalid urls: give a URL or a list of 1 to {MAX_URLS} URLs")]
@@ -77,6 +77,9 @@ pub(crate) enum TavilyOwn {
     /// `?explain=` other than 0 or 1.
     #[error("Invalid explain: must be 0 or 1")]
     InvalidExplain,
+    /// A field Tavily has that this gateway cannot honour (or one Tavily does not have).
+    #[error("{0} is not supported by this gateway")]
+    Unsupported(String),
 }
 
 impl OwnRefusal for TavilyOwn {
@@ -84,6 +87,7 @@ impl OwnRefusal for TavilyOwn {
         match self {
             Self::NoUrls | Self::TooManyUrls => "invalid_urls",
             Self::InvalidExplain => "invalid_field",
+            Self::Unsupported(_) => "unsupported_option",
         }
     }
 

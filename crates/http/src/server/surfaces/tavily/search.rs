@@ -7,8 +7,14 @@
 //! upstream's results and mapped onto the upstreams that take one);
 //! `include_answer` (the first of SearXNG's `answers`, when it gave one); `include_raw_content`
 //! (`true` or `"markdown"`: each result returned is read as Markdown; `"text"`: as plain text),
-//! the results read at once within what is left of the request's budget. Every other field Tavily
-//! clients send (`search_depth`, `include_images`, `country`, …) is accepted and ignored.
+//! the results read at once within what is left of the request's budget; `language` (SearXNG's
+//! language). Harmless and taken: `search_depth` (the snippets are SearXNG's whatever the depth),
+//! `timeout`, `fetch_timeout`, `cache_fallback`, `include_usage`, `include_domains_mode:
+//! "restrict"`, and `false` for `include_images`, `include_image_descriptions`, `include_favicon`,
+//! `auto_parameters`, `exact_match`, `filter_by_language`. Refused by name: those set
+//! to `true`, `chunks_per_source` (until the passage ranker exists), `country`, `start_date`,
+//! `end_date`, `max_age_hours`, `include_domains_mode: "prefer"`, and any field Tavily's API does
+//! not have.
 //!
 //! Response: `query`, `answer`, `images` (empty), `follow_up_questions` (null), `results[]` with
 //! `title`, `url`, `content`, `score` (the reciprocal of the result's rank: 1, 0.5, 0.33, …),
@@ -33,7 +39,7 @@ use crate::server::kit::document::Found;
 use crate::server::kit::document::Hit;
 use crate::server::kit::explain;
 use crate::server::kit::gate::Admitted;
-use crate::server::kit::json_fields::{field, number_in, InvalidField};
+use crate::server::kit::json_fields::{self, field, number_in, InvalidField};
 use crate::server::kit::refusal::{json_response, Refusal};
 use crate::server::kit::{search_call, search_read};
 use gateway_core::request::{
@@ -105,6 +111,44 @@ pub(crate) async fn search(
     response
 }
 
+/// The fields a search reads.
+const READS: [&str; 11] = [
+    "query",
+    "max_results",
+    "topic",
+    "time_range",
+    "days",
+    "include_domains",
+    "exclude_domains",
+    "include_answer",
+    "include_raw_content",
+    "language",
+    "api_key",
+];
+
+/// The fields harmless whatever their value.
+const HARMLESS: [&str; 5] = [
+    "search_depth",
+    "timeout",
+    "fetch_timeout",
+    "cache_fallback",
+    "include_usage",
+];
+
+/// Whether a field this door does not read is harmless at `value` (else it is refused by name).
+fn harmless_at(name: &str, value: &Value) -> bool {
+    match name {
+        "include_images"
+        | "include_image_descriptions"
+        | "include_favicon"
+        | "auto_parameters"
+        | "exact_match"
+        | "filter_by_language" => value == &Value::Bool(false),
+        "include_domains_mode" => value.as_str() == Some("restrict"),
+        _ => false,
+    }
+}
+
 /// The body as a JSON object, checked for a key (unless the key check named the caller: `keyed`),
 /// read into the validated search and the reply options.
 fn decode(
@@ -118,6 +162,9 @@ fn decode(
     };
     if !keyed && !carries_key(headers, &fields) {
         return Err(Refusal::MissingKey);
+    }
+    if let Some(named) = json_fields::unhonoured(&fields, &READS, &HARMLESS, harmless_at) {
+        return Err(Refusal::Own(TavilyOwn::Unsupported(named)));
     }
     let (input, options) = TavilyRequest::read(&fields)?.into_search();
     Ok((SearchRequest::new(input, max_query_bytes)?, options))
@@ -213,6 +260,7 @@ struct TavilyRequest {
     domains: DomainFilter,
     include_answer: Option<IncludeAnswer>,
     include_raw_content: Option<RawContent>,
+    language: Option<String>,
 }
 
 /// `include_raw_content`: a flag (`true` is Markdown) or a format.
@@ -269,6 +317,7 @@ impl TavilyRequest {
                 "include_raw_content",
                 "a boolean, \"markdown\" or \"text\"",
             )?,
+            language: field(fields, "language", "a language code such as en")?,
         })
     }
 
@@ -288,6 +337,7 @@ impl TavilyRequest {
             categories,
             time_range,
             domains: self.domains,
+            language: self.language,
             ..SearchInput::default()
         };
         let options = ReplyOptions {
@@ -402,7 +452,50 @@ mod tests {
     }
 
     #[test]
-    fn reads_what_tavily_python_sends_and_ignores_the_rest() {
+    fn what_it_cannot_honour_is_refused_by_name_and_the_harmless_is_taken() {
+        let mut headers = HeaderMap::new();
+        headers.insert(header::AUTHORIZATION, HeaderValue::from_static("Bearer k"));
+        let decode = |body: Value| decode(false, &headers, body.to_string().as_bytes(), 2048);
+        let (req, _) = decode(json!({"query": "q", "search_depth": "advanced",
+            "include_images": false, "include_favicon": false, "include_usage": true,
+            "include_domains_mode": "restrict", "timeout": 60, "language": "de"}))
+        .unwrap();
+        assert_eq!(req.language.as_deref(), Some("de"));
+        for (body, named) in [
+            (
+                json!({"query": "q", "include_images": true}),
+                "include_images: true",
+            ),
+            (
+                json!({"query": "q", "chunks_per_source": 3}),
+                "chunks_per_source: 3",
+            ),
+            (
+                json!({"query": "q", "country": "germany"}),
+                "country: \"germany\"",
+            ),
+            (
+                json!({"query": "q", "start_date": "2026-01-01"}),
+                "start_date",
+            ),
+            (
+                json!({"query": "q", "include_domains_mode": "prefer"}),
+                "include_domains_mode",
+            ),
+            (
+                json!({"query": "q", "some_future_field": {"x": 1}}),
+                "some_future_field",
+            ),
+        ] {
+            let err = decode(body.clone()).unwrap_err();
+            assert_eq!(err.status(), StatusCode::BAD_REQUEST, "{body}");
+            assert_eq!(err.code(), "unsupported_option", "{body}");
+            assert!(err.message().contains(named), "{body}: {}", err.message());
+        }
+    }
+
+    #[test]
+    fn reads_what_tavily_python_sends() {
         let request = TavilyRequest::read(&fields(json!({
             "query": "rust", "search_depth": "advanced", "topic": "news", "time_range": "w",
             "days": 3, "max_results": 7, "include_domains": ["Docs.rs"], "exclude_domains": [],
