@@ -4,9 +4,12 @@
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
-use super::{PerplexityError, DEFAULT_RESULTS, MAX_DOMAINS, MAX_QUERIES, MAX_RESULTS};
+use super::{
+    PerplexityError, PerplexityOwn, DEFAULT_RESULTS, MAX_DOMAINS, MAX_QUERIES, MAX_RESULTS,
+};
 use crate::server::kit::document::Hit;
-use crate::server::kit::json_fields::{field, number_in, InvalidField};
+use crate::server::kit::json_fields::{self, field, number_in, InvalidField};
+use crate::server::kit::refusal::Refusal;
 use gateway_core::request::{DomainFilter, SearchInput, SearchRequest, TimeRange};
 
 /// `query`: one or several.
@@ -44,6 +47,26 @@ pub(crate) struct Ask {
 
 impl Ask {
     pub(crate) fn read(fields: &Map<String, Value>) -> Result<Self, PerplexityError> {
+        const READS: [&str; 11] = [
+            "query",
+            "max_results",
+            "search_domain_filter",
+            "search_recency_filter",
+            "search_after_date_filter",
+            "search_before_date_filter",
+            "search_language_filter",
+            "country",
+            "max_tokens_per_page",
+            "max_tokens",
+            "api_key",
+        ];
+        const HARMLESS: [&str; 2] = ["display_server_time", "search_context_size"];
+        let harmless_at = |name: &str, value: &Value| {
+            matches!(name, "search_mode" | "search_type") && value.as_str() == Some("web")
+        };
+        if let Some(named) = json_fields::unhonoured(fields, &READS, &HARMLESS, harmless_at) {
+            return Err(Refusal::Own(PerplexityOwn::Unsupported(named)));
+        }
         const QUERY: InvalidField = InvalidField {
             name: "query",
             expected: "a string or a list of 1 to 5 strings",
@@ -112,7 +135,12 @@ impl Ask {
                 country.trim().to_ascii_uppercase()
             )),
             ([one], _) => Some(one.trim().to_ascii_lowercase()),
-            _ => None,
+            ([], _) => None,
+            _ => {
+                return Err(Refusal::Own(PerplexityOwn::Unsupported(
+                    "more than one language in search_language_filter".to_owned(),
+                )))
+            }
         };
         let tokens = |name: &'static str| {
             number_in(fields, name, 1..=1_000_000, "a positive integer")
@@ -215,7 +243,6 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::server::kit::refusal::Refusal;
 
     fn fields(value: Value) -> Map<String, Value> {
         value.as_object().unwrap().clone()
@@ -320,5 +347,38 @@ mod tests {
         ))
         .unwrap();
         assert_eq!(ask.input.time_range, Some(TimeRange::Week));
+    }
+
+    #[test]
+    fn what_it_cannot_honour_is_refused_by_name_and_the_harmless_is_taken() {
+        let taken = Ask::read(&fields(json!({"query": "q", "search_mode": "web",
+            "search_context_size": "high", "display_server_time": true})));
+        assert!(taken.is_ok(), "{taken:?}");
+        for (body, named) in [
+            (
+                json!({"query": "q", "search_mode": "academic"}),
+                "search_mode: \"academic\"",
+            ),
+            (
+                json!({"query": "q", "search_type": "people"}),
+                "search_type",
+            ),
+            (
+                json!({"query": "q", "last_updated_after_filter": "1/1/2026"}),
+                "last_updated_after_filter",
+            ),
+            (
+                json!({"query": "q", "search_language_filter": ["en", "de"]}),
+                "more than one language",
+            ),
+            (
+                json!({"query": "q", "return_images": true}),
+                "return_images: true",
+            ),
+        ] {
+            let err = Ask::read(&fields(body.clone())).unwrap_err();
+            assert_eq!(err.code(), "unsupported_option", "{body}");
+            assert!(err.message().contains(named), "{body}: {}", err.message());
+        }
     }
 }

@@ -12,8 +12,11 @@
 //! SearXNG's language) with `country` (`en` and `US` → `en-US`); `max_tokens_per_page` (each
 //! result returned is read as text and its snippet is the page's text cut to about that many
 //! tokens, four characters a token); `max_tokens` (the snippets of one query together, the same
-//! way). `search_mode`, `search_context_size`, `last_updated_*` and every other field are accepted
-//! and ignored.
+//! way). Harmless and taken: `display_server_time`, `search_context_size`, `search_mode: "web"`,
+//! `search_type: "web"`. Refused by name: `search_mode` `academic` or `sec`, `search_type:
+//! "people"`, the `last_updated_*` filters (the gateway does not know when a page last changed),
+//! more than one language in `search_language_filter`, and any field Perplexity's API does not
+//! have.
 //!
 //! Answer: `{"id", "results": [{"title", "url", "snippet", "date", "last_updated"}],
 //! "server_time"}` — `results` is one list per query when `query` was a list, as Perplexity
@@ -44,7 +47,7 @@ use crate::gateway::Gateway;
 use crate::server::kit::body::LimitedBody;
 use crate::server::kit::gate::{Admitted, Gate};
 use crate::server::kit::json_fields;
-use crate::server::kit::refusal::{self, json_response, Door, NoOwn, Refusal};
+use crate::server::kit::refusal::{self, json_response, Door, OwnRefusal, Refusal};
 use crate::server::kit::search_call;
 use crate::server::kit::search_read;
 use ask::Ask;
@@ -78,8 +81,26 @@ struct Perplexity;
 /// What a Perplexity client gets instead of results.
 type PerplexityError = Refusal<Perplexity>;
 
+/// What only this door refuses.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+enum PerplexityOwn {
+    /// A field Perplexity has that this gateway cannot honour (or one it does not have).
+    #[error("{0} is not supported by this gateway")]
+    Unsupported(String),
+}
+
+impl OwnRefusal for PerplexityOwn {
+    fn code(&self) -> &'static str {
+        "unsupported_option"
+    }
+
+    fn status(&self) -> StatusCode {
+        StatusCode::BAD_REQUEST
+    }
+}
+
 impl Door for Perplexity {
-    type Own = NoOwn;
+    type Own = PerplexityOwn;
     const KEY_IN_BODY: bool = false;
 
     fn body(_refusal: &PerplexityError, status: StatusCode, message: String) -> Value {
