@@ -148,6 +148,7 @@ fn refused(refusal: &Refusal) -> rmcp::model::CallToolResult {
     let code = match refusal {
         Refusal::Argument(_) => "invalid_argument",
         Refusal::Request(err) => err.code(),
+        Refusal::Unknown(_) => "unknown_argument",
     };
     search_call::log_refused(Surface::Mcp, code);
     web_search::tool_error(refusal.to_string())

@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 use url::Url;
 
 use super::web_search::tool_error;
-use crate::server::kit::json_fields::{field, number_in, InvalidField};
+use crate::server::kit::json_fields::{self, field, number_in, InvalidField};
 use crate::server::kit::read_call;
 use gateway_core::request::ReadFormat;
 use gateway_upstreams::reader::{Document, ReadFailure};
@@ -71,6 +71,9 @@ pub(crate) enum Refusal {
     /// `url` is missing or not an http(s) URL.
     #[error("invalid arguments: url must be an http or https URL")]
     Url,
+    /// An argument the tool does not take.
+    #[error("invalid arguments: {0} is not an argument of web_fetch (url, format, max_length, start_index)")]
+    Unknown(String),
 }
 
 impl Refusal {
@@ -79,6 +82,7 @@ impl Refusal {
         match self {
             Self::Argument(_) => "invalid_argument",
             Self::Url => "invalid_url",
+            Self::Unknown(_) => "unknown_argument",
         }
     }
 }
@@ -113,6 +117,10 @@ pub(crate) fn tool() -> Tool {
 
 /// The call's arguments as the read they ask for.
 pub(crate) fn decode(arguments: &JsonObject) -> Result<Fetch, Refusal> {
+    const ARGUMENTS: [&str; 4] = ["url", "format", "max_length", "start_index"];
+    if let Some(named) = json_fields::unhonoured(arguments, &ARGUMENTS, &[], |_, _| false) {
+        return Err(Refusal::Unknown(named));
+    }
     let raw: String = field(arguments, "url", "an http or https URL")?.unwrap_or_default();
     let url = Url::parse(raw.trim()).map_err(|_| Refusal::Url)?;
     if !matches!(url.scheme(), "http" | "https") || url.host_str().is_none() {
@@ -230,6 +238,10 @@ mod tests {
         let defaults = decode(&args(json!({"url": "http://a.example/"}))).unwrap();
         assert_eq!((defaults.max_length, defaults.start_index), (20_000, 0));
         assert_eq!(decode(&args(json!({}))).unwrap_err(), Refusal::Url);
+        assert_eq!(
+            decode(&args(json!({"url": "https://a.example/", "query": "q"}))).unwrap_err(),
+            Refusal::Unknown("query: \"q\"".into())
+        );
         assert_eq!(
             decode(&args(json!({"url": "file:///etc/passwd"}))).unwrap_err(),
             Refusal::Url

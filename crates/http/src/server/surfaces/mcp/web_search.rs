@@ -3,15 +3,15 @@
 //! structured results, and a compact text for clients that read only text.
 //!
 //! Arguments are read one field at a time ([`crate::server::kit::json_fields`]), so a value of the wrong
-//! type comes back as a tool error naming the field, which a model can correct; unknown arguments
-//! are ignored.
+//! type comes back as a tool error naming the field, which a model can correct; an argument the
+//! tool does not take is refused the same way, by name (a model must not believe it was applied).
 
 use rmcp::model::{CallToolResult, ContentBlock, JsonObject, Tool};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::server::kit::document::{FailedUpstream, Found, Hit};
-use crate::server::kit::json_fields::{field, number_in, InvalidField};
+use crate::server::kit::json_fields::{self, field, number_in, InvalidField};
 use gateway_core::request::{RequestError, SafeSearch, SearchInput, SearchRequest, TimeRange};
 
 /// The tool's name.
@@ -115,11 +115,26 @@ pub(crate) enum Refusal {
     /// The query or a parameter failed the gateway's validation.
     #[error("invalid arguments: {}", .0.message_naming_query("query"))]
     Request(#[from] RequestError),
+    /// An argument the tool does not take.
+    #[error("invalid arguments: {0} is not an argument of web_search (query, max_results, categories, language, time_range, safesearch, pageno)")]
+    Unknown(String),
 }
 
 impl WebSearchArgs {
     /// Reads the call's arguments.
     pub(crate) fn read(arguments: &JsonObject) -> Result<Self, Refusal> {
+        const ARGUMENTS: [&str; 7] = [
+            "query",
+            "max_results",
+            "categories",
+            "language",
+            "time_range",
+            "safesearch",
+            "pageno",
+        ];
+        if let Some(named) = json_fields::unhonoured(arguments, &ARGUMENTS, &[], |_, _| false) {
+            return Err(Refusal::Unknown(named));
+        }
         Ok(Self {
             query: field(arguments, "query", "a string")?.unwrap_or_default(),
             max_results: number_in(
@@ -342,7 +357,7 @@ mod tests {
     fn arguments_become_the_gateway_search_they_ask_for() {
         let (input, max) = WebSearchArgs::read(&args(json!({
             "query": "rust", "max_results": 3, "categories": ["news"], "language": "de",
-            "time_range": "week", "safesearch": 2, "pageno": 2, "unknown": true
+            "time_range": "week", "safesearch": 2, "pageno": 2
         })))
         .unwrap()
         .into_search()
@@ -359,6 +374,11 @@ mod tests {
                 safesearch: Some(SafeSearch::Strict),
                 ..SearchInput::default()
             }
+        );
+        let unknown = WebSearchArgs::read(&args(json!({"query": "q", "site": "docs.rs"})));
+        assert_eq!(
+            unknown.unwrap_err(),
+            Refusal::Unknown("site: \"docs.rs\"".into())
         );
         let (_, default_max) = WebSearchArgs::read(&args(json!({"query": "q"})))
             .unwrap()
