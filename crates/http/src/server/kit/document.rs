@@ -43,6 +43,25 @@ pub(crate) struct Found {
     pub(crate) hits: Vec<Hit>,
     /// SearXNG's direct answers (`answers`), as text.
     pub(crate) answers: Vec<String>,
+    /// SearXNG's suggested queries (`suggestions`).
+    pub(crate) suggestions: Vec<String>,
+    /// SearXNG's infoboxes (`infoboxes`: an encyclopedia's card on the query's subject).
+    pub(crate) infoboxes: Vec<Infobox>,
+}
+
+/// An infobox: an engine's card on the query's subject (Wikipedia's, Wikidata's).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Infobox {
+    /// Its subject (`infobox`).
+    pub(crate) title: String,
+    /// Its text (`content`).
+    pub(crate) content: String,
+    /// Its page (`id`, a URL).
+    pub(crate) url: Option<String>,
+    /// Its image (`img_src`).
+    pub(crate) image: Option<String>,
+    /// Its facts, label and value (`attributes`).
+    pub(crate) attributes: Vec<(String, String)>,
 }
 
 /// One upstream that gave nothing, as the 502 body names it.
@@ -86,6 +105,26 @@ struct WireFound {
     results: Vec<Value>,
     #[serde(default)]
     answers: Vec<Value>,
+    #[serde(default)]
+    suggestions: Vec<Value>,
+    #[serde(default)]
+    infoboxes: Vec<Value>,
+}
+
+#[derive(Deserialize)]
+struct WireInfobox {
+    infobox: Option<String>,
+    content: Option<String>,
+    id: Option<String>,
+    img_src: Option<String>,
+    #[serde(default)]
+    attributes: Vec<WireAttribute>,
+}
+
+#[derive(Deserialize)]
+struct WireAttribute {
+    label: Option<String>,
+    value: Option<Value>,
 }
 
 #[derive(Deserialize)]
@@ -141,10 +180,23 @@ impl Document {
         let wire: WireFound = serde_json::from_slice(json).unwrap_or(WireFound {
             results: vec![],
             answers: vec![],
+            suggestions: vec![],
+            infoboxes: vec![],
         });
         Self::Found(Found {
             hits: wire.results.into_iter().filter_map(hit).collect(),
             answers: wire.answers.into_iter().filter_map(answer_text).collect(),
+            suggestions: wire
+                .suggestions
+                .into_iter()
+                .filter_map(|s| {
+                    s.as_str()
+                        .map(str::trim)
+                        .filter(|s| !s.is_empty())
+                        .map(str::to_owned)
+                })
+                .collect(),
+            infoboxes: wire.infoboxes.into_iter().filter_map(infobox).collect(),
         })
     }
 }
@@ -163,6 +215,28 @@ fn hit(value: Value) -> Option<Hit> {
         content: wire.content.unwrap_or_default(),
         engines,
         published_date: wire.published_date.filter(|d| !d.is_empty()),
+    })
+}
+
+/// An infobox, when it names its subject (attributes without a label or a text value left out).
+fn infobox(value: Value) -> Option<Infobox> {
+    let wire: WireInfobox = serde_json::from_value(value).ok()?;
+    let title = wire.infobox.filter(|t| !t.trim().is_empty())?;
+    let attributes = wire
+        .attributes
+        .into_iter()
+        .filter_map(|a| match (a.label, a.value) {
+            (Some(label), Some(Value::String(value))) => Some((label, value)),
+            (Some(label), Some(Value::Number(value))) => Some((label, value.to_string())),
+            _ => None,
+        })
+        .collect();
+    Some(Infobox {
+        title,
+        content: wire.content.unwrap_or_default(),
+        url: wire.id.filter(|u| u.starts_with("http")),
+        image: wire.img_src.filter(|u| u.starts_with("http")),
+        attributes,
     })
 }
 
@@ -213,6 +287,43 @@ mod tests {
             premium_calls: 0,
             premium_spend_usd: 0.0,
         }
+    }
+
+    #[test]
+    fn reads_searxngs_suggestions_and_infoboxes() {
+        let doc = Document::of(&served(
+            200,
+            json!({
+                "query": "rust", "results": [],
+                "suggestions": ["rust book", "  ", 3],
+                "infoboxes": [
+                    {"infobox": "Rust", "id": "https://en.wikipedia.org/wiki/Rust_(programming_language)",
+                     "content": "A language.", "img_src": "https://upload.example/r.png",
+                     "attributes": [{"label": "Designed by", "value": "Graydon Hoare"},
+                                    {"label": "First appeared", "value": 2015},
+                                    {"label": "Logo", "image": {"src": "x"}}],
+                     "urls": [{"title": "Official", "url": "https://rust-lang.org"}], "engine": "wikipedia"},
+                    {"content": "no subject"}
+                ]
+            }),
+        ));
+        let Document::Found(found) = doc else {
+            panic!("a 200 is found")
+        };
+        assert_eq!(found.suggestions, ["rust book"]);
+        assert_eq!(
+            found.infoboxes,
+            [Infobox {
+                title: "Rust".into(),
+                content: "A language.".into(),
+                url: Some("https://en.wikipedia.org/wiki/Rust_(programming_language)".into()),
+                image: Some("https://upload.example/r.png".into()),
+                attributes: vec![
+                    ("Designed by".into(), "Graydon Hoare".into()),
+                    ("First appeared".into(), "2015".into()),
+                ],
+            }]
+        );
     }
 
     #[test]

@@ -12,8 +12,11 @@
 //! the door never drops what it was asked.
 //!
 //! Answer: `{"searchParameters": {q, num, page, type, hl?, gl?, tbs?}, "organic": [{title, link,
-//! snippet, position, date?}], "answerBox"?: {answer}, "credits"}` — `answerBox` when SearXNG had a
-//! direct answer. A batch answers a list of those.
+//! snippet, position, date?}], "answerBox"?: {answer}, "knowledgeGraph"?: {title, description,
+//! descriptionLink, website, imageUrl, attributes}, "relatedSearches"?: [{query}], "credits"}` —
+//! `answerBox` when SearXNG had a direct answer, `knowledgeGraph` from its first infobox,
+//! `relatedSearches` from its suggestions. `peopleAlsoAsk` has no source in SearXNG's answer and
+//! is never sent. A batch answers a list of those.
 //!
 //! Errors are Serper's `{"message", "statusCode"}`: 400 for a body or field it cannot read, 401/429
 //! from the gate, 502 when every upstream failed (naming each and its error class), 503 with
@@ -28,7 +31,7 @@ use serde_json::{json, Map, Value};
 
 use crate::gateway::Gateway;
 use crate::server::kit::body::LimitedBody;
-use crate::server::kit::document::Found;
+use crate::server::kit::document::{Found, Infobox};
 use crate::server::kit::gate::{Admitted, Gate};
 use crate::server::kit::json_fields::{field, number_in, InvalidField};
 use crate::server::kit::refusal::{self, json_response, Door, OwnRefusal, Refusal};
@@ -192,8 +195,40 @@ impl Ask {
         if let Some(text) = found.answers.into_iter().next() {
             answer["answerBox"] = json!({ "answer": text });
         }
+        if let Some(card) = found.infoboxes.into_iter().next() {
+            answer["knowledgeGraph"] = knowledge_graph(card);
+        }
+        if !found.suggestions.is_empty() {
+            answer["relatedSearches"] = found
+                .suggestions
+                .into_iter()
+                .map(|query| json!({ "query": query }))
+                .collect();
+        }
         answer
     }
+}
+
+/// An infobox as Serper's `knowledgeGraph`: `title`, `description`, `descriptionLink` and
+/// `website` (the card's page), `imageUrl`, `attributes` (label → value).
+fn knowledge_graph(card: Infobox) -> Value {
+    let mut graph = json!({"title": card.title, "description": card.content});
+    if let Some(url) = card.url {
+        graph["descriptionLink"] = Value::from(url.as_str());
+        graph["website"] = Value::from(url);
+    }
+    if let Some(image) = card.image {
+        graph["imageUrl"] = Value::from(image);
+    }
+    if !card.attributes.is_empty() {
+        graph["attributes"] = card
+            .attributes
+            .into_iter()
+            .map(|(label, value)| (label, Value::from(value)))
+            .collect::<Map<String, Value>>()
+            .into();
+    }
+    graph
 }
 
 /// `tbs` as SearXNG's time range (SearXNG has no hour: the last day).
@@ -356,7 +391,22 @@ mod tests {
         let answer = asks[0].answer(Found {
             hits: vec![hit("https://a.example/"), hit("https://b.example/")],
             answers: vec!["forty-two".into()],
+            suggestions: vec!["q tutorial".into()],
+            infoboxes: vec![Infobox {
+                title: "Q".into(),
+                content: "A letter.".into(),
+                url: Some("https://en.wikipedia.org/wiki/Q".into()),
+                image: None,
+                attributes: vec![("Script".into(), "Latin".into())],
+            }],
         });
+        assert_eq!(answer["relatedSearches"], json!([{"query": "q tutorial"}]));
+        assert_eq!(
+            answer["knowledgeGraph"],
+            json!({"title": "Q", "description": "A letter.",
+                   "descriptionLink": "https://en.wikipedia.org/wiki/Q",
+                   "website": "https://en.wikipedia.org/wiki/Q", "attributes": {"Script": "Latin"}})
+        );
         assert_eq!(
             answer["organic"],
             json!([{"title": "t", "link": "https://a.example/", "snippet": "s", "position": 1,

@@ -580,6 +580,7 @@ mod tests {
                 hit("https://c.example/"),
             ],
             answers: vec![],
+            ..Found::default()
         };
         let web = items(Source::Web, found.clone(), 2);
         assert_eq!(web.len(), 2);

@@ -202,6 +202,7 @@ pub(crate) fn exercise_output(query: String, urls: &[&str], max_results: usize) 
     let found = Found {
         hits,
         answers: vec![query.clone()],
+        ..Found::default()
     };
     let output = WebSearchOutput::new(query, found, max_results);
     assert!(output.results.len() <= max_results);
@@ -417,6 +418,7 @@ mod tests {
         let found = Found {
             hits: vec![hit(1, "short"), hit(2, &long), hit(3, "dropped")],
             answers: vec!["42".into()],
+            ..Found::default()
         };
         let result = WebSearchOutput::new("meaning".into(), found, 2).into_result();
         assert_eq!(result.is_error, Some(false));

@@ -194,6 +194,7 @@ pub(crate) fn exercise(body: &[u8], urls: &[&str]) -> Result<usize, StatusCode> 
     let found = Found {
         hits,
         answers: vec![req.query.clone()],
+        ..Found::default()
     };
     let reply = options.reply(req.query, found, 0.25);
     assert!(reply.results.len() <= options.max_results.min(urls.len()));
@@ -592,6 +593,7 @@ mod tests {
                 hit("https://c.example/"),
             ],
             answers: vec!["42".into()],
+            ..Found::default()
         };
         let options = ReplyOptions {
             max_results: 2,
