@@ -206,8 +206,8 @@ async fn the_search_reads_its_hits_or_lists_them_with_no_content() {
         .await;
     assert!(counted >= 2.0, "searches counted by surface: {counted}");
 
-    let refused = get(g, "/s/x?gl=us", &[]).await;
-    assert_refused(&refused, 400, "ParamValidationError", "gl");
+    let refused = get(g, "/s/x?location=Paris", &[]).await;
+    assert_refused(&refused, 400, "ParamValidationError", "location");
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -9,6 +9,7 @@ mod support;
 mod binary;
 mod client_budgets;
 mod dashboard;
+mod door_contracts;
 mod doors;
 mod engine_probes;
 mod fault_matrix;

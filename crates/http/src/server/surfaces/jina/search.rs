@@ -1,8 +1,8 @@
 //! `GET /s/<query>` (or `/s/?q=…`) and `POST /s/` with `{"q"}`: a search through the gateway's
 //! decisions, each hit read within the request's budget, in Jina's search answer.
 //!
-//! Parameters (query string or body): `q`; `num` (1–20, default 5, Jina's); `page` (1–10). Any
-//! other is refused by name. With `X-Respond-With: no-content` the hits are listed, not read; with
+//! Parameters (query string or body): `q`; `num` (1–20, default 5, Jina's); `page` (1–10); `hl`
+//! (a language, `en`) with `gl` (a country, `us`): SearXNG's `en-US`. Any other is refused by name. With `X-Respond-With: no-content` the hits are listed, not read; with
 //! `X-Site` only hits on that domain are kept (SearXNG is asked `site:` through the domain filter).
 //!
 //! Text answer, per hit `i`: `[i] Title:`, `[i] URL Source:`, `[i] Description:` (the snippet),
@@ -42,6 +42,8 @@ pub(super) struct Ask {
     pub(super) query: String,
     pub(super) num: usize,
     page: Option<u32>,
+    /// `hl` with `gl`, as SearXNG's language.
+    language: Option<String>,
 }
 
 /// `GET /s/<query>` or `/s/?q=`.
@@ -73,17 +75,34 @@ pub(super) fn decode_posted(body: &[u8]) -> Result<Ask, JinaError> {
     let fields = json_fields::object(body).ok_or(Refusal::NotJson)?;
     if let Some(name) = fields
         .keys()
-        .find(|name| !matches!(name.as_str(), "q" | "num" | "page"))
+        .find(|name| !matches!(name.as_str(), "q" | "num" | "page" | "hl" | "gl"))
     {
         return Err(unsupported(name));
     }
     let query: String = field(&fields, "q", "a string")?.unwrap_or_default();
     let num = number_in(&fields, "num", 1..=MAX_NUM, "an integer from 1 to 20")?;
     let page = number_in(&fields, "page", 1..=MAX_PAGE, "an integer from 1 to 10")?;
+    let hl: Option<String> = field(&fields, "hl", "a language code such as en")?;
+    let gl: Option<String> = field(&fields, "gl", "a country code such as us")?;
+    let language = match (hl, gl) {
+        (Some(hl), Some(gl)) if gl.trim().len() == 2 => Some(format!(
+            "{}-{}",
+            hl.trim().to_ascii_lowercase(),
+            gl.trim().to_ascii_uppercase()
+        )),
+        (Some(hl), _) => Some(hl.trim().to_ascii_lowercase()),
+        (None, Some(_)) => {
+            return Err(Refusal::Own(JinaOwn::Unsupported(
+                "gl without hl (give the language too)".to_owned(),
+            )))
+        }
+        (None, None) => None,
+    };
     Ok(Ask {
         query,
         num: num.unwrap_or(DEFAULT_NUM) as usize,
         page,
+        language,
     })
 }
 
@@ -99,7 +118,7 @@ fn decode_query(path: &str, query: Option<&str>) -> Result<Ask, JinaError> {
     let mut fields = Map::new();
     for (name, value) in pairs {
         let value = match name.as_str() {
-            "q" => Value::from(value),
+            "q" | "hl" | "gl" => Value::from(value),
             "num" | "page" => value
                 .trim()
                 .parse::<u64>()
@@ -160,6 +179,7 @@ async fn answer(
         let input = SearchInput {
             query: ask.query.clone(),
             pageno: ask.page,
+            language: ask.language.clone(),
             domains,
             ..SearchInput::default()
         };
@@ -293,7 +313,8 @@ mod tests {
             Ask {
                 query: "rust async book".into(),
                 num: 5,
-                page: None
+                page: None,
+                language: None,
             }
         );
         let ask = decode_query("/s/", Some("q=tokio+runtime&num=3&page=2&api_key=k")).unwrap();
@@ -302,12 +323,15 @@ mod tests {
             ("tokio runtime", 3, Some(2))
         );
         assert_eq!(decode_posted(br#"{"q": "x", "num": 20}"#).unwrap().num, 20);
+        let localised = decode_query("/s/x", Some("hl=de&gl=ch")).unwrap();
+        assert_eq!(localised.language.as_deref(), Some("de-CH"));
     }
 
     #[test]
     fn a_parameter_it_does_not_take_is_refused_by_name() {
         for (path, query, named) in [
-            ("/s/x", Some("gl=us"), "gl"),
+            ("/s/x", Some("gl=us"), "gl without hl"),
+            ("/s/x", Some("location=Paris"), "location"),
             ("/s/x", Some("num=0"), "num"),
             ("/s/x", Some("num=21"), "num"),
             ("/s/x", Some("num=many"), "num"),
