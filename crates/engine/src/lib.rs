@@ -7,7 +7,8 @@
 //!   the fallback, the answer and its outcome, the record of what it did;
 //! - `searxng_pool`: the SearXNG instances — which one an attempt goes to, their cooldowns, the
 //!   engines a search may use, the probes of blocked engines;
-//! - [`read`]: reading pages — the page cache, the direct read, the premium readers;
+//! - [`read`]: reading pages — the page cache, the direct read, the premium readers, and the
+//!   passages of a read page that answer a query within a token budget (`read::passages`);
 //! - `fleet`: what replicas share through the Redis/Valkey tier (a miss, breakers, quotas);
 //! - [`operator`]: what the operator sees (`/status`, the traffic of the last 15 minutes);
 //! - `breaker_signals`: what upstream facts mean for breakers, for every floor;

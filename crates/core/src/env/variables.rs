@@ -127,6 +127,7 @@ pub const VARIABLES: &[Variable] = &[
     var("FETCH_PER_HOST_CONCURRENCY", Text("2"), "Direct reads in flight at once per host; one more waits (within its budget)."),
     var("FETCH_CACHE_TTL_SECONDS", Text("3600"), "Lifetime of a cached page (keyed by its canonical URL, format and depth)."),
     var("FETCH_CACHE_BYTES", Text("67108864"), "Bytes of pages the local cache holds at most (least recently used go first; 0 disables it). The Redis tier, when set, keeps pages too."),
+    var("TOKENIZER_ENCODING", Text("o200k_base"), "The tokenizer a passage budget is counted with: `o200k_base` (GPT-4o, GPT-4.1, GPT-5, the `o` models) or `cl100k_base` (GPT-4, GPT-3.5); both are built into the binary."),
     var("BREAKER_OPEN_SECONDS", Text("300"), "First open period of a tripped circuit breaker."),
     var("BREAKER_MAX_OPEN_SECONDS", Text("3600"), "Cap of the doubling open period (a server's own reset hint may exceed it)."),
     var("QUOTA_PARK_SECONDS", Text("86400"), "How long a provider whose monthly or plan quota is spent is parked when it gives no reset time of its own (Brave's headers do); then one call checks whether it returned."),

@@ -266,6 +266,12 @@ impl Engine {
         self.inner.reading.read(req, premium, budget).await
     }
 
+    /// Chooses the passages of read pages that answer a query, budgets counted with
+    /// `TOKENIZER_ENCODING` ([`crate::read::passages`]).
+    pub fn passages(&self) -> crate::read::passages::PassageSelector {
+        crate::read::passages::PassageSelector::new(self.inner.settings.tokenizer)
+    }
+
     /// Drops every cached answer and page (`None`), or the answers of one query whatever their
     /// other parameters; returns how many went.
     pub fn purge_cache(&self, query: Option<&str>) -> usize {

@@ -73,7 +73,7 @@ impl Engine {
             pdf: true,
             browser: false,
             reranker: false,
-            passages: false,
+            passages: true,
             shared_tier: inner.fleet.tier().is_some(),
         }
     }

@@ -24,7 +24,8 @@ pub struct Capabilities {
     pub browser: bool,
     /// A reranker re-scores passages (not in this build).
     pub reranker: bool,
-    /// Query-relevant passages (Exa's highlights, Tavily's chunks) are chosen (not in this build).
+    /// Query-relevant passages are chosen (Tavily extract's chunks; Exa's highlights and Tavily
+    /// search's chunks not yet).
     pub passages: bool,
     /// A Redis/Valkey tier is shared with other replicas (`REDIS_URL`).
     pub shared_tier: bool,

@@ -31,7 +31,7 @@
 //! (the cache in front of a read, the outcome counted), [`compute`] (one read: the shared tier,
 //! the direct read ([`direct`]), the premium fallback), [`stored`] (a page in the shared tier),
 //! [`hosts`] and [`walls`] (per-host slots and breakers), [`record`] (what `explain` shows), [`state`] (what every read shares),
-//! [`metrics`].
+//! [`metrics`]; and [`passages`], the passages of a read page that answer a query (#41).
 
 mod compute;
 mod direct;
@@ -39,6 +39,7 @@ mod hosts;
 mod metrics;
 mod page;
 mod page_key;
+pub mod passages;
 mod reading;
 mod record;
 mod state;

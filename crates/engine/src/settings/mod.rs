@@ -68,6 +68,39 @@ impl ProviderPolicy {
     }
 }
 
+/// `TOKENIZER_ENCODING`: the tokenizer a token budget is counted with (tiktoken's encodings, their
+/// vocabularies built into the binary).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum TokenizerEncoding {
+    /// `o200k_base`: GPT-4o's, GPT-4.1's, GPT-5's and the `o` models'.
+    #[default]
+    O200kBase,
+    /// `cl100k_base`: GPT-4's, GPT-3.5's and the `text-embedding-3` models'.
+    Cl100kBase,
+}
+
+impl TokenizerEncoding {
+    /// The accepted values, for the error message.
+    pub const NAMES: &'static [&'static str] = &["o200k_base", "cl100k_base"];
+
+    /// Reads a `TOKENIZER_ENCODING` value (case-insensitive).
+    pub fn parse(raw: &str) -> Option<Self> {
+        match raw.trim().to_ascii_lowercase().as_str() {
+            "o200k_base" => Some(Self::O200kBase),
+            "cl100k_base" => Some(Self::Cl100kBase),
+            _ => None,
+        }
+    }
+
+    /// Its name, as tiktoken spells it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::O200kBase => "o200k_base",
+            Self::Cl100kBase => "cl100k_base",
+        }
+    }
+}
+
 /// Whether the engine keeps the last 15 minutes per second for the operator's page
 /// (`UI_ENABLED`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -154,6 +187,8 @@ pub struct EngineSettings {
     pub redis: Option<RedisSettings>,
     /// `UI_ENABLED`: whether the traffic ring is kept.
     pub traffic: TrafficRing,
+    /// `TOKENIZER_ENCODING`: what a passage budget's tokens are counted with.
+    pub tokenizer: TokenizerEncoding,
 }
 
 impl EngineSettings {
@@ -228,6 +263,11 @@ impl EngineSettings {
         let fetch_cache_ttl = env.seconds("FETCH_CACHE_TTL_SECONDS")?;
         let fetch_cache_bytes = env.integer("FETCH_CACHE_BYTES", 0usize, 1 << 40)?;
         let t1_requested = env.integer("T1_PREMIUM_COUNT", 0usize, 16)?;
+        let tokenizer = match env.value("TOKENIZER_ENCODING") {
+            Some(raw) => TokenizerEncoding::parse(&raw.text)
+                .ok_or_else(|| raw.error(Problem::NotOneOf(TokenizerEncoding::NAMES)))?,
+            None => TokenizerEncoding::default(),
+        };
         let traffic = if env.flag("UI_ENABLED")? {
             TrafficRing::Kept
         } else {
@@ -268,6 +308,7 @@ impl EngineSettings {
             fetch_cache_bytes,
             redis,
             traffic,
+            tokenizer,
         };
         let t1_premium_count = t1_requested.min(settings.active_providers().len());
         Ok(Self {

@@ -9,7 +9,7 @@ use super::variables::{help_table, markdown_table, VARIABLES};
 use std::time::Duration;
 
 use super::*;
-use gateway_engine::settings::{ProviderPolicy, SlowThreshold};
+use gateway_engine::settings::{ProviderPolicy, SlowThreshold, TokenizerEncoding};
 use gateway_upstreams::providers::ProviderKind;
 
 fn lookup(vars: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
@@ -373,6 +373,17 @@ fn provider_policy_and_stale_window_are_read_and_checked() {
     assert_eq!(err.variable, "PREMIUM_USD_PER_DAY");
     let err = config(&[("CACHE_STALE_SECONDS", "-1")]).unwrap_err();
     assert_eq!(err.variable, "CACHE_STALE_SECONDS");
+}
+
+#[test]
+fn the_tokenizer_encoding_is_o200k_unless_told_and_a_bad_one_is_named() {
+    let c = config(&[]).unwrap();
+    assert_eq!(c.gateway.engine.tokenizer, TokenizerEncoding::O200kBase);
+    let c = config(&[("TOKENIZER_ENCODING", "CL100K_BASE")]).unwrap();
+    assert_eq!(c.gateway.engine.tokenizer, TokenizerEncoding::Cl100kBase);
+    let err = config(&[("TOKENIZER_ENCODING", "gpt2")]).unwrap_err();
+    assert_eq!(err.variable, "TOKENIZER_ENCODING");
+    assert!(err.to_string().contains("o200k_base, cl100k_base"), "{err}");
 }
 
 #[test]

@@ -119,3 +119,28 @@ def test_search_with_raw_content_reads_each_result(reading_gateway_url):
     text = client(reading_gateway_url).search("async rust", max_results=2, include_raw_content="text")
     for result in text["results"]:
         assert "](" not in result["raw_content"]
+
+
+def test_extract_with_a_query_gives_the_best_chunks_joined_as_tavily_joins_them(reading_gateway_url, site_url):
+    article = f"{site_url}/2026/12/article"
+    whole = client(reading_gateway_url).extract(article)["results"][0]["raw_content"]
+    answer = client(reading_gateway_url).extract(
+        urls=[article], query="Which packets are used as attack vectors?", chunks_per_source=2
+    )
+    [result] = answer["results"]
+    assert result["url"] == article
+    chunks = result["raw_content"].split(" [...] ")
+    assert 1 <= len(chunks) <= 2, chunks
+    assert "Block Placement Packet" in result["raw_content"], result["raw_content"]
+    assert len(result["raw_content"]) < len(whole) / 2, "chunks, not the page"
+    one = client(reading_gateway_url).extract(article, query="attack vectors packets", chunks_per_source=1)
+    [only] = one["results"]
+    assert len(only["raw_content"]) <= 500 and " [...] " not in only["raw_content"]
+
+
+@pytest.mark.parametrize("options", [{"chunks_per_source": 2}, {"query": "minecraft", "chunks_per_source": 9}])
+def test_extract_chunks_per_source_out_of_range_or_without_a_query_raises_bad_request_error(
+    reading_gateway_url, site_url, options
+):
+    with pytest.raises(BadRequestError, match="chunks_per_source"):
+        client(reading_gateway_url).extract(f"{site_url}/one", **options)

@@ -98,6 +98,7 @@ fn a_bad_value_stops_the_process_with_exit_code_2_naming_the_variable() {
         ("LOG_LEVEL", "chatty"),
         ("METRICS_PATH", "/healthz"),
         ("FALLBACK_TIMEOUT_SECONDS", "-3"),
+        ("TOKENIZER_ENCODING", "p50k_base"),
     ] {
         let out = process::command(&[
             (name, value),

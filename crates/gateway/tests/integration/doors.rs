@@ -848,6 +848,10 @@ async fn capabilities_say_what_this_configuration_serves() {
         json!(["markdown", "text", "html", "raw_html"])
     );
     assert_eq!(doc["read"]["browser"], false);
+    assert_eq!(
+        doc["read"]["passages"], true,
+        "Tavily's extract chooses passages"
+    );
     assert_eq!(doc["read"]["premium_readers"], json!([]));
     assert_eq!(doc["endpoints"]["exa_search"], "/exa/search");
     assert_eq!(doc["endpoints"]["jina_read"], "/r/{url}");

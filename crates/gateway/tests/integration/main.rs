@@ -21,6 +21,7 @@ mod jina_surface;
 mod limits;
 mod mcp_surface;
 mod operator_page;
+mod passages;
 mod pipeline;
 mod provider_breakers;
 mod provider_contract;

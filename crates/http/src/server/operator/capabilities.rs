@@ -57,13 +57,11 @@ fn document(gateway: &Gateway, doors: &Map<String, Value>) -> Value {
         "jina: X-Target-Selector, X-Remove-Selector, X-Wait-For-Selector, X-Set-Cookie, X-Proxy-Url, X-Token-Budget",
         "tavily: include_images, include_image_descriptions, include_favicon, auto_parameters, exact_match (true); country, start_date, end_date, max_age_hours",
         "firecrawl: actions, waitFor, mobile, headers, includeTags, excludeTags, onlyMainContent: false, location",
+        // The passage ranker exists (Tavily's extract takes `query` and `chunks_per_source`);
+        // these doors are not wired to it yet (#41).
+        "tavily: chunks_per_source on search (extract takes it)",
+        "exa: contents.highlights (not wired to the passage ranker yet)",
     ];
-    if !engine.passages {
-        refused.push("tavily: chunks_per_source (no passage ranker)");
-    }
-    if !engine.passages {
-        refused.push("exa: contents.highlights (no passage ranker)");
-    }
     if !engine.browser {
         refused
             .push("jina: X-Engine: browser, X-Return-Format: screenshot or pageshot (no browser)");

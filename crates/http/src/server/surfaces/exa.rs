@@ -13,7 +13,7 @@
 //! false}`): each page read as text within the request's budget and cut at `maxCharacters`;
 //! `livecrawl` (`never`, `fallback` and `auto` read through the page cache, `always` and
 //! `preferred` afresh); `livecrawlTimeout` (ms, the budget). Refused by name: `highlights`
-//! (query-relevant passages need the passage ranker, which this gateway does not have yet),
+//! (this door is not wired to the passage ranker yet, #41),
 //! `summary` (a model writes it), `subpages`, `extras`, `context`, and every field Exa has that
 //! this door does not take (`userLocation`, `moderation`, `includeText`, …).
 //!

@@ -4,16 +4,23 @@
 //! Request: `urls` (one URL, or a list of 1–20); `format` (`markdown`, the default, or `text`);
 //! `extract_depth` (`basic`; `advanced` may ask a premium reader when the direct read's text is
 //! thin); `include_images`; `timeout` (1–60 s; default `FALLBACK_TIMEOUT_SECONDS`), the budget of
-//! every read. `include_usage` is harmless and taken, `include_favicon: false` too; refused by name:
-//! `include_favicon: true`, `query` and `chunks_per_source` (query-relevant chunks need the passage
-//! ranker, which this gateway does not have yet), and any field Tavily's API does not have.
+//! every read; `query` and `chunks_per_source` (1–5, default 3, only with a query, as Tavily
+//! validates them). `include_usage` is harmless and taken, `include_favicon: false` too; refused by
+//! name: `include_favicon: true` and any field Tavily's API does not have.
 //!
 //! Response: `{"results": [{"url", "raw_content", "images"}], "failed_results": [{"url",
-//! "error"}], "response_time"}`, each `url` exactly as the client sent it, in the order sent. The
+//! "error"}], "response_time"}`, each `url` exactly as the client sent it, in the order sent. With
+//! a `query`, each `raw_content` is the page's `chunks_per_source` passages that best answer it
+//! (each at most 500 characters, chosen by [`gateway_engine::read::passages`] from the page as read
+//! or cached — never a second read), in page order, joined by ` [...] ` as Tavily joins its chunks;
+//! chosen passages that follow each other on the page come as one piece (nothing between them was
+//! left out). The
 //! URLs are read at once, and one that fails never fails the others: its error is a sentence
 //! naming what went wrong, ending with its stable code (`the site blocked the read (blocked:
 //! cloudflare)`, [`read_call::unread_reason`]), never an upstream's body.
 //! `?explain=1` adds a `gateway` object per URL.
+
+use std::sync::Arc;
 
 use axum::extract::{Extension, RawQuery, State};
 use axum::http::{HeaderMap, StatusCode};
@@ -31,8 +38,9 @@ use crate::server::kit::json_fields::{self, field, InvalidField};
 use crate::server::kit::read_call::{self, Asked};
 use crate::server::kit::refusal::json_response;
 use gateway_core::request::ReadFormat;
+use gateway_engine::read::passages::{PassageOrder, Selection, TAVILY_CHUNK_CHARS};
 use gateway_engine::read::Depth;
-use gateway_upstreams::reader::ReadFailure;
+use gateway_upstreams::reader::{Document, ReadFailure};
 
 /// `urls`: one or several.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
@@ -64,17 +72,75 @@ struct ExtractRequest {
     depth: Depth,
     include_images: bool,
     timeout: Option<f64>,
+    /// `query` and `chunks_per_source`: the passages each page is cut to, when asked.
+    chunks: Option<Chunks>,
+}
+
+/// Tavily's query-relevant chunks: the `per_source` passages of each page that best answer `query`.
+#[derive(Debug, Clone, PartialEq)]
+struct Chunks {
+    query: String,
+    per_source: usize,
+}
+
+/// `chunks_per_source` when a query comes without it (Tavily's default).
+const DEFAULT_CHUNKS: usize = 3;
+/// What Tavily takes for `chunks_per_source`.
+const CHUNKS_EXPECTED: &str = "an integer from 1 to 5";
+
+/// How Tavily joins the chunks of one page.
+const CHUNK_JOIN: &str = " [...] ";
+
+impl Chunks {
+    /// `query` (blank counts as absent) and `chunks_per_source`, checked as Tavily checks them.
+    fn read(fields: &Map<String, Value>) -> Result<Option<Self>, TavilyError> {
+        let query = field::<String>(fields, "query", "a string")?
+            .map(|q| q.trim().to_owned())
+            .filter(|q| !q.is_empty());
+        let per_source =
+            json_fields::number_in(fields, "chunks_per_source", 1..=5, CHUNKS_EXPECTED)?;
+        match (query, per_source) {
+            (None, None) => Ok(None),
+            (None, Some(_)) => Err(TavilyError::Own(TavilyOwn::ChunksWithoutQuery)),
+            (Some(query), per_source) => Ok(Some(Self {
+                query,
+                per_source: per_source.map_or(DEFAULT_CHUNKS, |n| n as usize),
+            })),
+        }
+    }
+
+    /// The page's best chunks for the query, in page order, joined as Tavily joins them; chosen
+    /// on the blocking pool (a few milliseconds of CPU for a long page, which a request's worker
+    /// should not spend while other connections wait).
+    async fn of(&self, gateway: &Gateway, document: Arc<Document>) -> String {
+        let selection = Selection {
+            max_chars: TAVILY_CHUNK_CHARS,
+            max_passages: Some(self.per_source),
+            budget: None,
+            order: PassageOrder::Page,
+        };
+        let selector = gateway.passages();
+        let query = self.query.clone();
+        let chosen =
+            tokio::task::spawn_blocking(move || selector.select(&document, &query, &selection))
+                .await
+                .unwrap_or_default();
+        let texts: Vec<&str> = chosen.iter().map(|c| c.text.as_str()).collect();
+        texts.join(CHUNK_JOIN)
+    }
 }
 
 impl ExtractRequest {
     fn read(fields: &Map<String, Value>) -> Result<Self, TavilyError> {
-        const READS: [&str; 6] = [
+        const READS: [&str; 8] = [
             "urls",
             "format",
             "extract_depth",
             "include_images",
             "timeout",
             "api_key",
+            "query",
+            "chunks_per_source",
         ];
         let harmless_at =
             |name: &str, value: &Value| name == "include_favicon" && value == &Value::Bool(false);
@@ -116,6 +182,7 @@ impl ExtractRequest {
             depth,
             include_images: field(fields, "include_images", "a boolean")?.unwrap_or(false),
             timeout,
+            chunks: Chunks::read(fields)?,
         })
     }
 }
@@ -199,7 +266,10 @@ pub(crate) async fn extract(
                 match &read.result {
                     Ok(done) => reply.results.push(Extracted {
                         url: asked.as_sent,
-                        raw_content: done.document.content.clone(),
+                        raw_content: match &request.chunks {
+                            Some(chunks) => chunks.of(&gateway, Arc::clone(&done.document)).await,
+                            None => done.document.content.clone(),
+                        },
                         images: if request.include_images {
                             done.document.images.clone()
                         } else {
@@ -271,21 +341,66 @@ mod tests {
             (ReadFormat::Text, Depth::Advanced)
         );
         assert!(many.include_images);
-        for (body, named) in [
-            (json!({"urls": "https://a.example/", "query": "q"}), "query"),
-            (
-                json!({"urls": "https://a.example/", "chunks_per_source": 2}),
-                "chunks_per_source",
-            ),
-            (
-                json!({"urls": "https://a.example/", "include_favicon": true}),
-                "include_favicon",
-            ),
+        let err = read(json!({"urls": "https://a.example/", "include_favicon": true})).unwrap_err();
+        assert_eq!(err.code(), "unsupported_option");
+        assert!(
+            err.message().contains("include_favicon"),
+            "{}",
+            err.message()
+        );
+        let err = read(json!({"urls": "https://a.example/", "chunks": 2})).unwrap_err();
+        assert_eq!(
+            err.code(),
+            "unsupported_option",
+            "a field Tavily does not have"
+        );
+    }
+
+    #[test]
+    fn a_query_asks_for_chunks_three_by_default_as_tavily_does() {
+        let url = "https://a.example/";
+        assert_eq!(read(json!({ "urls": url })).unwrap().chunks, None);
+        let chunks = |body| read(body).unwrap().chunks.unwrap();
+        assert_eq!(
+            chunks(json!({"urls": url, "query": " museum tickets "})),
+            Chunks {
+                query: "museum tickets".to_owned(),
+                per_source: 3
+            }
+        );
+        assert_eq!(
+            chunks(json!({"urls": url, "query": "q", "chunks_per_source": 5})).per_source,
+            5
+        );
+        assert_eq!(
+            read(json!({"urls": url, "query": "  "})).unwrap().chunks,
+            None,
+            "a blank query asks for nothing"
+        );
+    }
+
+    #[test]
+    fn chunks_per_source_out_of_range_or_without_a_query_is_refused_naming_it() {
+        let url = "https://a.example/";
+        for body in [
+            json!({"urls": url, "query": "q", "chunks_per_source": 0}),
+            json!({"urls": url, "query": "q", "chunks_per_source": 6}),
+            json!({"urls": url, "query": "q", "chunks_per_source": 2.5}),
+            json!({"urls": url, "query": "q", "chunks_per_source": "3"}),
+            json!({"urls": url, "chunks_per_source": 2}),
+            json!({"urls": url, "query": "", "chunks_per_source": 2}),
         ] {
             let err = read(body.clone()).unwrap_err();
-            assert_eq!(err.code(), "unsupported_option", "{body}");
-            assert!(err.message().contains(named), "{body}: {}", err.message());
+            assert_eq!(err.code(), "invalid_field", "{body}");
+            assert_eq!(err.status(), StatusCode::BAD_REQUEST, "{body}");
+            assert!(
+                err.message().contains("chunks_per_source"),
+                "{body}: {}",
+                err.message()
+            );
         }
+        let err = read(json!({"urls": url, "query": 7})).unwrap_err();
+        assert!(err.message().contains("query"), "{}", err.message());
     }
 
     #[test]

@@ -77,6 +77,9 @@ pub(crate) enum TavilyOwn {
     /// `?explain=` other than 0 or 1.
     #[error("Invalid explain: must be 0 or 1")]
     InvalidExplain,
+    /// `chunks_per_source` without a `query` to choose the chunks by.
+    #[error("Invalid chunks_per_source: it is only available when query is provided")]
+    ChunksWithoutQuery,
     /// A field Tavily has that this gateway cannot honour (or one Tavily does not have).
     #[error("{0} is not supported by this gateway")]
     Unsupported(String),
@@ -86,7 +89,7 @@ impl OwnRefusal for TavilyOwn {
     fn code(&self) -> &'static str {
         match self {
             Self::NoUrls | Self::TooManyUrls => "invalid_urls",
-            Self::InvalidExplain => "invalid_field",
+            Self::InvalidExplain | Self::ChunksWithoutQuery => "invalid_field",
             Self::Unsupported(_) => "unsupported_option",
         }
     }

@@ -12,7 +12,7 @@
 //! `timeout`, `fetch_timeout`, `cache_fallback`, `include_usage`, `include_domains_mode:
 //! "restrict"`, and `false` for `include_images`, `include_image_descriptions`, `include_favicon`,
 //! `auto_parameters`, `exact_match`, `filter_by_language`. Refused by name: those set
-//! to `true`, `chunks_per_source` (until the passage ranker exists), `country`, `start_date`,
+//! to `true`, `chunks_per_source` (its extract takes it; search not yet, #41), `country`, `start_date`,
 //! `end_date`, `max_age_hours`, `include_domains_mode: "prefer"`, and any field Tavily's API does
 //! not have.
 //!

@@ -1,0 +1,291 @@
+//! Which passages answer a query: the best-scored first, as many as asked and as the token budget
+//! holds, given back in page order or score order, adjacent ones merged.
+
+use std::ops::Range;
+use std::sync::Arc;
+
+use super::budget::{TokenBudget, TokenCounter};
+use super::rank;
+use super::split::{split, Passage};
+
+/// The order chosen passages come back in.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum PassageOrder {
+    /// As they stand on the page (Tavily's chunks).
+    #[default]
+    Page,
+    /// The best first.
+    Score,
+}
+
+/// What a door asks of a selection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Selection {
+    /// The longest passage, in characters (Tavily's chunks: 500).
+    pub max_chars: usize,
+    /// Passages chosen at most (before adjacent ones merge); `None`: as many as the budget holds.
+    pub max_passages: Option<usize>,
+    /// Tokens the chosen passages' texts hold at most, together; `None`: no budget.
+    pub budget: Option<TokenBudget>,
+    /// The order they come back in.
+    pub order: PassageOrder,
+}
+
+/// Passages chosen for a query: one passage, or several adjacent on the page merged into one.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Chosen {
+    /// The text, adjacent passages joined by a line end (nothing between them was left out).
+    pub text: String,
+    /// The headings its first passage sits under, outermost first.
+    pub heading_path: Arc<[String]>,
+    /// The best BM25 score among its passages.
+    pub score: f32,
+    /// Which passages of the page's split it holds, in page order.
+    pub passages: Range<usize>,
+}
+
+/// The passages of `content` (a page titled `title`) that best answer `query`, within `selection`
+/// (its budget counted by `counter`). Passages with no word of the query come after those that
+/// have one, in page order, so a page always gives what was asked for when it has that much.
+pub(super) fn select(
+    content: &str,
+    title: Option<&str>,
+    query: &str,
+    selection: &Selection,
+    counter: TokenCounter,
+) -> Vec<Chosen> {
+    let passages = split(content, selection.max_chars);
+    let scores = rank::scores(&passages, title, query);
+    let mut ranked: Vec<usize> = (0..passages.len()).collect();
+    ranked.sort_by(|a, b| scores[*b].total_cmp(&scores[*a]).then(a.cmp(b)));
+    let cap = selection.max_passages.unwrap_or(usize::MAX);
+    let mut taken: Vec<usize> = Vec::new();
+    // Each passage's tokens, counted once.
+    let mut tokens: Vec<Option<usize>> = vec![None; passages.len()];
+    let mut spent = 0;
+    for i in ranked {
+        if taken.len() >= cap {
+            break;
+        }
+        if let Some(budget) = selection.budget {
+            let count = counter.count(&passages[i].text);
+            tokens[i] = Some(count);
+            if spent + count > budget.tokens() {
+                continue;
+            }
+            spent += count;
+        }
+        taken.push(i);
+    }
+    let mut chosen = merged(&passages, &scores, &taken);
+    if let Some(budget) = selection.budget {
+        // Tokens of a merged text are not always the sum of its parts' (a join can change how
+        // the tokenizer cuts): the lowest-scored passage goes until the texts fit.
+        let count = |c: &Chosen| match tokens[c.passages.start] {
+            Some(count) if c.passages.len() == 1 => count,
+            _ => counter.count(&c.text),
+        };
+        while chosen.iter().map(count).sum::<usize>() > budget.tokens() {
+            let Some(worst) = taken
+                .iter()
+                .enumerate()
+                .min_by(|a, b| scores[*a.1].total_cmp(&scores[*b.1]).then(b.1.cmp(a.1)))
+                .map(|(at, _)| at)
+            else {
+                break;
+            };
+            taken.remove(worst);
+            chosen = merged(&passages, &scores, &taken);
+        }
+    }
+    if selection.order == PassageOrder::Score {
+        chosen.sort_by(|a, b| {
+            b.score
+                .total_cmp(&a.score)
+                .then(a.passages.start.cmp(&b.passages.start))
+        });
+    }
+    chosen
+}
+
+/// The `taken` passages in page order, each run of adjacent ones merged into one.
+fn merged(passages: &[Passage], scores: &[f32], taken: &[usize]) -> Vec<Chosen> {
+    let mut in_page_order = taken.to_vec();
+    in_page_order.sort_unstable();
+    let mut chosen: Vec<Chosen> = Vec::new();
+    for i in in_page_order {
+        match chosen.last_mut() {
+            Some(last) if last.passages.end == i => {
+                last.text.push('\n');
+                last.text.push_str(&passages[i].text);
+                last.score = last.score.max(scores[i]);
+                last.passages.end = i + 1;
+            }
+            _ => chosen.push(Chosen {
+                text: passages[i].text.clone(),
+                heading_path: Arc::clone(&passages[i].heading_path),
+                score: scores[i],
+                passages: i..i + 1,
+            }),
+        }
+    }
+    chosen
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::*;
+    use crate::settings::TokenizerEncoding;
+
+    const COUNTER: TokenCounter = TokenCounter::new(TokenizerEncoding::O200kBase);
+
+    /// Eight sections of one paragraph each; the fourth and the seventh speak of lighthouses.
+    fn page() -> String {
+        let mut page = String::from("# Coast guide\n\n");
+        for (i, topic) in [
+            "harbours",
+            "beaches",
+            "cliffs",
+            "lighthouses",
+            "villages",
+            "markets",
+            "lighthouses",
+            "ferries",
+        ]
+        .iter()
+        .enumerate()
+        {
+            page.push_str(&format!(
+                "## Part {i}\n\nThis part describes the {topic} of the coast in plain words, \
+                 with enough text around them to make a paragraph.\n\n"
+            ));
+        }
+        page
+    }
+
+    fn ask(query: &str, selection: Selection) -> Vec<Chosen> {
+        select(&page(), Some("Coast"), query, &selection, COUNTER)
+    }
+
+    const TAVILY: Selection = Selection {
+        max_chars: 500,
+        max_passages: Some(2),
+        budget: None,
+        order: PassageOrder::Page,
+    };
+
+    #[test]
+    fn the_best_passages_come_back_in_page_order_or_score_order() {
+        let chosen = ask("lighthouses", TAVILY);
+        let paths: Vec<&str> = chosen.iter().map(|c| c.heading_path[1].as_str()).collect();
+        assert_eq!(paths, ["Part 3", "Part 6"]);
+        assert!(chosen.iter().all(|c| c.text.contains("lighthouses")));
+        let by_score = ask(
+            "lighthouses harbours harbours",
+            Selection {
+                max_passages: Some(3),
+                order: PassageOrder::Score,
+                ..TAVILY
+            },
+        );
+        assert_eq!(by_score.len(), 3);
+        assert!(by_score.windows(2).all(|w| w[0].score >= w[1].score));
+    }
+
+    #[test]
+    fn adjacent_chosen_passages_merge_into_one() {
+        let chosen = ask(
+            "beaches cliffs",
+            Selection {
+                max_passages: Some(2),
+                ..TAVILY
+            },
+        );
+        assert_eq!(chosen.len(), 1, "{chosen:?}");
+        assert_eq!(chosen[0].passages, 1..3);
+        assert!(chosen[0].text.contains("beaches") && chosen[0].text.contains("cliffs"));
+        assert!(chosen[0].text.contains("\n## Part 2\n"));
+    }
+
+    #[test]
+    fn a_query_nothing_matches_still_gives_the_first_passages() {
+        let chosen = ask("zeppelins", TAVILY);
+        assert_eq!(chosen.len(), 1, "the first two, merged");
+        assert_eq!(chosen[0].passages, 0..2);
+        assert_eq!(chosen[0].score, 0.0);
+    }
+
+    #[test]
+    fn a_budget_takes_the_best_passages_that_fit() {
+        let one = COUNTER.count(&split(&page(), 500)[3].text);
+        let chosen = ask(
+            "lighthouses",
+            Selection {
+                max_passages: None,
+                budget: Some(TokenBudget::new(one + 1)),
+                ..TAVILY
+            },
+        );
+        assert_eq!(chosen.len(), 1);
+        assert!(chosen[0].text.contains("lighthouses"));
+        let none = ask(
+            "lighthouses",
+            Selection {
+                budget: Some(TokenBudget::new(3)),
+                ..TAVILY
+            },
+        );
+        assert!(none.is_empty(), "no passage fits three tokens");
+    }
+
+    /// A random page: headings, paragraphs of random words (some very long), lists and code.
+    fn document() -> impl Strategy<Value = String> {
+        let word = prop_oneof![
+            "[a-zA-Zéü]{1,12}",
+            "[a-z]{40,300}",
+            Just("lighthouse".to_owned()),
+            Just("東京".to_owned()),
+            Just("<|endoftext|>".to_owned()),
+        ];
+        let line = prop::collection::vec(word, 1..60).prop_map(|w| w.join(" ") + ".");
+        let block = prop_oneof![
+            line.clone(),
+            line.clone().prop_map(|l| format!("## {l}")),
+            line.clone().prop_map(|l| format!("- {l}")),
+            line.clone().prop_map(|l| format!("| {l} | x |")),
+            line.prop_map(|l| format!("```\n{l}\n```")),
+        ];
+        prop::collection::vec(block, 0..40).prop_map(|b| b.join("\n\n"))
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(48))]
+
+        #[test]
+        fn a_budget_is_never_exceeded_and_no_passage_is_too_long(
+            doc in document(),
+            tokens in 0usize..400,
+            max_chars in 20usize..600,
+            cap in prop::option::of(1usize..6),
+            by_score in any::<bool>(),
+        ) {
+            let selection = Selection {
+                max_chars,
+                max_passages: cap,
+                budget: Some(TokenBudget::new(tokens)),
+                order: if by_score { PassageOrder::Score } else { PassageOrder::Page },
+            };
+            let chosen = select(&doc, Some("Title"), "lighthouse words", &selection, COUNTER);
+            let spent: usize = chosen.iter().map(|c| COUNTER.count(&c.text)).sum();
+            prop_assert!(spent <= tokens, "{spent} tokens > {tokens}");
+            let passages: usize = chosen.iter().map(|c| c.passages.len()).sum();
+            prop_assert!(cap.is_none_or(|cap| passages <= cap));
+            for passage in split(&doc, max_chars) {
+                prop_assert!(passage.text.chars().count() <= max_chars);
+            }
+        }
+    }
+}
