@@ -88,6 +88,7 @@ async fn probe_engines(inner: &Inner, instance: &Instance) {
         timeout: inner.settings.engine_probe_timeout,
         retry: inner.settings.breaker_open,
         max: inner.settings.breaker_max_open,
+        weight: inner.settings.engine_probe_weight,
     };
     Prober::new(
         InstanceTarget { inner, instance },

@@ -164,6 +164,9 @@ pub struct EngineSettings {
     pub breaker_jitter: f64,
     /// `ENGINE_PROBE_TIMEOUT_MS`: the bound of one out-of-band probe of a blocked engine.
     pub engine_probe_timeout: Duration,
+    /// `ENGINE_PROBE_WEIGHT`: a probe into a still-blocked engine, in client searches' worth of
+    /// results lost.
+    pub engine_probe_weight: f64,
     /// `MAX_CONCURRENT_MISSES`, `MAX_MISS_WAIT_MS`.
     pub shedding: Shedding,
     /// `QUOTA_PARK_SECONDS`: how long a spent quota without a reset hint parks its provider.
@@ -247,6 +250,7 @@ impl EngineSettings {
         let breaker_jitter = env.number("BREAKER_JITTER", 0.0, 1.0)?;
         let engine_probe_timeout =
             Duration::from_millis(env.integer("ENGINE_PROBE_TIMEOUT_MS", 1u64, 600_000)?);
+        let engine_probe_weight = env.number("ENGINE_PROBE_WEIGHT", 0.01, 100.0)?;
         let shedding = Shedding::read(env)?;
         let quota_park = env.seconds("QUOTA_PARK_SECONDS")?;
         let workers = runtime::workers_or_cores(env.integer("WORKER_THREADS", 0, 1024)?);
@@ -297,6 +301,7 @@ impl EngineSettings {
             breaker_failure_threshold,
             breaker_jitter,
             engine_probe_timeout,
+            engine_probe_weight,
             shedding,
             quota_park,
             runtime,

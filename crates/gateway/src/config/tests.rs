@@ -387,6 +387,18 @@ fn the_tokenizer_encoding_is_o200k_unless_told_and_a_bad_one_is_named() {
 }
 
 #[test]
+fn the_engine_probe_weight_is_a_quarter_unless_told_and_bounded() {
+    let c = config(&[]).unwrap();
+    assert!((c.gateway.engine.engine_probe_weight - 0.25).abs() < f64::EPSILON);
+    let c = config(&[("ENGINE_PROBE_WEIGHT", "2")]).unwrap();
+    assert!((c.gateway.engine.engine_probe_weight - 2.0).abs() < f64::EPSILON);
+    for bad in ["0", "-1", "1000", "lots"] {
+        let err = config(&[("ENGINE_PROBE_WEIGHT", bad)]).unwrap_err();
+        assert_eq!(err.variable, "ENGINE_PROBE_WEIGHT", "{bad}");
+    }
+}
+
+#[test]
 fn the_page_is_served_unless_ui_enabled_is_false_and_keeps_queries_unless_told_not_to() {
     use gateway_http::settings::ui::{Queries, UiSettings};
     assert_eq!(

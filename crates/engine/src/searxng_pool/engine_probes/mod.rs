@@ -14,14 +14,15 @@
 //! half-open, at once.
 //!
 //! **When** to probe prices both mistakes ([`probe_delay`]). A probe into a still-blocked engine
-//! costs one call (one search's worth); a recovered engine left out costs `L` per second — the
-//! client searches per second reaching the instance × the share of their results that engine
-//! usually brings ([`crate::searxng_pool::engine_value`]). Over an open period `P` (the breaker's doubling
-//! backoff: the longer the block keeps repeating, the longer it is expected to last), probing every
-//! `T` costs `P / T` probes and finds a recovery `T / 2` late on average, `L × T / 2`: the sum is
-//! least at `T = √(2 P / L)`. So the probe comes sooner than `P` when traffic is heavy and the
-//! engine matters (`L × P > 2`), later when it does not — at most `BREAKER_MAX_OPEN_SECONDS` after
-//! the period began, at least a quarter of `BREAKER_OPEN_SECONDS` — and never before a server's own
+//! costs one call, weighed as `w` searches' worth of results (`ENGINE_PROBE_WEIGHT`, 0.25 by
+//! default, chosen on the scripted days: docs/src/benchmarks/decisions.md, #45); a recovered engine
+//! left out costs `L` per second — the client searches per second reaching the instance × the
+//! share of their results that engine usually brings ([`crate::searxng_pool::engine_value`]). Over
+//! an open period `P` (the breaker's doubling backoff: the longer the block keeps repeating, the
+//! longer it is expected to last), probing every `T` costs `w × P / T` and finds a recovery `T / 2`
+//! late on average, `L × T / 2`: the sum is least at `T = √(2 P w / L)`. So the probe comes sooner
+//! than `P` when traffic is heavy and the engine matters (`L × P > 2w`), later when it does not —
+//! at most `BREAKER_MAX_OPEN_SECONDS` after the period began, at least a quarter of `BREAKER_OPEN_SECONDS` — and never before a server's own
 //! reset hint. A deferred probe is weighed again as traffic changes; before any client search the
 //! backoff alone decides.
 //!
@@ -95,6 +96,8 @@ pub(crate) struct Prober<'a, T> {
     floor: Duration,
     /// The latest (`BREAKER_MAX_OPEN_SECONDS`).
     max: Duration,
+    /// What a probe into a still-blocked engine weighs (`ENGINE_PROBE_WEIGHT`).
+    weight: f64,
     /// The probe time chosen for each open period seen.
     plans: HashMap<String, Plan>,
     queries: &'a RecentQueries,
@@ -113,6 +116,9 @@ pub(crate) struct ProbeSettings {
     pub(crate) retry: Duration,
     /// `BREAKER_MAX_OPEN_SECONDS`: the latest probe after a period began.
     pub(crate) max: Duration,
+    /// `ENGINE_PROBE_WEIGHT`: one probe into a still-blocked engine, in client searches' worth of
+    /// its results.
+    pub(crate) weight: f64,
 }
 
 /// One open period as the prober planned it.
@@ -142,6 +148,7 @@ impl<'a, T: ProbeTarget> Prober<'a, T> {
             look_every: (settings.retry / 2).clamp(LOOK_AT_MOST_EVERY, LOOK_EVERY),
             floor: settings.retry / 4,
             max: settings.max,
+            weight: settings.weight,
             plans: HashMap::new(),
             queries,
             metrics,
@@ -192,7 +199,7 @@ impl<'a, T: ProbeTarget> Prober<'a, T> {
                 }
                 BreakerState::HalfOpen => {
                     let probe_at = self.plans.get(name).map(|plan| {
-                        let loss = self.target.loss_per_second(name);
+                        let loss = self.loss_per_second(name);
                         plan.seen + probe_delay(plan.period, loss, self.floor, self.max)
                     });
                     match (self.later.get(name), probe_at) {
@@ -211,7 +218,7 @@ impl<'a, T: ProbeTarget> Prober<'a, T> {
     /// time when that comes sooner. Returns the period's end.
     fn plan(&mut self, breaker: &Breaker, now: Instant, until: Instant) -> Instant {
         let period = until.saturating_duration_since(now);
-        let loss = self.target.loss_per_second(breaker.name());
+        let loss = self.loss_per_second(breaker.name());
         let probe_at = now + probe_delay(period, loss, self.floor, self.max);
         let until = if probe_at < until && breaker.shorten(probe_at) {
             now + breaker.snapshot().open_for.unwrap_or_default()
@@ -227,6 +234,14 @@ impl<'a, T: ProbeTarget> Prober<'a, T> {
             },
         );
         until
+    }
+
+    /// What leaving `engine` out costs per second, in probes' worth: the target's loss over the
+    /// weight of one probe (`None`: nothing known yet).
+    fn loss_per_second(&self, engine: &str) -> Option<f64> {
+        self.target
+            .loss_per_second(engine)
+            .map(|loss| loss / self.weight)
     }
 
     /// Probes every breaker of `due` still half-open once the replicas have coordinated, at once.

@@ -192,6 +192,16 @@ async fn with_prober(
     queries: &RecentQueries,
     script: impl Future<Output = ()>,
 ) -> Registry {
+    with_weighed_prober(fake, queries, 1.0, script).await
+}
+
+/// [`with_prober`] with `ENGINE_PROBE_WEIGHT` at `weight`.
+async fn with_weighed_prober(
+    fake: &Fake,
+    queries: &RecentQueries,
+    weight: f64,
+    script: impl Future<Output = ()>,
+) -> Registry {
     let mut registry = Registry::new();
     let prober = Prober::new(
         fake,
@@ -199,6 +209,7 @@ async fn with_prober(
             timeout: TIMEOUT,
             retry: OPEN,
             max: MAX,
+            weight,
         },
         queries,
         ProbeMetrics::new(&mut registry),
@@ -440,6 +451,35 @@ async fn a_valuable_engine_under_heavy_traffic_is_probed_before_its_backoff_ends
         "√(2 × 10 s / 0.8 per s), not the 10 s backoff"
     );
     assert_eq!(fake.client_plan(), None);
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_probe_weight_moves_the_probe_along_the_square_root_rule() {
+    for (weight, due) in [(0.32, 2.83), (2.0, 7.07)] {
+        let fake = Fake::new();
+        let queries = RecentQueries::default();
+        fake.set_loss(Some(0.8));
+        fake.set(Reply::Recovered);
+        fake.breaker("beta")
+            .record(Signal::stop(TripReason::Captcha));
+        fake.wake.notify_one();
+        with_weighed_prober(&fake, &queries, weight, async {
+            until(&fake, due - 0.1).await;
+            assert!(
+                fake.seen().is_empty(),
+                "weight {weight}: not before {due} s"
+            );
+            until(&fake, due + 0.1).await;
+        })
+        .await;
+        let at = fake.at();
+        assert_eq!(at.len(), 1, "weight {weight}: one probe");
+        assert!(
+            (at[0].as_secs_f64() - due).abs() < 0.01,
+            "weight {weight}: √(2 × 10 s × {weight} / 0.8 per s) = {due} s, got {:?}",
+            at[0]
+        );
+    }
 }
 
 #[tokio::test(start_paused = true)]

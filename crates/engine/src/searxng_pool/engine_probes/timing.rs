@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 /// How long after an open period of length `period` began its probe is due, given what leaving
-/// the engine out costs per second (`loss`; `None`: unknown, the period decides): `√(2 P / L)`
+/// the engine out costs per second (`loss`; `None`: unknown, the period decides): `√(2 P / L)`, `L` already divided by the probe's weight
 /// between `floor` and `max` (see [`super`]'s module doc).
 pub(super) fn probe_delay(
     period: Duration,

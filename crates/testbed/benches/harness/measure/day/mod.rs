@@ -51,6 +51,21 @@ pub(crate) fn check_schedules() -> usize {
     failed
 }
 
+/// The `T1_PREMIUM_COUNT` values each day is replayed with: 0 and 1, or those `HARNESS_DAY_T1`
+/// lists (`HARNESS_DAY_T1=0 cargo harness --day`: the targets' configuration alone, half the time,
+/// for before/after runs of a decision rule).
+fn day_t1_values() -> Vec<usize> {
+    std::env::var("HARNESS_DAY_T1")
+        .ok()
+        .map(|list| {
+            list.split(',')
+                .filter_map(|t1| t1.trim().parse().ok())
+                .collect::<Vec<_>>()
+        })
+        .filter(|values| !values.is_empty())
+        .unwrap_or_else(|| vec![0, 1])
+}
+
 impl Bench {
     /// h. Every day, each with T1 = 0 (scored against the targets) and T1 = 1 (reported beside it).
     pub(crate) async fn decision_day(&mut self) -> Result<(), BoxError> {
@@ -59,7 +74,7 @@ impl Bench {
                 schedule,
                 length: self.plan.day_length,
             };
-            for t1 in [0, 1] {
+            for t1 in day_t1_values() {
                 let result = self.replay_day(day, t1).await?;
                 self.report_day(day, t1, &result);
             }
