@@ -5,8 +5,9 @@
 use std::time::Duration;
 
 /// How long after an open period of length `period` began its probe is due, given what leaving
-/// the engine out costs per second (`loss`; `None`: unknown, the period decides): `√(2 P / L)`, `L` already divided by the probe's weight
-/// between `floor` and `max` (see [`super`]'s module doc).
+/// the engine out costs per second in probes' worth (`loss`, already divided by the probe's
+/// weight; `None`: unknown, the period decides): `√(2 P / L)` between `floor` and `max` (see
+/// [`super`]'s module doc).
 pub(super) fn probe_delay(
     period: Duration,
     loss: Option<f64>,
