@@ -950,3 +950,91 @@ async fn a_firecrawl_scrape_honours_max_age_zero_and_refuses_what_needs_a_browse
     );
     assert_eq!(s.site.hits("/scraped"), 2, "a refused scrape reads nothing");
 }
+
+/// The reranker door (#41): the client's documents best first against its query, in the
+/// Jina/Cohere answer, indices and documents as sent; `top_n` and `return_documents` honoured;
+/// Cohere's `max_tokens_per_doc` refused by name; behind the inbound key like every door.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_rerank_door_ranks_a_clients_documents_behind_the_key() {
+    let keys = keys_file(&[("alice", ALICE_KEY, "")]);
+    let path = keys.path().to_str().expect("utf-8 path").to_owned();
+    let s = SimStack::start(
+        &[],
+        &[
+            ("API_KEYS_FILE", path.as_str()),
+            ("TEST_CLIENT_KEY", ALICE_KEY),
+        ],
+    )
+    .await;
+    let g = &s.gateway;
+    let documents = json!([
+        "The observatory opens at night for visitors.",
+        {"text": "Its telescope mirror is 74 centimetres across, installed in 1911."},
+        "The bakery sells saffron buns on Saturdays.",
+    ]);
+    let body = json!({"model": "jina-reranker-v2-base-multilingual",
+        "query": "how wide is the telescope mirror", "documents": documents});
+    assert_eq!(post(g, "/v1/rerank", None, body.clone()).await.status, 401);
+    let reply = post(g, "/v1/rerank", Some(ALICE_KEY), body).await;
+    assert_eq!(reply.status, 200, "{}", reply.text);
+    let results = reply.json["results"].as_array().expect("results");
+    let order: Vec<u64> = results.iter().filter_map(|r| r["index"].as_u64()).collect();
+    assert_eq!(order[0], 1, "the mirror first: {}", reply.text);
+    assert_eq!(order.len(), 3, "all by default");
+    assert_eq!(
+        results[0]["document"]["text"],
+        json!("Its telescope mirror is 74 centimetres across, installed in 1911.")
+    );
+    let best = results[0]["relevance_score"].as_f64().expect("a score");
+    assert!(best > 0.0 && best < 1.0, "{best}");
+    assert_eq!(
+        results[2]["relevance_score"],
+        json!(0.0),
+        "no word in common"
+    );
+    assert_eq!(
+        reply.json["model"],
+        json!("jina-reranker-v2-base-multilingual")
+    );
+    assert!(reply.json["usage"]["total_tokens"].as_u64().unwrap_or(0) > 20);
+
+    let short = post(
+        g,
+        "/v1/rerank",
+        Some(ALICE_KEY),
+        json!({"query": "saffron buns", "documents": documents, "top_n": 1,
+            "return_documents": false}),
+    )
+    .await;
+    assert_eq!(short.status, 200, "{}", short.text);
+    assert_eq!(
+        short.json["results"],
+        json!([{"index": 2,
+        "relevance_score": short.json["results"][0]["relevance_score"]}])
+    );
+    assert!(short.json["results"][0].get("document").is_none());
+
+    let refused = post(
+        g,
+        "/v1/rerank",
+        Some(ALICE_KEY),
+        json!({"query": "q", "documents": ["a"], "max_tokens_per_doc": 512}),
+    )
+    .await;
+    assert_eq!(refused.status, 400, "{}", refused.text);
+    assert!(
+        refused.json["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("max_tokens_per_doc")),
+        "{}",
+        refused.text
+    );
+    let capabilities = g
+        .get(&format!("/v1/capabilities?api_key={ALICE_KEY}"))
+        .await;
+    assert!(
+        capabilities.text.contains("/v1/rerank"),
+        "{}",
+        capabilities.text
+    );
+}

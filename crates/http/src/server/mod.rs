@@ -121,6 +121,7 @@ fn router(gateway: Gateway, clients: Clients, mcp_shutdown: CancellationToken) -
         ("jina_search", "/s/{query}"),
         ("exa_search", surfaces::exa::SEARCH_PATH),
         ("exa_contents", surfaces::exa::CONTENTS_PATH),
+        ("rerank", surfaces::rerank::PATH),
         ("status", operator::operations::STATUS_PATH),
         ("capabilities", operator::capabilities::PATH),
         ("metrics", &metrics_path),
@@ -144,6 +145,7 @@ fn router(gateway: Gateway, clients: Clients, mcp_shutdown: CancellationToken) -
         .merge(surfaces::serper::routes(&gate))
         .merge(surfaces::jina::routes(&gate))
         .merge(surfaces::exa::routes(&gate))
+        .merge(surfaces::rerank::routes(&gate))
         .merge(surfaces::mcp::routes(gateway.clone(), &gate, mcp_shutdown))
         .merge(operator::operations::status_routes(&gate))
         .merge(operator::capabilities::routes(&gate, &links));
@@ -445,6 +447,7 @@ mod tests {
             super::surfaces::serper::PATH,
             super::surfaces::exa::SEARCH_PATH,
             super::surfaces::exa::CONTENTS_PATH,
+            super::surfaces::rerank::PATH,
             super::operator::operations::STATUS_PATH,
             super::operator::capabilities::PATH,
             super::operator::operations::HEALTHZ_PATH,

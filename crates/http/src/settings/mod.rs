@@ -38,6 +38,7 @@ pub const RESERVED_PATHS: &[&str] = &[
     "/serper/search",
     "/exa/search",
     "/exa/contents",
+    "/v1/rerank",
     "/v1/capabilities",
 ];
 /// Every path under each is one surface's: the admin routes', the operator's page's, Jina's reader

@@ -21,7 +21,8 @@
 //! per-passage hash maps are the next place to look. A door runs a selection on the blocking pool.
 //!
 //! Not yet (#41): a reranker (`RERANK_URL`), the split cached with the page, stemming (by
-//! measurement), the surfaces other than Tavily's extract.
+//! measurement), Tavily's search and Perplexity's token caps. [`PassageSelector::rank_texts`] scores
+//! a client's own texts for the `/v1/rerank` door.
 
 mod budget;
 mod rank;
@@ -32,6 +33,8 @@ mod terms;
 pub use budget::{TokenBudget, TokenCounter};
 pub use select::{Chosen, PassageOrder, Selection};
 pub use split::{split, Passage};
+
+use std::sync::Arc;
 
 use gateway_upstreams::reader::Document;
 
@@ -59,6 +62,20 @@ impl PassageSelector {
         self.counter
     }
 
+    /// How well each of `texts` answers `query`, in their order: BM25 over the texts as one
+    /// collection (each text one passage, no title or headings), zero for no word in common. The
+    /// `/v1/rerank` door's scores.
+    pub fn rank_texts(&self, query: &str, texts: &[&str]) -> Vec<f32> {
+        let passages: Vec<Passage> = texts
+            .iter()
+            .map(|text| Passage {
+                text: (*text).to_owned(),
+                heading_path: Arc::from([]),
+            })
+            .collect();
+        rank::scores(&passages, None, query)
+    }
+
     /// The passages of `document` that best answer `query`, as `selection` asks.
     pub fn select(&self, document: &Document, query: &str, selection: &Selection) -> Vec<Chosen> {
         select::select(
@@ -68,5 +85,27 @@ impl PassageSelector {
             selection,
             self.counter,
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn texts_are_ranked_in_their_order_and_one_without_the_query_scores_nothing() {
+        let selector = PassageSelector::new(TokenizerEncoding::O200kBase);
+        let scores = selector.rank_texts(
+            "capital of france",
+            &[
+                "Berlin is the capital of Germany.",
+                "Paris is the capital of France.",
+                "Bananas are yellow.",
+            ],
+        );
+        assert_eq!(scores.len(), 3);
+        assert!(scores[1] > scores[0], "{scores:?}");
+        assert_eq!(scores[2], 0.0, "{scores:?}");
+        assert!(selector.rank_texts("anything", &[]).is_empty());
     }
 }

@@ -12,7 +12,8 @@
 //! - [`retriever`]: gpt-researcher's custom retriever, `GET /retriever`;
 //! - [`serper`]: Serper's Google search API, `POST /serper/search`;
 //! - [`jina`]: Jina Reader's reader and search, `/r/<url>` and `/s/<query>`;
-//! - [`exa`]: Exa's search and contents, `POST /exa/search` and `/exa/contents`.
+//! - [`exa`]: Exa's search and contents, `POST /exa/search` and `/exa/contents`;
+//! - [`rerank`]: a reranker in Jina's and Cohere's shape, `POST /v1/rerank`.
 //!
 //! A new door is a module here, its `routes` merged in `server::router`, its path in
 //! `RESERVED_PATHS` (`crate::settings`).
@@ -23,6 +24,7 @@ pub(crate) mod jina;
 pub(crate) mod mcp;
 pub(crate) mod openwebui;
 pub(crate) mod perplexity;
+pub(crate) mod rerank;
 pub(crate) mod retriever;
 pub(crate) mod searxng;
 pub(crate) mod serper;
