@@ -530,16 +530,30 @@ async fn serper_takes_the_key_as_x_api_key() {
     assert_eq!(wrong.json["statusCode"], 401);
 }
 
+/// `max_tokens_per_page` (#41): each result's snippet is the page's passages that answer the
+/// query — here a fact far down a long page — within that many tokens, not the page's start.
 #[tokio::test(flavor = "multi_thread")]
-async fn perplexity_max_tokens_per_page_reads_the_pages_and_cuts_their_text() {
+async fn perplexity_max_tokens_per_page_gives_the_passages_that_answer_the_query() {
     let s = ReadStack::start(&[], &[]).await;
-    let (source, _) = corpus("ars-1");
-    s.site.set_default(Page::html(source));
+    let mut page = String::from("<html><head><title>Harbour notes</title></head><body><article>");
+    for i in 0..30 {
+        page.push_str(&format!(
+            "<p>Note {i}: the harbour master logged the tides, the weather and the boats that \
+             came in and went out on that day, as every day before it.</p>"
+        ));
+    }
+    page.push_str("<p>The lighthouse foghorn was silenced in 1987 after the keepers left.</p>");
+    for i in 30..40 {
+        page.push_str(&format!("<p>Note {i}: the gardens were quiet.</p>"));
+    }
+    page.push_str("</article></body></html>");
+    s.site.set_default(Page::html(page));
     let reply = post(
         &s.gateway,
         "/perplexity/search",
         Some("pplx-any"),
-        json!({"query": "cut pages", "max_results": 2, "max_tokens_per_page": 50}),
+        json!({"query": "when was the lighthouse foghorn silenced", "max_results": 2,
+            "max_tokens_per_page": 50}),
     )
     .await;
     assert_eq!(reply.status, 200, "{}", reply.text);
@@ -547,10 +561,15 @@ async fn perplexity_max_tokens_per_page_reads_the_pages_and_cuts_their_text() {
     assert_eq!(results.len(), 2);
     for result in results {
         let snippet = result["snippet"].as_str().expect("a snippet");
-        assert!(snippet.len() <= 200 && snippet.len() > 100, "{snippet}");
+        assert!(
+            snippet.starts_with("The lighthouse foghorn was silenced in 1987"),
+            "the answer first, not the page's start: {snippet}"
+        );
+        // 50 tokens of English: well under 400 characters.
+        assert!(snippet.len() <= 400, "{snippet}");
         assert!(
             !snippet.contains("Snippet of"),
-            "the page's text, not the search's"
+            "the page's, not the search's"
         );
     }
     assert_eq!(s.reads("direct_ok").await, 2.0);

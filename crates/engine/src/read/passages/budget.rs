@@ -45,6 +45,32 @@ impl TokenCounter {
         self.bpe().count_ordinary(text)
     }
 
+    /// The longest start of `text` that ends before a space and holds at most `budget` tokens
+    /// (all of it when it fits; empty when not even its first word does). Only a start counted
+    /// within the budget is returned, so the budget holds whatever the encoding does at a cut.
+    pub fn prefix(self, text: &str, budget: TokenBudget) -> &str {
+        if self.count(text) <= budget.tokens() {
+            return text;
+        }
+        let ends: Vec<usize> = text
+            .char_indices()
+            .filter(|(_, c)| c.is_whitespace())
+            .map(|(at, _)| at)
+            .collect();
+        let (mut low, mut high, mut best) = (0, ends.len(), 0);
+        while low < high {
+            let mid = low + (high - low) / 2;
+            let end = ends[mid];
+            if self.count(&text[..end]) <= budget.tokens() {
+                best = end;
+                low = mid + 1;
+            } else {
+                high = mid;
+            }
+        }
+        text[..best].trim_end()
+    }
+
     fn bpe(self) -> &'static CoreBPE {
         match self.encoding {
             TokenizerEncoding::O200kBase => tiktoken_rs::o200k_base_singleton(),
@@ -71,5 +97,20 @@ mod tests {
             o200k.count("<|endoftext|>") > 1,
             "a special token's name in a page is text, not the special token"
         );
+    }
+
+    #[test]
+    fn a_prefix_ends_at_a_word_within_the_budget() {
+        let counter = TokenCounter::new(TokenizerEncoding::O200kBase);
+        let text = "one two three four five six seven eight nine ten";
+        assert_eq!(counter.prefix(text, TokenBudget::new(100)), text);
+        let cut = counter.prefix(text, TokenBudget::new(4));
+        assert_eq!(cut, "one two three four");
+        assert!(counter.count(cut) <= 4);
+        assert_eq!(
+            counter.prefix("supercalifragilistic", TokenBudget::new(1)),
+            ""
+        );
+        assert_eq!(counter.prefix(text, TokenBudget::new(0)), "");
     }
 }

@@ -76,6 +76,18 @@ impl PassageSelector {
         rank::scores(&passages, None, query)
     }
 
+    /// The passages of a page's `text` (titled `title`) that best answer `query`, as `selection`
+    /// asks: [`Self::select`] for a door that holds the text alone.
+    pub fn select_text(
+        &self,
+        text: &str,
+        title: Option<&str>,
+        query: &str,
+        selection: &Selection,
+    ) -> Vec<Chosen> {
+        select::select(text, title, query, selection, self.counter)
+    }
+
     /// The passages of `document` that best answer `query`, as `selection` asks.
     pub fn select(&self, document: &Document, query: &str, selection: &Selection) -> Vec<Chosen> {
         select::select(

@@ -10,9 +10,9 @@
 //! (`M/D/YYYY`: the after date becomes the shortest time range reaching back to it, and both drop
 //! results whose date is known to lie outside them); `search_language_filter` (one language →
 //! SearXNG's language) with `country` (`en` and `US` → `en-US`); `max_tokens_per_page` (each
-//! result returned is read as text and its snippet is the page's text cut to about that many
-//! tokens, four characters a token); `max_tokens` (the snippets of one query together, the same
-//! way). Harmless and taken: `display_server_time`, `search_context_size`, `search_mode: "web"`,
+//! result returned is read as text and its snippet is the page's passages that best answer the
+//! query, the best first, within that many tokens of `TOKENIZER_ENCODING`); `max_tokens` (the
+//! snippets of one query together, the first results first, cut at a word). Harmless and taken: `display_server_time`, `search_context_size`, `search_mode: "web"`,
 //! `search_type: "web"`. Refused by name: `search_mode` `academic` or `sec`, `search_type:
 //! "people"`, the `last_updated_*` filters (the gateway does not know when a page last changed),
 //! more than one language in `search_language_filter`, and any field Perplexity's API does not
@@ -161,13 +161,13 @@ async fn search(
         .collect();
     if let Some(tokens) = ask.tokens_per_page {
         let budget = search_read::budget_left(&gateway, started, None);
-        for list in &mut lists {
-            snippets::read_into(&gateway, &admitted, list, tokens, budget).await;
+        for (list, query) in lists.iter_mut().zip(&ask.queries) {
+            snippets::read_into(&gateway, &admitted, list, query, tokens, budget).await;
         }
     }
     if let Some(tokens) = ask.tokens {
         for list in &mut lists {
-            snippets::share_tokens(list, tokens);
+            snippets::share_tokens(gateway.passages(), list, tokens);
         }
     }
     let results = if ask.listed {
@@ -229,7 +229,10 @@ pub(crate) fn exercise(body: &[u8], urls: &[&str]) -> Result<usize, StatusCode> 
         .collect();
     let mut results = ask.results(hits);
     if let Some(tokens) = ask.tokens {
-        snippets::share_tokens(&mut results, tokens);
+        let selector = gateway_engine::read::passages::PassageSelector::new(
+            gateway_engine::settings::TokenizerEncoding::O200kBase,
+        );
+        snippets::share_tokens(selector, &mut results, tokens);
     }
     assert!(results.len() <= ask.max_results);
     Ok(results.len())

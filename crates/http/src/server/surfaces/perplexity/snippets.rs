@@ -1,7 +1,9 @@
-//! Perplexity's token budgets over a query's results: each result's snippet the page's text cut to
-//! about `max_tokens_per_page` tokens ([`read_into`], the pages read through the kit), and the
-//! snippets of one query cut to about `max_tokens` together ([`share_tokens`]). Tokens are
-//! counted as four characters, the usual rule of thumb for English text.
+//! Perplexity's token budgets over a query's results: each result's snippet the page's passages
+//! that best answer the query within `max_tokens_per_page` tokens, the best first ([`read_into`],
+//! the pages read through the kit, the passages chosen by the engine's ranker), and the snippets
+//! of one query within `max_tokens` together, the first results first ([`share_tokens`]). Tokens
+//! are counted with the configured tokenizer (`TOKENIZER_ENCODING`), never estimated, and a
+//! budget is never exceeded.
 
 use std::time::Duration;
 
@@ -11,16 +13,21 @@ use crate::gateway::Gateway;
 use crate::server::kit::gate::Admitted;
 use crate::server::kit::search_read;
 use gateway_core::request::ReadFormat;
+use gateway_engine::read::passages::{PassageOrder, PassageSelector, Selection, TokenBudget};
 
-/// Characters a token is taken to be.
-const CHARS_PER_TOKEN: usize = 4;
+/// The longest passage a snippet is made of, in characters: about half the budget (a token is
+/// about four characters of English), so several passages fit, within these bounds.
+const PASSAGE_CHARS: std::ops::RangeInclusive<usize> = 100..=800;
+/// Between two passages that are not adjacent on the page.
+const GAP: &str = "\n\n";
 
-/// Each result read as text, its snippet the page's text cut to about `tokens` tokens (the
-/// search's snippet stays when the page could not be read).
+/// Each result read as text, its snippet the page's best passages for `query` within `tokens`
+/// tokens, the best first (the search's snippet stays when the page could not be read).
 pub(crate) async fn read_into(
     gateway: &Gateway,
     admitted: &Admitted,
     list: &mut [Map<String, Value>],
+    query: &str,
     tokens: usize,
     budget: Duration,
 ) {
@@ -28,45 +35,81 @@ pub(crate) async fn read_into(
         .iter()
         .map(|r| r.get("url").and_then(Value::as_str).unwrap_or(""));
     let texts = search_read::read_texts(gateway, admitted, urls, ReadFormat::Text, budget).await;
-    for (result, text) in list.iter_mut().zip(texts) {
-        if let Some(text) = text {
-            let text = cut(&text, tokens * CHARS_PER_TOKEN);
-            result.insert("snippet".into(), Value::from(text));
+    let titles: Vec<Option<String>> = list
+        .iter()
+        .map(|r| r.get("title").and_then(Value::as_str).map(str::to_owned))
+        .collect();
+    let selector = gateway.passages();
+    let query = query.to_owned();
+    let snippets = tokio::task::spawn_blocking(move || {
+        texts
+            .into_iter()
+            .zip(titles)
+            .map(|(text, title)| {
+                text.map(|text| best_passages(selector, &text, title.as_deref(), &query, tokens))
+            })
+            .collect::<Vec<_>>()
+    })
+    .await
+    .unwrap_or_default();
+    for (result, snippet) in list.iter_mut().zip(snippets) {
+        if let Some(snippet) = snippet {
+            result.insert("snippet".into(), Value::from(snippet));
         }
     }
 }
 
-/// The snippets of one list cut so that together they hold about `tokens` tokens, the first
+/// The passages of `text` that best answer `query`, the best first, within `tokens` tokens.
+fn best_passages(
+    selector: PassageSelector,
+    text: &str,
+    title: Option<&str>,
+    query: &str,
+    tokens: usize,
+) -> String {
+    let budget = TokenBudget::new(tokens);
+    let mut selection = Selection {
+        max_chars: (tokens * 2).clamp(*PASSAGE_CHARS.start(), *PASSAGE_CHARS.end()),
+        max_passages: None,
+        budget: Some(budget),
+        // The best first: a cut for the gaps' tokens takes from the least relevant end.
+        order: PassageOrder::Score,
+    };
+    let mut chosen = selector.select_text(text, title, query, &selection);
+    if chosen.is_empty() {
+        // Not one passage fits: the best one, cut to the budget below.
+        selection.budget = None;
+        selection.max_passages = Some(1);
+        chosen = selector.select_text(text, title, query, &selection);
+    }
+    let joined = chosen
+        .iter()
+        .map(|c| c.text.as_str())
+        .collect::<Vec<_>>()
+        .join(GAP);
+    // The gaps are tokens too: the budget holds for the snippet as sent.
+    selector.counter().prefix(&joined, budget).to_owned()
+}
+
+/// The snippets of one list cut so that together they hold at most `tokens` tokens, the first
 /// results first.
-pub(crate) fn share_tokens(list: &mut [Map<String, Value>], tokens: usize) {
-    let mut left = tokens * CHARS_PER_TOKEN;
+pub(crate) fn share_tokens(
+    selector: PassageSelector,
+    list: &mut [Map<String, Value>],
+    tokens: usize,
+) {
+    let counter = selector.counter();
+    let mut left = tokens;
     for result in list {
         let snippet = result
             .get("snippet")
             .and_then(Value::as_str)
             .unwrap_or("")
             .to_owned();
-        let kept = cut(&snippet, left);
-        left = left.saturating_sub(kept.len());
+        let kept = counter.prefix(&snippet, TokenBudget::new(left)).to_owned();
+        left = left.saturating_sub(counter.count(&kept));
         result.insert("snippet".into(), Value::from(kept));
     }
-}
-
-/// `text` cut to at most `max` bytes, at the last whitespace before the cut when there is one.
-fn cut(text: &str, max: usize) -> String {
-    if text.len() <= max {
-        return text.to_owned();
-    }
-    let mut end = max;
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    let head = &text[..end];
-    head.rfind(char::is_whitespace)
-        .filter(|&at| at > 0)
-        .map_or(head, |at| &head[..at])
-        .trim_end()
-        .to_owned()
 }
 
 #[cfg(test)]
@@ -75,25 +118,54 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+    use gateway_engine::settings::TokenizerEncoding;
 
     fn fields(value: Value) -> Map<String, Value> {
         value.as_object().unwrap().clone()
     }
 
+    const SELECTOR: PassageSelector = PassageSelector::new(TokenizerEncoding::O200kBase);
+
     #[test]
-    fn text_is_cut_at_a_word_within_the_tokens() {
-        assert_eq!(cut("one two three four", 9), "one two");
-        assert_eq!(cut("short", 100), "short");
-        assert_eq!(cut("ééééé", 3), "é");
+    fn the_snippets_of_a_list_share_the_tokens_the_first_first() {
         let mut list = vec![
-            fields(json!({"snippet": "aaaa bbbb cccc"})),
-            fields(json!({"snippet": "dddd eeee"})),
+            fields(json!({"snippet": "one two three four"})),
+            fields(json!({"snippet": "five six seven"})),
+            fields(json!({"snippet": "eight"})),
         ];
-        share_tokens(&mut list, 3);
-        assert_eq!(list[0]["snippet"], "aaaa bbbb");
-        assert_eq!(
-            list[1]["snippet"], "ddd",
-            "a word longer than what is left is cut"
+        share_tokens(SELECTOR, &mut list, 6);
+        assert_eq!(list[0]["snippet"], "one two three four");
+        assert_eq!(list[1]["snippet"], "five six");
+        assert_eq!(list[2]["snippet"], "", "nothing left");
+    }
+
+    #[test]
+    fn a_page_gives_the_passages_that_answer_the_query_within_its_tokens() {
+        let mut text = String::new();
+        for i in 0..40 {
+            text.push_str(&format!(
+                "Paragraph {i} talks about the weather and the harbour at some length.\n\n"
+            ));
+        }
+        text.push_str("The lighthouse foghorn was silenced in 1987.\n\n");
+        for i in 40..60 {
+            text.push_str(&format!("Paragraph {i} is about gardens.\n\n"));
+        }
+        for tokens in [30, 200] {
+            let snippet = best_passages(
+                SELECTOR,
+                &text,
+                None,
+                "when was the foghorn silenced",
+                tokens,
+            );
+            assert!(snippet.contains("silenced in 1987"), "{tokens}: {snippet}");
+            assert!(SELECTOR.counter().count(&snippet) <= tokens, "{snippet}");
+        }
+        let tiny = best_passages(SELECTOR, &text, None, "foghorn", 3);
+        assert!(
+            !tiny.is_empty() && SELECTOR.counter().count(&tiny) <= 3,
+            "{tiny}"
         );
     }
 }
