@@ -142,3 +142,49 @@ async fn chunks_per_source_out_of_range_or_without_a_query_is_tavilys_400_naming
     }
     assert_eq!(s.site.hits("/guide"), 0, "refused before anything is read");
 }
+
+/// Tavily's advanced search with `chunks_per_source` (#41): each result is read and its `content`
+/// is the page's chunks for the search's query — facts far down the page — joined as Tavily
+/// joins them; `raw_content` stays null unless asked; a basic search with `chunks_per_source` is
+/// Tavily's 400 naming it.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_advanced_search_answers_each_result_with_its_chunks_for_the_query() {
+    let s = ReadStack::start(&[], &[]).await;
+    s.site.set_default(Page::html(guide()));
+    let search = |body: serde_json::Value| {
+        let request = s
+            .gateway
+            .http
+            .post(format!("{}/tavily/search", s.gateway.url))
+            .bearer_auth("any-key")
+            .json(&body);
+        async move {
+            crate::support::gateway::TestGateway::reply(
+                request.send().await.expect("search answers"),
+            )
+            .await
+        }
+    };
+    let reply = search(json!({"query": "saffron buns foghorn", "max_results": 2,
+        "search_depth": "advanced", "chunks_per_source": 2}))
+    .await;
+    assert_eq!(reply.status, 200, "{}", reply.text);
+    let results = reply.json["results"].as_array().expect("results");
+    assert_eq!(results.len(), 2);
+    for result in results {
+        let content = result["content"].as_str().expect("content");
+        let chunks: Vec<&str> = content.split(" [...] ").collect();
+        assert_eq!(chunks.len(), 2, "{content}");
+        assert!(
+            chunks[0].contains("saffron") && chunks[1].contains("foghorn"),
+            "in page order: {content}"
+        );
+        assert!(chunks.iter().all(|c| c.chars().count() <= 500));
+        assert!(result["raw_content"].is_null(), "not asked for");
+    }
+
+    let basic = search(json!({"query": "telescope", "chunks_per_source": 2})).await;
+    assert_eq!(basic.status, 400, "{}", basic.text);
+    let error = basic.json["detail"]["error"].as_str().unwrap_or_default();
+    assert!(error.contains("chunks_per_source"), "{error}");
+}

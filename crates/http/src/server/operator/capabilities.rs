@@ -57,9 +57,9 @@ fn document(gateway: &Gateway, doors: &Map<String, Value>) -> Value {
         "jina: X-Target-Selector, X-Remove-Selector, X-Wait-For-Selector, X-Set-Cookie, X-Proxy-Url, X-Token-Budget",
         "tavily: include_images, include_image_descriptions, include_favicon, auto_parameters, exact_match (true); country, start_date, end_date, max_age_hours",
         "firecrawl: actions, waitFor, mobile, headers, includeTags, excludeTags, onlyMainContent: false, location",
-        // The passage ranker exists (Tavily's extract takes `query` and `chunks_per_source`);
-        // these doors are not wired to it yet (#41).
-        "tavily: chunks_per_source on search (extract takes it)",
+        // The passage ranker exists (Tavily's extract and advanced search, Perplexity's token
+        // caps, /v1/rerank); Exa's highlights are not wired to it yet (#41).
+        "tavily: chunks_per_source on a search that is not search_depth advanced",
         "exa: contents.highlights (not wired to the passage ranker yet)",
     ];
     if !engine.browser {

@@ -29,6 +29,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use tokio::time::Instant;
 
+use super::chunks::{Chunks, DEFAULT_CHUNKS};
 use super::{carries_key, TavilyError, TavilyOwn, MAX_URLS};
 use crate::gateway::Gateway;
 use crate::server::kit::body::LimitedBody;
@@ -38,9 +39,8 @@ use crate::server::kit::json_fields::{self, field, InvalidField};
 use crate::server::kit::read_call::{self, Asked};
 use crate::server::kit::refusal::json_response;
 use gateway_core::request::ReadFormat;
-use gateway_engine::read::passages::{PassageOrder, Selection, TAVILY_CHUNK_CHARS};
 use gateway_engine::read::Depth;
-use gateway_upstreams::reader::{Document, ReadFailure};
+use gateway_upstreams::reader::ReadFailure;
 
 /// `urls`: one or several.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
@@ -76,57 +76,23 @@ struct ExtractRequest {
     chunks: Option<Chunks>,
 }
 
-/// Tavily's query-relevant chunks: the `per_source` passages of each page that best answer `query`.
-#[derive(Debug, Clone, PartialEq)]
-struct Chunks {
-    query: String,
-    per_source: usize,
-}
-
-/// `chunks_per_source` when a query comes without it (Tavily's default).
-const DEFAULT_CHUNKS: usize = 3;
-/// What Tavily takes for `chunks_per_source`.
+/// What Tavily takes for `chunks_per_source` in an extract.
 const CHUNKS_EXPECTED: &str = "an integer from 1 to 5";
 
-/// How Tavily joins the chunks of one page.
-const CHUNK_JOIN: &str = " [...] ";
-
-impl Chunks {
-    /// `query` (blank counts as absent) and `chunks_per_source`, checked as Tavily checks them.
-    fn read(fields: &Map<String, Value>) -> Result<Option<Self>, TavilyError> {
-        let query = field::<String>(fields, "query", "a string")?
-            .map(|q| q.trim().to_owned())
-            .filter(|q| !q.is_empty());
-        let per_source =
-            json_fields::number_in(fields, "chunks_per_source", 1..=5, CHUNKS_EXPECTED)?;
-        match (query, per_source) {
-            (None, None) => Ok(None),
-            (None, Some(_)) => Err(TavilyError::Own(TavilyOwn::ChunksWithoutQuery)),
-            (Some(query), per_source) => Ok(Some(Self {
-                query,
-                per_source: per_source.map_or(DEFAULT_CHUNKS, |n| n as usize),
-            })),
-        }
-    }
-
-    /// The page's best chunks for the query, in page order, joined as Tavily joins them; chosen
-    /// on the blocking pool (a few milliseconds of CPU for a long page, which a request's worker
-    /// should not spend while other connections wait).
-    async fn of(&self, gateway: &Gateway, document: Arc<Document>) -> String {
-        let selection = Selection {
-            max_chars: TAVILY_CHUNK_CHARS,
-            max_passages: Some(self.per_source),
-            budget: None,
-            order: PassageOrder::Page,
-        };
-        let selector = gateway.passages();
-        let query = self.query.clone();
-        let chosen =
-            tokio::task::spawn_blocking(move || selector.select(&document, &query, &selection))
-                .await
-                .unwrap_or_default();
-        let texts: Vec<&str> = chosen.iter().map(|c| c.text.as_str()).collect();
-        texts.join(CHUNK_JOIN)
+/// `query` (blank counts as absent) and `chunks_per_source`, checked as Tavily's extract checks
+/// them.
+fn read_chunks(fields: &Map<String, Value>) -> Result<Option<Chunks>, TavilyError> {
+    let query = field::<String>(fields, "query", "a string")?
+        .map(|q| q.trim().to_owned())
+        .filter(|q| !q.is_empty());
+    let per_source = json_fields::number_in(fields, "chunks_per_source", 1..=5, CHUNKS_EXPECTED)?;
+    match (query, per_source) {
+        (None, None) => Ok(None),
+        (None, Some(_)) => Err(TavilyError::Own(TavilyOwn::ChunksWithoutQuery)),
+        (Some(query), per_source) => Ok(Some(Chunks {
+            query,
+            per_source: per_source.map_or(DEFAULT_CHUNKS, |n| n as usize),
+        })),
     }
 }
 
@@ -182,7 +148,7 @@ impl ExtractRequest {
             depth,
             include_images: field(fields, "include_images", "a boolean")?.unwrap_or(false),
             timeout,
-            chunks: Chunks::read(fields)?,
+            chunks: read_chunks(fields)?,
         })
     }
 }

@@ -21,6 +21,7 @@
 //! open gateway any non-blank key is accepted, and tavily-python without a key (its keyless mode)
 //! gets 401.
 
+mod chunks;
 mod extract;
 mod search;
 

@@ -8,11 +8,15 @@
 //! `include_answer` (the first of SearXNG's `answers`, when it gave one); `include_raw_content`
 //! (`true` or `"markdown"`: each result returned is read as Markdown; `"text"`: as plain text),
 //! the results read at once within what is left of the request's budget; `language` (SearXNG's
-//! language). Harmless and taken: `search_depth` (the snippets are SearXNG's whatever the depth),
+//! language); `search_depth: "advanced"` with `chunks_per_source` (1–3, Tavily's range, only with
+//! `advanced`) or with `include_raw_content`: each result returned is read and its `content` is
+//! the page's chunks that best answer the query ([`super::chunks`]: `chunks_per_source`, default 3,
+//! each at most 500 characters, in page order, joined by ` [...] `) — SearXNG's snippet where the
+//! page could not be read (#41). Harmless and taken: `search_depth` otherwise,
 //! `timeout`, `fetch_timeout`, `cache_fallback`, `include_usage`, `include_domains_mode:
 //! "restrict"`, and `false` for `include_images`, `include_image_descriptions`, `include_favicon`,
 //! `auto_parameters`, `exact_match`, `filter_by_language`. Refused by name: those set
-//! to `true`, `chunks_per_source` (its extract takes it; search not yet, #41), `country`, `start_date`,
+//! to `true`, `country`, `start_date`,
 //! `end_date`, `max_age_hours`, `include_domains_mode: "prefer"`, and any field Tavily's API does
 //! not have.
 //!
@@ -21,6 +25,8 @@
 //! `raw_content` (the page's text when it was asked for and read, else null) and
 //! `published_date` when the source gave one, and `response_time` in seconds — plus the gateway's
 //! `X-Cache` and `X-Gateway-Outcome` headers.
+
+use std::sync::Arc;
 
 use axum::extract::{Extension, RawQuery, State};
 #[cfg(any(test, feature = "fuzzing"))]
@@ -31,6 +37,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use tokio::time::Instant;
 
+use super::chunks::{Chunks, DEFAULT_CHUNKS};
 use super::{carries_key, TavilyError, TavilyOwn};
 use crate::gateway::Gateway;
 use crate::server::kit::body::LimitedBody;
@@ -86,10 +93,11 @@ pub(crate) async fn search(
         Err(unanswered) => return TavilyError::from(unanswered).into_response(),
     };
     let mut reply = options.reply(echoed, found, started.elapsed().as_secs_f64());
-    if let Some(format) = options.raw_content {
+    if options.raw_content.is_some() || options.chunks.is_some() {
         let left = search_read::budget_left(&gateway, started, None);
         let urls: Vec<String> = reply.results.iter().map(|r| r.url.clone()).collect();
-        let texts = search_read::read_texts(
+        let format = options.raw_content.unwrap_or(ReadFormat::Markdown);
+        let reads = search_read::read_hits(
             &gateway,
             &admitted,
             urls.iter().map(String::as_str),
@@ -97,8 +105,19 @@ pub(crate) async fn search(
             left,
         )
         .await;
-        for (result, text) in reply.results.iter_mut().zip(texts) {
-            result.raw_content = text;
+        for (result, read) in reply.results.iter_mut().zip(reads) {
+            let Some(Ok(done)) = read.map(|read| read.result) else {
+                continue;
+            };
+            if options.raw_content.is_some() {
+                result.raw_content = Some(done.document.content.clone());
+            }
+            if let Some(chunks) = &options.chunks {
+                let chosen = chunks.of(&gateway, Arc::clone(&done.document)).await;
+                if !chosen.is_empty() {
+                    result.content = chosen;
+                }
+            }
         }
         reply.response_time = (started.elapsed().as_secs_f64() * 1000.0).round() / 1000.0;
     }
@@ -112,7 +131,7 @@ pub(crate) async fn search(
 }
 
 /// The fields a search reads.
-const READS: [&str; 11] = [
+const READS: [&str; 13] = [
     "query",
     "max_results",
     "topic",
@@ -123,12 +142,13 @@ const READS: [&str; 11] = [
     "include_answer",
     "include_raw_content",
     "language",
+    "search_depth",
+    "chunks_per_source",
     "api_key",
 ];
 
 /// The fields harmless whatever their value.
-const HARMLESS: [&str; 5] = [
-    "search_depth",
+const HARMLESS: [&str; 4] = [
     "timeout",
     "fetch_timeout",
     "cache_fallback",
@@ -166,7 +186,7 @@ fn decode(
     if let Some(named) = json_fields::unhonoured(&fields, &READS, &HARMLESS, harmless_at) {
         return Err(Refusal::Own(TavilyOwn::Unsupported(named)));
     }
-    let (input, options) = TavilyRequest::read(&fields)?.into_search();
+    let (input, options) = TavilyRequest::read(&fields)?.into_search()?;
     Ok((SearchRequest::new(input, max_query_bytes)?, options))
 }
 
@@ -262,7 +282,22 @@ struct TavilyRequest {
     include_answer: Option<IncludeAnswer>,
     include_raw_content: Option<RawContent>,
     language: Option<String>,
+    search_depth: Option<SearchDepth>,
+    chunks_per_source: Option<u32>,
 }
+
+/// `search_depth`: only `advanced` changes what this door does (it reads pages for chunks).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+enum SearchDepth {
+    Basic,
+    Advanced,
+    Fast,
+    UltraFast,
+}
+
+/// What Tavily's search takes for `chunks_per_source`.
+const CHUNKS_EXPECTED: &str = "an integer from 1 to 3, with search_depth \"advanced\"";
 
 /// `include_raw_content`: a flag (`true` is Markdown) or a format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -319,11 +354,33 @@ impl TavilyRequest {
                 "a boolean, \"markdown\" or \"text\"",
             )?,
             language: field(fields, "language", "a language code such as en")?,
+            search_depth: field(
+                fields,
+                "search_depth",
+                "basic, advanced, fast or ultra-fast",
+            )?,
+            chunks_per_source: number_in(fields, "chunks_per_source", 1..=3, CHUNKS_EXPECTED)?,
         })
     }
 
-    /// The gateway search it asks for, and what shapes the reply.
-    fn into_search(self) -> (SearchInput, ReplyOptions) {
+    /// The gateway search it asks for, and what shapes the reply; `chunks_per_source` without
+    /// `search_depth: "advanced"` is named (Tavily makes chunks only then).
+    fn into_search(self) -> Result<(SearchInput, ReplyOptions), InvalidField> {
+        let advanced = self.search_depth == Some(SearchDepth::Advanced);
+        if self.chunks_per_source.is_some() && !advanced {
+            return Err(InvalidField {
+                name: "chunks_per_source",
+                expected: CHUNKS_EXPECTED,
+            });
+        }
+        let raw_content = self.include_raw_content.and_then(RawContent::format);
+        let chunks = (advanced && (self.chunks_per_source.is_some() || raw_content.is_some()))
+            .then(|| Chunks {
+                query: self.query.clone(),
+                per_source: self
+                    .chunks_per_source
+                    .map_or(DEFAULT_CHUNKS, |n| n as usize),
+            });
         let categories = match self.topic {
             None => Vec::new(),
             Some(Topic::News) => vec!["news".to_owned()],
@@ -347,9 +404,10 @@ impl TavilyRequest {
                 self.include_answer,
                 Some(IncludeAnswer::Flag(true) | IncludeAnswer::Depth(_))
             ),
-            raw_content: self.include_raw_content.and_then(RawContent::format),
+            raw_content,
+            chunks,
         };
-        (input, options)
+        Ok((input, options))
     }
 }
 
@@ -365,12 +423,15 @@ fn domain_filter(include: &[String], exclude: &[String]) -> Result<DomainFilter,
 }
 
 /// What shapes a reply beyond the search itself.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 struct ReplyOptions {
     max_results: usize,
     answer: bool,
     /// Read each result returned, in this format.
     raw_content: Option<ReadFormat>,
+    /// Each result read, its `content` the page's chunks for the query (`search_depth:
+    /// "advanced"`).
+    chunks: Option<Chunks>,
 }
 
 /// Tavily's response.
@@ -468,10 +529,6 @@ mod tests {
                 "include_images: true",
             ),
             (
-                json!({"query": "q", "chunks_per_source": 3}),
-                "chunks_per_source: 3",
-            ),
-            (
                 json!({"query": "q", "country": "germany"}),
                 "country: \"germany\"",
             ),
@@ -496,6 +553,54 @@ mod tests {
     }
 
     #[test]
+    fn chunks_come_with_an_advanced_search_and_are_named_otherwise() {
+        let options = |body: Value| {
+            TavilyRequest::read(&fields(body))
+                .map_err(|err| err.name)
+                .and_then(|r| r.into_search().map_err(|err| err.name))
+                .map(|(_, options)| options.chunks)
+        };
+        let chunks = |query: &str, per_source| {
+            Ok(Some(Chunks {
+                query: query.into(),
+                per_source,
+            }))
+        };
+        assert_eq!(
+            options(json!({"query": "q", "search_depth": "advanced", "chunks_per_source": 2})),
+            chunks("q", 2)
+        );
+        assert_eq!(
+            options(json!({"query": "q", "search_depth": "advanced",
+                "include_raw_content": true})),
+            chunks("q", 3),
+            "Tavily's default with the pages read"
+        );
+        assert_eq!(
+            options(json!({"query": "q", "search_depth": "advanced"})),
+            Ok(None),
+            "no page read unless asked"
+        );
+        assert_eq!(
+            options(json!({"query": "q", "include_raw_content": true})),
+            Ok(None),
+            "a basic search keeps SearXNG's snippets"
+        );
+        for body in [
+            json!({"query": "q", "chunks_per_source": 2}),
+            json!({"query": "q", "search_depth": "basic", "chunks_per_source": 2}),
+            json!({"query": "q", "search_depth": "advanced", "chunks_per_source": 4}),
+            json!({"query": "q", "search_depth": "advanced", "chunks_per_source": 0}),
+        ] {
+            assert_eq!(options(body.clone()), Err("chunks_per_source"), "{body}");
+        }
+        assert_eq!(
+            options(json!({"query": "q", "search_depth": "deepest"})),
+            Err("search_depth")
+        );
+    }
+
+    #[test]
     fn reads_what_tavily_python_sends() {
         let request = TavilyRequest::read(&fields(json!({
             "query": "rust", "search_depth": "advanced", "topic": "news", "time_range": "w",
@@ -504,7 +609,7 @@ mod tests {
             "country": "germany", "chunks_per_source": 3, "some_future_field": {"x": 1}
         })))
         .unwrap();
-        let (input, options) = request.into_search();
+        let (input, options) = request.into_search().unwrap();
         assert_eq!(input.query, "rust");
         assert_eq!(input.categories, ["news"]);
         assert_eq!(
@@ -525,14 +630,16 @@ mod tests {
     fn days_become_the_shortest_range_covering_them_and_topics_become_categories() {
         let (input, options) = TavilyRequest::read(&fields(json!({"query": "q", "days": 10})))
             .unwrap()
-            .into_search();
+            .into_search()
+            .unwrap();
         assert_eq!(input.time_range, Some(TimeRange::Month));
         assert!(input.categories.is_empty());
         assert_eq!(options.max_results, 5);
         assert!(!options.answer);
         let (finance, _) = TavilyRequest::read(&fields(json!({"query": "q", "topic": "finance"})))
             .unwrap()
-            .into_search();
+            .into_search()
+            .unwrap();
         assert_eq!(finance.categories, ["general"]);
     }
 
@@ -599,6 +706,7 @@ mod tests {
             max_results: 2,
             answer: true,
             raw_content: None,
+            chunks: None,
         };
         let reply =
             serde_json::to_value(options.reply("q".into(), found.clone(), 0.12345)).unwrap();

@@ -1,0 +1,45 @@
+//! Tavily's query-relevant chunks, shared by its extract and its advanced search: the
+//! `per_source` passages of a page (each at most 500 characters) that best answer a query, chosen
+//! by [`gateway_engine::read::passages`] from the page as read or cached, in page order, joined by
+//! ` [...] ` as Tavily joins them.
+
+use std::sync::Arc;
+
+use crate::gateway::Gateway;
+use gateway_engine::read::passages::{PassageOrder, Selection, TAVILY_CHUNK_CHARS};
+use gateway_upstreams::reader::Document;
+
+/// `chunks_per_source` when a query comes without it (Tavily's default).
+pub(super) const DEFAULT_CHUNKS: usize = 3;
+
+/// How Tavily joins the chunks of one page.
+const CHUNK_JOIN: &str = " [...] ";
+
+/// The `per_source` passages of each page that best answer `query`.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) struct Chunks {
+    pub(super) query: String,
+    pub(super) per_source: usize,
+}
+
+impl Chunks {
+    /// The page's best chunks for the query, in page order, joined as Tavily joins them; chosen
+    /// on the blocking pool (a few milliseconds of CPU for a long page, which a request's worker
+    /// should not spend while other connections wait).
+    pub(super) async fn of(&self, gateway: &Gateway, document: Arc<Document>) -> String {
+        let selection = Selection {
+            max_chars: TAVILY_CHUNK_CHARS,
+            max_passages: Some(self.per_source),
+            budget: None,
+            order: PassageOrder::Page,
+        };
+        let selector = gateway.passages();
+        let query = self.query.clone();
+        let chosen =
+            tokio::task::spawn_blocking(move || selector.select(&document, &query, &selection))
+                .await
+                .unwrap_or_default();
+        let texts: Vec<&str> = chosen.iter().map(|c| c.text.as_str()).collect();
+        texts.join(CHUNK_JOIN)
+    }
+}
