@@ -16,8 +16,8 @@
 //! server cannot read at all — a body over the size limit, a body that is not JSON, JSON that is
 //! not a JSON-RPC message, an unknown tool — is a JSON-RPC error (with an HTTP 4xx over HTTP).
 //!
-//! Each `tools/call` of `web_search` runs in its own `search` span (`search_span::tool_call`),
-//! continuing the `traceparent` of the HTTP request that carried it.
+//! Each `tools/call` of `web_search` or `web_research` runs in its own `search` span
+//! (`search_span::tool_call`), continuing the `traceparent` of the HTTP request that carried it.
 
 mod web_fetch;
 mod web_research;
