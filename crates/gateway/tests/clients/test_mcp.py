@@ -22,7 +22,7 @@ def test_the_http_client_lists_web_search_with_its_schemas(gateway_url):
         return (await session.list_tools()).tools
 
     tools = asyncio.run(over_http(gateway_url, calls))
-    assert [t.name for t in tools] == ["web_search", "web_fetch"]
+    assert [t.name for t in tools] == ["web_search", "web_fetch", "web_research"]
     tool = tools[0]
     assert tool.input_schema["required"] == ["query"]
     assert "max_results" in tool.input_schema["properties"]
@@ -79,7 +79,7 @@ def test_the_stdio_client_launches_searxng_gateway_mcp(gateway_bin, searxng_url)
                 return tools, result
 
     tools, result = asyncio.run(run())
-    assert [t.name for t in tools] == ["web_search", "web_fetch"]
+    assert [t.name for t in tools] == ["web_search", "web_fetch", "web_research"]
     assert not result.is_error
     assert len(result.structured_content["results"]) == 2
 
@@ -118,3 +118,53 @@ def test_web_fetch_of_a_refused_address_is_a_tool_error(reading_gateway_url):
     result = asyncio.run(over_http(reading_gateway_url, calls))
     assert result.is_error
     assert "not one the gateway reads" in result.content[0].text
+
+
+def test_web_fetch_with_a_query_returns_the_passages_that_answer_it(reading_gateway_url, site_url):
+    page = f"{site_url}/articles/minecraft-bug"
+
+    async def calls(session):
+        tools = {t.name: t for t in (await session.list_tools()).tools}
+        whole = await session.call_tool("web_fetch", {"url": page, "format": "text"})
+        asked = await session.call_tool(
+            "web_fetch", {"url": page, "query": "How small does zlib compress the payload?", "max_tokens": 300}
+        )
+        return tools["web_fetch"], whole, asked
+
+    tool, whole, asked = asyncio.run(over_http(reading_gateway_url, calls))
+    assert {"query", "max_tokens"} <= set(tool.input_schema["properties"])
+    assert whole.structured_content["content"].find("39 kilobytes") > 1500
+    assert not asked.is_error, asked.content[0].text
+    structured = asked.structured_content
+    assert "39 kilobytes" in asked.content[0].text
+    assert 0 < structured["tokens"] <= 300
+    assert structured["passages"] and all(isinstance(p["heading_path"], list) for p in structured["passages"])
+    assert len(structured["content"]) < len(whole.structured_content["content"])
+
+
+def test_web_research_returns_passages_of_the_top_results_with_their_urls(reading_gateway_url, site_url):
+    query = "minecraft zlib payload kilobytes"
+
+    async def calls(session):
+        tools = {t.name: t for t in (await session.list_tools()).tools}
+        searched = await session.call_tool("web_search", {"query": query, "max_results": 2})
+        research = await session.call_tool("web_research", {"query": query, "max_results": 2, "max_tokens": 500})
+        unknown = await session.call_tool("web_research", {"query": query, "depth": "deep"})
+        return tools["web_research"], searched, research, unknown
+
+    tool, searched, research, unknown = asyncio.run(over_http(reading_gateway_url, calls))
+    assert tool.input_schema["required"] == ["query"]
+    assert {"max_results", "max_tokens"} <= set(tool.input_schema["properties"])
+    assert "passages" in tool.output_schema["properties"]
+    assert not research.is_error, research.content[0].text
+    structured = research.structured_content
+    assert 0 < structured["tokens"] <= 500
+    assert structured["failed"] == []
+    passages = structured["passages"]
+    assert passages
+    assert {p["url"] for p in passages} <= set(urls(searched.structured_content["results"]))
+    for p in passages:
+        assert p["url"].startswith(site_url) and p["title"] and p["text"]
+    assert "39 kilobytes" in research.content[0].text
+    assert unknown.is_error
+    assert "depth" in unknown.content[0].text

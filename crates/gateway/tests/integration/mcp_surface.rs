@@ -15,13 +15,21 @@ use simulator::Provider::Brave;
 use tokio::io::AsyncReadExt;
 
 use crate::support::process;
+use crate::support::reading::ReadStack;
 use crate::support::stack::SimStack;
 use crate::support::wait;
+use gateway_engine::read::passages::TokenCounter;
+use gateway_engine::settings::TokenizerEncoding;
+use simulator::site::Page;
 
 type Client = RunningService<RoleClient, ()>;
 
 async fn http_client(s: &SimStack) -> Client {
-    let transport = StreamableHttpClientTransport::from_uri(format!("{}/mcp", s.gateway.url));
+    client_of(&s.gateway.url).await
+}
+
+async fn client_of(gateway_url: &str) -> Client {
+    let transport = StreamableHttpClientTransport::from_uri(format!("{gateway_url}/mcp"));
     wait::guarded("the MCP client to connect", ().serve(transport))
         .await
         .expect("the MCP client connects over Streamable HTTP")
@@ -32,12 +40,21 @@ fn arguments(value: Value) -> JsonObject {
 }
 
 async fn web_search(client: &Client, args: Value) -> CallToolResult {
+    call(client, "web_search", args).await
+}
+
+async fn call(client: &Client, tool: &'static str, args: Value) -> CallToolResult {
     wait::guarded(
-        "web_search to answer",
-        client.call_tool(CallToolRequestParams::new("web_search").with_arguments(arguments(args))),
+        "the tool to answer",
+        client.call_tool(CallToolRequestParams::new(tool).with_arguments(arguments(args))),
     )
     .await
     .expect("tools/call answers")
+}
+
+/// Tokens as the gateway's default tokenizer (o200k) counts them.
+fn tokens(text: &str) -> usize {
+    TokenCounter::new(TokenizerEncoding::O200kBase).count(text)
 }
 
 fn text(result: &CallToolResult) -> String {
@@ -69,11 +86,16 @@ async fn the_server_lists_web_search_and_web_fetch_with_input_and_output_schemas
     );
     let tools = client.list_all_tools().await.expect("tools/list");
     let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
-    assert_eq!(names, ["web_search", "web_fetch"]);
+    assert_eq!(names, ["web_search", "web_fetch", "web_research"]);
     let fetch = Value::Object((*tools[1].input_schema).clone());
     assert_eq!(fetch["required"], json!(["url"]));
-    for name in ["format", "max_length", "start_index"] {
+    for name in ["format", "max_length", "start_index", "query", "max_tokens"] {
         assert!(fetch["properties"].get(name).is_some(), "{name}");
+    }
+    let research = Value::Object((*tools[2].input_schema).clone());
+    assert_eq!(research["required"], json!(["query"]));
+    for name in ["max_results", "max_tokens"] {
+        assert!(research["properties"].get(name).is_some(), "{name}");
     }
     let tool = &tools[0];
     let input = Value::Object((*tool.input_schema).clone());
@@ -395,4 +417,160 @@ async fn the_http_transport_answers_whatever_host_name_the_gateway_is_reached_by
     assert_eq!(response.status().as_u16(), 200);
     let body: Value = response.json().await.expect("a JSON-RPC answer");
     assert_eq!(body["result"]["serverInfo"]["name"], "searxng-gateway");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn web_fetch_with_a_query_returns_the_passages_that_answer_it_within_max_tokens() {
+    let s = ReadStack::start(&[], &[]).await;
+    s.site.set("/guide", Page::html(crate::passages::guide()));
+    let url = s.site.url("/guide");
+    let client = client_of(&s.gateway.url).await;
+
+    let whole = call(&client, "web_fetch", json!({ "url": url })).await;
+    let page = whole.structured_content.expect("a page")["content"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    let mirror_at = page
+        .find("74 centimetres")
+        .expect("the fact is on the page");
+    assert!(
+        page[..mirror_at].chars().count() > 1500,
+        "past a 1,500-character cut"
+    );
+
+    let asked = call(
+        &client,
+        "web_fetch",
+        json!({"url": url, "query": "How wide is the telescope's mirror?", "max_tokens": 150}),
+    )
+    .await;
+    assert_ne!(asked.is_error, Some(true), "{}", text(&asked));
+    let shown = text(&asked);
+    assert!(shown.contains("74 centimetres"), "{shown}");
+    assert!(tokens(&shown) <= 150, "{} tokens: {shown}", tokens(&shown));
+    let structured = asked.structured_content.expect("structured content");
+    assert_eq!(structured["tokens"], tokens(&shown));
+    let passages = structured["passages"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    assert!(
+        passages.iter().any(|p| p["heading_path"]
+            .as_array()
+            .is_some_and(|h| h.iter().any(|h| h == "The observatory"))),
+        "each passage under its heading path: {passages:?}"
+    );
+
+    let cut = call(&client, "web_fetch", json!({"url": url, "max_tokens": 120})).await;
+    let shown = text(&cut);
+    assert!(tokens(&shown) <= 120, "{} tokens: {shown}", tokens(&shown));
+    let content = cut.structured_content.expect("structured content")["content"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    let first = content.lines().next().unwrap_or_default();
+    assert!(
+        !first.is_empty() && page.starts_with(first),
+        "the page's first passages: {content}"
+    );
+    let last = content.lines().last().unwrap_or_default();
+    assert!(
+        page.contains(last) && last.ends_with('.'),
+        "cut at a passage boundary, not mid-sentence: {last:?}"
+    );
+    assert!(!content.contains("74 centimetres"));
+
+    let refused = call(&client, "web_fetch", json!({"url": url, "max_tokens": 10})).await;
+    assert_eq!(refused.is_error, Some(true));
+    assert!(text(&refused).contains("max_tokens"), "{}", text(&refused));
+    assert_eq!(
+        s.site.hits("/guide"),
+        1,
+        "every passage from the page read once"
+    );
+    client.cancel().await.expect("the client disconnects");
+}
+
+/// A page about a second town's observatory, its telescope's fact in its third section.
+fn second_page() -> String {
+    let mut body = String::from(
+        "<html><head><title>Kelso observatory</title></head><body><article><h1>Kelso observatory</h1>",
+    );
+    for (section, fact) in [
+        (
+            "Visiting",
+            "The gardens around it are open to walkers in summer.",
+        ),
+        (
+            "History",
+            "The building was paid for by a subscription of the townsfolk.",
+        ),
+        (
+            "The telescope",
+            "Its refracting telescope has a lens 38 centimetres across.",
+        ),
+    ] {
+        body.push_str(&format!(
+            "<h2>{section}</h2><p>{fact} Visitors come from the valley and further afield, \
+             and the volunteers who keep the place tell them its story at length.</p>"
+        ));
+    }
+    body.push_str("</article></body></html>");
+    body
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn web_research_returns_the_best_passages_of_the_pages_read_with_their_urls_within_its_budget(
+) {
+    let s = ReadStack::start(&[], &[]).await;
+    let client = client_of(&s.gateway.url).await;
+    let query = "telescope mirror lens centimetres";
+    let searched = web_search(&client, json!({"query": query, "max_results": 3})).await;
+    let found = urls(&searched.structured_content.expect("results")["results"]);
+    assert_eq!(found.len(), 3, "{found:?}");
+    let path = |url: &str| url.trim_start_matches(&s.site.origin()).to_owned();
+    s.site
+        .set(&path(&found[0]), Page::html(crate::passages::guide()));
+    s.site.set(&path(&found[1]), Page::html(second_page()));
+    s.site.set(&path(&found[2]), Page::status(500, "broken"));
+
+    let research = call(
+        &client,
+        "web_research",
+        json!({"query": query, "max_results": 3, "max_tokens": 400}),
+    )
+    .await;
+    assert_ne!(research.is_error, Some(true), "{}", text(&research));
+    let shown = text(&research);
+    assert!(tokens(&shown) <= 400, "{} tokens: {shown}", tokens(&shown));
+    assert!(
+        shown.contains("74 centimetres") && shown.contains("38 centimetres"),
+        "{shown}"
+    );
+    let structured = research.structured_content.expect("structured content");
+    let passages = structured["passages"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let from = |url: &str, fact: &str| {
+        passages
+            .iter()
+            .any(|p| p["url"] == url && p["text"].as_str().is_some_and(|t| t.contains(fact)))
+    };
+    assert!(from(&found[0], "74 centimetres"), "{passages:?}");
+    assert!(from(&found[1], "38 centimetres"), "{passages:?}");
+    assert!(passages
+        .iter()
+        .all(|p| p["title"].as_str().is_some_and(|t| !t.is_empty())));
+    assert_eq!(structured["failed"][0]["url"], found[2].as_str());
+    assert!(
+        shown.contains(&found[2]),
+        "the page not read is listed: {shown}"
+    );
+
+    let unknown = call(&client, "web_research", json!({"query": query, "urls": []})).await;
+    assert_eq!(unknown.is_error, Some(true));
+    assert!(text(&unknown).contains("urls"), "{}", text(&unknown));
+    client.cancel().await.expect("the client disconnects");
 }

@@ -12,7 +12,7 @@ use crate::support::reading::ReadStack;
 /// A guide to a town: an `<h2>` section per place, two paragraphs each. Three facts stand out,
 /// each once on the page: the bakery's saffron buns, the observatory's mirror (far past the
 /// page's first 1,500 characters) and the lighthouse's foghorn.
-fn guide() -> String {
+pub(crate) fn guide() -> String {
     let places = [
         "harbour",
         "railway station",

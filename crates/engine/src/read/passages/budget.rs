@@ -71,6 +71,60 @@ impl TokenCounter {
         text[..best].trim_end()
     }
 
+    /// The most of `items` whose rendering fits `budget`: the lowest-scored item (the later one
+    /// on a tie) dropped, one at a time, until `render` of those left holds at most `budget`
+    /// tokens; those left, in their order, with their rendering. `None` when even the rendering
+    /// of none does not fit. For a door whose answer wraps chosen passages in text of its own
+    /// (headings, URLs), so the whole answer keeps the budget, not only the passages.
+    pub fn fit<T>(
+        self,
+        budget: TokenBudget,
+        mut items: Vec<T>,
+        score: impl Fn(&T) -> f32,
+        render: impl Fn(&[T]) -> String,
+    ) -> Option<(Vec<T>, String)> {
+        loop {
+            let text = render(&items);
+            if self.count(&text) <= budget.tokens() {
+                return Some((items, text));
+            }
+            let worst = items
+                .iter()
+                .enumerate()
+                .min_by(|a, b| score(a.1).total_cmp(&score(b.1)).then(b.0.cmp(&a.0)))
+                .map(|(at, _)| at)?;
+            items.remove(worst);
+        }
+    }
+
+    /// Items chosen within a budget and rendered, the rendering within `budget`: `choose` is
+    /// asked for items within a budget shrunk in proportion to how far the last rendering went
+    /// over (a few times, as the chosen items change), and what still does not fit is [`fit`](Self::fit) to it. For a
+    /// door whose answer wraps chosen passages in text of its own, so the wrapping costs the
+    /// fewest passages.
+    pub fn pack<T>(
+        self,
+        budget: TokenBudget,
+        choose: impl Fn(TokenBudget) -> Vec<T>,
+        score: impl Fn(&T) -> f32,
+        render: impl Fn(&[T]) -> String,
+    ) -> Option<(Vec<T>, String)> {
+        const ATTEMPTS: usize = 4;
+        let mut inner = budget.tokens();
+        let mut items = choose(TokenBudget::new(inner));
+        for _ in 1..ATTEMPTS {
+            let text = render(&items);
+            let count = self.count(&text);
+            if count <= budget.tokens() {
+                return Some((items, text));
+            }
+            // In proportion: the wrapping grows with the items as often as it is fixed.
+            inner = inner * budget.tokens() / count;
+            items = choose(TokenBudget::new(inner));
+        }
+        self.fit(budget, items, score, render)
+    }
+
     fn bpe(self) -> &'static CoreBPE {
         match self.encoding {
             TokenizerEncoding::O200kBase => tiktoken_rs::o200k_base_singleton(),
@@ -112,5 +166,49 @@ mod tests {
             ""
         );
         assert_eq!(counter.prefix(text, TokenBudget::new(0)), "");
+    }
+
+    #[test]
+    fn fitting_drops_the_lowest_scored_items_until_the_rendering_fits() {
+        let counter = TokenCounter::new(TokenizerEncoding::O200kBase);
+        let items = vec![
+            ("alpha beta", 2.0),
+            ("gamma delta", 0.5),
+            ("epsilon zeta", 1.0),
+        ];
+        let render = |items: &[(&str, f32)]| {
+            let texts: Vec<&str> = items.iter().map(|i| i.0).collect();
+            format!("Passages: {}", texts.join(" | "))
+        };
+        let all = counter.count(&render(&items));
+        let (kept, text) = counter
+            .fit(TokenBudget::new(all - 1), items.clone(), |i| i.1, render)
+            .unwrap();
+        assert_eq!(kept, [("alpha beta", 2.0), ("epsilon zeta", 1.0)]);
+        assert!(counter.count(&text) < all);
+        let (kept, _) = counter
+            .fit(TokenBudget::new(all), items.clone(), |i| i.1, render)
+            .unwrap();
+        assert_eq!(kept.len(), 3, "what fits stays whole");
+        assert!(counter
+            .fit(TokenBudget::new(1), items, |i| i.1, render)
+            .is_none());
+    }
+
+    #[test]
+    fn packing_asks_for_less_by_what_the_wrapping_costs() {
+        let counter = TokenCounter::new(TokenizerEncoding::O200kBase);
+        let word = |n: usize| vec![("word", 1.0_f32); n];
+        // Each item is one token; the wrapping costs about two per item.
+        let choose = |budget: TokenBudget| word(budget.tokens());
+        let render = |items: &[(&str, f32)]| {
+            let texts: Vec<&str> = items.iter().map(|i| i.0).collect();
+            format!("Items: {}", texts.join(" | "))
+        };
+        let (items, text) = counter
+            .pack(TokenBudget::new(30), choose, |i| i.1, render)
+            .unwrap();
+        assert!(counter.count(&text) <= 30, "{text}");
+        assert!(items.len() >= 8, "{} items: {text}", items.len());
     }
 }

@@ -20,9 +20,13 @@
 //! 4.5–5.8 ms (tiktoken counting each candidate). Above #41's 2 ms target: the `bm25` crate's
 //! per-passage hash maps are the next place to look. A door runs a selection on the blocking pool.
 //!
+//! Surfaces: Tavily's extract (`query`, `chunks_per_source`), MCP's `web_fetch` (`query`,
+//! `max_tokens`) and `web_research` (passages of several pages scored as one corpus,
+//! [`PassageSelector::select_across`]).
+//!
 //! Not yet (#41): a reranker (`RERANK_URL`), the split cached with the page, stemming (by
-//! measurement), Tavily's search and Perplexity's token caps. [`PassageSelector::rank_texts`] scores
-//! a client's own texts for the `/v1/rerank` door.
+//! measurement). Also Tavily's advanced search and Perplexity's token caps; [`PassageSelector::rank_texts`]
+//! scores a client's own texts for the `/v1/rerank` door.
 
 mod budget;
 mod rank;
@@ -97,6 +101,34 @@ impl PassageSelector {
             selection,
             self.counter,
         )
+    }
+
+    /// The passages of several `documents` that best answer `query`, scored as one corpus (each
+    /// page's title in the context field), as `selection` asks; each with the index of its
+    /// document in `documents`.
+    pub fn select_across(
+        &self,
+        documents: &[&Document],
+        query: &str,
+        selection: &Selection,
+    ) -> Vec<(usize, Chosen)> {
+        let pages: Vec<(&str, Option<&str>)> = documents
+            .iter()
+            .map(|d| (d.content.as_str(), d.title.as_deref()))
+            .collect();
+        select::select_across(&pages, query, selection, self.counter)
+    }
+
+    /// `document`'s text cut to `budget` at a passage boundary (passages of at most `max_chars`):
+    /// the first passages in page order that fit together, as one run; `None` when the first
+    /// alone does not.
+    pub fn leading(
+        &self,
+        document: &Document,
+        max_chars: usize,
+        budget: TokenBudget,
+    ) -> Option<Chosen> {
+        select::leading(&document.content, max_chars, budget, self.counter)
     }
 }
 

@@ -48,6 +48,16 @@ impl Field {
 
 /// The score of each passage for `query`, in the passages' order (zero for no term in common).
 pub(super) fn scores(passages: &[Passage], title: Option<&str>, query: &str) -> Vec<f32> {
+    scores_titled(passages, |_| title, query)
+}
+
+/// [`scores`] over passages of several pages, one corpus for all: `title_of(i)` is the title of
+/// the page passage `i` comes from.
+pub(super) fn scores_titled<'t>(
+    passages: &[Passage],
+    title_of: impl Fn(usize) -> Option<&'t str>,
+    query: &str,
+) -> Vec<f32> {
     let mut asked = terms(query);
     asked.sort_unstable();
     asked.dedup();
@@ -58,8 +68,9 @@ pub(super) fn scores(passages: &[Passage], title: Option<&str>, query: &str) -> 
     let texts: Vec<String> = passages.iter().map(|p| spaced(&p.text)).collect();
     let contexts: Vec<String> = passages
         .iter()
-        .map(|p| {
-            let mut context = title.unwrap_or_default().to_owned();
+        .enumerate()
+        .map(|(i, p)| {
+            let mut context = title_of(i).unwrap_or_default().to_owned();
             for heading in p.heading_path.iter() {
                 context.push('\n');
                 context.push_str(heading);

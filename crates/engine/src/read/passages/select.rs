@@ -29,6 +29,10 @@ pub struct Selection {
     pub budget: Option<TokenBudget>,
     /// The order they come back in.
     pub order: PassageOrder,
+    /// Only passages with a word of the query: none to fill the budget with when the best are in
+    /// (several pages' passages for an agent's context); `false` gives the first passages of a
+    /// page that has no word of the query (Tavily's chunks).
+    pub relevant_only: bool,
 }
 
 /// Passages chosen for a query: one passage, or several adjacent on the page merged into one.
@@ -56,6 +60,82 @@ pub(super) fn select(
 ) -> Vec<Chosen> {
     let passages = split(content, selection.max_chars);
     let scores = rank::scores(&passages, title, query);
+    let page_of = vec![0; passages.len()];
+    choose(&passages, &scores, &page_of, selection, counter)
+        .into_iter()
+        .map(|(_, chosen)| chosen)
+        .collect()
+}
+
+/// The passages of several pages (each its content and title) that best answer `query`, scored
+/// as one corpus, within `selection`: each chosen run with the index of its page, its `passages`
+/// counted within that page. Page order is the pages' order, then each page's.
+pub(super) fn select_across(
+    pages: &[(&str, Option<&str>)],
+    query: &str,
+    selection: &Selection,
+    counter: TokenCounter,
+) -> Vec<(usize, Chosen)> {
+    let mut passages = Vec::new();
+    let mut page_of = Vec::new();
+    let mut first_of_page = Vec::with_capacity(pages.len());
+    for (page, (content, _)) in pages.iter().enumerate() {
+        first_of_page.push(passages.len());
+        let split = split(content, selection.max_chars);
+        page_of.extend(std::iter::repeat_n(page, split.len()));
+        passages.extend(split);
+    }
+    let scores = rank::scores_titled(&passages, |i| pages[page_of[i]].1, query);
+    choose(&passages, &scores, &page_of, selection, counter)
+        .into_iter()
+        .map(|(page, mut chosen)| {
+            let first = first_of_page[page];
+            chosen.passages = chosen.passages.start - first..chosen.passages.end - first;
+            (page, chosen)
+        })
+        .collect()
+}
+
+/// The first passages of `content` in page order that fit `budget` together, as one run: the
+/// page cut at a passage boundary (none when the first passage alone does not fit).
+pub(super) fn leading(
+    content: &str,
+    max_chars: usize,
+    budget: TokenBudget,
+    counter: TokenCounter,
+) -> Option<Chosen> {
+    let passages = split(content, max_chars);
+    let mut text = String::new();
+    let mut taken = 0;
+    for passage in &passages {
+        let candidate = if taken == 0 {
+            passage.text.clone()
+        } else {
+            format!("{text}\n{}", passage.text)
+        };
+        if counter.count(&candidate) > budget.tokens() {
+            break;
+        }
+        text = candidate;
+        taken += 1;
+    }
+    (taken > 0).then(|| Chosen {
+        text,
+        heading_path: Arc::clone(&passages[0].heading_path),
+        score: 0.0,
+        passages: 0..taken,
+    })
+}
+
+/// The best of `passages` (scored `scores`, each of page `page_of[i]`) within `selection`, each
+/// run of adjacent chosen passages of one page merged, with its page.
+fn choose(
+    passages: &[Passage],
+    scores: &[f32],
+    page_of: &[usize],
+    selection: &Selection,
+    counter: TokenCounter,
+) -> Vec<(usize, Chosen)> {
     let mut ranked: Vec<usize> = (0..passages.len()).collect();
     ranked.sort_by(|a, b| scores[*b].total_cmp(&scores[*a]).then(a.cmp(b)));
     let cap = selection.max_passages.unwrap_or(usize::MAX);
@@ -64,7 +144,7 @@ pub(super) fn select(
     let mut tokens: Vec<Option<usize>> = vec![None; passages.len()];
     let mut spent = 0;
     for i in ranked {
-        if taken.len() >= cap {
+        if taken.len() >= cap || (selection.relevant_only && scores[i] <= 0.0) {
             break;
         }
         if let Some(budget) = selection.budget {
@@ -77,13 +157,13 @@ pub(super) fn select(
         }
         taken.push(i);
     }
-    let mut chosen = merged(&passages, &scores, &taken);
+    let mut chosen = merged(passages, scores, page_of, &taken);
     if let Some(budget) = selection.budget {
         // Tokens of a merged text are not always the sum of its parts' (a join can change how
         // the tokenizer cuts): the lowest-scored passage goes until the texts fit.
-        let count = |c: &Chosen| match tokens[c.passages.start] {
-            Some(count) if c.passages.len() == 1 => count,
-            _ => counter.count(&c.text),
+        let count = |c: &(usize, Chosen)| match tokens[c.1.passages.start] {
+            Some(count) if c.1.passages.len() == 1 => count,
+            _ => counter.count(&c.1.text),
         };
         while chosen.iter().map(count).sum::<usize>() > budget.tokens() {
             let Some(worst) = taken
@@ -95,11 +175,11 @@ pub(super) fn select(
                 break;
             };
             taken.remove(worst);
-            chosen = merged(&passages, &scores, &taken);
+            chosen = merged(passages, scores, page_of, &taken);
         }
     }
     if selection.order == PassageOrder::Score {
-        chosen.sort_by(|a, b| {
+        chosen.sort_by(|(_, a), (_, b)| {
             b.score
                 .total_cmp(&a.score)
                 .then(a.passages.start.cmp(&b.passages.start))
@@ -108,25 +188,33 @@ pub(super) fn select(
     chosen
 }
 
-/// The `taken` passages in page order, each run of adjacent ones merged into one.
-fn merged(passages: &[Passage], scores: &[f32], taken: &[usize]) -> Vec<Chosen> {
+/// The `taken` passages in page order, each run of adjacent ones of one page merged into one.
+fn merged(
+    passages: &[Passage],
+    scores: &[f32],
+    page_of: &[usize],
+    taken: &[usize],
+) -> Vec<(usize, Chosen)> {
     let mut in_page_order = taken.to_vec();
     in_page_order.sort_unstable();
-    let mut chosen: Vec<Chosen> = Vec::new();
+    let mut chosen: Vec<(usize, Chosen)> = Vec::new();
     for i in in_page_order {
         match chosen.last_mut() {
-            Some(last) if last.passages.end == i => {
+            Some((page, last)) if last.passages.end == i && *page == page_of[i] => {
                 last.text.push('\n');
                 last.text.push_str(&passages[i].text);
                 last.score = last.score.max(scores[i]);
                 last.passages.end = i + 1;
             }
-            _ => chosen.push(Chosen {
-                text: passages[i].text.clone(),
-                heading_path: Arc::clone(&passages[i].heading_path),
-                score: scores[i],
-                passages: i..i + 1,
-            }),
+            _ => chosen.push((
+                page_of[i],
+                Chosen {
+                    text: passages[i].text.clone(),
+                    heading_path: Arc::clone(&passages[i].heading_path),
+                    score: scores[i],
+                    passages: i..i + 1,
+                },
+            )),
         }
     }
     chosen
@@ -175,6 +263,7 @@ mod tests {
         max_passages: Some(2),
         budget: None,
         order: PassageOrder::Page,
+        relevant_only: false,
     };
 
     #[test]
@@ -219,6 +308,19 @@ mod tests {
     }
 
     #[test]
+    fn relevant_only_leaves_out_passages_without_a_word_of_the_query() {
+        let relevant = Selection {
+            max_passages: None,
+            relevant_only: true,
+            ..TAVILY
+        };
+        assert!(ask("zeppelins", relevant).is_empty());
+        let chosen = ask("lighthouses", relevant);
+        assert_eq!(chosen.len(), 2, "{chosen:?}");
+        assert!(chosen.iter().all(|c| c.text.contains("lighthouses")));
+    }
+
+    #[test]
     fn a_budget_takes_the_best_passages_that_fit() {
         let one = COUNTER.count(&split(&page(), 500)[3].text);
         let chosen = ask(
@@ -239,6 +341,56 @@ mod tests {
             },
         );
         assert!(none.is_empty(), "no passage fits three tokens");
+    }
+
+    #[test]
+    fn passages_of_several_pages_are_scored_as_one_corpus_and_keep_their_page() {
+        let other =
+            "# Ferry timetable\n\n## Winter\n\nThe winter ferry leaves the harbour at seven \
+                     and the lighthouses are lit by then.\n\n## Summer\n\nIn summer the boats \
+                     run every hour.";
+        let pages = [(page(), Some("Coast")), (other.to_owned(), Some("Ferries"))];
+        let borrowed: Vec<(&str, Option<&str>)> =
+            pages.iter().map(|(c, t)| (c.as_str(), *t)).collect();
+        let chosen = select_across(
+            &borrowed,
+            "winter ferry lighthouses",
+            &Selection {
+                max_passages: Some(3),
+                order: PassageOrder::Score,
+                ..TAVILY
+            },
+            COUNTER,
+        );
+        assert_eq!(chosen.len(), 3, "{chosen:?}");
+        assert_eq!(
+            chosen[0].0, 1,
+            "the winter ferry passage is best: {chosen:?}"
+        );
+        assert!(chosen[0].1.text.contains("winter ferry"));
+        assert_eq!(&chosen[0].1.heading_path[..], ["Ferry timetable", "Winter"]);
+        assert_eq!(chosen[0].1.passages, 0..1, "counted within its own page");
+        assert!(chosen[1..]
+            .iter()
+            .all(|(page, c)| *page == 0 && c.text.contains("lighthouses")));
+    }
+
+    #[test]
+    fn adjacent_passages_of_two_pages_never_merge() {
+        let pages = [("alpha words here", None), ("alpha words there", None)];
+        let chosen = select_across(&pages, "alpha", &TAVILY, COUNTER);
+        assert_eq!(chosen.len(), 2);
+        assert_eq!((chosen[0].0, chosen[1].0), (0, 1));
+    }
+
+    #[test]
+    fn a_leading_cut_is_the_first_passages_that_fit_whole() {
+        let all = split(&page(), 500);
+        let two = COUNTER.count(&format!("{}\n{}", all[0].text, all[1].text));
+        let cut = leading(&page(), 500, TokenBudget::new(two + 2), COUNTER).unwrap();
+        assert_eq!(cut.passages, 0..2);
+        assert_eq!(cut.text, format!("{}\n{}", all[0].text, all[1].text));
+        assert!(leading(&page(), 500, TokenBudget::new(2), COUNTER).is_none());
     }
 
     /// A random page: headings, paragraphs of random words (some very long), lists and code.
@@ -277,6 +429,7 @@ mod tests {
                 max_passages: cap,
                 budget: Some(TokenBudget::new(tokens)),
                 order: if by_score { PassageOrder::Score } else { PassageOrder::Page },
+                relevant_only: false,
             };
             let chosen = select(&doc, Some("Title"), "lighthouse words", &selection, COUNTER);
             let spent: usize = chosen.iter().map(|c| COUNTER.count(&c.text)).sum();

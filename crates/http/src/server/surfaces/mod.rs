@@ -4,7 +4,8 @@
 //!
 //! - [`searxng`]: `/search` and SearXNG's root path `/` (its index without a query), JSON, CSV and
 //!   RSS;
-//! - [`mcp`]: the MCP tools `web_search` and `web_fetch` at `/mcp` (Streamable HTTP) and on stdio;
+//! - [`mcp`]: the MCP tools `web_search`, `web_fetch` and `web_research` at `/mcp` (Streamable
+//!   HTTP) and on stdio;
 //! - [`tavily`]: the Tavily-compatible `POST /tavily/search` and `/tavily/extract`;
 //! - [`firecrawl`]: Firecrawl's search and scrape, v1 and v2;
 //! - [`perplexity`]: Perplexity's `POST /perplexity/search`;

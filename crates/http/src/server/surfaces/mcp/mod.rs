@@ -1,4 +1,6 @@
-//! The MCP surface: two tools, [`web_search`] and [`web_fetch`] (read one page), served with the
+//! The MCP surface: three tools, [`web_search`], [`web_fetch`] (read one page, or its passages
+//! that answer a query) and [`web_research`] (search, read the top results, and return the
+//! passages of all of them that answer the query, within a token budget), served with the
 //! official Rust SDK (`rmcp`) over Streamable HTTP at `/mcp` and over stdio (`searxng-gateway
 //! mcp`), both answering through the same pipeline as every other surface.
 //!
@@ -14,10 +16,11 @@
 //! server cannot read at all — a body over the size limit, a body that is not JSON, JSON that is
 //! not a JSON-RPC message, an unknown tool — is a JSON-RPC error (with an HTTP 4xx over HTTP).
 //!
-//! Each `tools/call` of `web_search` runs in its own `search` span (`search_span::tool_call`),
-//! continuing the `traceparent` of the HTTP request that carried it.
+//! Each `tools/call` of `web_search` or `web_research` runs in its own `search` span
+//! (`search_span::tool_call`), continuing the `traceparent` of the HTTP request that carried it.
 
 mod web_fetch;
+mod web_research;
 mod web_search;
 
 use axum::body::{Body, Bytes};
@@ -44,20 +47,25 @@ use crate::server::kit::body::{self, BodyError};
 use crate::server::kit::document::Document;
 use crate::server::kit::gate::{Admitted, Gate, Refusals, Refused};
 use crate::server::kit::read_call;
-use crate::server::kit::search_call;
+use crate::server::kit::search_call::{self, Unanswered};
+use crate::server::kit::search_read;
 use crate::server::transport::search_span;
 use crate::settings::limits::ServerLimits;
-use gateway_core::request::Surface;
+use gateway_core::request::{ReadFormat, Surface};
 use gateway_engine::read::Depth;
 use gateway_engine::SearchError;
+use gateway_upstreams::reader::ReadFailure;
 use web_fetch::WebFetchOutput;
+use web_research::{Source, Unread, WebResearchOutput};
 use web_search::{Refusal, WebSearchOutput};
 
 /// Where the Streamable HTTP transport is served.
 pub(crate) const PATH: &str = "/mcp";
 
 const INSTRUCTIONS: &str = "Web search through a SearXNG gateway: call web_search with a query, \
-     and web_fetch with a URL to read a page's text. Results come from SearXNG's engines, with \
+     web_fetch with a URL to read a page's text (with a query, only the passages that answer it), \
+     and web_research with a question for the passages of the top results that answer it, \
+     within a token budget. Results come from SearXNG's engines, with \
      premium search APIs as fallback; repeated queries and pages are answered from the gateway's \
      cache.";
 
@@ -123,10 +131,115 @@ impl SearchTools {
             budget,
         )
         .await;
-        match &read.result {
-            Ok(done) => WebFetchOutput::new(&fetch, &done.document).into_result(),
-            Err(failed) => web_fetch::unread(failed.failure),
+        let document = match &read.result {
+            Ok(done) => std::sync::Arc::clone(&done.document),
+            Err(failed) => return web_fetch::unread(failed.failure),
+        };
+        let Some(focus) = fetch.focus.clone() else {
+            return WebFetchOutput::new(&fetch, &document).into_result();
+        };
+        // Choosing passages of a long page is milliseconds of CPU: off the request's worker.
+        let selector = self.gateway.passages();
+        tokio::task::spawn_blocking(move || {
+            WebFetchOutput::focused(&fetch, &focus, &document, selector)
+        })
+        .await
+        .map_or_else(
+            |_| {
+                web_search::tool_error(
+                    "web_fetch failed: the gateway failed to choose the passages".to_owned(),
+                )
+            },
+            WebFetchOutput::into_result,
+        )
+    }
+
+    /// Runs `web_research` with these arguments: the search, its top results read at once within
+    /// what is left of the request's budget, the passages of those read chosen on the blocking
+    /// pool; every outcome is a tool result.
+    async fn web_research(
+        &self,
+        arguments: rmcp::model::JsonObject,
+        admitted: &Admitted,
+    ) -> rmcp::model::CallToolResult {
+        let started = tokio::time::Instant::now();
+        let research = match web_research::decode(&arguments, self.gateway.server().max_query_bytes)
+        {
+            Ok(research) => research,
+            Err(refusal) => {
+                search_call::log_refused(Surface::Mcp, refusal.code());
+                return web_search::tool_error(refusal.to_string());
+            }
+        };
+        let query = research.request.query.clone();
+        let found =
+            match search_call::found(&self.gateway, Surface::Mcp, research.request, admitted).await
+            {
+                Ok((_, found)) => found,
+                Err(Unanswered::Overloaded) => {
+                    return web_search::tool_error(
+                        "the gateway is at capacity; retry in a second".to_owned(),
+                    )
+                }
+                Err(Unanswered::Lost) => {
+                    return web_search::tool_error(
+                        "the gateway failed to compute an answer".to_owned(),
+                    )
+                }
+                Err(Unanswered::AllFailed(upstreams)) => {
+                    return web_research::all_failed(&upstreams)
+                }
+            };
+        let hits: Vec<_> = found.hits.into_iter().take(research.max_results).collect();
+        let budget = search_read::budget_left(&self.gateway, started, None);
+        let reads = search_read::read_hits(
+            &self.gateway,
+            admitted,
+            hits.iter().map(|hit| hit.url.as_str()),
+            ReadFormat::Markdown,
+            budget,
+        )
+        .await;
+        let mut sources = Vec::new();
+        let mut failed = Vec::new();
+        for (hit, read) in hits.into_iter().zip(reads) {
+            let result = match read {
+                None => Err(ReadFailure::InvalidUrl),
+                Some(read) => read
+                    .result
+                    .map(|done| done.document)
+                    .map_err(|failed| failed.failure),
+            };
+            match result {
+                Ok(document) => sources.push(Source {
+                    title: if hit.title.trim().is_empty() {
+                        document.title.clone().unwrap_or_default()
+                    } else {
+                        hit.title
+                    },
+                    url: hit.url,
+                    document,
+                }),
+                Err(failure) => failed.push(Unread {
+                    url: hit.url,
+                    reason: read_call::unread_reason(failure),
+                }),
+            }
         }
+        let selector = self.gateway.passages();
+        let tokens = research.budget;
+        tokio::task::spawn_blocking(move || {
+            WebResearchOutput::new(query, &sources, failed, tokens, selector)
+        })
+        .await
+        .map_or_else(
+            |_| {
+                web_search::tool_error(
+                    "web_research failed: the gateway failed to choose the passages".to_owned(),
+                )
+            },
+            |(output, text)| output.into_result(text),
+        )
     }
 }
 
@@ -172,6 +285,7 @@ impl ServerHandler for SearchTools {
         Ok(ListToolsResult::with_all_items(vec![
             web_search::tool(),
             web_fetch::tool(),
+            web_research::tool(),
         ]))
     }
 
@@ -179,6 +293,7 @@ impl ServerHandler for SearchTools {
         match name {
             web_search::NAME => Some(web_search::tool()),
             web_fetch::NAME => Some(web_fetch::tool()),
+            web_research::NAME => Some(web_research::tool()),
             _ => None,
         }
     }
@@ -188,10 +303,11 @@ impl ServerHandler for SearchTools {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        if request.name != web_search::NAME && request.name != web_fetch::NAME {
+        if ![web_search::NAME, web_fetch::NAME, web_research::NAME].contains(&request.name.as_ref())
+        {
             return Err(ErrorData::invalid_params(
                 format!(
-                    "unknown tool {:?}: this server has web_search and web_fetch",
+                    "unknown tool {:?}: this server has web_search, web_fetch and web_research",
                     request.name
                 ),
                 None,
@@ -209,6 +325,13 @@ impl ServerHandler for SearchTools {
             return Ok(self.web_fetch(arguments, &admitted).await.into());
         }
         let span = search_span::tool_call(parts);
+        if request.name == web_research::NAME {
+            return Ok(self
+                .web_research(arguments, &admitted)
+                .instrument(span)
+                .await
+                .into());
+        }
         Ok(self
             .web_search(arguments, &admitted)
             .instrument(span)

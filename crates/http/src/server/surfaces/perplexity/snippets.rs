@@ -74,6 +74,7 @@ fn best_passages(
         budget: Some(budget),
         // The best first: a cut for the gaps' tokens takes from the least relevant end.
         order: PassageOrder::Score,
+        relevant_only: false,
     };
     let mut chosen = selector.select_text(text, title, query, &selection);
     if chosen.is_empty() {

@@ -32,6 +32,7 @@ impl Chunks {
             max_passages: Some(self.per_source),
             budget: None,
             order: PassageOrder::Page,
+            relevant_only: false,
         };
         let selector = gateway.passages();
         let query = self.query.clone();
