@@ -1,7 +1,8 @@
 """exa-py, Exa's own Python SDK, with its `base_url` at the gateway's `/exa`: `search` (with its default
 contents: each hit's page read as text, cut at `maxCharacters`), `search` without contents,
 `search_and_contents`, `get_contents` (a page read and one that is not there, each with its status), the
-inbound key as `x-api-key`, and an option the gateway cannot honour refused by name."""
+inbound key as `x-api-key`, highlights (the passages that answer a query), and an option the gateway
+cannot honour refused by name."""
 
 import pytest
 from exa_py import Exa
@@ -52,9 +53,21 @@ def test_get_contents_reads_pages_and_says_which_failed(reading_gateway_url, sit
     assert refused.error.tag == "SOURCE_NOT_AVAILABLE"
 
 
-def test_highlights_are_refused_by_name(reading_gateway_url):
-    with pytest.raises(ValueError, match="highlights"):
-        client(reading_gateway_url).search("passages", contents={"highlights": True})
+def test_highlights_are_the_passages_that_answer_the_query(reading_gateway_url):
+    response = client(reading_gateway_url).search_and_contents(
+        "highlighted pages", num_results=2, highlights={"query": "the browser", "highlights_per_url": 2}
+    )
+    assert len(response.results) == 2
+    for result in response.results:
+        assert 1 <= len(result.highlights) <= 2, result.highlights
+        assert len(result.highlight_scores) == len(result.highlights)
+        assert all(0.0 <= score < 1.0 for score in result.highlight_scores)
+        assert result.text is None
+
+
+def test_an_unknown_highlights_option_is_refused_by_name(reading_gateway_url):
+    with pytest.raises(ValueError, match="highlights.model"):
+        client(reading_gateway_url).search("passages", contents={"highlights": {"model": "x"}})
 
 
 def test_the_key_rides_as_x_api_key(keyed_gateway_url):

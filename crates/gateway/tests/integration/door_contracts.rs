@@ -1,11 +1,10 @@
 //! The doors that imitate a provider, checked against the gateway's own adapter for that provider:
-//! a second gateway whose SearXNG is down falls back to "Serper" or "Jina" — which is the first
+//! a second gateway whose SearXNG is down falls back to "Serper", "Jina" or "Exa" — which is the first
 //! gateway's door, behind a loopback proxy that puts the door's path in front (the adapters take an
 //! origin). The adapters were written from the providers' documentation and are tested against
 //! their recorded answers (`provider_contract.rs`), so a door whose answer they read as results
 //! speaks the provider's shape — and one they cannot read fails here. Exa's adapter asks for
-//! `highlights`, which the Exa door refuses until the passage ranker exists: that refusal is
-//! checked too.
+//! `highlights`, which the Exa door answers with the passage ranker's passages (#41).
 
 use std::net::SocketAddr;
 
@@ -95,11 +94,11 @@ async fn calls(g: &TestGateway, provider: &str, outcome: &str) -> f64 {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn the_serper_and_jina_doors_answer_what_the_gateways_own_adapters_read() {
+async fn the_serper_jina_and_exa_doors_answer_what_the_gateways_own_adapters_read() {
     let first = ReadStack::start(&[], &[]).await;
     first.site.set_default(Page::html(corpus("ars-1").0));
     let site = first.site.origin();
-    for (provider, prefix) in [("serper", "/serper"), ("jina", "/s")] {
+    for (provider, prefix) in [("serper", "/serper"), ("jina", "/s"), ("exa", "/exa")] {
         let proxy = prefixing_proxy(first.gateway.url.clone(), prefix).await;
         let second = falling_back_to(provider, proxy).await;
         let reply = second
@@ -118,28 +117,4 @@ async fn the_serper_and_jina_doors_answer_what_the_gateways_own_adapters_read() 
         }
         assert_eq!(calls(&second, provider, "ok").await, 1.0, "{provider}");
     }
-}
-
-#[tokio::test(flavor = "multi_thread")]
-async fn the_exa_door_refuses_the_highlights_the_exa_adapter_asks_for() {
-    let first = ReadStack::start(&[], &[]).await;
-    let proxy = prefixing_proxy(first.gateway.url.clone(), "/exa").await;
-    let second = falling_back_to("exa", proxy).await;
-    let reply = second
-        .search(&[("q", "door contract"), ("format", "json")])
-        .await;
-    assert_eq!(reply.status, 502, "{}", reply.text);
-    assert_eq!(
-        calls(&second, "exa", "ok").await,
-        0.0,
-        "a refusal is not a success"
-    );
-    let upstreams = reply.json["upstreams"]
-        .as_array()
-        .expect("the upstreams that failed");
-    let exa = upstreams
-        .iter()
-        .find(|u| u["name"] == "exa")
-        .expect("exa is named");
-    assert_eq!(exa["error_class"], "bad_request", "{}", reply.text);
 }

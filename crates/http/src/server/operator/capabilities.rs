@@ -4,7 +4,7 @@
 //! instead of guess. Behind the gate, as `/status`; nothing secret in it (no key, no upstream URL).
 //!
 //! `refused` lists the options whose answer depends on what this gateway has: an option a door
-//! would refuse by name here (Exa's `highlights`, Jina's `X-Engine: browser`, …), so a client can
+//! would refuse by name here (Exa's `summary`, Jina's `X-Engine: browser`, …), so a client can
 //! leave it out rather than be refused.
 
 use std::sync::Arc;
@@ -57,10 +57,9 @@ fn document(gateway: &Gateway, doors: &Map<String, Value>) -> Value {
         "jina: X-Target-Selector, X-Remove-Selector, X-Wait-For-Selector, X-Set-Cookie, X-Proxy-Url, X-Token-Budget",
         "tavily: include_images, include_image_descriptions, include_favicon, auto_parameters, exact_match (true); country, start_date, end_date, max_age_hours",
         "firecrawl: actions, waitFor, mobile, headers, includeTags, excludeTags, onlyMainContent: false, location",
-        // The passage ranker exists (Tavily's extract and advanced search, Perplexity's token
-        // caps, /v1/rerank); Exa's highlights are not wired to it yet (#41).
+        // The passage ranker answers Tavily's extract and advanced search, Perplexity's token
+        // caps, Exa's highlights, MCP's web_fetch and web_research, and /v1/rerank (#41).
         "tavily: chunks_per_source on a search that is not search_depth advanced",
-        "exa: contents.highlights (not wired to the passage ranker yet)",
     ];
     if !engine.browser {
         refused

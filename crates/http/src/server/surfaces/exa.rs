@@ -12,9 +12,12 @@
 //! search answers it — 1 to 20 of them): `text` (`true`, or `{"maxCharacters", "includeHtmlTags":
 //! false}`): each page read as text within the request's budget and cut at `maxCharacters`;
 //! `livecrawl` (`never`, `fallback` and `auto` read through the page cache, `always` and
-//! `preferred` afresh); `livecrawlTimeout` (ms, the budget). Refused by name: `highlights`
-//! (this door is not wired to the passage ranker yet, #41),
-//! `summary` (a model writes it), `subpages`, `extras`, `context`, and every field Exa has that
+//! `preferred` afresh); `livecrawlTimeout` (ms, the budget); `highlights` (`true`, or
+//! `{"query", "maxCharacters"}`, and Exa's older `numSentences`, `highlightsPerUrl`): each page's
+//! passages that best answer the query (the search's, or `highlights.query`, which a contents call
+//! must give), the best first, chosen by the engine's passage ranker from the page as read or
+//! cached (#41) — `highlights` and `highlightScores` (BM25's `s / (s + 1)`) on each result. Refused
+//! by name: `summary` (a model writes it), `subpages`, `extras`, `context`, and every field Exa has that
 //! this door does not take (`userLocation`, `moderation`, `includeText`, …).
 //!
 //! Answer: `{"requestId", "resolvedSearchType": "keyword", "results": [{"id", "url", "title",
@@ -26,6 +29,7 @@
 //! from the gate, 502 when every upstream failed, 503 with `Retry-After` when the gateway sheds
 //! load.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use axum::extract::{Extension, State};
@@ -45,8 +49,9 @@ use crate::server::kit::read_call::{self, Asked};
 use crate::server::kit::refusal::{self, json_response, Door, OwnRefusal, Refusal};
 use crate::server::kit::{search_call, search_read};
 use gateway_core::request::{DomainFilter, ReadFormat, SearchInput, SearchRequest, Surface};
+use gateway_engine::read::passages::{PassageOrder, Selection};
 use gateway_engine::read::{Depth, Freshness, PageRead};
-use gateway_upstreams::reader::ReadFailure;
+use gateway_upstreams::reader::{Document, ReadFailure};
 
 /// Where the search is served; exa-py's `base_url` is `…/exa`.
 pub(crate) const SEARCH_PATH: &str = "/exa/search";
@@ -71,7 +76,15 @@ const SEARCH_FIELDS: [&str; 9] = [
     "contents",
 ];
 /// The fields of `contents` (and of a contents call beside `urls`/`ids`).
-const CONTENTS_FIELDS: [&str; 3] = ["text", "livecrawl", "livecrawlTimeout"];
+const CONTENTS_FIELDS: [&str; 4] = ["text", "highlights", "livecrawl", "livecrawlTimeout"];
+/// The fields of `highlights` (`numSentences` and `highlightsPerUrl` are Exa's older ones).
+const HIGHLIGHTS_FIELDS: [&str; 4] = ["query", "maxCharacters", "numSentences", "highlightsPerUrl"];
+/// Highlights per page when the request does not say (`highlights: true`).
+const DEFAULT_HIGHLIGHTS: usize = 3;
+/// The longest highlight, in characters, when the request does not say (a sentence or three).
+const DEFAULT_HIGHLIGHT_CHARS: usize = 300;
+/// Characters a sentence of `numSentences` is taken to be.
+const SENTENCE_CHARS: usize = 150;
 
 /// The routes, behind the gate.
 pub(crate) fn routes(gate: &Gate) -> Router<Gateway> {
@@ -143,8 +156,24 @@ fn unsupported(what: impl Into<String>) -> ExaError {
 struct Contents {
     /// `None`: no text (a search without contents).
     text: Option<TextCut>,
+    /// `None`: no highlights.
+    highlights: Option<Highlights>,
     freshness: Freshness,
     timeout: Option<Duration>,
+}
+
+/// `highlights`: each page's passages that best answer a query, the best first (#41), chosen by
+/// the engine's passage ranker from the page as read or cached.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Highlights {
+    /// `highlights.query`; `None`: the search's query (a contents call must name one).
+    query: Option<String>,
+    /// The longest passage a highlight is made of (`numSentences` × 150, else 300).
+    passage_chars: usize,
+    /// Highlights per page (`highlightsPerUrl`, else 3).
+    per_url: usize,
+    /// All of a page's highlights together, in characters (`maxCharacters`).
+    max_chars: Option<usize>,
 }
 
 /// `text`: the whole text, or its first characters.
@@ -157,6 +186,7 @@ enum TextCut {
 impl Contents {
     const NONE: Self = Self {
         text: None,
+        highlights: None,
         freshness: Freshness::Cached,
         timeout: None,
     };
@@ -168,7 +198,6 @@ impl Contents {
             !CONTENTS_FIELDS.contains(&name.as_str()) && !skip.contains(&name.as_str())
         }) {
             let why = match name.as_str() {
-                "highlights" => "highlights (query-relevant passages need the passage ranker)",
                 "summary" => "summary (a model writes it; none is configured)",
                 _ => name.as_str(),
             };
@@ -182,6 +211,23 @@ impl Contents {
                 return Err(InvalidField {
                     name: "text",
                     expected: "true, or {\"maxCharacters\": N}",
+                }
+                .into())
+            }
+        };
+        let highlights = match fields.get("highlights") {
+            None | Some(Value::Bool(false)) | Some(Value::Null) => None,
+            Some(Value::Bool(true)) => Some(Highlights {
+                query: None,
+                passage_chars: DEFAULT_HIGHLIGHT_CHARS,
+                per_url: DEFAULT_HIGHLIGHTS,
+                max_chars: None,
+            }),
+            Some(Value::Object(options)) => Some(highlight_options(options)?),
+            Some(_) => {
+                return Err(InvalidField {
+                    name: "highlights",
+                    expected: "true, or {\"query\", \"maxCharacters\"}",
                 }
                 .into())
             }
@@ -211,6 +257,7 @@ impl Contents {
         .map(|ms| Duration::from_millis(u64::from(ms)));
         Ok(Self {
             text,
+            highlights,
             freshness,
             timeout,
         })
@@ -235,6 +282,69 @@ fn text_options(options: &Map<String, Value>) -> Result<TextCut, ExaError> {
         "an integer from 1 to 1000000",
     )?;
     Ok(max.map_or(TextCut::Whole, |max| TextCut::First(max as usize)))
+}
+
+/// `highlights` as an object: Exa's `query` and `maxCharacters`, and its older `numSentences` and
+/// `highlightsPerUrl`; any other field refused by name.
+fn highlight_options(options: &Map<String, Value>) -> Result<Highlights, ExaError> {
+    if let Some(name) = options
+        .keys()
+        .find(|name| !HIGHLIGHTS_FIELDS.contains(&name.as_str()))
+    {
+        return Err(unsupported(format!("highlights.{name}")));
+    }
+    let query = field::<String>(options, "query", "a string")?
+        .map(|q| q.trim().to_owned())
+        .filter(|q| !q.is_empty());
+    let sentences = number_in(options, "numSentences", 1..=20, "an integer from 1 to 20")?;
+    let per_url = number_in(options, "highlightsPerUrl", 1..=20, "an integer from 1 to 20")?;
+    let max_chars = number_in(
+        options,
+        "maxCharacters",
+        1..=100_000,
+        "an integer from 1 to 100000",
+    )?;
+    let passage_chars = sentences.map_or(DEFAULT_HIGHLIGHT_CHARS, |n| n as usize * SENTENCE_CHARS);
+    Ok(Highlights {
+        query,
+        passage_chars: max_chars.map_or(passage_chars, |max| passage_chars.min(max as usize)),
+        per_url: per_url.map_or(DEFAULT_HIGHLIGHTS, |n| n as usize),
+        max_chars: max_chars.map(|n| n as usize),
+    })
+}
+
+impl Highlights {
+    /// The page's highlights for `query` and their scores, the best first; chosen on the
+    /// blocking pool.
+    async fn of(&self, gateway: &Gateway, document: Arc<Document>, query: &str) -> Value {
+        let selection = Selection {
+            max_chars: self.passage_chars,
+            max_passages: Some(self.per_url),
+            budget: None,
+            order: PassageOrder::Score,
+            relevant_only: false,
+        };
+        let selector = gateway.passages();
+        let query = self.query.clone().unwrap_or_else(|| query.to_owned());
+        let chosen =
+            tokio::task::spawn_blocking(move || selector.select(&document, &query, &selection))
+                .await
+                .unwrap_or_default();
+        let mut left = self.max_chars.unwrap_or(usize::MAX);
+        let mut texts = Vec::new();
+        let mut scores = Vec::new();
+        for passage in chosen {
+            let chars = passage.text.chars().count();
+            if chars > left {
+                continue;
+            }
+            left -= chars;
+            let score = f64::from(passage.score.max(0.0));
+            scores.push(score / (score + 1.0));
+            texts.push(passage.text);
+        }
+        json!({"highlights": texts, "highlightScores": scores})
+    }
 }
 
 /// A search request, read and checked.
@@ -369,9 +479,10 @@ async fn search(
         Err(unanswered) => return ExaError::from(unanswered).into_response(),
     };
     let hits = ask.kept(found.hits);
-    let texts: Vec<Option<String>> = match ask.contents.text {
-        None => vec![None; hits.len()],
-        Some(cut) => {
+    let documents: Vec<Option<Arc<Document>>> =
+        if ask.contents.text.is_none() && ask.contents.highlights.is_none() {
+            vec![None; hits.len()]
+        } else {
             let budget = search_read::budget_left(&gateway, started, ask.contents.timeout);
             let asked: Vec<Asked> = hits.iter().map(|hit| Asked::new(&hit.url)).collect();
             read_all(&gateway, &admitted, &asked, ask.contents.freshness, budget)
@@ -379,28 +490,24 @@ async fn search(
                 .into_iter()
                 .map(|read| {
                     read.and_then(|read| read.result.ok())
-                        .map(|done| cut_text(&done.document.content, cut))
+                        .map(|done| done.document)
                 })
                 .collect()
-        }
-    };
-    let results: Vec<Value> = hits
-        .into_iter()
-        .zip(texts)
-        .map(|(hit, text)| {
-            let mut result = json!({
-                "id": hit.url,
-                "url": hit.url,
-                "title": hit.title,
-                "publishedDate": hit.published_date,
-                "author": null,
-            });
-            if ask.contents.text.is_some() {
-                result["text"] = text.map_or(Value::Null, Value::from);
-            }
-            result
-        })
-        .collect();
+        };
+    let mut results = Vec::with_capacity(hits.len());
+    for (hit, document) in hits.into_iter().zip(documents) {
+        let mut result = json!({
+            "id": hit.url,
+            "url": hit.url,
+            "title": hit.title,
+            "publishedDate": hit.published_date,
+            "author": null,
+        });
+        ask.contents
+            .add_to(&mut result, &gateway, document, &ask.input.query)
+            .await;
+        results.push(result);
+    }
     let body = json!({
         "requestId": request_id(),
         "resolvedSearchType": "keyword",
@@ -411,6 +518,32 @@ async fn search(
     let mut response = json_response(StatusCode::OK, body.to_string());
     search_call::set_served_headers(response.headers_mut(), &served);
     response
+}
+
+impl Contents {
+    /// What was asked of a page into its `result`: `text` (null when the page could not be
+    /// read), `highlights` and `highlightScores` (empty then) for `query`.
+    async fn add_to(
+        &self,
+        result: &mut Value,
+        gateway: &Gateway,
+        document: Option<Arc<Document>>,
+        query: &str,
+    ) {
+        if let Some(cut) = self.text {
+            result["text"] = document
+                .as_ref()
+                .map_or(Value::Null, |d| Value::from(cut_text(&d.content, cut)));
+        }
+        if let Some(highlights) = &self.highlights {
+            let found = match document {
+                Some(document) => highlights.of(gateway, document, query).await,
+                None => json!({"highlights": [], "highlightScores": []}),
+            };
+            result["highlights"] = found["highlights"].clone();
+            result["highlightScores"] = found["highlightScores"].clone();
+        }
+    }
 }
 
 /// Every page of `asked` read as text at once.
@@ -471,8 +604,18 @@ impl ContentsAsk {
             return Err(URLS.into());
         }
         let mut contents = Contents::read(&fields, &["urls", "ids"])?;
-        // A contents call reads text unless it asked for nothing else (as exa-py's default).
-        contents.text.get_or_insert(TextCut::Whole);
+        // Highlights need a query: a contents call has none of its own.
+        if contents.highlights.as_ref().is_some_and(|h| h.query.is_none()) {
+            return Err(InvalidField {
+                name: "highlights.query",
+                expected: "the query the highlights answer (a contents call has no search)",
+            }
+            .into());
+        }
+        // A contents call reads text unless it asked for something else (as exa-py's default).
+        if contents.highlights.is_none() {
+            contents.text.get_or_insert(TextCut::Whole);
+        }
         Ok(Self { urls, contents })
     }
 }
@@ -497,21 +640,24 @@ async fn contents(
     let budget = search_read::budget_left(&gateway, started, ask.contents.timeout);
     let asked: Vec<Asked> = ask.urls.iter().map(|url| Asked::new(url)).collect();
     let reads = read_all(&gateway, &admitted, &asked, ask.contents.freshness, budget).await;
-    let cut = ask.contents.text.unwrap_or(TextCut::Whole);
     let mut results = Vec::new();
     let mut statuses = Vec::new();
     for (asked, read) in asked.into_iter().zip(reads) {
         let id = asked.as_sent;
         match read.map(|read| read.result) {
             Some(Ok(done)) => {
-                results.push(json!({
+                let mut result = json!({
                     "id": id,
                     "url": done.document.final_url,
                     "title": done.document.title,
                     "publishedDate": done.document.published,
                     "author": null,
-                    "text": cut_text(&done.document.content, cut),
-                }));
+                });
+                // A contents call's highlights carry their own query (checked when read).
+                ask.contents
+                    .add_to(&mut result, &gateway, Some(done.document), "")
+                    .await;
+                results.push(result);
                 statuses.push(json!({"id": id, "status": "success"}));
             }
             Some(Err(failed)) => statuses.push(failed_status(&id, failed.failure)),
@@ -597,6 +743,42 @@ mod tests {
     }
 
     #[test]
+    fn highlights_are_read_with_exas_options_old_and_new() {
+        let plain = search_ask(json!({"query": "q", "contents": {"highlights": true}})).unwrap();
+        assert_eq!(
+            plain.contents.highlights,
+            Some(Highlights {
+                query: None,
+                passage_chars: DEFAULT_HIGHLIGHT_CHARS,
+                per_url: DEFAULT_HIGHLIGHTS,
+                max_chars: None,
+            })
+        );
+        assert_eq!(plain.contents.text, None, "highlights alone read no text back");
+        let old = search_ask(json!({"query": "q", "contents": {"highlights":
+            {"numSentences": 2, "highlightsPerUrl": 4, "query": " mirror "}}}))
+        .unwrap();
+        let old = old.contents.highlights.unwrap();
+        assert_eq!((old.passage_chars, old.per_url), (300, 4));
+        assert_eq!(old.query.as_deref(), Some("mirror"));
+        let capped = search_ask(
+            json!({"query": "q", "contents": {"highlights": {"maxCharacters": 120}}}),
+        )
+        .unwrap();
+        let capped = capped.contents.highlights.unwrap();
+        assert_eq!((capped.passage_chars, capped.max_chars), (120, Some(120)));
+        // A contents call has no search query: its highlights must name one.
+        let err = ContentsAsk::read(br#"{"urls": ["https://a.example/"], "highlights": true}"#)
+            .unwrap_err();
+        assert!(err.message().contains("highlights.query"), "{}", err.message());
+        let named = ContentsAsk::read(
+            br#"{"urls": ["https://a.example/"], "highlights": {"query": "mirror"}}"#,
+        )
+        .unwrap();
+        assert_eq!(named.contents.text, None, "no text unless asked beside highlights");
+    }
+
+    #[test]
     fn what_it_cannot_honour_is_refused_by_name() {
         for (body, named) in [
             (json!({"query": "q", "type": "neural"}), "neural"),
@@ -604,8 +786,12 @@ mod tests {
             (json!({"query": "q", "userLocation": "US"}), "userLocation"),
             (json!({"query": "q", "category": "company"}), "company"),
             (
-                json!({"query": "q", "contents": {"highlights": true}}),
-                "highlights",
+                json!({"query": "q", "contents": {"highlights": {"model": "x"}}}),
+                "highlights.model",
+            ),
+            (
+                json!({"query": "q", "contents": {"highlights": {"highlightsPerUrl": 0}}}),
+                "highlightsPerUrl",
             ),
             (
                 json!({"query": "q", "contents": {"summary": true}}),
