@@ -880,10 +880,7 @@ async fn capabilities_say_what_this_configuration_serves() {
         .iter()
         .filter_map(Value::as_str)
         .collect();
-    assert!(
-        refused.iter().any(|r| r.contains("summary")),
-        "{refused:?}"
-    );
+    assert!(refused.iter().any(|r| r.contains("summary")), "{refused:?}");
     assert!(
         !refused.iter().any(|r| r.contains("highlights")),
         "Exa's highlights are answered now: {refused:?}"

@@ -297,7 +297,12 @@ fn highlight_options(options: &Map<String, Value>) -> Result<Highlights, ExaErro
         .map(|q| q.trim().to_owned())
         .filter(|q| !q.is_empty());
     let sentences = number_in(options, "numSentences", 1..=20, "an integer from 1 to 20")?;
-    let per_url = number_in(options, "highlightsPerUrl", 1..=20, "an integer from 1 to 20")?;
+    let per_url = number_in(
+        options,
+        "highlightsPerUrl",
+        1..=20,
+        "an integer from 1 to 20",
+    )?;
     let max_chars = number_in(
         options,
         "maxCharacters",
@@ -605,7 +610,11 @@ impl ContentsAsk {
         }
         let mut contents = Contents::read(&fields, &["urls", "ids"])?;
         // Highlights need a query: a contents call has none of its own.
-        if contents.highlights.as_ref().is_some_and(|h| h.query.is_none()) {
+        if contents
+            .highlights
+            .as_ref()
+            .is_some_and(|h| h.query.is_none())
+        {
             return Err(InvalidField {
                 name: "highlights.query",
                 expected: "the query the highlights answer (a contents call has no search)",
@@ -754,28 +763,37 @@ mod tests {
                 max_chars: None,
             })
         );
-        assert_eq!(plain.contents.text, None, "highlights alone read no text back");
+        assert_eq!(
+            plain.contents.text, None,
+            "highlights alone read no text back"
+        );
         let old = search_ask(json!({"query": "q", "contents": {"highlights":
             {"numSentences": 2, "highlightsPerUrl": 4, "query": " mirror "}}}))
         .unwrap();
         let old = old.contents.highlights.unwrap();
         assert_eq!((old.passage_chars, old.per_url), (300, 4));
         assert_eq!(old.query.as_deref(), Some("mirror"));
-        let capped = search_ask(
-            json!({"query": "q", "contents": {"highlights": {"maxCharacters": 120}}}),
-        )
-        .unwrap();
+        let capped =
+            search_ask(json!({"query": "q", "contents": {"highlights": {"maxCharacters": 120}}}))
+                .unwrap();
         let capped = capped.contents.highlights.unwrap();
         assert_eq!((capped.passage_chars, capped.max_chars), (120, Some(120)));
         // A contents call has no search query: its highlights must name one.
         let err = ContentsAsk::read(br#"{"urls": ["https://a.example/"], "highlights": true}"#)
             .unwrap_err();
-        assert!(err.message().contains("highlights.query"), "{}", err.message());
+        assert!(
+            err.message().contains("highlights.query"),
+            "{}",
+            err.message()
+        );
         let named = ContentsAsk::read(
             br#"{"urls": ["https://a.example/"], "highlights": {"query": "mirror"}}"#,
         )
         .unwrap();
-        assert_eq!(named.contents.text, None, "no text unless asked beside highlights");
+        assert_eq!(
+            named.contents.text, None,
+            "no text unless asked beside highlights"
+        );
     }
 
     #[test]
