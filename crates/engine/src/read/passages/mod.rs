@@ -35,7 +35,7 @@ mod split;
 mod terms;
 
 pub use budget::{TokenBudget, TokenCounter};
-pub use select::{Chosen, PassageOrder, Selection};
+pub use select::{Chosen, Merge, PassageOrder, Selection};
 pub use split::{split, Passage};
 
 use std::sync::Arc;

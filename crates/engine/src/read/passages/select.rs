@@ -33,6 +33,19 @@ pub struct Selection {
     /// (several pages' passages for an agent's context); `false` gives the first passages of a
     /// page that has no word of the query (Tavily's chunks).
     pub relevant_only: bool,
+    /// How adjacent chosen passages of one page join.
+    pub merge: Merge,
+}
+
+/// How adjacent chosen passages of one page join into one run.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Merge {
+    /// Into one run, however long (nothing between them was left out).
+    #[default]
+    Adjacent,
+    /// Into one run only while it stays within the selection's `max_chars`: for a door whose
+    /// every chunk has a length cap (Tavily's 500 characters).
+    WithinMaxChars,
 }
 
 /// Passages chosen for a query: one passage, or several adjacent on the page merged into one.
@@ -157,7 +170,11 @@ fn choose(
         }
         taken.push(i);
     }
-    let mut chosen = merged(passages, scores, page_of, &taken);
+    let limit = match selection.merge {
+        Merge::Adjacent => None,
+        Merge::WithinMaxChars => Some(selection.max_chars),
+    };
+    let mut chosen = merged(passages, scores, page_of, &taken, limit);
     if let Some(budget) = selection.budget {
         // Tokens of a merged text are not always the sum of its parts' (a join can change how
         // the tokenizer cuts): the lowest-scored passage goes until the texts fit.
@@ -175,7 +192,7 @@ fn choose(
                 break;
             };
             taken.remove(worst);
-            chosen = merged(passages, scores, page_of, &taken);
+            chosen = merged(passages, scores, page_of, &taken, limit);
         }
     }
     if selection.order == PassageOrder::Score {
@@ -194,27 +211,39 @@ fn merged(
     scores: &[f32],
     page_of: &[usize],
     taken: &[usize],
+    limit: Option<usize>,
 ) -> Vec<(usize, Chosen)> {
     let mut in_page_order = taken.to_vec();
     in_page_order.sort_unstable();
     let mut chosen: Vec<(usize, Chosen)> = Vec::new();
+    // The characters of the last run, for `limit`.
+    let mut last_chars = 0;
     for i in in_page_order {
+        let chars = passages[i].text.chars().count();
         match chosen.last_mut() {
-            Some((page, last)) if last.passages.end == i && *page == page_of[i] => {
+            Some((page, last))
+                if last.passages.end == i
+                    && *page == page_of[i]
+                    && limit.is_none_or(|limit| last_chars + 1 + chars <= limit) =>
+            {
+                last_chars += 1 + chars;
                 last.text.push('\n');
                 last.text.push_str(&passages[i].text);
                 last.score = last.score.max(scores[i]);
                 last.passages.end = i + 1;
             }
-            _ => chosen.push((
-                page_of[i],
-                Chosen {
-                    text: passages[i].text.clone(),
-                    heading_path: Arc::clone(&passages[i].heading_path),
-                    score: scores[i],
-                    passages: i..i + 1,
-                },
-            )),
+            _ => {
+                last_chars = chars;
+                chosen.push((
+                    page_of[i],
+                    Chosen {
+                        text: passages[i].text.clone(),
+                        heading_path: Arc::clone(&passages[i].heading_path),
+                        score: scores[i],
+                        passages: i..i + 1,
+                    },
+                ));
+            }
         }
     }
     chosen
@@ -264,6 +293,7 @@ mod tests {
         budget: None,
         order: PassageOrder::Page,
         relevant_only: false,
+        merge: Merge::Adjacent,
     };
 
     #[test]
@@ -300,6 +330,33 @@ mod tests {
     }
 
     #[test]
+    fn within_max_chars_adjacent_passages_merge_only_while_the_run_fits() {
+        let capped = Selection {
+            max_passages: Some(2),
+            merge: Merge::WithinMaxChars,
+            ..TAVILY
+        };
+        // Each section is a passage of about 130 characters: two together overrun 200.
+        let apart = ask(
+            "beaches cliffs",
+            Selection {
+                max_chars: 200,
+                ..capped
+            },
+        );
+        assert_eq!(apart.len(), 2, "{apart:?}");
+        assert_eq!(
+            (apart[0].passages.clone(), apart[1].passages.clone()),
+            (1..2, 2..3)
+        );
+        assert!(apart.iter().all(|c| c.text.chars().count() <= 200));
+        // Within 500 they fit together and merge as before.
+        let together = ask("beaches cliffs", capped);
+        assert_eq!(together.len(), 1, "{together:?}");
+        assert!(together[0].text.chars().count() <= 500);
+    }
+
+    #[test]
     fn a_query_nothing_matches_still_gives_the_first_passages() {
         let chosen = ask("zeppelins", TAVILY);
         assert_eq!(chosen.len(), 1, "the first two, merged");
@@ -312,6 +369,7 @@ mod tests {
         let relevant = Selection {
             max_passages: None,
             relevant_only: true,
+            merge: Merge::Adjacent,
             ..TAVILY
         };
         assert!(ask("zeppelins", relevant).is_empty());
@@ -417,12 +475,13 @@ mod tests {
         #![proptest_config(ProptestConfig::with_cases(48))]
 
         #[test]
-        fn a_budget_is_never_exceeded_and_no_passage_is_too_long(
+        fn a_budget_is_never_exceeded_and_no_passage_or_capped_run_is_too_long(
             doc in document(),
             tokens in 0usize..400,
             max_chars in 20usize..600,
             cap in prop::option::of(1usize..6),
             by_score in any::<bool>(),
+            capped in any::<bool>(),
         ) {
             let selection = Selection {
                 max_chars,
@@ -430,8 +489,12 @@ mod tests {
                 budget: Some(TokenBudget::new(tokens)),
                 order: if by_score { PassageOrder::Score } else { PassageOrder::Page },
                 relevant_only: false,
+                merge: if capped { Merge::WithinMaxChars } else { Merge::Adjacent },
             };
             let chosen = select(&doc, Some("Title"), "lighthouse words", &selection, COUNTER);
+            if capped {
+                prop_assert!(chosen.iter().all(|c| c.text.chars().count() <= max_chars));
+            }
             let spent: usize = chosen.iter().map(|c| COUNTER.count(&c.text)).sum();
             prop_assert!(spent <= tokens, "{spent} tokens > {tokens}");
             let passages: usize = chosen.iter().map(|c| c.passages.len()).sum();

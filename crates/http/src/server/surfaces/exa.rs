@@ -49,7 +49,7 @@ use crate::server::kit::read_call::{self, Asked};
 use crate::server::kit::refusal::{self, json_response, Door, OwnRefusal, Refusal};
 use crate::server::kit::{search_call, search_read};
 use gateway_core::request::{DomainFilter, ReadFormat, SearchInput, SearchRequest, Surface};
-use gateway_engine::read::passages::{PassageOrder, Selection};
+use gateway_engine::read::passages::{Merge, PassageOrder, Selection};
 use gateway_engine::read::{Depth, Freshness, PageRead};
 use gateway_upstreams::reader::{Document, ReadFailure};
 
@@ -328,6 +328,7 @@ impl Highlights {
             budget: None,
             order: PassageOrder::Score,
             relevant_only: false,
+            merge: Merge::Adjacent,
         };
         let selector = gateway.passages();
         let query = self.query.clone().unwrap_or_else(|| query.to_owned());

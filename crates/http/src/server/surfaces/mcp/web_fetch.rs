@@ -24,7 +24,7 @@ use crate::server::kit::json_fields::{self, field, number_in, InvalidField};
 use crate::server::kit::read_call;
 use gateway_core::request::ReadFormat;
 use gateway_engine::read::passages::{
-    Chosen, PassageOrder, PassageSelector, Selection, TokenBudget,
+    Chosen, Merge, PassageOrder, PassageSelector, Selection, TokenBudget,
 };
 use gateway_upstreams::reader::{Document, ReadFailure};
 
@@ -317,6 +317,7 @@ impl WebFetchOutput {
                         budget: Some(budget),
                         order: PassageOrder::Page,
                         relevant_only: false,
+                        merge: Merge::Adjacent,
                     };
                     selector.select(document, query, &selection)
                 };

@@ -21,7 +21,9 @@ use super::web_search::tool_error;
 use crate::server::kit::document::FailedUpstream;
 use crate::server::kit::json_fields::{self, field, number_in, InvalidField};
 use gateway_core::request::{RequestError, SearchInput, SearchRequest};
-use gateway_engine::read::passages::{PassageOrder, PassageSelector, Selection, TokenBudget};
+use gateway_engine::read::passages::{
+    Merge, PassageOrder, PassageSelector, Selection, TokenBudget,
+};
 use gateway_upstreams::reader::Document;
 
 /// The tool's name.
@@ -224,6 +226,7 @@ impl WebResearchOutput {
                 budget: Some(budget),
                 order: PassageOrder::Score,
                 relevant_only: true,
+                merge: Merge::Adjacent,
             };
             selector
                 .select_across(&documents, &query, &selection)

@@ -13,7 +13,9 @@ use crate::gateway::Gateway;
 use crate::server::kit::gate::Admitted;
 use crate::server::kit::search_read;
 use gateway_core::request::ReadFormat;
-use gateway_engine::read::passages::{PassageOrder, PassageSelector, Selection, TokenBudget};
+use gateway_engine::read::passages::{
+    Merge, PassageOrder, PassageSelector, Selection, TokenBudget,
+};
 
 /// The longest passage a snippet is made of, in characters: about half the budget (a token is
 /// about four characters of English), so several passages fit, within these bounds.
@@ -75,6 +77,7 @@ fn best_passages(
         // The best first: a cut for the gaps' tokens takes from the least relevant end.
         order: PassageOrder::Score,
         relevant_only: false,
+        merge: Merge::Adjacent,
     };
     let mut chosen = selector.select_text(text, title, query, &selection);
     if chosen.is_empty() {

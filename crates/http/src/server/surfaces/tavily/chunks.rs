@@ -1,12 +1,13 @@
 //! Tavily's query-relevant chunks, shared by its extract and its advanced search: the
 //! `per_source` passages of a page (each at most 500 characters) that best answer a query, chosen
 //! by [`gateway_engine::read::passages`] from the page as read or cached, in page order, joined by
-//! ` [...] ` as Tavily joins them.
+//! ` [...] ` as Tavily joins them. Two chosen passages that stand side by side on the page become
+//! one chunk only while it stays within the 500 characters ([`Merge::WithinMaxChars`]).
 
 use std::sync::Arc;
 
 use crate::gateway::Gateway;
-use gateway_engine::read::passages::{PassageOrder, Selection, TAVILY_CHUNK_CHARS};
+use gateway_engine::read::passages::{Merge, PassageOrder, Selection, TAVILY_CHUNK_CHARS};
 use gateway_upstreams::reader::Document;
 
 /// `chunks_per_source` when a query comes without it (Tavily's default).
@@ -33,6 +34,7 @@ impl Chunks {
             budget: None,
             order: PassageOrder::Page,
             relevant_only: false,
+            merge: Merge::WithinMaxChars,
         };
         let selector = gateway.passages();
         let query = self.query.clone();
