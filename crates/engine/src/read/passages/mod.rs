@@ -20,13 +20,14 @@
 //! 4.5–5.8 ms (tiktoken counting each candidate). Above #41's 2 ms target: the `bm25` crate's
 //! per-passage hash maps are the next place to look. A door runs a selection on the blocking pool.
 //!
-//! Surfaces: Tavily's extract (`query`, `chunks_per_source`), MCP's `web_fetch` (`query`,
-//! `max_tokens`) and `web_research` (passages of several pages scored as one corpus,
-//! [`PassageSelector::select_across`]).
+//! Surfaces: Tavily's extract (`query`, `chunks_per_source`) and advanced search (each result's
+//! chunks), Exa's highlights, Perplexity's `max_tokens_per_page` and `max_tokens`, MCP's
+//! `web_fetch` (`query`, `max_tokens`) and `web_research` (passages of several pages scored as one
+//! corpus, [`PassageSelector::select_across`]), and the `/v1/rerank` door, whose client's own texts
+//! [`PassageSelector::rank_texts`] scores.
 //!
 //! Not yet (#41): a reranker (`RERANK_URL`), the split cached with the page, stemming (by
-//! measurement). Also Tavily's advanced search and Perplexity's token caps; [`PassageSelector::rank_texts`]
-//! scores a client's own texts for the `/v1/rerank` door.
+//! measurement).
 
 mod budget;
 mod rank;
