@@ -14,7 +14,7 @@
 //! 1,500 characters (what truncation gives); the best three of plain BM25 over fixed 500-character
 //! windows ([`windows`]: what a character splitter and a BM25 retriever give). An answer counts
 //! when its words, lower-cased, stand in that order in the returned text — case, spacing,
-//! punctuation and Markdown marks aside. Recall is over every question, a page the reader could
+//! punctuation, Markdown marks and links' targets aside. Recall is over every question, a page the reader could
 //! not read (or whose text lost the answer) counting as a miss for all three.
 //!
 //! The time: the gateway's choice of chunks on a 50 kB text per question — its page's text
@@ -111,16 +111,35 @@ struct Measured {
     timed_texts: usize,
 }
 
-/// `text`'s words, lower-cased, each between spaces: `" the 2 overall "`.
+/// `text`'s words, lower-cased, each between spaces (`" the 2 overall "`), its Markdown links'
+/// targets left out (`[id](https://…) and [headers](https://…)` reads `id and headers`).
 fn words(text: &str) -> String {
     let mut out = String::from(" ");
-    for word in text
+    for word in without_link_targets(text)
         .split(|c: char| !c.is_alphanumeric())
         .filter(|w| !w.is_empty())
     {
         out.push_str(&word.to_lowercase());
         out.push(' ');
     }
+    out
+}
+
+/// `text` without the `(target)` of its Markdown links: from `](` to the next `)` on the same
+/// line (a passage cut inside a link leaves its target open: that is kept as text).
+fn without_link_targets(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find("](") {
+        out.push_str(&rest[..=at]);
+        let target = &rest[at + 1..];
+        let line = target.find('\n').unwrap_or(target.len());
+        rest = match target[..line].find(')') {
+            Some(end) => &target[end + 1..],
+            None => target,
+        };
+    }
+    out.push_str(rest);
     out
 }
 
@@ -441,7 +460,7 @@ impl Bench {
              WCXB dev page of ≥ 1,500 words whose answer is past the main content's first 1,500 characters; each page \
              read in-process as Markdown, as Tavily's extract reads it. Recall per page type (questions), {}: {}. The \
              reader's text lacks the answer for {unread} of them (a miss for all three). An answer counts when its \
-             words, lower-cased, stand in that order in the returned text. BM25 windows: 500 characters, 50 of \
+             words, lower-cased, stand in that order in the returned text (Markdown links' targets left out). BM25 windows: 500 characters, 50 of \
              overlap, the `bm25` crate (k1 1.2, b 0.75) over lower-cased words, no stemming or stop words (the crate's \
              default tokenizer is not in the lock file). The time: the choice alone (split, rank, pick) on {} \
              texts of 50 kB (each question's page, then the next pages', cut), {} choices in turn with their \
