@@ -14,14 +14,15 @@
 //! 1,500 characters (what truncation gives); the best three of plain BM25 over fixed 500-character
 //! windows ([`windows`]: what a character splitter and a BM25 retriever give). An answer counts
 //! when its words, lower-cased, stand in that order in the returned text — case, spacing,
-//! punctuation, Markdown marks and links' targets aside. Recall is over every question, a page the reader could
-//! not read (or whose text lost the answer) counting as a miss for all three.
+//! punctuation, Markdown marks and links' targets aside. Recall is over every question, a page
+//! the reader could not read (or whose text lost the answer) counting as a miss for all three.
 //!
 //! The time: the gateway's choice of chunks on a 50 kB text per question — its page's text
 //! followed by the next pages' of the set (most are shorter than 50 kB), cut to 50 kB — with its
-//! question and its page's title, one choice after the other on one thread, the texts in turn. The corpus is found as
-//! the WCXB row finds it (`measure/wcxb/corpus.rs`); without it the row fails as that row does.
-//! Each question's passages go to `target/harness/passages.json`.
+//! question and its page's title, one choice after the other on one thread, the texts in turn.
+//!
+//! The corpus is found as the WCXB row finds it (`measure/wcxb/corpus.rs`); without it the row
+//! fails as that row does. Each question's passages go to `target/harness/passages.json`.
 
 mod windows;
 
@@ -438,7 +439,6 @@ impl Bench {
         });
 
         let mut types: Vec<&str> = questions.iter().map(|q| q.page_type.as_str()).collect();
-        types.dedup();
         types.sort_unstable();
         types.dedup();
         let per_type: Vec<String> = types
