@@ -1,7 +1,8 @@
 //! The in-process benchmarks' door to the CPU work of the request path
-//! (`crates/testbed/benches/pipeline.rs`, and the harness's extraction row): decoding SearXNG's
-//! body and the providers' bodies, the merge and the rendering of the answer, and a page's
-//! extraction, each through the production code exactly as the
+//! (`crates/testbed/benches/pipeline.rs`, and the harness's extraction and passage rows): decoding
+//! SearXNG's body and the providers' bodies, the merge and the rendering of the answer, a page's
+//! extraction, and the passages of a read page that answer a query (Tavily's chunks), each through
+//! the production code exactly as the
 //! request path calls it, with no socket and no runtime. Public only with the `bench` feature,
 //! which the testbed enables and the production build never does (the binary, the Docker image and
 //! the harness build `-p searxng-gateway` alone); the functions behind it stay crate-private.
@@ -12,7 +13,12 @@
 use bytes::Bytes;
 use reqwest::header::HeaderMap;
 
+use gateway_engine::read::passages::{
+    PassageOrder, PassageSelector, Selection, TAVILY_CHUNK_CHARS,
+};
+use gateway_engine::settings::TokenizerEncoding;
 use gateway_upstreams::providers::{ProviderAnswer, ProviderKind};
+use gateway_upstreams::reader::Document;
 
 /// One premium provider's 200 body, as the provider sent it.
 #[derive(Debug, Clone, Copy)]
@@ -62,6 +68,59 @@ pub fn read_page(body: &[u8], content_type: &str, url: &str, text: bool) -> Opti
     gateway_upstreams::reader::extract_body(body, Some(content_type), url, url, format)
         .ok()
         .map(|document| document.content)
+}
+
+/// A page as the reader read it, in Markdown (Tavily's extract's default format): what a query's
+/// passages are chosen from.
+pub struct ReadDocument(Document);
+
+impl ReadDocument {
+    /// Its readable text.
+    pub fn content(&self) -> &str {
+        &self.0.content
+    }
+
+    /// Its title, when it has one.
+    pub fn title(&self) -> Option<&str> {
+        self.0.title.as_deref()
+    }
+}
+
+/// A page's body (read from `url`, declared as `content_type`) read as Tavily's extract reads it
+/// (Markdown), `None` when the read would fail.
+pub fn read_document(body: &[u8], content_type: &str, url: &str) -> Option<ReadDocument> {
+    gateway_upstreams::reader::extract_body(
+        body,
+        Some(content_type),
+        url,
+        url,
+        gateway_core::request::ReadFormat::Markdown,
+    )
+    .ok()
+    .map(ReadDocument)
+}
+
+/// Tavily's query-relevant chunks of a page's `content` (titled `title`), as its extract chooses
+/// them: the `chunks` passages of at most 500 characters that best answer `query`, in page order.
+pub fn tavily_chunks(
+    content: &str,
+    title: Option<&str>,
+    query: &str,
+    chunks: usize,
+) -> Vec<String> {
+    const SELECTOR: PassageSelector = PassageSelector::new(TokenizerEncoding::O200kBase);
+    let selection = Selection {
+        max_chars: TAVILY_CHUNK_CHARS,
+        max_passages: Some(chunks),
+        budget: None,
+        order: PassageOrder::Page,
+        relevant_only: false,
+    };
+    SELECTOR
+        .select_text(content, title, query, &selection)
+        .into_iter()
+        .map(|chosen| chosen.text)
+        .collect()
 }
 
 fn premium_answer(one: &PremiumBody<'_>) -> Option<(ProviderKind, ProviderAnswer)> {

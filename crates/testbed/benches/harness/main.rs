@@ -29,7 +29,9 @@
 //!   expected articles, time per page on one core, bytes per cached page through the gateway; a
 //!   4 MB PDF and a 5 MB HTML page through the release gateway: time and peak memory; and the
 //!   reader on WCXB's development split (pages of seven types): word F1 overall and per type,
-//!   in-process beside candidate extractors and through `POST /tavily/extract`.
+//!   in-process beside candidate extractors and through `POST /tavily/extract`; and the passages
+//!   of WCXB's long pages that answer hand-written questions (Tavily's 3 chunks of ≤ 500
+//!   characters against truncation and BM25 windows; `HARNESS_ONLY=passages` runs it alone).
 //!
 //! `HARNESS_GATEWAY=/path/to/searxng-gateway` measures another build (before/after a change),
 //! `HARNESS_ONLY=a,f` runs only those measurements (report in `target/harness/BENCHMARKS.only.md`),
@@ -355,6 +357,11 @@ async fn run(plan: Plan) -> usize {
                 bench.settle("k. large pages", result);
                 let result = bench.wcxb(&repo).await;
                 bench.settle("k. WCXB dev", result);
+            }
+            if wants("k") || wants("passages") {
+                println!("== k. query-relevant passages");
+                let result = bench.passages(&repo).await;
+                bench.settle("k. passages", result);
             }
         }
         Err(err) => bench

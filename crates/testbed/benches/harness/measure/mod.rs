@@ -4,7 +4,8 @@
 //! upstream trouble, whose scripts `cargo test` checks: [`check_schedules`]) and [`tracing_cost`] (i, cache hits with tracing off and on) and
 //! [`shared_tier`] (j, several replicas on one Redis), [`extraction`] (k, the page reader on
 //! the Readability corpus), [`large_pages`] and [`wcxb`] (k, the reader on WCXB's pages of seven
-//! types, beside candidate extractors) and [`fleet_limits`] (l, one client's limits over three
+//! types, beside candidate extractors), [`passages`] (k, query-relevant passages of WCXB's long
+//! pages against truncation and BM25 windows) and [`fleet_limits`] (l, one client's limits over three
 //! replicas).
 
 mod cache_hits;
@@ -16,6 +17,7 @@ mod fleet_limits;
 mod large_pages;
 mod memory;
 mod miss_path;
+mod passages;
 mod pool;
 mod redis_process;
 mod shared_tier;

@@ -17,7 +17,7 @@ use crate::loadgen::BoxError;
 
 /// The structural type of a page, in `evaluate.py`'s `TYPE_ORDER`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum PageType {
+pub(in crate::measure) enum PageType {
     Article,
     Forum,
     Product,
@@ -29,7 +29,7 @@ pub(super) enum PageType {
 
 impl PageType {
     /// Every type, in the order the scorer prints them.
-    pub(super) const ALL: [Self; 7] = [
+    pub(in crate::measure) const ALL: [Self; 7] = [
         Self::Article,
         Self::Forum,
         Self::Product,
@@ -40,7 +40,7 @@ impl PageType {
     ];
 
     /// The name the corpus and the scorer use.
-    pub(super) fn name(self) -> &'static str {
+    pub(in crate::measure) fn name(self) -> &'static str {
         match self {
             Self::Article => "article",
             Self::Forum => "forum",
@@ -75,30 +75,30 @@ impl PageType {
 }
 
 /// One page's ground truth.
-pub(super) struct Truth {
+pub(in crate::measure) struct Truth {
     /// The file's stem (`0001`): `evaluate.py`'s file id.
-    pub(super) id: String,
+    pub(in crate::measure) id: String,
     /// Where the page was fetched from.
-    pub(super) url: String,
-    pub(super) page_type: PageType,
+    pub(in crate::measure) url: String,
+    pub(in crate::measure) page_type: PageType,
     /// The hand-reviewed main content, plain text.
-    pub(super) main_content: String,
+    pub(in crate::measure) main_content: String,
     /// Snippets a correct extraction contains.
-    pub(super) with: Vec<String>,
+    pub(in crate::measure) with: Vec<String>,
     /// Boilerplate snippets it must not contain.
-    pub(super) without: Vec<String>,
+    pub(in crate::measure) without: Vec<String>,
 }
 
 /// The split's ground truth (all of it, or every `every`-th page in name order), and where its
 /// pages are.
-pub(super) struct Corpus {
-    pub(super) dir: PathBuf,
-    pub(super) truths: Vec<Truth>,
+pub(in crate::measure) struct Corpus {
+    pub(in crate::measure) dir: PathBuf,
+    pub(in crate::measure) truths: Vec<Truth>,
 }
 
 impl Corpus {
     /// Where the corpus is.
-    pub(super) fn locate(repo: &Path) -> PathBuf {
+    pub(in crate::measure) fn locate(repo: &Path) -> PathBuf {
         if let Some(dir) = std::env::var_os("WCXB_CORPUS") {
             return PathBuf::from(dir);
         }
@@ -108,7 +108,7 @@ impl Corpus {
     }
 
     /// Reads the ground truth of every `every`-th page (1: all of them).
-    pub(super) fn load(dir: &Path, every: usize) -> Result<Self, BoxError> {
+    pub(in crate::measure) fn load(dir: &Path, every: usize) -> Result<Self, BoxError> {
         let truth_dir = dir.join("dev/ground-truth");
         let mut files: Vec<PathBuf> = std::fs::read_dir(&truth_dir)
             .map_err(|err| format!("{}: {err}", truth_dir.display()))?
@@ -161,7 +161,7 @@ impl Corpus {
     }
 
     /// The page of `truth`, as fetched (gunzipped).
-    pub(super) fn html(&self, truth: &Truth) -> Result<Vec<u8>, BoxError> {
+    pub(in crate::measure) fn html(&self, truth: &Truth) -> Result<Vec<u8>, BoxError> {
         let path = self.dir.join(format!("dev/html/{}.html.gz", truth.id));
         let file =
             std::fs::File::open(&path).map_err(|err| format!("{}: {err}", path.display()))?;

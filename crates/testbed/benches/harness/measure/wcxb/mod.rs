@@ -20,7 +20,7 @@
 //! `python3 evaluate.py --results FILE --per-type` reads, to check this port of the scorer or look
 //! at a page. The Readability-corpus rows (`extraction.rs`) stay as the regression guard.
 
-mod corpus;
+pub(super) mod corpus;
 mod extractors;
 mod score;
 
