@@ -14,7 +14,7 @@ use bytes::Bytes;
 use reqwest::header::HeaderMap;
 
 use gateway_engine::read::passages::{
-    PassageOrder, PassageSelector, Selection, TAVILY_CHUNK_CHARS,
+    Merge, PassageOrder, PassageSelector, Selection, TAVILY_CHUNK_CHARS,
 };
 use gateway_engine::settings::TokenizerEncoding;
 use gateway_upstreams::providers::{ProviderAnswer, ProviderKind};
@@ -115,6 +115,7 @@ pub fn tavily_chunks(
         budget: None,
         order: PassageOrder::Page,
         relevant_only: false,
+        merge: Merge::WithinMaxChars,
     };
     SELECTOR
         .select_text(content, title, query, &selection)
