@@ -26,8 +26,8 @@
 //! corpus, [`PassageSelector::select_across`]), and the `/v1/rerank` door, whose client's own texts
 //! [`PassageSelector::rank_texts`] scores.
 //!
-//! Not yet (#41): a reranker (`RERANK_URL`), the split cached with the page, stemming (by
-//! measurement).
+//! Not yet (#41): a reranker (`RERANK_URL`), the split cached with the page. Stemming was measured
+//! and left out ([`terms`]).
 
 mod budget;
 mod rank;
