@@ -548,12 +548,16 @@ async fn a_slow_searxng_is_hedged_from_the_next_search_and_not_once_it_is_fast_a
     );
 
     s.searxng.clear_scripts();
-    // The hedged call still answers (its 2 s are heard): wait for it, so that its slow answer
-    // cannot land after the fast ones below have brought the mean down.
-    let searxng = &s.searxng;
-    wait::until("the hedged SearXNG call to end", || async move {
-        searxng.in_flight() == 0
-    })
+    // The hedged call still answers (its 2 s are heard): wait until the gateway has counted it —
+    // its latency is recorded just before the attempt is counted — so that its slow answer cannot
+    // land after the fast ones below have brought the mean down. (The simulator's own count of
+    // calls in flight drops before the gateway has read the answer: under a loaded machine a
+    // fast search could slip in between.)
+    let gateway = &s.gateway;
+    wait::until(
+        "the gateway to have heard the hedged SearXNG call",
+        || async move { successful_searxng_attempts(&gateway.metrics_text().await) >= 2.0 },
+    )
     .await;
     let mut searches = 0;
     loop {
@@ -577,6 +581,18 @@ async fn a_slow_searxng_is_hedged_from_the_next_search_and_not_once_it_is_fast_a
         calls,
         "no premium call while SearXNG is fast"
     );
+}
+
+/// SearXNG attempts that answered, over every series of `searxng_gateway_retry_attempts_total`.
+fn successful_searxng_attempts(metrics: &str) -> f64 {
+    metrics
+        .lines()
+        .filter(|line| {
+            line.starts_with("searxng_gateway_retry_attempts_total{")
+                && line.contains("outcome=\"success\"")
+        })
+        .filter_map(|line| line.rsplit_once(' ')?.1.parse::<f64>().ok())
+        .sum()
 }
 
 #[tokio::test(flavor = "multi_thread")]
