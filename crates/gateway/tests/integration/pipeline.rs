@@ -559,17 +559,28 @@ async fn a_slow_searxng_is_hedged_from_the_next_search_and_not_once_it_is_fast_a
         || async move { successful_searxng_attempts(&gateway.metrics_text().await) >= 2.0 },
     )
     .await;
+    // Fast answers bring the gateway's estimate of SearXNG's answer time down; searched until it
+    // reads well under the 1 s bar. (Brave's call count cannot tell: a hedged search whose fast
+    // SearXNG answer went out first drops the fallback call before the fake provider has heard it.)
     let mut searches = 0;
     loop {
-        let calls = brave.calls();
-        s.gateway
+        let reply = s
+            .gateway
             .search(&[("q", &format!("fast {searches}"))])
             .await;
+        assert_eq!(reply.status, 200, "{}", reply.text);
         searches += 1;
-        if brave.calls() == calls {
+        let status = s.gateway.status().await;
+        let latency = status["searxng"]["instances"][0]["latency_seconds"]
+            .as_f64()
+            .unwrap_or_else(|| panic!("the instance's latency in /status: {status}"));
+        if latency < 0.5 {
             break;
         }
-        assert!(searches < 10, "still hedging after {searches} fast answers");
+        assert!(
+            searches < 20,
+            "SearXNG's answer time still {latency} s after {searches} fast answers"
+        );
     }
     let calls = brave.calls();
     for n in 0..5 {
