@@ -87,10 +87,12 @@ MODULES = {
                    "operator"},
     },
     "http": {
-        "settings": {"clients"},
+        "settings": {"clients", "oauth"},
         "gateway": {"settings"},
         "clients": set(),
-        "server": {"clients", "gateway", "settings"},
+        # MCP's authorization: tokens stand for the clients' keys.
+        "oauth": {"clients"},
+        "server": {"clients", "gateway", "settings", "oauth"},
     },
     "gateway": {
         "config": set(),

@@ -6,6 +6,9 @@
 //!   and page (`/status`, `/admin`, `/ui`).
 //! - [`clients`]: who may search and how much: inbound API keys, a token bucket and a premium
 //!   budget per client.
+//! - [`oauth`]: MCP's authorization (OAuth 2.1): the gateway as the protected resource and as its
+//!   own small authorization server (people sign in with their API key), or an external issuer's
+//!   tokens; what is issued, where it is kept, the token check the gate asks.
 //! - [`settings`]: what the doors are held to ([`settings::ServerSettings`]), read beside the
 //!   engine's settings; `gateway` joins the two for every route.
 //!
@@ -13,5 +16,6 @@
 
 pub mod clients;
 mod gateway;
+pub mod oauth;
 pub mod server;
 pub mod settings;

@@ -172,6 +172,9 @@ pub enum Problem {
     /// A file the variable names that cannot be used: its owner's reason.
     #[error("{0}")]
     UnusableFile(String),
+    /// A value that needs another setting which is missing (named in the message).
+    #[error("needs {0}")]
+    Needs(&'static str),
 }
 
 /// The environment as the parser sees it: a lookup function, and the names it was asked for (a

@@ -16,6 +16,7 @@
 //! | `<prefix>{c:<hash>}:calls`, `…:usd` | hashes: a client's premium calls and micro-dollars per minute | 25 h after the last charge |
 //! | `<prefix>{replicas}` | sorted set: replica → its last heartbeat (ms) | entries older than the heartbeat window go |
 //! | `<prefix>{p:<hash>}:page` | one page read (versioned blob) | `PX` = `FETCH_CACHE_TTL_SECONDS` |
+//! | `<prefix>{o:<hash>}:grant` | one MCP authorization record (a client registration, a code, a token), under the digest of its name | `PX` = its lifetime |
 //!
 //! `<hash>` is the first 128 bits of SHA-256 of the cache key, hex: fixed length whatever the
 //! query, and free of the braces that would break the hash tag.
@@ -80,6 +81,11 @@ impl Keys {
     /// Where the page read under `page_key` is kept.
     pub(crate) fn page(&self, page_key: &str) -> String {
         format!("{}{{p:{}}}:page", self.prefix, Self::query_tag(page_key))
+    }
+
+    /// Where the MCP authorization record named `id` is kept.
+    pub(crate) fn grant(&self, id: &str) -> String {
+        format!("{}{{o:{}}}:grant", self.prefix, Self::query_tag(id))
     }
 
     /// Who computes the answer to `cache_key` now.

@@ -41,11 +41,15 @@ pub(crate) enum Operation {
     BudgetRead,
     /// Charging a client's premium calls and spend.
     BudgetCharge,
+    /// Reading (or taking) an MCP authorization record: a registration, a code, a token.
+    GrantRead,
+    /// Storing or deleting an MCP authorization record.
+    GrantWrite,
 }
 
 impl Operation {
     /// Every operation, for metric initialisation.
-    pub(crate) const ALL: [Operation; 14] = [
+    pub(crate) const ALL: [Operation; 16] = [
         Self::Read,
         Self::LeaseClaim,
         Self::LeaseRenew,
@@ -60,6 +64,8 @@ impl Operation {
         Self::RateCheck,
         Self::BudgetRead,
         Self::BudgetCharge,
+        Self::GrantRead,
+        Self::GrantWrite,
     ];
 
     /// The label value and span attribute.
@@ -79,6 +85,8 @@ impl Operation {
             Self::RateCheck => "rate_check",
             Self::BudgetRead => "budget_read",
             Self::BudgetCharge => "budget_charge",
+            Self::GrantRead => "grant_read",
+            Self::GrantWrite => "grant_write",
         }
     }
 }

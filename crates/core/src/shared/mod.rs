@@ -468,6 +468,51 @@ impl SharedTier {
             .await;
     }
 
+    /// Stores the MCP authorization record `id` (a client registration, a code, a token; the
+    /// caller names secrets by their digest) for `ttl`. Whether Redis took it.
+    pub async fn store_grant(&self, id: &str, blob: &[u8], ttl: Duration) -> bool {
+        let mut pipe = redis::pipe();
+        pipe.cmd("SET")
+            .arg(self.inner.keys.grant(id))
+            .arg(blob)
+            .arg("PX")
+            .arg(millis(ttl).max(1))
+            .ignore();
+        self.run::<()>(Operation::GrantWrite, &pipe, self.inner.timeout)
+            .await
+            .is_some()
+    }
+
+    /// The MCP authorization record `id`; `None` when there is none or Redis is away.
+    pub async fn read_grant(&self, id: &str) -> Option<Bytes> {
+        let mut pipe = redis::pipe();
+        pipe.cmd("GET").arg(self.inner.keys.grant(id));
+        let (blob,): (Option<Vec<u8>>,) = self
+            .run(Operation::GrantRead, &pipe, self.inner.timeout)
+            .await?;
+        blob.map(Bytes::from)
+    }
+
+    /// Takes the MCP authorization record `id` (`GETDEL`): of replicas racing for a single-use
+    /// code or refresh token, one gets it.
+    pub async fn take_grant(&self, id: &str) -> Option<Bytes> {
+        let mut pipe = redis::pipe();
+        pipe.cmd("GETDEL").arg(self.inner.keys.grant(id));
+        let (blob,): (Option<Vec<u8>>,) = self
+            .run(Operation::GrantRead, &pipe, self.inner.timeout)
+            .await?;
+        blob.map(Bytes::from)
+    }
+
+    /// Deletes the MCP authorization record `id`.
+    pub async fn delete_grant(&self, id: &str) {
+        let mut pipe = redis::pipe();
+        pipe.cmd("DEL").arg(self.inner.keys.grant(id)).ignore();
+        let _: Option<()> = self
+            .run(Operation::GrantWrite, &pipe, self.inner.timeout)
+            .await;
+    }
+
     /// Gives `lease` up without an answer: followers elsewhere stop waiting and compute.
     pub async fn release_lease(&self, lease: &Lease) {
         let mut pipe = redis::pipe();

@@ -19,6 +19,7 @@ mod hostile_pages;
 mod inbound_keys;
 mod jina_surface;
 mod limits;
+mod mcp_oauth;
 mod mcp_surface;
 mod operator_page;
 mod passages;

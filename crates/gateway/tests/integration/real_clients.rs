@@ -209,6 +209,46 @@ async fn the_mcp_python_sdk_works_over_streamable_http_and_stdio() {
     pytest("test_mcp.py", &Gateways::start().await).await;
 }
 
+/// The MCP Python SDK's OAuth client provider against the gateway binary as its own authorization
+/// server (`PUBLIC_URL` its loopback address, `API_KEYS_FILE` with the person's key): registration,
+/// the consent page, PKCE, tokens, a tool call, a refresh, and refusal after the key is removed and
+/// the binary gets SIGHUP.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_mcp_python_sdks_oauth_client_signs_in_with_a_gateway_key() {
+    needs!(ClientLibraries);
+    let stack = SimStack::start(&[], &[]).await;
+    let mut keys = tempfile::NamedTempFile::new().expect("temp file");
+    let line = searxng_gateway::clients::keys_file::hash_line("person", CLIENT_KEY)
+        .expect("a valid keys-file line");
+    writeln!(keys, "{line}").expect("write the keys file");
+    let other = searxng_gateway::clients::keys_file::hash_line("other", "another-key-0123456789")
+        .expect("a valid keys-file line");
+    let path = keys.path().to_str().expect("utf-8 path").to_owned();
+    let port = crate::support::ports::unused_loopback_port();
+    let listen = format!("127.0.0.1:{port}");
+    let url = format!("http://{listen}");
+    let searxng = stack.searxng.base_url();
+    let mut gateway = crate::support::process::GatewayProcess::start(&[
+        ("LISTEN_ADDR", listen.as_str()),
+        ("PUBLIC_URL", url.as_str()),
+        ("SEARXNG_BACKEND_URL", searxng.as_str()),
+        ("API_KEYS_FILE", path.as_str()),
+        ("FALLBACK_PROVIDERS", ""),
+        ("PARSE_WORKER_PROGRAM", BIN),
+    ]);
+    gateway.wait_for_line("searxng-gateway listening").await;
+    let clients = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/clients");
+    let mut command = tokio::process::Command::new(venv_python());
+    command
+        .env("OAUTH_GATEWAY_URL", &url)
+        .env("OAUTH_KEY", CLIENT_KEY)
+        .env("OAUTH_KEYS_FILE", &path)
+        .env("OAUTH_OTHER_KEYS_LINE", &other)
+        .env("OAUTH_GATEWAY_PID", gateway.pid().to_string());
+    run_pytest("test_mcp_oauth.py", &clients, command).await;
+    gateway.terminate().await;
+}
+
 /// The operator's page in Debian's headless Chromium (selenium, from the same virtualenv; the
 /// browser and its driver from `chromium` and `chromium-driver`, which `scripts/test.sh` installs),
 /// against a gateway that requires a key and has an admin token, in front of a SearXNG whose

@@ -118,6 +118,9 @@ pub(crate) enum Unauthorized {
     Missing,
     /// The key matches no client.
     Unknown,
+    /// An OAuth access token that is not (or no longer) valid: expired, revoked, its API key
+    /// removed from `API_KEYS_FILE`, or (an external issuer's) not signed by it.
+    InvalidToken,
 }
 
 impl Unauthorized {
@@ -127,6 +130,9 @@ impl Unauthorized {
                 "an API key is required (Authorization: Bearer KEY, X-API-Key: KEY, or api_key=KEY)"
             }
             Self::Unknown => "the API key is not valid",
+            Self::InvalidToken => {
+                "the access token is not valid (expired, revoked, or its API key was removed): sign in again"
+            }
         }
     }
 }
@@ -309,6 +315,25 @@ impl Clients {
         } else {
             Err(Unauthorized::Unknown)
         }
+    }
+
+    /// The client whose key has `digest`, while the file still holds it (an OAuth grant made with
+    /// that key lives as long as the key does). `None` on an open gateway.
+    pub(crate) fn holder(&self, digest: &keys_file::KeyDigest) -> Option<Caller> {
+        let registry = self.inner.registry.load();
+        let entries = registry.clients.as_ref()?;
+        let entry = entries
+            .iter()
+            .find(|e| bool::from(e.digest.ct_eq(digest)))?;
+        Some(registry.caller(Some(entry)))
+    }
+
+    /// The client named `name` in the file, if it is there.
+    pub(crate) fn named(&self, name: &str) -> Option<Caller> {
+        let registry = self.inner.registry.load();
+        let entries = registry.clients.as_ref()?;
+        let entry = entries.iter().find(|e| e.name == name)?;
+        Some(registry.caller(Some(entry)))
     }
 
     /// `user` behind `caller`'s key, as a sub-client of it ([`end_users`]): its own limits

@@ -18,6 +18,7 @@
 //! takes `GET /search` before the router.
 //! No decision is made here: every search goes to the pipeline.
 
+mod authorization;
 mod connection;
 mod error;
 mod front;
@@ -39,6 +40,8 @@ use tokio_util::sync::CancellationToken;
 use crate::clients::metrics::ClientMetrics;
 use crate::clients::Clients;
 use crate::gateway::Gateway;
+use crate::oauth::metrics::OAuthMetrics;
+use crate::oauth::Authorization;
 use crate::settings::GatewaySettings;
 use gateway_engine::settings::EngineSettings;
 use gateway_engine::Engine;
@@ -92,7 +95,12 @@ pub fn mcp_web_search(body: &[u8], urls: &[&str]) -> bool {
 /// outside, as do the operator's page and its files (its JSON is behind the gate). A new surface
 /// is merged here, and its link added to the index. `GET /search` is taken before the router
 /// ([`front`]), through the same layers.
-fn router(gateway: Gateway, clients: Clients, mcp_shutdown: CancellationToken) -> front::Front {
+fn router(
+    gateway: Gateway,
+    clients: Clients,
+    oauth: Option<Authorization>,
+    mcp_shutdown: CancellationToken,
+) -> front::Front {
     let metrics_path = gateway.server().metrics_path.clone();
     let admin = operator::admin::routes(&gateway, &clients);
     let recent = gateway
@@ -104,6 +112,7 @@ fn router(gateway: Gateway, clients: Clients, mcp_shutdown: CancellationToken) -
         limits: gateway.server().server_limits,
         gateway: gateway.clone(),
         recent: recent.clone(),
+        oauth: oauth.clone(),
     };
     let mut links = vec![
         ("search", surfaces::searxng::SEARCH_PATH),
@@ -149,6 +158,10 @@ fn router(gateway: Gateway, clients: Clients, mcp_shutdown: CancellationToken) -
         .merge(surfaces::mcp::routes(gateway.clone(), &gate, mcp_shutdown))
         .merge(operator::operations::status_routes(&gate))
         .merge(operator::capabilities::routes(&gate, &links));
+    // MCP's authorization exists only with `MCP_OAUTH`.
+    if let Some(oauth) = &oauth {
+        router = router.merge(authorization::routes(oauth));
+    }
     // The operator's actions exist only with `ADMIN_TOKEN`.
     if let Some(admin) = admin {
         router = router.merge(admin);
@@ -180,6 +193,8 @@ fn router(gateway: Gateway, clients: Clients, mcp_shutdown: CancellationToken) -
 struct Running {
     gateway: Gateway,
     clients: Clients,
+    /// MCP's authorization, with `MCP_OAUTH`.
+    oauth: Option<Authorization>,
     server_metrics: transport::metrics::ServerMetrics,
     stop: watch::Sender<bool>,
     background: JoinHandle<()>,
@@ -191,6 +206,8 @@ impl Running {
         let mut metrics = Metrics::new();
         let server_metrics = transport::metrics::ServerMetrics::new(metrics.registry_mut());
         let client_metrics = ClientMetrics::new(metrics.registry_mut());
+        let oauth_metrics = OAuthMetrics::new(metrics.registry_mut());
+        let oauth_settings = config.server.oauth.clone();
         let clients = &config.server.clients;
         let (keys, defaults) = (clients.keys.clone(), clients.defaults);
         let state_dir = config.server.state_dir.clone();
@@ -202,6 +219,14 @@ impl Running {
             client_metrics,
             gateway.shared_tier(),
         );
+        let oauth = oauth_settings.map(|settings| {
+            Authorization::new(
+                settings,
+                clients.clone(),
+                gateway.shared_tier(),
+                oauth_metrics,
+            )
+        });
         if let Some(dir) = &state_dir {
             operator::state_file::restore(dir, &gateway, &clients).await;
         }
@@ -230,6 +255,7 @@ impl Running {
         Ok(Self {
             gateway,
             clients,
+            oauth,
             server_metrics,
             stop,
             background,
@@ -287,6 +313,14 @@ async fn serve_until(
     // instead of ending the process (the signal's default action).
     let hangups = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup());
     log_start(&listeners, &running.gateway, &running.clients);
+    if let Some(oauth) = &running.oauth {
+        tracing::info!(
+            resource = %oauth.settings().resource(),
+            issuer = %oauth.issuer(),
+            own_server = oauth.is_built_in(),
+            "MCP OAuth on: /mcp takes access tokens beside API keys"
+        );
+    }
     let reloads = tokio::spawn(reload_on_sighup(hangups, running.clients.clone()));
     let mcp_shutdown = CancellationToken::new();
     let shutdown = {
@@ -300,7 +334,12 @@ async fn serve_until(
     let limits = gateway.server().server_limits;
     let served = connection::serve_connections(
         listeners,
-        router(gateway, running.clients.clone(), mcp_shutdown),
+        router(
+            gateway,
+            running.clients.clone(),
+            running.oauth.clone(),
+            mcp_shutdown,
+        ),
         limits,
         running.server_metrics.clone(),
         shutdown,
@@ -424,6 +463,15 @@ fn log_start(listeners: &connection::Listeners, gateway: &Gateway, clients: &Cli
 #[cfg(test)]
 mod tests {
     use crate::settings::RESERVED_PATHS;
+
+    /// The MCP door is the path OAuth names as the protected resource.
+    #[test]
+    fn the_oauth_resource_is_the_mcp_door() {
+        assert_eq!(
+            super::surfaces::mcp::PATH,
+            crate::oauth::settings::RESOURCE_PATH
+        );
+    }
 
     /// `METRICS_PATH` is refused for every route a surface serves (a collision would make the
     /// router panic at start).

@@ -42,8 +42,8 @@ pub const RESERVED_PATHS: &[&str] = &[
     "/v1/capabilities",
 ];
 /// Every path under each is one surface's: the admin routes', the operator's page's, Jina's reader
-/// (`/r/<url>`) and search (`/s/<query>`).
-const RESERVED_PREFIXES: &[&str] = &["/admin", "/ui", "/r", "/s"];
+/// (`/r/<url>`) and search (`/s/<query>`), MCP's authorization (`/oauth/*`, `/.well-known/*`).
+const RESERVED_PREFIXES: &[&str] = &["/admin", "/ui", "/r", "/s", "/oauth", "/.well-known"];
 
 /// What the gateway is started with: the engine's settings and the doors'.
 #[derive(Debug, Clone, PartialEq)]
@@ -71,17 +71,22 @@ pub struct ServerSettings {
     pub ui: Option<ui::UiSettings>,
     /// `STATE_DIR`; `None`: nothing survives a restart (but what Redis keeps).
     pub state_dir: Option<StateDir>,
+    /// MCP's authorization (`MCP_OAUTH`); `None`: `/mcp` takes API keys only.
+    pub oauth: Option<crate::oauth::settings::OAuthSettings>,
 }
 
 impl ServerSettings {
     /// Reads the doors' variables from `env`: the first that does not parse or is out of range is
     /// the error, naming it.
     pub fn read(env: &Env<'_>) -> Result<Self, ConfigError> {
+        let clients = ClientSettings::read(env)?;
+        let oauth = crate::oauth::settings::OAuthSettings::read(env, clients.keys.is_some())?;
         Ok(Self {
             metrics_path: metrics_path(env)?,
             max_query_bytes: env.integer("MAX_QUERY_BYTES", 1usize, 65_536)?,
             server_limits: ServerLimits::read(env)?,
-            clients: ClientSettings::read(env)?,
+            clients,
+            oauth,
             admin_token: AdminToken::read(env)?,
             ui: ui::UiSettings::read(env)?,
             state_dir: StateDir::read(env)?,

@@ -108,6 +108,11 @@ impl GatewayProcess {
             * 1024
     }
 
+    /// The process's ID.
+    pub fn pid(&self) -> u32 {
+        self.child.id().expect("the process is running")
+    }
+
     /// Sends `signal` (`HUP`, …) to the process.
     pub async fn signal(&self, signal: &str) {
         let pid = self.child.id().expect("the process is running");

@@ -39,6 +39,7 @@ use crate::clients::end_users::EndUser;
 use crate::clients::rate_limit::RateLimited;
 use crate::clients::{Caller, Clients, Unauthorized};
 use crate::gateway::Gateway;
+use crate::oauth::Authorization;
 use crate::server::kit::body::{self, BodyError};
 use crate::server::kit::recent_searches::RecentSearches;
 use crate::server::transport::request_id::RequestId;
@@ -154,6 +155,10 @@ pub(crate) trait Refusals: Clone + Send + Sync + 'static {
     /// the head has none).
     const KEY_IN_BODY: bool;
 
+    /// The surface is MCP's protected resource: with `MCP_OAUTH`, its bearer may be an OAuth
+    /// access token as well as a key, and one is required even on a gateway without keys.
+    const OAUTH: bool = false;
+
     /// A refused caller, in the surface's shape (401 with `WWW-Authenticate: Bearer`, 429 with
     /// `Retry-After`).
     fn refused(&self, refused: Refused) -> Response;
@@ -180,6 +185,8 @@ pub(crate) struct Gate {
     /// The operator's page's list of searches, handed to every admitted request; `None` without
     /// the page.
     pub(crate) recent: Option<RecentSearches>,
+    /// MCP's authorization (`MCP_OAUTH`), asked for the caller of an OAuth access token.
+    pub(crate) oauth: Option<Authorization>,
 }
 
 impl Gate {
@@ -244,6 +251,14 @@ where
                 };
             }
         };
+        if R::OAUTH && gate.oauth.is_some() {
+            // A key or an access token (which may be in Redis): asked off the fast path.
+            let ready = self.inner.clone();
+            let inner = std::mem::replace(&mut self.inner, ready);
+            return Admission::Body {
+                future: Box::pin(admit_bearer(self.layer.clone(), key, request, inner)),
+            };
+        }
         if gate.clients.is_fleet_wide() {
             // Limits counted in Redis: admitting takes a round trip.
             let ready = self.inner.clone();
@@ -335,6 +350,48 @@ where
             Ok(response) => mark_budget(response, refusal),
             Err(never) => match never {},
         },
+        Err(refused) => layer.refusals.refused(refused),
+    }
+}
+
+/// Admits the caller of `bearer` — a key, or an OAuth access token — at MCP's protected
+/// resource, then asks the surface, or answers the refusal.
+async fn admit_bearer<S, R>(
+    layer: GateLayer<R>,
+    bearer: Option<String>,
+    mut request: Request,
+    mut inner: S,
+) -> Response
+where
+    S: Service<Request, Response = Response, Error = Infallible>,
+    R: Refusals,
+{
+    let gate = &layer.gate;
+    let Some(oauth) = &gate.oauth else {
+        return admit_then_call(layer, bearer, request, inner).await;
+    };
+    let caller = match oauth.caller(bearer.as_deref()).await {
+        Ok(caller) => caller,
+        Err(why) => {
+            gate.clients.count_unauthorized();
+            return layer
+                .refusals
+                .refused(refused(Refused::Unauthorized(why), None));
+        }
+    };
+    let admitted = gate
+        .clients
+        .admit(&caller)
+        .await
+        .map_err(|limited| refused(Refused::RateLimited(limited), Some(&caller)));
+    match admitted {
+        Ok(budget) => {
+            let refusal = gate.admitted(caller, budget, &mut request);
+            match inner.call(request).await {
+                Ok(response) => mark_budget(response, refusal),
+                Err(never) => match never {},
+            }
+        }
         Err(refused) => layer.refusals.refused(refused),
     }
 }

@@ -24,9 +24,9 @@ use crate::server::kit::refusal::json_response;
 /// Where the document is served.
 pub(crate) const PATH: &str = "/v1/capabilities";
 
-/// The doors, as the index lists them: name → path.
+/// The doors, as the index lists them: name → path; and how `/mcp` is authorized.
 #[derive(Debug, Clone)]
-struct Doors(Arc<Map<String, Value>>);
+struct Doors(Arc<Map<String, Value>>, Arc<Value>);
 
 /// The route, behind the gate; `doors` are the index's (name, path) pairs.
 pub(crate) fn routes(gate: &Gate, doors: &[(&str, &str)]) -> Router<Gateway> {
@@ -34,9 +34,18 @@ pub(crate) fn routes(gate: &Gate, doors: &[(&str, &str)]) -> Router<Gateway> {
         .iter()
         .map(|(name, path)| ((*name).to_owned(), Value::from(*path)))
         .collect();
+    // MCP's authorization: where a client finds how to sign in, or null (keys only).
+    let oauth = gate.oauth.as_ref().map_or(Value::Null, |oauth| {
+        json!({
+            "issuer": oauth.issuer(),
+            "resource": oauth.settings().resource(),
+            "resource_metadata": oauth.resource_metadata_url(),
+            "own_authorization_server": oauth.is_built_in(),
+        })
+    });
     Router::new()
         .route(PATH, get(capabilities))
-        .layer(Extension(Doors(Arc::new(doors))))
+        .layer(Extension(Doors(Arc::new(doors), Arc::new(oauth))))
         .layer(gate.layer(API_REFUSALS))
 }
 
@@ -45,11 +54,14 @@ async fn capabilities(
     State(gateway): State<Gateway>,
     Extension(doors): Extension<Doors>,
 ) -> Response {
-    json_response(StatusCode::OK, document(&gateway, &doors.0).to_string())
+    json_response(
+        StatusCode::OK,
+        document(&gateway, &doors.0, &doors.1).to_string(),
+    )
 }
 
 /// The document.
-fn document(gateway: &Gateway, doors: &Map<String, Value>) -> Value {
+fn document(gateway: &Gateway, doors: &Map<String, Value>, oauth: &Value) -> Value {
     let engine = gateway.capabilities();
     let mut refused = vec![
         "exa: contents.summary (no model is configured)",
@@ -83,6 +95,7 @@ fn document(gateway: &Gateway, doors: &Map<String, Value>) -> Value {
             "passages": engine.passages,
             "premium_readers": engine.premium_readers,
         },
+        "mcp": {"oauth": oauth},
         "shared_tier": engine.shared_tier,
         "refused": refused,
     })

@@ -341,15 +341,34 @@ impl ServerHandler for SearchTools {
 }
 
 /// The gate's refusals as the SearXNG API answers them (an MCP client reads the HTTP status; a
-/// JSON-RPC message has no place for a key), with the key in the head only.
-#[derive(Debug, Clone, Copy)]
-struct McpRefusals;
+/// JSON-RPC message has no place for a key), with the key in the head only. With `MCP_OAUTH`, a
+/// 401's `WWW-Authenticate` points at the protected resource's metadata (RFC 9728 §5.1), which
+/// is how an MCP client finds where to sign in.
+#[derive(Debug, Clone)]
+struct McpRefusals {
+    /// `<PUBLIC_URL>/.well-known/oauth-protected-resource/mcp`, with `MCP_OAUTH`.
+    resource_metadata: Option<std::sync::Arc<str>>,
+}
 
 impl Refusals for McpRefusals {
     const KEY_IN_BODY: bool = false;
+    const OAUTH: bool = true;
 
     fn refused(&self, refused: Refused) -> Response {
-        ApiError::from(refused).into_response()
+        let mut response = ApiError::from(refused).into_response();
+        if let (Refused::Unauthorized(why), Some(metadata)) = (refused, &self.resource_metadata) {
+            let error = match why {
+                crate::clients::Unauthorized::Missing => String::new(),
+                _ => ", error=\"invalid_token\"".to_owned(),
+            };
+            let challenge = format!("Bearer resource_metadata=\"{metadata}\"{error}");
+            if let Ok(value) = HeaderValue::from_str(&challenge) {
+                response
+                    .headers_mut()
+                    .insert(header::WWW_AUTHENTICATE, value);
+            }
+        }
+        response
     }
 
     fn unreadable(&self, err: BodyError) -> Response {
@@ -385,7 +404,14 @@ pub(crate) fn routes(
             limits,
             readable_requests,
         ))
-        .layer(gate.layer(McpRefusals))
+        .layer(
+            gate.layer(McpRefusals {
+                resource_metadata: gate
+                    .oauth
+                    .as_ref()
+                    .map(|oauth| std::sync::Arc::from(oauth.resource_metadata_url())),
+            }),
+        )
 }
 
 /// Serves the tool on stdin/stdout until the client closes stdin.
