@@ -182,7 +182,7 @@ pub fn tavily_request(input: &[u8]) {
 
 /// A body for one of the doors other tools knock on — Firecrawl's search (v1, v2) and scrape,
 /// Perplexity's search, Open WebUI's search and loader, the retriever's query string, Serper's
-/// search, Jina's reader (a body or a path) and search, Exa's search and contents; the first byte choosing which — through
+/// search, Jina's reader (a body or a path) and search, Exa's search and contents, MCP's authorization endpoints (registration, authorization, consent and token forms, Basic credentials, a JWT's header); the first byte choosing which — through
 /// its decoder, validation and (Perplexity) reply. Bad input is refused as bad (400, 413), never a
 /// panic, never a 5xx.
 pub fn door_request(input: &[u8]) {

@@ -84,7 +84,6 @@ pub(crate) struct RegistrationRequest {
     pub(crate) token_endpoint_auth_method: Option<String>,
     pub(crate) grant_types: Option<Vec<String>>,
     pub(crate) response_types: Option<Vec<String>>,
-    pub(crate) scope: Option<String>,
 }
 
 /// A registration's answer (RFC 7591 §3.2.1).
@@ -289,55 +288,7 @@ impl Authorization {
         &self,
         request: RegistrationRequest,
     ) -> Result<Registered, OAuthError> {
-        let metadata = |why: String| OAuthError::new("invalid_client_metadata", why);
-        if request.redirect_uris.is_empty() {
-            return Err(OAuthError::new(
-                "invalid_redirect_uri",
-                "redirect_uris is required: at least one",
-            ));
-        }
-        if request.redirect_uris.len() > MAX_REDIRECT_URIS {
-            return Err(OAuthError::new(
-                "invalid_redirect_uri",
-                format!("at most {MAX_REDIRECT_URIS} redirect_uris"),
-            ));
-        }
-        for uri in &request.redirect_uris {
-            redirect_uri_allowed(uri)
-                .map_err(|why| OAuthError::new("invalid_redirect_uri", why))?;
-        }
-        let name = request
-            .client_name
-            .as_deref()
-            .map(str::trim)
-            .filter(|n| !n.is_empty())
-            .map(|n| n.chars().take(200).collect::<String>());
-        let auth = match request.token_endpoint_auth_method.as_deref() {
-            None => ClientAuth::None,
-            Some(word) => ClientAuth::parse(word).ok_or_else(|| {
-                metadata(format!(
-                    "token_endpoint_auth_method {word:?} is not supported: none, client_secret_post or client_secret_basic"
-                ))
-            })?,
-        };
-        if let Some(kinds) = &request.grant_types {
-            if let Some(other) = kinds
-                .iter()
-                .find(|g| !matches!(g.as_str(), "authorization_code" | "refresh_token"))
-            {
-                return Err(metadata(format!(
-                    "grant type {other:?} is not supported: authorization_code and refresh_token"
-                )));
-            }
-        }
-        if let Some(kinds) = &request.response_types {
-            if let Some(other) = kinds.iter().find(|r| r.as_str() != "code") {
-                return Err(metadata(format!(
-                    "response type {other:?} is not supported: code"
-                )));
-            }
-        }
-        let _ = request.scope;
+        let (name, auth) = checked(&request)?;
         let client_id = grants::secret("sgw_client_");
         let secret = (auth != ClientAuth::None).then(|| grants::secret("sgw_cs_"));
         let issued_at = unix_now();
@@ -696,6 +647,60 @@ impl Authorization {
         store.delete(&grants::id(Kind::Refresh, token)).await;
         self.count(Event::Revoked);
     }
+}
+
+/// A registration request checked: the client's name as shown, and how it authenticates.
+pub(crate) fn checked(
+    request: &RegistrationRequest,
+) -> Result<(Option<String>, ClientAuth), OAuthError> {
+    let metadata = |why: String| OAuthError::new("invalid_client_metadata", why);
+    if request.redirect_uris.is_empty() {
+        return Err(OAuthError::new(
+            "invalid_redirect_uri",
+            "redirect_uris is required: at least one",
+        ));
+    }
+    if request.redirect_uris.len() > MAX_REDIRECT_URIS {
+        return Err(OAuthError::new(
+            "invalid_redirect_uri",
+            format!("at most {MAX_REDIRECT_URIS} redirect_uris"),
+        ));
+    }
+    for uri in &request.redirect_uris {
+        redirect_uri_allowed(uri).map_err(|why| OAuthError::new("invalid_redirect_uri", why))?;
+    }
+    let name = request
+        .client_name
+        .as_deref()
+        .map(str::trim)
+        .filter(|n| !n.is_empty())
+        .map(|n| n.chars().take(200).collect::<String>());
+    let auth = match request.token_endpoint_auth_method.as_deref() {
+        None => ClientAuth::None,
+        Some(word) => ClientAuth::parse(word).ok_or_else(|| {
+            metadata(format!(
+                "token_endpoint_auth_method {word:?} is not supported: none, client_secret_post or client_secret_basic"
+            ))
+        })?,
+    };
+    if let Some(kinds) = &request.grant_types {
+        if let Some(other) = kinds
+            .iter()
+            .find(|g| !matches!(g.as_str(), "authorization_code" | "refresh_token"))
+        {
+            return Err(metadata(format!(
+                "grant type {other:?} is not supported: authorization_code and refresh_token"
+            )));
+        }
+    }
+    if let Some(kinds) = &request.response_types {
+        if let Some(other) = kinds.iter().find(|r| r.as_str() != "code") {
+            return Err(metadata(format!(
+                "response type {other:?} is not supported: code"
+            )));
+        }
+    }
+    Ok((name, auth))
 }
 
 fn client_key(client_id: &str) -> String {

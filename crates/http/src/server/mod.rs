@@ -64,10 +64,12 @@ pub fn tavily_request(body: &[u8], urls: &[&str]) -> Result<usize, u16> {
 /// A body through one door's decoder and validation, for the fuzz target: `which` picks the door
 /// (0 Firecrawl's v1 search, 1 its v2 search, 2 its scrape, 3 Perplexity's search, 4 Open WebUI's
 /// search, 5 its loader, 6 the retriever's query string, 7 Serper's search, 8 Jina's reader and
-/// search, 9 Exa's search and contents). What it asks for, or the refusal's status.
+/// search, 9 Exa's search and contents, 10 MCP's authorization endpoints). What it asks for, or
+/// the refusal's status.
 #[cfg(any(test, feature = "fuzzing"))]
 pub fn door_request(which: u8, body: &[u8], urls: &[&str]) -> Result<usize, u16> {
-    match which % 10 {
+    match which % 11 {
+        10 => authorization::exercise(body),
         door @ 0..=2 => surfaces::firecrawl::exercise(door, body),
         3 => surfaces::perplexity::exercise(body, urls),
         6 => surfaces::retriever::exercise(body),

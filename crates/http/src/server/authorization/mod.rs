@@ -354,6 +354,49 @@ fn error(err: &OAuthError) -> Response {
     response
 }
 
+/// A request body through the authorization endpoints' decoders, for the fuzz target: the first
+/// byte picks one (a registration and its checks, an authorization query, the consent form, a
+/// token form, HTTP Basic credentials, a JWT's header). What was read, or 400.
+#[cfg(any(test, feature = "fuzzing"))]
+pub(crate) fn exercise(input: &[u8]) -> Result<usize, StatusCode> {
+    fn bad<E>(_: E) -> StatusCode {
+        StatusCode::BAD_REQUEST
+    }
+    let Some((&which, body)) = input.split_first() else {
+        return Err(StatusCode::BAD_REQUEST);
+    };
+    match which % 6 {
+        0 => {
+            let request: RegistrationRequest = serde_json::from_slice(body).map_err(bad)?;
+            let (name, _) = crate::oauth::checked(&request).map_err(|_| StatusCode::BAD_REQUEST)?;
+            Ok(request.redirect_uris.len() + name.map_or(0, |n| n.len()))
+        }
+        1 => parse_authorize(body)
+            .map(|r| r.client_id.len())
+            .map_err(|_| StatusCode::BAD_REQUEST),
+        2 => serde_urlencoded::from_bytes::<ConsentForm>(body)
+            .map(|f| f.api_key.len() + f.request.client_id.len())
+            .map_err(bad),
+        3 => serde_urlencoded::from_bytes::<TokenRequest>(body)
+            .map(|t| t.grant_type.len())
+            .map_err(bad),
+        4 => {
+            let value = HeaderValue::from_bytes(body).map_err(bad)?;
+            let mut headers = HeaderMap::new();
+            headers.insert(header::AUTHORIZATION, value);
+            basic(&headers)
+                .map(|(id, secret)| id.len() + secret.len())
+                .ok_or(StatusCode::BAD_REQUEST)
+        }
+        _ => {
+            let token = std::str::from_utf8(body).map_err(bad)?;
+            jsonwebtoken::decode_header(token)
+                .map(|h| h.kid.map_or(0, |k| k.len()))
+                .map_err(bad)
+        }
+    }
+}
+
 /// `Cache-Control: no-store` on an answer that carries credentials or metadata.
 fn no_store(answer: impl IntoResponse) -> Response {
     let mut response = answer.into_response();
