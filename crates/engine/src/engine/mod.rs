@@ -266,6 +266,17 @@ impl Engine {
         self.inner.reading.read(req, premium, budget).await
     }
 
+    /// Maps a site: its URLs from its sitemaps and its start page's links, within `budget`
+    /// ([`crate::read::site_map`]).
+    pub async fn map(
+        &self,
+        request: crate::read::site_map::MapRequest,
+        premium: Premium,
+        budget: Duration,
+    ) -> Result<crate::read::site_map::SiteMap, gateway_upstreams::reader::ReadFailure> {
+        self.inner.reading.map(request, premium, budget).await
+    }
+
     /// Chooses the passages of read pages that answer a query, budgets counted with
     /// `TOKENIZER_ENCODING` ([`crate::read::passages`]).
     pub fn passages(&self) -> crate::read::passages::PassageSelector {

@@ -31,7 +31,8 @@
 //! (the cache in front of a read, the outcome counted), [`compute`] (one read: the shared tier,
 //! the direct read ([`direct`]), the premium fallback), [`stored`] (a page in the shared tier),
 //! [`hosts`] and [`walls`] (per-host slots and breakers), [`record`] (what `explain` shows), [`state`] (what every read shares),
-//! [`metrics`]; and [`passages`], the passages of a read page that answer a query (#41).
+//! [`metrics`]; [`passages`], the passages of a read page that answer a query (#41); and
+//! [`site_map`], a site's URLs from its sitemaps and start page (#43's map).
 
 mod compute;
 mod direct;
@@ -42,6 +43,7 @@ mod page_key;
 pub mod passages;
 mod reading;
 mod record;
+pub mod site_map;
 mod state;
 mod stored;
 mod walls;

@@ -100,3 +100,17 @@ def test_v1_a_wrong_key_is_an_http_error_401(keyed_gateway_url):
     with pytest.raises(requests.HTTPError) as raised:
         v1(keyed_gateway_url, api_key="fc-not-a-client").search("wrong key")
     assert raised.value.response.status_code == 401
+
+
+def test_v2_map_lists_the_sites_sitemap_and_links_that_robots_allows(reading_gateway_url, site_url):
+    mapped = v2(reading_gateway_url).map(f"{site_url}/", limit=50)
+    found = [link.url for link in mapped.links]
+    assert f"{site_url}/guide/mapping" in found and f"{site_url}/guide/crawling" in found
+    assert not any("/private" in url for url in found)
+    only = v2(reading_gateway_url).map(f"{site_url}/", sitemap="only", search="crawling", limit=1)
+    assert [link.url for link in only.links] == [f"{site_url}/guide/crawling"]
+
+
+def test_v1_map_url_gives_links_as_strings(reading_gateway_url, site_url):
+    answer = v1(reading_gateway_url).map_url(f"{site_url}/", sitemap_only=True, use_index=False)
+    assert f"{site_url}/guide/mapping" in answer.links

@@ -36,6 +36,7 @@ mod restarts;
 mod root_path;
 mod searxng_env;
 mod searxng_pool;
+mod site_map;
 mod stack_script;
 mod surfaces;
 mod tavily_surface;

@@ -82,6 +82,26 @@ impl Gateways {
         .await;
         let reading = ReadStack::start(&[Reader::Jina], &[]).await;
         reading.site.set_default(Page::html(corpus("ars-1").0));
+        // What firecrawl-py's map finds: a robots.txt listing a sitemap, and a path it disallows.
+        let origin = reading.site.origin();
+        reading.site.set(
+            "/robots.txt",
+            Page::ok(
+                "text/plain",
+                format!("User-agent: *\nDisallow: /private\nSitemap: {origin}/sitemap.xml\n"),
+            ),
+        );
+        reading.site.set(
+            "/sitemap.xml",
+            Page::ok(
+                "application/xml",
+                format!(
+                    "<urlset><url><loc>{origin}/guide/mapping</loc></url>\
+                     <url><loc>{origin}/guide/crawling</loc></url>\
+                     <url><loc>{origin}/private/notes</loc></url></urlset>"
+                ),
+            ),
+        );
         let walled = SimulatedSite::start().await.expect("site starts");
         walled.set_default(Page::cloudflare_challenge());
         Self {

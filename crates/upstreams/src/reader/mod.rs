@@ -13,6 +13,8 @@
 //! - [`sandbox`]: where those parsers run — a bounded pool of worker processes, each job with the
 //!   read's deadline, each worker with a memory cap and a large stack, so nothing a page contains
 //!   can abort the gateway or outlive the request's budget.
+//! - [`site`]: a site's own files — `robots.txt` and sitemaps — fetched raw
+//!   ([`Reader::fetch_resource`], the same fence and caps) and parsed as facts for mapping it.
 //! - [`metrics`]: bytes read and time spent extracting.
 
 mod address;
@@ -24,6 +26,7 @@ mod pdf;
 mod resolve;
 mod sandbox;
 mod settings;
+pub mod site;
 mod wall;
 
 use std::sync::Arc;
@@ -166,6 +169,9 @@ pub struct ReaderSettings {
 #[derive(Debug, Clone)]
 pub struct Reader {
     fetcher: Fetcher,
+    /// `FETCH_USER_AGENT`'s product token (`searxng-gateway` of `searxng-gateway/0.2 (…)`), as
+    /// `robots.txt` names agents.
+    agent: Arc<str>,
     sandbox: sandbox::Sandbox,
     metrics: ReaderMetrics,
 }
@@ -179,9 +185,22 @@ impl Reader {
         ));
         Self {
             fetcher: Fetcher::new(resolver, &settings.user_agent, settings.max_bytes),
+            agent: Arc::from(
+                settings
+                    .user_agent
+                    .split(['/', ' '])
+                    .next()
+                    .filter(|token| !token.is_empty())
+                    .unwrap_or("searxng-gateway"),
+            ),
             sandbox: sandbox::Sandbox::new(settings.sandbox.clone(), metrics.clone()),
             metrics,
         }
+    }
+
+    /// The agent `robots.txt` rules are read for.
+    pub fn robots_agent(&self) -> &str {
+        &self.agent
     }
 
     /// Whether `url` may be read at all (scheme and host), before anything is looked up.
@@ -235,6 +254,44 @@ impl Reader {
             .extraction
             .observe(started.elapsed().as_secs_f64());
         parsed
+    }
+}
+
+/// A file as fetched, not parsed (a site's `robots.txt`, a sitemap).
+#[derive(Debug, Clone)]
+pub struct Resource {
+    /// Where it was read from, after redirects.
+    pub final_url: Url,
+    /// Its `Content-Type`.
+    pub content_type: Option<String>,
+    /// Its body (decompressed per `Content-Encoding`), at most `FETCH_MAX_BYTES`.
+    pub body: bytes::Bytes,
+}
+
+impl Reader {
+    /// Fetches `url` within `timeout` without parsing it: the same address fence, redirects,
+    /// timeout and cap as a read; a wall or an error status is the read's failure.
+    pub async fn fetch_resource(
+        &self,
+        url: &Url,
+        timeout: Duration,
+    ) -> Result<Resource, ReadFailure> {
+        Self::admits(url)?;
+        let fetched = self.fetcher.fetch(url, timeout).await?;
+        self.metrics.bytes.inc_by(fetched.body.len() as u64);
+        if let Some(wall) = wall::by_reply(fetched.status, &fetched.headers) {
+            return Err(ReadFailure::Blocked(wall));
+        }
+        match fetched.status {
+            200..=299 => {}
+            500..=599 => return Err(ReadFailure::Upstream(ErrorClass::Server)),
+            status => return Err(ReadFailure::HttpStatus(status)),
+        }
+        Ok(Resource {
+            content_type: fetched.content_type().map(str::to_owned),
+            final_url: fetched.final_url,
+            body: fetched.body,
+        })
     }
 }
 

@@ -4,7 +4,8 @@
 //! and read through the gateway with only their URL changed.
 //!
 //! Routes: `POST /firecrawl/v1/search`, `/firecrawl/v2/search`, `/firecrawl/v1/scrape`,
-//! `/firecrawl/v2/scrape` — and the v2 pair at the root as well (`/v2/search`, `/v2/scrape`),
+//! `/firecrawl/v2/scrape`, `/firecrawl/v1/map`, `/firecrawl/v2/map` ([`map`]: a site's URLs) —
+//! and the v2 ones at the root as well (`/v2/search`, `/v2/scrape`, `/v2/map`),
 //! because firecrawl-py's synchronous v2 client joins its endpoints to the API URL as absolute
 //! paths, dropping any path the URL has (its asynchronous client and the v1 client keep it).
 //!
@@ -25,6 +26,7 @@
 //! Keys: Firecrawl's v2 API has a keyless tier, so an open gateway takes calls without a key; with
 //! `API_KEYS_FILE` the key is the `Authorization: Bearer` one, checked by the gate.
 
+mod map;
 mod page_options;
 mod scrape;
 mod search;
@@ -46,14 +48,18 @@ use gateway_core::request::ReadFormat;
 use gateway_engine::read::PageRead;
 use gateway_upstreams::reader::ReadFailure;
 
-/// A body through a Firecrawl decoder (`which`: 0 the v1 search, 1 the v2 search, else the
-/// scrape), for the fuzz target.
+/// A body through a Firecrawl decoder (`which`: 0 the v1 search, 1 the v2 search, 2 the scrape;
+/// the body's first byte then picks the scrape, the v1 map or the v2 map), for the fuzz target.
 #[cfg(any(test, feature = "fuzzing"))]
 pub(crate) fn exercise(which: u8, body: &[u8]) -> Result<usize, StatusCode> {
     match which {
         0 => search::exercise(Version::V1, body),
         1 => search::exercise(Version::V2, body),
-        _ => scrape::exercise(body),
+        _ => match body.split_first() {
+            Some((b'1', rest)) => map::exercise(Version::V1, rest),
+            Some((b'2', rest)) => map::exercise(Version::V2, rest),
+            _ => scrape::exercise(body),
+        },
     }
 }
 
@@ -65,6 +71,12 @@ pub(crate) const V2_SEARCH_PATH: &str = "/firecrawl/v2/search";
 pub(crate) const V1_SCRAPE_PATH: &str = "/firecrawl/v1/scrape";
 /// The v2 scrape path.
 pub(crate) const V2_SCRAPE_PATH: &str = "/firecrawl/v2/scrape";
+/// The v1 map path.
+pub(crate) const V1_MAP_PATH: &str = "/firecrawl/v1/map";
+/// The v2 map path.
+pub(crate) const V2_MAP_PATH: &str = "/firecrawl/v2/map";
+/// The v2 map path at the root.
+pub(crate) const ROOT_V2_MAP_PATH: &str = "/v2/map";
 /// The v2 search path at the root (firecrawl-py's synchronous client drops the URL's path).
 pub(crate) const ROOT_V2_SEARCH_PATH: &str = "/v2/search";
 /// The v2 scrape path at the root.
@@ -89,6 +101,14 @@ pub(crate) fn routes(gate: &Gate) -> Router<Gateway> {
         .fallback(wrong_method)
     };
     let scrape = || post(scrape::scrape).fallback(wrong_method);
+    let map = |version: Version| {
+        post(
+            move |state: State<Gateway>, admitted: Extension<Admitted>, body: LimitedBody| {
+                map::map(version, state, admitted, body)
+            },
+        )
+        .fallback(wrong_method)
+    };
     Router::new()
         .route(V1_SEARCH_PATH, search(Version::V1))
         .route(V2_SEARCH_PATH, search(Version::V2))
@@ -97,6 +117,9 @@ pub(crate) fn routes(gate: &Gate) -> Router<Gateway> {
         .route(V1_SCRAPE_PATH, scrape())
         .route(V2_SCRAPE_PATH, scrape())
         .route(ROOT_V2_SCRAPE_PATH, scrape())
+        .route(V1_MAP_PATH, map(Version::V1))
+        .route(V2_MAP_PATH, map(Version::V2))
+        .route(ROOT_V2_MAP_PATH, map(Version::V2))
         .layer(gate.layer(Firecrawl))
 }
 
