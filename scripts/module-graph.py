@@ -78,13 +78,15 @@ MODULES = {
         "search": {"settings", "breaker_signals", "searxng_pool"},
         # Reading pages: a client's premium budget is the search's `Premium`.
         "read": {"settings", "breaker_signals", "search"},
+        # Whole sites: crawls and batch scrapes read their pages as any read.
+        "crawl": {"settings", "read", "search"},
         # What replicas share through the Redis tier: a miss, the breakers, the quota windows.
         "fleet": {"search", "searxng_pool"},
         # What the operator sees.
         "operator": {"settings", "search", "searxng_pool"},
         # The engine itself: every part built from the settings and held together.
         "engine": {"settings", "breaker_signals", "searxng_pool", "search", "read", "fleet",
-                   "operator"},
+                   "operator", "crawl"},
     },
     "http": {
         "settings": {"clients", "oauth"},

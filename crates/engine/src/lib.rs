@@ -9,6 +9,8 @@
 //!   engines a search may use, the probes of blocked engines;
 //! - [`read`]: reading pages — the page cache, the direct read, the premium readers, and the
 //!   passages of a read page that answer a query within a token budget (`read::passages`);
+//! - [`crawl`]: whole sites — crawls and batch scrapes as background jobs, their scope, their
+//!   politeness (`robots.txt`, per-host concurrency, crawl delay) and caps;
 //! - `fleet`: what replicas share through the Redis/Valkey tier (a miss, breakers, quotas);
 //! - [`operator`]: what the operator sees (`/status`, the traffic of the last 15 minutes);
 //! - `breaker_signals`: what upstream facts mean for breakers, for every floor;
@@ -26,6 +28,7 @@ macro_rules! register_families {
 }
 
 mod breaker_signals;
+pub mod crawl;
 mod engine;
 mod fleet;
 pub mod operator;

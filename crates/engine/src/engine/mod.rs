@@ -70,6 +70,8 @@ struct Inner {
     reading: Reading,
     /// The last 15 minutes per second, for the operator's page; `None` without the page.
     traffic: Option<traffic::Traffic>,
+    /// Crawls and batch scrapes running in this process.
+    crawls: crate::crawl::Crawls,
 }
 
 /// What a cached answer weighs: its JSON's bytes (a shed verdict is never cached).
@@ -242,6 +244,9 @@ impl Engine {
         );
         // Kept only while the page that reads it is served.
         let ring = (config.traffic == TrafficRing::Kept).then(traffic::Traffic::default);
+        let mut metrics = metrics;
+        let crawls =
+            crate::crawl::Crawls::new(reading.clone(), config.crawl, metrics.registry_mut());
         Ok(Self {
             inner: Arc::new(Inner {
                 settings: config,
@@ -251,6 +256,7 @@ impl Engine {
                 metrics: Arc::new(metrics),
                 reading,
                 traffic: ring,
+                crawls,
             }),
         })
     }
@@ -264,6 +270,11 @@ impl Engine {
     /// ([`read`]).
     pub async fn read(&self, req: ReadRequest, premium: Premium, budget: Duration) -> PageRead {
         self.inner.reading.read(req, premium, budget).await
+    }
+
+    /// The crawls and batch scrapes of this process ([`crate::crawl`]).
+    pub fn crawls(&self) -> &crate::crawl::Crawls {
+        &self.inner.crawls
     }
 
     /// Maps a site: its URLs from its sitemaps and its start page's links, within `budget`

@@ -98,6 +98,30 @@ pub struct SiteMap {
 }
 
 impl Reading {
+    /// The `robots.txt` of `url`'s origin for `FETCH_USER_AGENT`, fetched within `timeout`
+    /// through the fence; none (everything allowed) when there is none or it cannot be read.
+    pub(crate) async fn robots(&self, url: &Url, timeout: Duration) -> (Robots, bool) {
+        let reader = &self.inner.reader;
+        let Ok(robots_url) = url.join("/robots.txt") else {
+            return (Robots::none(), false);
+        };
+        match reader.fetch_resource(&robots_url, timeout).await {
+            Ok(file) => {
+                let agent = reader.robots_agent().to_owned();
+                let parsed = tokio::task::spawn_blocking(move || Robots::parse(&agent, &file.body))
+                    .await
+                    .unwrap_or_else(|_| Robots::none());
+                (parsed, true)
+            }
+            Err(_) => (Robots::none(), false),
+        }
+    }
+
+    /// How long one read may take (`FETCH_TIMEOUT_SECONDS`).
+    pub(crate) fn read_timeout(&self) -> Duration {
+        self.inner.settings.timeout
+    }
+
     /// Maps the site of `request.url` within `budget`. A failure only when nothing at all was
     /// found and the start page could not be read (its failure).
     pub(crate) async fn map(
@@ -107,22 +131,10 @@ impl Reading {
         budget: Duration,
     ) -> Result<SiteMap, ReadFailure> {
         let deadline = Instant::now() + budget;
-        let reader = &self.inner.reader;
         let scope = Scope::of(&request.url, request.include_subdomains);
         let mut sources = MapSources::default();
-        let robots = match request.url.join("/robots.txt") {
-            Ok(robots_url) => match reader.fetch_resource(&robots_url, left(deadline)).await {
-                Ok(file) => {
-                    sources.robots = true;
-                    let agent = reader.robots_agent().to_owned();
-                    tokio::task::spawn_blocking(move || Robots::parse(&agent, &file.body))
-                        .await
-                        .unwrap_or_else(|_| Robots::none())
-                }
-                Err(_) => Robots::none(),
-            },
-            Err(_) => Robots::none(),
-        };
+        let (robots, found_robots) = self.robots(&request.url, left(deadline)).await;
+        sources.robots = found_robots;
         let mut found: Vec<MapLink> = Vec::new();
         let mut start_failure = None;
         let mut premium_calls = 0;

@@ -5,10 +5,12 @@
 //! engine sees the rest.
 
 mod backends;
+mod crawl;
 mod shedding;
 
 use std::time::Duration;
 
+pub use crawl::CrawlSettings;
 use gateway_core::env::{self, ConfigError, Env, Problem};
 use gateway_core::runtime::{self, Runtime};
 use gateway_core::shared::RedisSettings;
@@ -192,6 +194,8 @@ pub struct EngineSettings {
     pub traffic: TrafficRing,
     /// `TOKENIZER_ENCODING`: what a passage budget's tokens are counted with.
     pub tokenizer: TokenizerEncoding,
+    /// `CRAWL_*`: what every crawl is held to.
+    pub crawl: CrawlSettings,
 }
 
 impl EngineSettings {
@@ -314,6 +318,7 @@ impl EngineSettings {
             redis,
             traffic,
             tokenizer,
+            crawl: CrawlSettings::read(env)?,
         };
         let t1_premium_count = t1_requested.min(settings.active_providers().len());
         Ok(Self {

@@ -114,3 +114,28 @@ def test_v2_map_lists_the_sites_sitemap_and_links_that_robots_allows(reading_gat
 def test_v1_map_url_gives_links_as_strings(reading_gateway_url, site_url):
     answer = v1(reading_gateway_url).map_url(f"{site_url}/", sitemap_only=True, use_index=False)
     assert f"{site_url}/guide/mapping" in answer.links
+
+
+def test_v2_crawl_waits_for_the_job_and_gives_its_pages(reading_gateway_url, site_url):
+    job = v2(reading_gateway_url).crawl(f"{site_url}/", limit=10, poll_interval=1, formats=["markdown"])
+    assert job.status == "completed"
+    found = sorted(doc.metadata.source_url for doc in job.data)
+    assert found == [f"{site_url}/", f"{site_url}/guide/crawling", f"{site_url}/guide/mapping"]
+    assert all(doc.markdown for doc in job.data)
+    # The sitemap's /private/notes is disallowed by robots.txt: never read.
+    errors = v2(reading_gateway_url).get_crawl_errors(job.id)
+    assert errors.errors == []
+
+
+def test_v2_batch_scrape_reads_each_page(reading_gateway_url, site_url):
+    pages = [f"{site_url}/batch/one", f"{site_url}/batch/two"]
+    job = v2(reading_gateway_url).batch_scrape(pages, formats=["markdown"], poll_interval=1)
+    assert job.status == "completed"
+    assert sorted(doc.metadata.source_url for doc in job.data) == pages
+
+
+def test_v2_start_crawl_and_cancel(reading_gateway_url, site_url):
+    client = v2(reading_gateway_url)
+    started = client.start_crawl(f"{site_url}/", limit=5, delay=30, max_concurrency=1)
+    assert client.cancel_crawl(started.id) is True
+    assert client.get_crawl_status(started.id).status == "cancelled"

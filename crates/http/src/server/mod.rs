@@ -124,6 +124,8 @@ fn router(
         ("firecrawl_search", surfaces::firecrawl::V2_SEARCH_PATH),
         ("firecrawl_scrape", surfaces::firecrawl::V2_SCRAPE_PATH),
         ("firecrawl_map", surfaces::firecrawl::V2_MAP_PATH),
+        ("firecrawl_crawl", "/firecrawl/v2/crawl"),
+        ("firecrawl_batch_scrape", "/firecrawl/v2/batch/scrape"),
         ("perplexity", surfaces::perplexity::PATH),
         ("openwebui_search", surfaces::openwebui::SEARCH_PATH),
         ("openwebui_loader", surfaces::openwebui::LOADER_PATH),

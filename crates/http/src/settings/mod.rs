@@ -45,8 +45,18 @@ pub const RESERVED_PATHS: &[&str] = &[
     "/v1/capabilities",
 ];
 /// Every path under each is one surface's: the admin routes', the operator's page's, Jina's reader
-/// (`/r/<url>`) and search (`/s/<query>`), MCP's authorization (`/oauth/*`, `/.well-known/*`).
-const RESERVED_PREFIXES: &[&str] = &["/admin", "/ui", "/r", "/s", "/oauth", "/.well-known"];
+/// (`/r/<url>`) and search (`/s/<query>`), MCP's authorization (`/oauth/*`, `/.well-known/*`),
+/// Firecrawl's doors (its jobs have IDs in their paths).
+const RESERVED_PREFIXES: &[&str] = &[
+    "/admin",
+    "/ui",
+    "/r",
+    "/s",
+    "/oauth",
+    "/.well-known",
+    "/firecrawl",
+    "/v2",
+];
 
 /// What the gateway is started with: the engine's settings and the doors'.
 #[derive(Debug, Clone, PartialEq)]

@@ -26,6 +26,7 @@
 //! Keys: Firecrawl's v2 API has a keyless tier, so an open gateway takes calls without a key; with
 //! `API_KEYS_FILE` the key is the `Authorization: Bearer` one, checked by the gate.
 
+mod crawl;
 mod map;
 mod page_options;
 mod scrape;
@@ -33,7 +34,7 @@ mod search;
 
 use axum::extract::{Extension, State};
 use axum::http::StatusCode;
-use axum::routing::post;
+use axum::routing::{get, post};
 use axum::Router;
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
@@ -46,10 +47,11 @@ use crate::server::kit::refusal::{self, Door, OwnRefusal, Refusal};
 use crate::server::kit::search_call::Unanswered;
 use gateway_core::request::ReadFormat;
 use gateway_engine::read::PageRead;
-use gateway_upstreams::reader::ReadFailure;
+use gateway_upstreams::reader::{Document, ReadFailure};
 
 /// A body through a Firecrawl decoder (`which`: 0 the v1 search, 1 the v2 search, 2 the scrape;
-/// the body's first byte then picks the scrape, the v1 map or the v2 map), for the fuzz target.
+/// the body's first byte then picks the scrape, the v1 map, the v2 map or (`c`) the crawl and
+/// batch decoders), for the fuzz target.
 #[cfg(any(test, feature = "fuzzing"))]
 pub(crate) fn exercise(which: u8, body: &[u8]) -> Result<usize, StatusCode> {
     match which {
@@ -58,6 +60,7 @@ pub(crate) fn exercise(which: u8, body: &[u8]) -> Result<usize, StatusCode> {
         _ => match body.split_first() {
             Some((b'1', rest)) => map::exercise(Version::V1, rest),
             Some((b'2', rest)) => map::exercise(Version::V2, rest),
+            Some((b'c', rest)) => crawl::exercise(rest),
             _ => scrape::exercise(body),
         },
     }
@@ -109,7 +112,46 @@ pub(crate) fn routes(gate: &Gate) -> Router<Gateway> {
         )
         .fallback(wrong_method)
     };
+    let jobs = |version: Version, jobs: crawl::Jobs, prefix: &'static str| {
+        let route = crawl::Route {
+            version,
+            jobs,
+            prefix,
+        };
+        let start = post(
+            move |state: State<Gateway>,
+                  admitted: Extension<Admitted>,
+                  headers: axum::http::HeaderMap,
+                  body: LimitedBody| {
+                crawl::start(route, state, admitted, headers, body)
+            },
+        )
+        .fallback(wrong_method);
+        let status = get(
+            move |state: State<Gateway>,
+                  admitted: Extension<Admitted>,
+                  headers: axum::http::HeaderMap,
+                  id: axum::extract::Path<String>,
+                  skip: axum::extract::Query<crawl::Skip>| {
+                crawl::status(route, state, admitted, headers, id, skip)
+            },
+        )
+        .delete(crawl::cancel)
+        .fallback(wrong_method);
+        let errors = get(crawl::errors).fallback(wrong_method);
+        let base = format!("{prefix}/{}", jobs.path());
+        Router::new()
+            .route(&base, start)
+            .route(&format!("{base}/{{id}}"), status)
+            .route(&format!("{base}/{{id}}/errors"), errors)
+    };
     Router::new()
+        .merge(jobs(Version::V1, crawl::Jobs::Crawl, "/firecrawl/v1"))
+        .merge(jobs(Version::V2, crawl::Jobs::Crawl, "/firecrawl/v2"))
+        .merge(jobs(Version::V2, crawl::Jobs::Crawl, "/v2"))
+        .merge(jobs(Version::V1, crawl::Jobs::Batch, "/firecrawl/v1"))
+        .merge(jobs(Version::V2, crawl::Jobs::Batch, "/firecrawl/v2"))
+        .merge(jobs(Version::V2, crawl::Jobs::Batch, "/v2"))
         .route(V1_SEARCH_PATH, search(Version::V1))
         .route(V2_SEARCH_PATH, search(Version::V2))
         .route(ROOT_V2_SEARCH_PATH, search(Version::V2))
@@ -333,6 +375,29 @@ fn truncated(value: &str) -> &str {
     }
 }
 
+/// A read page's `metadata`: `title`, `sourceURL`, `url`, `statusCode`, `contentType`,
+/// `language` and `publishedTime` when known.
+pub(crate) fn page_metadata(as_sent: &str, page: &Document) -> Map<String, Value> {
+    let mut metadata = Map::new();
+    metadata.insert("sourceURL".into(), Value::from(as_sent));
+    if let Some(title) = &page.title {
+        metadata.insert("title".into(), Value::from(title.as_str()));
+    }
+    metadata.insert("url".into(), Value::from(page.final_url.as_str()));
+    metadata.insert("statusCode".into(), Value::from(200));
+    metadata.insert(
+        "contentType".into(),
+        Value::from(page.content_type.as_str()),
+    );
+    if let Some(language) = &page.language {
+        metadata.insert("language".into(), Value::from(language.as_str()));
+    }
+    if let Some(published) = &page.published {
+        metadata.insert("publishedTime".into(), Value::from(published.as_str()));
+    }
+    metadata
+}
+
 /// A page read in several formats, as Firecrawl's document: `markdown`, `html`, `rawHtml`,
 /// `links` as asked, and `metadata` (`title`, `sourceURL`, `url`, `statusCode`, `language`,
 /// `publishedTime` when known). `reads` are in the order of `formats.reads()`; the first read
@@ -360,21 +425,7 @@ pub(crate) fn document(as_sent: &str, formats: &Formats, reads: &[PageRead]) -> 
             if formats.links {
                 doc.insert("links".into(), Value::from(page.links.clone()));
             }
-            if let Some(title) = &page.title {
-                metadata.insert("title".into(), Value::from(title.as_str()));
-            }
-            metadata.insert("url".into(), Value::from(page.final_url.as_str()));
-            metadata.insert("statusCode".into(), Value::from(200));
-            metadata.insert(
-                "contentType".into(),
-                Value::from(page.content_type.as_str()),
-            );
-            if let Some(language) = &page.language {
-                metadata.insert("language".into(), Value::from(language.as_str()));
-            }
-            if let Some(published) = &page.published {
-                metadata.insert("publishedTime".into(), Value::from(published.as_str()));
-            }
+            metadata = page_metadata(as_sent, page);
         }
         None => {
             if let Some(Err(failed)) = reads.first().map(|r| &r.result) {

@@ -1,0 +1,342 @@
+//! Whole sites (issue #43): crawls — a start page and the links it leads to, within a scope —
+//! and batch scrapes — a list of pages —, run as jobs in the background, their status and pages
+//! kept for `CRAWL_RESULT_TTL_SECONDS`, cancelled within a read's time.
+//!
+//! Owns: the jobs ([`Crawls`]: start, status with its pages from an offset, cancel, errors; each
+//! job its client's alone — another client asking for it is told there is none), the scope
+//! ([`scope`]: hosts, patterns, depth, trap guards), the run ([`run`]: the frontier, `robots.txt`
+//! per host, per-host concurrency and crawl delay, the caps) and the metrics; the limits are
+//! `crate::settings::CrawlSettings`.
+//!
+//! Every page is read through [`crate::read`] as any page is — the page cache, the address fence
+//! for every URL, the host's breaker — at the basic depth (the direct reader only: a crawl never
+//! spends the premium readers' money).
+//!
+//! Not yet (#43): the frontier on Redis Streams shared by the replicas (here a job runs in the
+//! process that took it, and a restart loses it), Tavily's `/crawl` and `/map`, webhooks.
+
+mod metrics;
+pub(crate) mod run;
+pub mod scope;
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, SystemTime};
+
+use tokio_util::sync::CancellationToken;
+use url::Url;
+
+use crate::read::Reading;
+pub use crate::settings::CrawlSettings;
+use gateway_core::metrics::Registry;
+use gateway_core::request::ReadFormat;
+use gateway_upstreams::reader::Document;
+pub(crate) use metrics::CrawlMetrics;
+pub use scope::CrawlScope;
+
+/// A crawl or a batch scrape.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum JobKind {
+    /// A start page and its links.
+    Crawl,
+    /// A list of pages.
+    Batch,
+}
+
+impl JobKind {
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            Self::Crawl => "crawl",
+            Self::Batch => "batch",
+        }
+    }
+}
+
+/// Where a job is, as Firecrawl says it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum JobStatus {
+    /// Reading.
+    Scraping,
+    /// Done (also when a cap ended it: what it read is there).
+    Completed,
+    /// Nothing could be read.
+    Failed,
+    /// Cancelled by its client.
+    Cancelled,
+}
+
+impl JobStatus {
+    /// Firecrawl's word.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Scraping => "scraping",
+            Self::Completed => "completed",
+            Self::Failed => "failed",
+            Self::Cancelled => "cancelled",
+        }
+    }
+}
+
+/// What a door asks to run.
+#[derive(Debug, Clone)]
+pub struct CrawlRequest {
+    /// The client it belongs to: only it sees the job.
+    pub owner: String,
+    /// Crawl or batch.
+    pub kind: JobKind,
+    /// The start page (a crawl), or the pages (a batch).
+    pub urls: Vec<Url>,
+    /// What a crawl follows (a batch reads its pages only).
+    pub scope: CrawlScope,
+    /// Each page read in these formats (Markdown first when links are to be followed).
+    pub formats: Vec<ReadFormat>,
+    /// The most pages read (held to `CRAWL_MAX_PAGES`).
+    pub limit: usize,
+    /// At least this long between two reads on one host (Firecrawl's `delay`), beside
+    /// `robots.txt`'s crawl delay.
+    pub delay: Option<Duration>,
+    /// A crawl starts from the site's sitemaps too (the URLs in scope, one link away).
+    pub sitemap: bool,
+    /// The client asked for each page's links (carried to its view).
+    pub links: bool,
+    /// The client asked for Markdown (a links-only crawl reads it for the links, and does not
+    /// give it; carried to its view).
+    pub markdown: bool,
+}
+
+/// One page of a job.
+#[derive(Debug, Clone)]
+pub struct CrawledPage {
+    /// The URL read.
+    pub url: String,
+    /// Its reads, one per format asked.
+    pub reads: Vec<(ReadFormat, Arc<Document>)>,
+}
+
+/// One URL a job could not read.
+#[derive(Debug, Clone)]
+pub struct CrawlFailure {
+    /// The URL.
+    pub url: String,
+    /// Why, as a sentence ending with its code.
+    pub error: String,
+    /// When.
+    pub at: SystemTime,
+}
+
+/// A job as its client sees it.
+#[derive(Debug, Clone)]
+pub struct JobView {
+    /// Its ID.
+    pub id: String,
+    /// Crawl or batch.
+    pub kind: JobKind,
+    /// Where it is.
+    pub status: JobStatus,
+    /// URLs it has taken on (read, being read, or waiting).
+    pub total: usize,
+    /// Pages read.
+    pub completed: usize,
+    /// When it started.
+    pub created_at: SystemTime,
+    /// When it and its pages are forgotten.
+    pub expires_at: SystemTime,
+    /// Pages from the offset asked, at most the page size asked.
+    pub pages: Vec<CrawledPage>,
+    /// Whether more pages follow these.
+    pub more: bool,
+    /// Whether the client asked for each page's links.
+    pub links: bool,
+    /// Whether the client asked for Markdown.
+    pub markdown: bool,
+}
+
+/// Why a job was not started.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum StartRefusal {
+    /// The client has `CRAWL_MAX_JOBS_PER_CLIENT` running.
+    #[error("this client already has {0} crawls running (CRAWL_MAX_JOBS_PER_CLIENT); wait for one to end or cancel one")]
+    TooManyJobs(usize),
+    /// No URL to start from.
+    #[error("no URL to read")]
+    NoUrl,
+}
+
+/// A job's state, shared by its run and its readers.
+#[derive(Debug)]
+pub(crate) struct Job {
+    pub(crate) id: String,
+    pub(crate) owner: String,
+    pub(crate) kind: JobKind,
+    pub(crate) links: bool,
+    pub(crate) markdown: bool,
+    pub(crate) created_at: SystemTime,
+    pub(crate) expires_at: SystemTime,
+    pub(crate) cancel: CancellationToken,
+    pub(crate) state: Mutex<JobState>,
+}
+
+#[derive(Debug)]
+pub(crate) struct JobState {
+    pub(crate) status: JobStatus,
+    pub(crate) total: usize,
+    pub(crate) pages: Vec<CrawledPage>,
+    pub(crate) failures: Vec<CrawlFailure>,
+    pub(crate) robots_blocked: Vec<String>,
+}
+
+impl Job {
+    pub(crate) fn state(&self) -> std::sync::MutexGuard<'_, JobState> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// The jobs of this process. Cheap to clone.
+#[derive(Clone)]
+pub struct Crawls {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    jobs: Mutex<HashMap<String, Arc<Job>>>,
+    reading: Reading,
+    settings: CrawlSettings,
+    metrics: CrawlMetrics,
+}
+
+impl std::fmt::Debug for Crawls {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Crawls").finish_non_exhaustive()
+    }
+}
+
+impl Crawls {
+    pub(crate) fn new(reading: Reading, settings: CrawlSettings, registry: &mut Registry) -> Self {
+        Self {
+            inner: Arc::new(Inner {
+                jobs: Mutex::new(HashMap::new()),
+                reading,
+                settings,
+                metrics: CrawlMetrics::new(registry),
+            }),
+        }
+    }
+
+    fn jobs(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<Job>>> {
+        self.inner
+            .jobs
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The limits in force.
+    pub fn settings(&self) -> &CrawlSettings {
+        &self.inner.settings
+    }
+
+    /// Starts `request` in the background; its ID.
+    pub fn start(&self, mut request: CrawlRequest) -> Result<String, StartRefusal> {
+        if request.urls.is_empty() {
+            return Err(StartRefusal::NoUrl);
+        }
+        let settings = self.inner.settings;
+        let now = SystemTime::now();
+        let job = {
+            let mut jobs = self.jobs();
+            jobs.retain(|_, job| job.expires_at > now);
+            let running = jobs
+                .values()
+                .filter(|job| {
+                    job.owner == request.owner && job.state().status == JobStatus::Scraping
+                })
+                .count();
+            if running >= settings.jobs_per_client {
+                return Err(StartRefusal::TooManyJobs(running));
+            }
+            let job = Arc::new(Job {
+                id: uuid::Uuid::new_v4().to_string(),
+                owner: request.owner.clone(),
+                kind: request.kind,
+                links: request.links,
+                markdown: request.markdown,
+                created_at: now,
+                expires_at: now + settings.result_ttl,
+                cancel: CancellationToken::new(),
+                state: Mutex::new(JobState {
+                    status: JobStatus::Scraping,
+                    total: 0,
+                    pages: Vec::new(),
+                    failures: Vec::new(),
+                    robots_blocked: Vec::new(),
+                }),
+            });
+            jobs.insert(job.id.clone(), Arc::clone(&job));
+            job
+        };
+        request.limit = request.limit.clamp(1, settings.max_pages);
+        if !request.formats.contains(&ReadFormat::Markdown) {
+            request.formats.insert(0, ReadFormat::Markdown);
+        }
+        let id = job.id.clone();
+        let reading = self.inner.reading.clone();
+        let metrics = self.inner.metrics.clone();
+        metrics.running.inc();
+        tracing::info!(job = %id, client = %request.owner, kind = request.kind.as_str(), "crawl started");
+        tokio::spawn(async move {
+            let kind = job.kind;
+            let status = run::run(&job, request, reading, settings, &metrics).await;
+            metrics.running.dec();
+            metrics.ended(kind, status);
+            let state = job.state();
+            tracing::info!(job = %job.id, status = status.as_str(), pages = state.pages.len(), failed = state.failures.len(), "crawl ended");
+        });
+        Ok(id)
+    }
+
+    /// The job `id` of `owner`, if it has one by that ID.
+    fn job(&self, id: &str, owner: &str) -> Option<Arc<Job>> {
+        let now = SystemTime::now();
+        self.jobs()
+            .get(id)
+            .filter(|job| job.owner == owner && job.expires_at > now)
+            .cloned()
+    }
+
+    /// The job's status and its pages from `skip`, at most `take` of them.
+    pub fn status(&self, id: &str, owner: &str, skip: usize, take: usize) -> Option<JobView> {
+        let job = self.job(id, owner)?;
+        let state = job.state();
+        let pages: Vec<CrawledPage> = state.pages.iter().skip(skip).take(take).cloned().collect();
+        Some(JobView {
+            id: job.id.clone(),
+            kind: job.kind,
+            status: state.status,
+            total: state.total,
+            completed: state.pages.len(),
+            created_at: job.created_at,
+            expires_at: job.expires_at,
+            more: skip + pages.len() < state.pages.len(),
+            links: job.links,
+            markdown: job.markdown,
+            pages,
+        })
+    }
+
+    /// Cancels the job; its status after (a job that had ended keeps its own).
+    pub fn cancel(&self, id: &str, owner: &str) -> Option<JobStatus> {
+        let job = self.job(id, owner)?;
+        job.cancel.cancel();
+        let mut state = job.state();
+        if state.status == JobStatus::Scraping {
+            state.status = JobStatus::Cancelled;
+        }
+        Some(state.status)
+    }
+
+    /// The URLs the job could not read, and those `robots.txt` kept it from.
+    pub fn errors(&self, id: &str, owner: &str) -> Option<(Vec<CrawlFailure>, Vec<String>)> {
+        let job = self.job(id, owner)?;
+        let state = job.state();
+        Some((state.failures.clone(), state.robots_blocked.clone()))
+    }
+}

@@ -1,0 +1,276 @@
+//! One job's run: the frontier (breadth first, each URL once by its normalised form), reads of
+//! at most `CRAWL_CONCURRENCY` pages at once and `CRAWL_PER_HOST_CONCURRENCY` per host, the
+//! crawl delay a host's `robots.txt` asks (or the job's own `delay`) between two reads on it,
+//! `robots.txt` honoured for every URL, each read page's links followed in scope; until the
+//! frontier is empty, the limit reached, the job cancelled, or `CRAWL_MAX_SECONDS` /
+//! `CRAWL_MAX_BYTES` spent (then it ends `completed` with what it read).
+
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use tokio::task::JoinSet;
+use tokio::time::Instant;
+use url::Url;
+
+use super::metrics::{CrawlMetrics, PageOutcome};
+use super::scope::Shapes;
+use super::{CrawlFailure, CrawlRequest, CrawlSettings, CrawledPage, Job, JobKind, JobStatus};
+use crate::read::site_map::{MapRequest, SitemapMode, MAX_LINKS};
+use crate::read::{Depth, Freshness, ReadRequest, Reading};
+use crate::search::Premium;
+use gateway_core::request::ReadFormat;
+use gateway_upstreams::reader::site::Robots;
+use gateway_upstreams::reader::{Document, ReadFailure};
+
+/// The longest crawl delay honoured (a `robots.txt` asking for more gets this).
+const MAX_DELAY: Duration = Duration::from_secs(30);
+
+type Reads = Result<Vec<(ReadFormat, Arc<Document>)>, ReadFailure>;
+
+/// Runs `request` as `job`; its final status.
+pub(crate) async fn run(
+    job: &Job,
+    request: CrawlRequest,
+    reading: Reading,
+    settings: CrawlSettings,
+    metrics: &CrawlMetrics,
+) -> JobStatus {
+    let deadline = Instant::now() + settings.max_time;
+    let start = request.urls[0].clone();
+    let crawling = request.kind == JobKind::Crawl;
+    let mut frontier: VecDeque<(Url, usize)> = VecDeque::new();
+    let mut seen: HashSet<String> = HashSet::new();
+    let mut shapes = Shapes::default();
+    for url in &request.urls {
+        let url = if crawling {
+            request.scope.normalise(url)
+        } else {
+            url.clone()
+        };
+        if seen.insert(url.to_string()) {
+            frontier.push_back((url, 0));
+        }
+    }
+    if crawling && request.sitemap {
+        let mapped = reading
+            .map(
+                MapRequest {
+                    url: start.clone(),
+                    sitemap: SitemapMode::Only,
+                    include_subdomains: request.scope.allow_subdomains,
+                    ignore_query: request.scope.ignore_query,
+                    search: None,
+                    limit: request.limit.saturating_mul(4).min(MAX_LINKS),
+                },
+                Premium::BudgetSpent,
+                (reading.read_timeout() * 3).min(left(deadline)),
+            )
+            .await;
+        for link in mapped.map(|m| m.links).unwrap_or_default() {
+            let Ok(url) = Url::parse(&link.url) else {
+                continue;
+            };
+            let url = request.scope.normalise(&url);
+            if request.scope.follows(&start, &url, 1)
+                && seen.insert(url.to_string())
+                && shapes.admit(&url)
+            {
+                frontier.push_back((url, 1));
+            }
+        }
+    }
+    job.state().total = seen.len();
+    let mut robots: HashMap<String, Arc<Robots>> = HashMap::new();
+    let mut busy: HashMap<String, usize> = HashMap::new();
+    let mut next_at: HashMap<String, Instant> = HashMap::new();
+    let mut in_flight: JoinSet<(Url, usize, Reads)> = JoinSet::new();
+    let mut launched = 0usize;
+    let mut bytes = 0u64;
+    let read_timeout = reading.read_timeout();
+    loop {
+        if job.cancel.is_cancelled() {
+            in_flight.abort_all();
+            return finish(job, JobStatus::Cancelled);
+        }
+        if Instant::now() >= deadline || bytes >= settings.max_bytes {
+            in_flight.abort_all();
+            break;
+        }
+        // Launch what may go now.
+        let mut waited_for: Option<Instant> = None;
+        while in_flight.len() < settings.concurrency && launched < request.limit {
+            let now = Instant::now();
+            let position = frontier.iter().position(|(url, _)| {
+                let host = host_of(url);
+                busy.get(&host).copied().unwrap_or(0) < settings.per_host
+                    && next_at.get(&host).is_none_or(|at| *at <= now)
+            });
+            let Some(position) = position else {
+                waited_for = frontier
+                    .iter()
+                    .filter_map(|(url, _)| next_at.get(&host_of(url)).copied())
+                    .filter(|at| *at > now)
+                    .min();
+                break;
+            };
+            let Some((url, depth)) = frontier.remove(position) else {
+                break;
+            };
+            let host = host_of(&url);
+            let origin = url.origin().ascii_serialization();
+            let rules = match robots.get(&origin) {
+                Some(rules) => Arc::clone(rules),
+                None => {
+                    let (rules, _) = reading.robots(&url, read_timeout.min(left(deadline))).await;
+                    let rules = Arc::new(rules);
+                    robots.insert(origin, Arc::clone(&rules));
+                    rules
+                }
+            };
+            if !rules.allows(url.as_str()) {
+                metrics.page(PageOutcome::RobotsBlocked);
+                job.state().robots_blocked.push(url.to_string());
+                continue;
+            }
+            let delay = rules
+                .crawl_delay()
+                .filter(|d| d.is_finite() && *d > 0.0)
+                .map(|d| Duration::from_secs_f32(d).min(MAX_DELAY))
+                .into_iter()
+                .chain(request.delay)
+                .max();
+            if let Some(delay) = delay {
+                next_at.insert(host.clone(), Instant::now() + delay);
+            }
+            *busy.entry(host).or_insert(0) += 1;
+            launched += 1;
+            let reading = reading.clone();
+            let formats = request.formats.clone();
+            let timeout = read_timeout.min(left(deadline));
+            in_flight.spawn(async move {
+                let reads = read_all(&reading, &url, &formats, timeout).await;
+                (url, depth, reads)
+            });
+        }
+        if in_flight.is_empty() {
+            if frontier.is_empty() || launched >= request.limit {
+                break;
+            }
+            // Every waiting URL's host is in its crawl delay.
+            let until = waited_for.unwrap_or_else(|| Instant::now() + Duration::from_millis(50));
+            tokio::select! {
+                () = job.cancel.cancelled() => continue,
+                () = tokio::time::sleep_until(until.min(deadline)) => continue,
+            }
+        }
+        let joined = tokio::select! {
+            () = job.cancel.cancelled() => continue,
+            joined = in_flight.join_next() => joined,
+        };
+        let Some(Ok((url, depth, reads))) = joined else {
+            continue;
+        };
+        if let Some(count) = busy.get_mut(&host_of(&url)) {
+            *count = count.saturating_sub(1);
+        }
+        match reads {
+            Ok(reads) => {
+                metrics.page(PageOutcome::Read);
+                bytes += reads
+                    .iter()
+                    .map(|(_, doc)| doc.content.len() as u64)
+                    .sum::<u64>();
+                if crawling && depth < request.scope.max_depth {
+                    let links = reads
+                        .iter()
+                        .find(|(format, _)| *format == ReadFormat::Markdown)
+                        .map(|(_, doc)| doc.links.clone())
+                        .unwrap_or_default();
+                    for link in links {
+                        let Ok(link) = Url::parse(&link) else {
+                            continue;
+                        };
+                        let link = request.scope.normalise(&link);
+                        if request.scope.follows(&start, &link, depth + 1)
+                            && seen.insert(link.to_string())
+                            && shapes.admit(&link)
+                        {
+                            frontier.push_back((link, depth + 1));
+                        }
+                    }
+                }
+                let mut state = job.state();
+                state.total = seen.len().min(request.limit.max(state.pages.len() + 1));
+                state.pages.push(CrawledPage {
+                    url: url.to_string(),
+                    reads,
+                });
+            }
+            Err(failure) => {
+                metrics.page(PageOutcome::Failed);
+                job.state().failures.push(CrawlFailure {
+                    url: url.to_string(),
+                    error: failure.to_string(),
+                    at: SystemTime::now(),
+                });
+            }
+        }
+    }
+    let status = {
+        let state = job.state();
+        if state.pages.is_empty() && !state.failures.is_empty() {
+            JobStatus::Failed
+        } else {
+            JobStatus::Completed
+        }
+    };
+    finish(job, status)
+}
+
+/// Sets the job's final status (a cancel that came first wins).
+fn finish(job: &Job, status: JobStatus) -> JobStatus {
+    let mut state = job.state();
+    if state.status == JobStatus::Scraping {
+        state.status = status;
+    }
+    state.status
+}
+
+/// Reads `url` in each of `formats`, one after the other (the first, Markdown, gives the links).
+async fn read_all(
+    reading: &Reading,
+    url: &Url,
+    formats: &[ReadFormat],
+    timeout: Duration,
+) -> Reads {
+    let mut reads = Vec::with_capacity(formats.len());
+    for format in formats {
+        let read = reading
+            .read(
+                ReadRequest {
+                    url: url.clone(),
+                    format: *format,
+                    depth: Depth::Basic,
+                    freshness: Freshness::Cached,
+                },
+                // The direct reader only: a crawl never calls a premium reader.
+                Premium::BudgetSpent,
+                timeout,
+            )
+            .await;
+        match read.result {
+            Ok(done) => reads.push((*format, done.document)),
+            Err(failed) => return Err(failed.failure),
+        }
+    }
+    Ok(reads)
+}
+
+fn host_of(url: &Url) -> String {
+    url.host_str().unwrap_or_default().to_ascii_lowercase()
+}
+
+fn left(deadline: Instant) -> Duration {
+    deadline.saturating_duration_since(Instant::now())
+}

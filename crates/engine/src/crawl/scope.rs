@@ -1,0 +1,257 @@
+//! Which URLs a crawl follows: the start page's host (its subdomains, or any host, by option),
+//! paths matching the include patterns and none of the exclude patterns (regular expressions, as
+//! Firecrawl's; on the path, or the whole URL by option), at most so many links away from the
+//! start, and the trap guards — fragments dropped, query strings dropped by option, session-id
+//! and calendar-like parameters always dropped, at most [`MAX_PER_PATTERN`] URLs per path shape.
+//!
+//! Bounded: patterns are compiled by the `regex` crate (linear time, no backtracking) with a size
+//! limit, at most [`MAX_PATTERNS`] of at most [`MAX_PATTERN_CHARS`] characters each.
+
+use std::collections::HashMap;
+
+use regex::{Regex, RegexBuilder};
+use url::Url;
+
+/// Patterns taken at most, each way.
+pub const MAX_PATTERNS: usize = 50;
+/// The longest pattern taken.
+pub const MAX_PATTERN_CHARS: usize = 500;
+/// URLs taken at most per path shape (the path with its numbers and IDs replaced): a calendar or
+/// a listing of endless pages stops there.
+pub const MAX_PER_PATTERN: usize = 200;
+
+/// Query parameters that name a session or a tracking campaign, never a page: always dropped.
+const NOISE_PARAMETERS: &[&str] = &[
+    "sid",
+    "sessionid",
+    "session_id",
+    "phpsessid",
+    "jsessionid",
+    "utm_source",
+    "utm_medium",
+    "utm_campaign",
+    "utm_term",
+    "utm_content",
+    "fbclid",
+    "gclid",
+];
+
+/// Why a pattern was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PatternError {
+    /// More than [`MAX_PATTERNS`].
+    #[error("at most {MAX_PATTERNS} patterns")]
+    TooMany,
+    /// Longer than [`MAX_PATTERN_CHARS`], or not a regular expression the crate takes.
+    #[error("{0:?} is not a usable regular expression")]
+    Invalid(String),
+}
+
+/// Compiles `patterns`.
+pub fn patterns(raw: &[String]) -> Result<Vec<Regex>, PatternError> {
+    if raw.len() > MAX_PATTERNS {
+        return Err(PatternError::TooMany);
+    }
+    raw.iter()
+        .map(|pattern| {
+            let shown = || pattern.chars().take(60).collect::<String>();
+            if pattern.len() > MAX_PATTERN_CHARS {
+                return Err(PatternError::Invalid(shown()));
+            }
+            RegexBuilder::new(pattern)
+                .size_limit(1 << 20)
+                .dfa_size_limit(1 << 20)
+                .build()
+                .map_err(|_| PatternError::Invalid(shown()))
+        })
+        .collect()
+}
+
+/// What a crawl follows.
+#[derive(Debug, Clone)]
+pub struct CrawlScope {
+    /// Other hosts' pages too.
+    pub allow_external: bool,
+    /// Subdomains of the start page's host.
+    pub allow_subdomains: bool,
+    /// Paths (or URLs) one of which must match, when any.
+    pub include: Vec<Regex>,
+    /// Paths (or URLs) none of which may match.
+    pub exclude: Vec<Regex>,
+    /// Patterns match the whole URL, not the path.
+    pub on_full_url: bool,
+    /// Links away from the start page followed at most.
+    pub max_depth: usize,
+    /// Query strings dropped.
+    pub ignore_query: bool,
+}
+
+impl CrawlScope {
+    /// `url` as the crawl keeps it: without fragment, session and tracking parameters, and its
+    /// query when the scope drops queries.
+    pub fn normalise(&self, url: &Url) -> Url {
+        let mut url = url.clone();
+        url.set_fragment(None);
+        if self.ignore_query {
+            url.set_query(None);
+        } else if url.query().is_some() {
+            let kept: Vec<(String, String)> = url
+                .query_pairs()
+                .filter(|(name, _)| !NOISE_PARAMETERS.contains(&name.to_ascii_lowercase().as_str()))
+                .map(|(n, v)| (n.into_owned(), v.into_owned()))
+                .collect();
+            if kept.is_empty() {
+                url.set_query(None);
+            } else {
+                url.query_pairs_mut().clear().extend_pairs(kept);
+            }
+        }
+        url
+    }
+
+    /// Whether a link to `url` found at `depth` links from `start` is followed.
+    pub fn follows(&self, start: &Url, url: &Url, depth: usize) -> bool {
+        if depth > self.max_depth || !matches!(url.scheme(), "http" | "https") {
+            return false;
+        }
+        if !self.allow_external && !same_site(start, url, self.allow_subdomains) {
+            return false;
+        }
+        self.matches(url)
+    }
+
+    /// Whether `url` passes the include and exclude patterns.
+    pub fn matches(&self, url: &Url) -> bool {
+        let target = if self.on_full_url {
+            url.as_str()
+        } else {
+            url.path()
+        };
+        if self.exclude.iter().any(|p| p.is_match(target)) {
+            return false;
+        }
+        self.include.is_empty() || self.include.iter().any(|p| p.is_match(target))
+    }
+}
+
+fn same_site(start: &Url, url: &Url, subdomains: bool) -> bool {
+    let (Some(home), Some(host)) = (start.host_str(), url.host_str()) else {
+        return false;
+    };
+    let (home, host) = (home.to_ascii_lowercase(), host.to_ascii_lowercase());
+    if home == host {
+        return true;
+    }
+    if !subdomains {
+        return false;
+    }
+    let base = home.strip_prefix("www.").unwrap_or(&home);
+    host == base
+        || host
+            .strip_suffix(base)
+            .is_some_and(|rest| rest.ends_with('.'))
+}
+
+/// Counts URLs per path shape: `/events/2026/12/05` and `/events/2031/01/17` are one shape, so
+/// a calendar's endless days stop at [`MAX_PER_PATTERN`].
+#[derive(Debug, Default)]
+pub struct Shapes {
+    seen: HashMap<String, usize>,
+}
+
+impl Shapes {
+    /// Whether one more URL of `url`'s shape may be taken (and counts it).
+    pub fn admit(&mut self, url: &Url) -> bool {
+        let shape: String = url
+            .path_segments()
+            .map(|segments| {
+                segments
+                    .map(|s| {
+                        if s.chars().any(|c| c.is_ascii_digit()) {
+                            "#"
+                        } else {
+                            s
+                        }
+                    })
+                    .collect::<Vec<_>>()
+                    .join("/")
+            })
+            .unwrap_or_default();
+        let key = format!("{}/{shape}", url.host_str().unwrap_or_default());
+        let count = self.seen.entry(key).or_insert(0);
+        *count += 1;
+        *count <= MAX_PER_PATTERN
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    fn scope(include: &[&str], exclude: &[&str]) -> CrawlScope {
+        let own = |p: &[&str]| p.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
+        CrawlScope {
+            allow_external: false,
+            allow_subdomains: false,
+            include: patterns(&own(include)).unwrap(),
+            exclude: patterns(&own(exclude)).unwrap(),
+            on_full_url: false,
+            max_depth: 2,
+            ignore_query: false,
+        }
+    }
+
+    #[test]
+    fn the_site_the_depth_and_the_patterns_decide() {
+        let start = Url::parse("https://www.a.example/docs/").unwrap();
+        let s = scope(&["^/docs/"], &["/docs/old/"]);
+        let url = |u: &str| Url::parse(u).unwrap();
+        assert!(s.follows(&start, &url("https://www.a.example/docs/intro"), 1));
+        assert!(!s.follows(&start, &url("https://www.a.example/docs/intro"), 3));
+        assert!(!s.follows(&start, &url("https://www.a.example/blog/x"), 1));
+        assert!(!s.follows(&start, &url("https://www.a.example/docs/old/x"), 1));
+        assert!(!s.follows(&start, &url("https://blog.a.example/docs/x"), 1));
+        let mut wide = s.clone();
+        wide.allow_subdomains = true;
+        assert!(wide.follows(&start, &url("https://blog.a.example/docs/x"), 1));
+        assert!(!wide.follows(&start, &url("https://b.example/docs/x"), 1));
+        wide.allow_external = true;
+        assert!(wide.follows(&start, &url("https://b.example/docs/x"), 1));
+        assert!(!wide.follows(&start, &url("mailto:x@a.example"), 1));
+    }
+
+    #[test]
+    fn sessions_tracking_and_fragments_are_dropped() {
+        let s = scope(&[], &[]);
+        let url = Url::parse("https://a.example/p?id=3&PHPSESSID=abc&utm_source=x#top").unwrap();
+        assert_eq!(s.normalise(&url).as_str(), "https://a.example/p?id=3");
+        let only_noise = Url::parse("https://a.example/p?sid=1").unwrap();
+        assert_eq!(s.normalise(&only_noise).as_str(), "https://a.example/p");
+    }
+
+    #[test]
+    fn a_calendar_stops_at_the_shape_limit() {
+        let mut shapes = Shapes::default();
+        let taken = (0..1000)
+            .filter(|day| {
+                shapes.admit(&Url::parse(&format!("https://a.example/events/2026/{day}")).unwrap())
+            })
+            .count();
+        assert_eq!(taken, MAX_PER_PATTERN);
+        assert!(shapes.admit(&Url::parse("https://a.example/about").unwrap()));
+    }
+
+    #[test]
+    fn bad_or_too_many_patterns_are_refused() {
+        assert!(matches!(
+            patterns(&["(".into()]),
+            Err(PatternError::Invalid(_))
+        ));
+        assert_eq!(
+            patterns(&vec!["a".to_owned(); MAX_PATTERNS + 1]).unwrap_err(),
+            PatternError::TooMany
+        );
+        assert!(patterns(&["x".repeat(MAX_PATTERN_CHARS + 1)]).is_err());
+    }
+}

@@ -1,0 +1,41 @@
+//! The crawls' limits, read by their owner: `CRAWL_MAX_PAGES`, `CRAWL_MAX_SECONDS`,
+//! `CRAWL_MAX_BYTES`, `CRAWL_CONCURRENCY`, `CRAWL_PER_HOST_CONCURRENCY`,
+//! `CRAWL_MAX_JOBS_PER_CLIENT`, `CRAWL_RESULT_TTL_SECONDS`.
+
+use std::time::Duration;
+
+use gateway_core::env::{ConfigError, Env};
+
+/// What every crawl is held to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CrawlSettings {
+    /// `CRAWL_MAX_PAGES`: the most pages one job reads, whatever it asks.
+    pub max_pages: usize,
+    /// `CRAWL_MAX_SECONDS`: the longest a job runs.
+    pub max_time: Duration,
+    /// `CRAWL_MAX_BYTES`: the most text one job keeps.
+    pub max_bytes: u64,
+    /// `CRAWL_CONCURRENCY`: reads in flight for one job.
+    pub concurrency: usize,
+    /// `CRAWL_PER_HOST_CONCURRENCY`: reads in flight on one host.
+    pub per_host: usize,
+    /// `CRAWL_MAX_JOBS_PER_CLIENT`: jobs a client may have running at once.
+    pub jobs_per_client: usize,
+    /// `CRAWL_RESULT_TTL_SECONDS`: how long a job and its pages are kept after it started.
+    pub result_ttl: Duration,
+}
+
+impl CrawlSettings {
+    /// Reads the crawls' variables from `env`.
+    pub fn read(env: &Env<'_>) -> Result<Self, ConfigError> {
+        Ok(Self {
+            max_pages: env.integer("CRAWL_MAX_PAGES", 1usize, 100_000)?,
+            max_time: env.seconds("CRAWL_MAX_SECONDS")?,
+            max_bytes: env.integer("CRAWL_MAX_BYTES", 1u64, 1 << 40)?,
+            concurrency: env.integer("CRAWL_CONCURRENCY", 1usize, 64)?,
+            per_host: env.integer("CRAWL_PER_HOST_CONCURRENCY", 1usize, 64)?,
+            jobs_per_client: env.integer("CRAWL_MAX_JOBS_PER_CLIENT", 1usize, 1000)?,
+            result_ttl: env.seconds("CRAWL_RESULT_TTL_SECONDS")?,
+        })
+    }
+}

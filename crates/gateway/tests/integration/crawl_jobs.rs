@@ -1,0 +1,289 @@
+//! Crawls and batch scrapes through Firecrawl's doors (issue #43): a crawl follows the site's
+//! links and sitemap in scope, honours `robots.txt` (the blocked URL listed in its errors), stops
+//! at its limit; its status pages its documents; a cancel ends it; a batch reads its list; one
+//! client never sees another's job; what a crawl cannot honour is refused by name.
+
+use std::io::Write;
+
+use serde_json::{json, Value};
+use simulator::site::Page;
+
+use crate::support::gateway::TestGateway;
+use crate::support::reading::ReadStack;
+
+const ALICE: &str = "alice-crawl-key-0123456789";
+const BOB: &str = "bob-crawl-key-0123456789";
+
+fn article(title: &str, links: &[&str]) -> Page {
+    let words = "Notes from the observatory on the hill: the telescopes, the weather, the nights \
+        of watching and what was seen, written down for anyone who comes after. "
+        .repeat(5);
+    let anchors: String = links
+        .iter()
+        .map(|href| format!(" <a href=\"{href}\">{href}</a>"))
+        .collect();
+    Page::html(format!(
+        "<html><head><title>{title}</title></head><body><article><h1>{title}</h1>\
+         <p>{words}{anchors}</p><p>{words}</p></article></body></html>"
+    ))
+}
+
+/// A site: `/` links to `/docs/a`, `/docs/b` and `/private/x` (robots.txt disallows it);
+/// `/docs/a` links to `/docs/c`; `/docs/b` to another site; the sitemap adds `/docs/d`.
+async fn site(vars: &[(&str, &str)]) -> ReadStack {
+    let stack = ReadStack::start(&[], vars).await;
+    let site = &stack.site;
+    let origin = site.origin();
+    site.set(
+        "/",
+        article("Home", &["/docs/a", "/docs/b#part", "/private/x"]),
+    );
+    site.set("/docs/a", article("A", &["/docs/c?utm_source=x"]));
+    site.set("/docs/b", article("B", &["https://elsewhere.example/y"]));
+    site.set("/docs/c", article("C", &["/"]));
+    site.set("/docs/d", article("D", &[]));
+    site.set("/private/x", article("Private", &[]));
+    site.set(
+        "/robots.txt",
+        Page::ok(
+            "text/plain",
+            format!("User-agent: *\nDisallow: /private\nSitemap: {origin}/sitemap.xml\n"),
+        ),
+    );
+    site.set(
+        "/sitemap.xml",
+        Page::ok(
+            "application/xml",
+            format!("<urlset><url><loc>{origin}/docs/d</loc></url></urlset>"),
+        ),
+    );
+    stack
+}
+
+fn keys() -> tempfile::NamedTempFile {
+    let mut file = tempfile::NamedTempFile::new().expect("temp file");
+    for (name, key) in [("alice", ALICE), ("bob", BOB)] {
+        let line = searxng_gateway::clients::keys_file::hash_line(name, key).expect("valid");
+        writeln!(file, "{line}").expect("write");
+    }
+    file
+}
+
+async fn call(
+    g: &TestGateway,
+    method: reqwest::Method,
+    path: &str,
+    key: Option<&str>,
+    body: Option<Value>,
+) -> (u16, Value) {
+    let url = if path.starts_with("http") {
+        path.to_owned()
+    } else {
+        format!("{}{path}", g.url)
+    };
+    let mut request = g.http.request(method, url);
+    if let Some(key) = key {
+        request = request.bearer_auth(key);
+    }
+    if let Some(body) = body {
+        request = request.json(&body);
+    }
+    let response = request.send().await.expect("the gateway answers");
+    let status = response.status().as_u16();
+    (status, response.json().await.unwrap_or(Value::Null))
+}
+
+/// Polls the job at `status_url` until it is no longer scraping; its last status.
+async fn finished(g: &TestGateway, status_url: &str, key: Option<&str>) -> Value {
+    crate::support::wait::until("the crawl to end", || async move {
+        let (_, answer) = call(g, reqwest::Method::GET, status_url, key, None).await;
+        answer["status"] != "scraping"
+    })
+    .await;
+    call(g, reqwest::Method::GET, status_url, key, None).await.1
+}
+
+fn source_urls(status: &Value) -> Vec<String> {
+    let mut urls: Vec<String> = status["data"]
+        .as_array()
+        .expect("data")
+        .iter()
+        .map(|d| {
+            d["metadata"]["sourceURL"]
+                .as_str()
+                .expect("sourceURL")
+                .to_owned()
+        })
+        .collect();
+    urls.sort();
+    urls
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_crawl_follows_links_and_sitemap_in_scope_and_honours_robots() {
+    let stack = site(&[]).await;
+    let g = &stack.gateway;
+    let origin = stack.site.origin();
+    let (status, started) = call(
+        g,
+        reqwest::Method::POST,
+        "/firecrawl/v2/crawl",
+        None,
+        Some(json!({"url": format!("{origin}/"), "scrapeOptions": {"formats": ["markdown", "links"]}})),
+    )
+    .await;
+    assert_eq!(status, 200, "{started}");
+    let id = started["id"].as_str().expect("id").to_owned();
+    let status_url = started["url"].as_str().expect("url").to_owned();
+    assert!(
+        status_url.ends_with(&format!("/firecrawl/v2/crawl/{id}")),
+        "{status_url}"
+    );
+    let done = finished(g, &status_url, None).await;
+    assert_eq!(done["status"], "completed", "{done}");
+    assert_eq!(
+        source_urls(&done),
+        [
+            format!("{origin}/"),
+            format!("{origin}/docs/a"),
+            format!("{origin}/docs/b"),
+            format!("{origin}/docs/c"),
+            format!("{origin}/docs/d"),
+        ]
+    );
+    assert_eq!(done["completed"], 5);
+    let first = &done["data"].as_array().expect("data")[0];
+    assert!(first["markdown"]
+        .as_str()
+        .expect("markdown")
+        .contains("observatory"));
+    assert!(first["links"].is_array());
+    // robots.txt: never read, listed as blocked.
+    assert_eq!(stack.site.hits("/private/x"), 0);
+    let (_, errors) = call(
+        g,
+        reqwest::Method::GET,
+        &format!("/firecrawl/v2/crawl/{id}/errors"),
+        None,
+        None,
+    )
+    .await;
+    assert_eq!(
+        errors["robotsBlocked"],
+        json!([format!("{origin}/private/x")])
+    );
+    // Each page read once.
+    assert_eq!(stack.site.hits("/docs/a"), 1);
+
+    // A limit stops it.
+    let (_, small) = call(
+        g,
+        reqwest::Method::POST,
+        "/v2/crawl",
+        None,
+        Some(json!({"url": format!("{origin}/"), "limit": 2, "sitemap": "skip"})),
+    )
+    .await;
+    let done = finished(g, small["url"].as_str().expect("url"), None).await;
+    assert_eq!(done["completed"], 2, "{done}");
+    assert!(
+        done["data"][0].get("links").is_none(),
+        "links only when asked"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_batch_reads_its_list_and_a_job_is_its_clients_alone() {
+    let keys = keys();
+    let path = keys.path().to_str().expect("utf-8").to_owned();
+    let stack = site(&[("API_KEYS_FILE", path.as_str())]).await;
+    let g = &stack.gateway;
+    let origin = stack.site.origin();
+    let (status, started) = call(
+        g,
+        reqwest::Method::POST,
+        "/firecrawl/v2/batch/scrape",
+        Some(ALICE),
+        Some(
+            json!({"urls": [format!("{origin}/docs/a"), format!("{origin}/docs/c"), "not a url"],
+            "ignoreInvalidURLs": true, "formats": ["html"]}),
+        ),
+    )
+    .await;
+    assert_eq!(status, 200, "{started}");
+    assert_eq!(started["invalidURLs"], json!(["not a url"]));
+    let status_url = started["url"].as_str().expect("url").to_owned();
+    let done = finished(g, &status_url, Some(ALICE)).await;
+    assert_eq!(done["status"], "completed");
+    assert_eq!(
+        source_urls(&done),
+        [format!("{origin}/docs/a"), format!("{origin}/docs/c")]
+    );
+    assert!(done["data"][0]["html"].is_string() && done["data"][0].get("markdown").is_none());
+    // Bob cannot see, cancel or list Alice's job.
+    let (status, _) = call(g, reqwest::Method::GET, &status_url, Some(BOB), None).await;
+    assert_eq!(status, 404);
+    let (status, _) = call(g, reqwest::Method::DELETE, &status_url, Some(BOB), None).await;
+    assert_eq!(status, 404);
+    let (status, _) = call(
+        g,
+        reqwest::Method::GET,
+        &format!("{status_url}/errors"),
+        Some(BOB),
+        None,
+    )
+    .await;
+    assert_eq!(status, 404);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_cancel_ends_a_crawl_and_what_it_cannot_honour_is_refused() {
+    let stack = site(&[("CRAWL_CONCURRENCY", "1")]).await;
+    let g = &stack.gateway;
+    let origin = stack.site.origin();
+    // A delay of a minute between two reads on the host: the crawl waits after its first page.
+    let (_, started) = call(
+        g,
+        reqwest::Method::POST,
+        "/firecrawl/v1/crawl",
+        None,
+        Some(json!({"url": format!("{origin}/"), "delay": 60, "ignoreSitemap": true})),
+    )
+    .await;
+    let status_url = started["url"].as_str().expect("url").to_owned();
+    assert!(status_url.contains("/firecrawl/v1/crawl/"), "{status_url}");
+    let (status, cancelled) = call(g, reqwest::Method::DELETE, &status_url, None, None).await;
+    assert_eq!(
+        (status, cancelled["status"].as_str()),
+        (200, Some("cancelled"))
+    );
+    let done = finished(g, &status_url, None).await;
+    assert_eq!(done["status"], "cancelled");
+    assert!(done["completed"].as_u64().expect("completed") <= 1);
+    for body in [
+        json!({"url": format!("{origin}/"), "prompt": "only the docs"}),
+        json!({"url": format!("{origin}/"), "ignoreRobotsTxt": true}),
+        json!({"url": format!("{origin}/"), "webhook": "https://hooks.example/x"}),
+        json!({"url": format!("{origin}/"), "includePaths": ["(unclosed"]}),
+    ] {
+        let (status, refused) = call(
+            g,
+            reqwest::Method::POST,
+            "/firecrawl/v2/crawl",
+            None,
+            Some(body.clone()),
+        )
+        .await;
+        assert_eq!(status, 400, "{body}: {refused}");
+        assert_eq!(refused["success"], false);
+    }
+    let (status, _) = call(
+        g,
+        reqwest::Method::GET,
+        "/firecrawl/v2/crawl/no-such-job",
+        None,
+        None,
+    )
+    .await;
+    assert_eq!(status, 404);
+}
