@@ -12,8 +12,11 @@
 //! for every URL, the host's breaker — at the basic depth (the direct reader only: a crawl never
 //! spends the premium readers' money).
 //!
+//! Doors: Firecrawl's `/crawl` and `/batch/scrape` (polled), Tavily's `/crawl` and `/map`
+//! (waited for, [`Crawls::wait`]).
+//!
 //! Not yet (#43): the frontier on Redis Streams shared by the replicas (here a job runs in the
-//! process that took it, and a restart loses it), Tavily's `/crawl` and `/map`, webhooks.
+//! process that took it, and a restart loses it), webhooks.
 
 mod metrics;
 pub(crate) mod run;
@@ -97,6 +100,8 @@ pub struct CrawlRequest {
     pub delay: Option<Duration>,
     /// A crawl starts from the site's sitemaps too (the URLs in scope, one link away).
     pub sitemap: bool,
+    /// Only URLs are wanted (a map): the pages at the last depth are found, not read.
+    pub discover_only: bool,
     /// The client asked for each page's links (carried to its view).
     pub links: bool,
     /// The client asked for Markdown (a links-only crawl reads it for the links, and does not
@@ -174,6 +179,8 @@ pub(crate) struct Job {
     pub(crate) expires_at: SystemTime,
     pub(crate) cancel: CancellationToken,
     pub(crate) state: Mutex<JobState>,
+    /// True once the run has ended.
+    pub(crate) ended: tokio::sync::watch::Sender<bool>,
 }
 
 #[derive(Debug)]
@@ -183,6 +190,8 @@ pub(crate) struct JobState {
     pub(crate) pages: Vec<CrawledPage>,
     pub(crate) failures: Vec<CrawlFailure>,
     pub(crate) robots_blocked: Vec<String>,
+    /// Every URL taken on, in the order found (a map's answer).
+    pub(crate) discovered: Vec<String>,
 }
 
 impl Job {
@@ -268,7 +277,9 @@ impl Crawls {
                     pages: Vec::new(),
                     failures: Vec::new(),
                     robots_blocked: Vec::new(),
+                    discovered: Vec::new(),
                 }),
+                ended: tokio::sync::watch::Sender::new(false),
             });
             jobs.insert(job.id.clone(), Arc::clone(&job));
             job
@@ -287,6 +298,7 @@ impl Crawls {
             let status = run::run(&job, request, reading, settings, &metrics).await;
             metrics.running.dec();
             metrics.ended(kind, status);
+            job.ended.send_replace(true);
             let state = job.state();
             tracing::info!(job = %job.id, status = status.as_str(), pages = state.pages.len(), failed = state.failures.len(), "crawl ended");
         });
@@ -331,6 +343,29 @@ impl Crawls {
             state.status = JobStatus::Cancelled;
         }
         Some(state.status)
+    }
+
+    /// Waits until the job ends, at most `limit`; then cancels it if it runs still (what it
+    /// read is kept). Its status with every page, and every URL it took on.
+    pub async fn wait(
+        &self,
+        id: &str,
+        owner: &str,
+        limit: Duration,
+    ) -> Option<(JobView, Vec<String>)> {
+        let job = self.job(id, owner)?;
+        let mut ended = job.ended.subscribe();
+        let finished = tokio::time::timeout(limit, ended.wait_for(|done| *done))
+            .await
+            .is_ok();
+        if !finished {
+            job.cancel.cancel();
+            let _ =
+                tokio::time::timeout(Duration::from_secs(5), ended.wait_for(|done| *done)).await;
+        }
+        let view = self.status(id, owner, 0, usize::MAX)?;
+        let discovered = job.state().discovered.clone();
+        Some((view, discovered))
     }
 
     /// The URLs the job could not read, and those `robots.txt` kept it from.

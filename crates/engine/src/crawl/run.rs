@@ -49,6 +49,7 @@ pub(crate) async fn run(
             url.clone()
         };
         if seen.insert(url.to_string()) {
+            job.state().discovered.push(url.to_string());
             frontier.push_back((url, 0));
         }
     }
@@ -76,6 +77,7 @@ pub(crate) async fn run(
                 && seen.insert(url.to_string())
                 && shapes.admit(&url)
             {
+                job.state().discovered.push(url.to_string());
                 frontier.push_back((url, 1));
             }
         }
@@ -117,6 +119,10 @@ pub(crate) async fn run(
             let Some((url, depth)) = frontier.remove(position) else {
                 break;
             };
+            if request.discover_only && depth >= request.scope.max_depth {
+                // A map's last ring: found, and that is all that is wanted of it.
+                continue;
+            }
             let host = host_of(&url);
             let origin = url.origin().ascii_serialization();
             let rules = match robots.get(&origin) {
@@ -182,6 +188,8 @@ pub(crate) async fn run(
                     .map(|(_, doc)| doc.content.len() as u64)
                     .sum::<u64>();
                 if crawling && depth < request.scope.max_depth {
+                    let mut taken = 0usize;
+                    let breadth = request.scope.max_breadth.unwrap_or(usize::MAX);
                     let links = reads
                         .iter()
                         .find(|(format, _)| *format == ReadFormat::Markdown)
@@ -191,11 +199,16 @@ pub(crate) async fn run(
                         let Ok(link) = Url::parse(&link) else {
                             continue;
                         };
+                        if taken >= breadth {
+                            break;
+                        }
                         let link = request.scope.normalise(&link);
                         if request.scope.follows(&start, &link, depth + 1)
                             && seen.insert(link.to_string())
                             && shapes.admit(&link)
                         {
+                            taken += 1;
+                            job.state().discovered.push(link.to_string());
                             frontier.push_back((link, depth + 1));
                         }
                     }

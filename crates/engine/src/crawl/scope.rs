@@ -84,6 +84,12 @@ pub struct CrawlScope {
     pub max_depth: usize,
     /// Query strings dropped.
     pub ignore_query: bool,
+    /// New links followed at most per page read (Tavily's `max_breadth`); `None`: all.
+    pub max_breadth: Option<usize>,
+    /// Hosts one of which must match, when any (Tavily's `select_domains`).
+    pub include_hosts: Vec<Regex>,
+    /// Hosts none of which may match (Tavily's `exclude_domains`).
+    pub exclude_hosts: Vec<Regex>,
 }
 
 impl CrawlScope {
@@ -115,6 +121,13 @@ impl CrawlScope {
             return false;
         }
         if !self.allow_external && !same_site(start, url, self.allow_subdomains) {
+            return false;
+        }
+        let host = url.host_str().unwrap_or_default();
+        if self.exclude_hosts.iter().any(|p| p.is_match(host))
+            || !(self.include_hosts.is_empty()
+                || self.include_hosts.iter().any(|p| p.is_match(host)))
+        {
             return false;
         }
         self.matches(url)
@@ -199,6 +212,9 @@ mod tests {
             on_full_url: false,
             max_depth: 2,
             ignore_query: false,
+            max_breadth: None,
+            include_hosts: Vec::new(),
+            exclude_hosts: Vec::new(),
         }
     }
 
@@ -218,6 +234,11 @@ mod tests {
         assert!(!wide.follows(&start, &url("https://b.example/docs/x"), 1));
         wide.allow_external = true;
         assert!(wide.follows(&start, &url("https://b.example/docs/x"), 1));
+        wide.exclude_hosts = patterns(&["^b\\.example$".to_owned()]).unwrap();
+        assert!(!wide.follows(&start, &url("https://b.example/docs/x"), 1));
+        wide.include_hosts = patterns(&["a\\.example$".to_owned()]).unwrap();
+        assert!(!wide.follows(&start, &url("https://c.example/docs/x"), 1));
+        assert!(wide.follows(&start, &url("https://blog.a.example/docs/x"), 1));
         assert!(!wide.follows(&start, &url("mailto:x@a.example"), 1));
     }
 

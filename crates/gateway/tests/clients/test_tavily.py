@@ -144,3 +144,24 @@ def test_extract_chunks_per_source_out_of_range_or_without_a_query_raises_bad_re
 ):
     with pytest.raises(BadRequestError, match="chunks_per_source"):
         client(reading_gateway_url).extract(f"{site_url}/one", **options)
+
+
+def test_crawl_reads_the_start_page_and_its_links(reading_gateway_url, site_url):
+    client = TavilyClient(api_key=KEY, api_base_url=f"{reading_gateway_url}/tavily")
+    answer = client.crawl(f"{site_url}/tour/", max_depth=1, limit=10, allow_external=False, timeout=60)
+    assert answer["base_url"] == f"{site_url}/tour/"
+    urls = sorted(result["url"] for result in answer["results"])
+    assert urls == [f"{site_url}/tour/", f"{site_url}/tour/a", f"{site_url}/tour/b"]
+    assert all(result["raw_content"] for result in answer["results"])
+
+
+def test_map_lists_the_urls_without_their_content(reading_gateway_url, site_url):
+    client = TavilyClient(api_key=KEY, api_base_url=f"{reading_gateway_url}/tavily")
+    answer = client.map(f"{site_url}/tour/", max_depth=1, select_paths=["/tour/a"], allow_external=False, timeout=60)
+    assert answer["results"] == [f"{site_url}/tour/", f"{site_url}/tour/a"]
+
+
+def test_crawl_instructions_are_refused_by_name(reading_gateway_url, site_url):
+    client = TavilyClient(api_key=KEY, api_base_url=f"{reading_gateway_url}/tavily")
+    with pytest.raises(BadRequestError, match="instructions"):
+        client.crawl(f"{site_url}/tour/", instructions="only the docs", timeout=30)

@@ -91,6 +91,16 @@ impl Gateways {
                 format!("User-agent: *\nDisallow: /private\nSitemap: {origin}/sitemap.xml\n"),
             ),
         );
+        // What tavily-python's crawl and map find: a page linking to two others.
+        reading.site.set(
+            "/tour/",
+            Page::html(format!(
+                "<html><head><title>Tour</title></head><body><article><h1>Tour</h1><p>{}\
+                 <a href=\"/tour/a\">first stop</a> and <a href=\"/tour/b\">second stop</a>.</p>\
+                 </article></body></html>",
+                "The tour of the observatory starts at the gate and climbs the hill. ".repeat(8)
+            )),
+        );
         reading.site.set(
             "/sitemap.xml",
             Page::ok(

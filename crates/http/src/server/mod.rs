@@ -64,12 +64,16 @@ pub fn tavily_request(body: &[u8], urls: &[&str]) -> Result<usize, u16> {
 /// A body through one door's decoder and validation, for the fuzz target: `which` picks the door
 /// (0 Firecrawl's v1 search, 1 its v2 search, 2 its scrape, 3 Perplexity's search, 4 Open WebUI's
 /// search, 5 its loader, 6 the retriever's query string, 7 Serper's search, 8 Jina's reader and
-/// search, 9 Exa's search and contents, 10 MCP's authorization endpoints). What it asks for, or
+/// search, 9 Exa's search and contents, 10 MCP's authorization endpoints, or with a `t`
+/// Tavily's crawl and map). What it asks for, or
 /// the refusal's status.
 #[cfg(any(test, feature = "fuzzing"))]
 pub fn door_request(which: u8, body: &[u8], urls: &[&str]) -> Result<usize, u16> {
     match which % 11 {
-        10 => authorization::exercise(body),
+        10 => match body.split_first() {
+            Some((b't', rest)) => surfaces::tavily::exercise_crawl(rest),
+            _ => authorization::exercise(body),
+        },
         door @ 0..=2 => surfaces::firecrawl::exercise(door, body),
         3 => surfaces::perplexity::exercise(body, urls),
         6 => surfaces::retriever::exercise(body),
@@ -121,6 +125,8 @@ fn router(
         ("mcp", surfaces::mcp::PATH),
         ("tavily", surfaces::tavily::PATH),
         ("tavily_extract", surfaces::tavily::EXTRACT_PATH),
+        ("tavily_crawl", surfaces::tavily::CRAWL_PATH),
+        ("tavily_map", surfaces::tavily::MAP_PATH),
         ("firecrawl_search", surfaces::firecrawl::V2_SEARCH_PATH),
         ("firecrawl_scrape", surfaces::firecrawl::V2_SCRAPE_PATH),
         ("firecrawl_map", surfaces::firecrawl::V2_MAP_PATH),
@@ -487,6 +493,8 @@ mod tests {
             super::surfaces::mcp::PATH,
             super::surfaces::tavily::PATH,
             super::surfaces::tavily::EXTRACT_PATH,
+            super::surfaces::tavily::CRAWL_PATH,
+            super::surfaces::tavily::MAP_PATH,
             super::surfaces::firecrawl::V1_SEARCH_PATH,
             super::surfaces::firecrawl::V2_SEARCH_PATH,
             super::surfaces::firecrawl::V1_SCRAPE_PATH,

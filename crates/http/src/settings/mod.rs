@@ -25,6 +25,8 @@ pub const RESERVED_PATHS: &[&str] = &[
     "/mcp",
     "/tavily/search",
     "/tavily/extract",
+    "/tavily/crawl",
+    "/tavily/map",
     "/firecrawl/v1/search",
     "/firecrawl/v2/search",
     "/firecrawl/v1/scrape",

@@ -1,5 +1,5 @@
-//! The Tavily-compatible surface: `POST /tavily/search` ([`search`]) and `POST /tavily/extract`
-//! ([`extract`]) take Tavily's requests and answer Tavily's response shapes, so
+//! The Tavily-compatible surface: `POST /tavily/search` ([`search`]), `POST /tavily/extract`
+//! ([`extract`]), `POST /tavily/crawl` and `POST /tavily/map` ([`crawl`]) take Tavily's requests and answer Tavily's response shapes, so
 //! `TavilyClient(api_base_url="http://gateway:8080/tavily")` and the tools built on it
 //! (LangChain's, Open WebUI's) search and read through the gateway unmodified.
 //!
@@ -22,6 +22,7 @@
 //! gets 401.
 
 mod chunks;
+mod crawl;
 mod extract;
 mod search;
 
@@ -37,6 +38,16 @@ use crate::server::transport::search_span;
 
 /// Where the Tavily search API is served; clients use its parent (`…/tavily`) as their base URL.
 pub(crate) const PATH: &str = "/tavily/search";
+/// A body through Tavily's crawl and map decoders, for the fuzz target.
+#[cfg(any(test, feature = "fuzzing"))]
+pub(crate) fn exercise_crawl(body: &[u8]) -> Result<usize, StatusCode> {
+    crawl::exercise(body)
+}
+
+/// Where Tavily's crawl is served.
+pub(crate) const CRAWL_PATH: &str = "/tavily/crawl";
+/// Where Tavily's map is served.
+pub(crate) const MAP_PATH: &str = "/tavily/map";
 /// Where the Tavily extract API is served.
 pub(crate) const EXTRACT_PATH: &str = "/tavily/extract";
 
@@ -50,10 +61,23 @@ const MAX_URLS: usize = 20;
 /// Tavily's refusals.
 pub(crate) fn routes(gate: &Gate) -> Router<Gateway> {
     let wrong_method = refusal::wrong_method::<Tavily>;
+    let crawl = |answer: crawl::Answer| {
+        post(
+            move |state: axum::extract::State<Gateway>,
+                  admitted: axum::extract::Extension<crate::server::kit::gate::Admitted>,
+                  headers: HeaderMap,
+                  body: crate::server::kit::body::LimitedBody| {
+                crawl::crawl(answer, state, admitted, headers, body)
+            },
+        )
+        .fallback(wrong_method)
+    };
     Router::new()
         .route(PATH, post(search::search).fallback(wrong_method))
         .layer(search_span::TRACED)
         .route(EXTRACT_PATH, post(extract::extract).fallback(wrong_method))
+        .route(CRAWL_PATH, crawl(crawl::Answer::Crawl))
+        .route(MAP_PATH, crawl(crawl::Answer::Map))
         .layer(gate.layer(Tavily))
 }
 
