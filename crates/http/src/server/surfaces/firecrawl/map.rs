@@ -29,9 +29,6 @@ use crate::server::kit::json_fields::{self, field, InvalidField};
 use crate::server::kit::refusal::{json_response, Refusal};
 use gateway_engine::read::site_map::{MapRequest, SitemapMode};
 
-/// Firecrawl's most `timeout`, in milliseconds.
-const MAX_TIMEOUT_MS: u64 = 300_000;
-
 /// A map request, read and checked.
 #[derive(Debug, Clone)]
 struct MapAsk {
@@ -190,17 +187,7 @@ impl MapAsk {
                 .into())
             }
         };
-        let timeout = match field::<u64>(fields, "timeout", "milliseconds from 1 to 300000")? {
-            None => None,
-            Some(ms) if (1..=MAX_TIMEOUT_MS).contains(&ms) => Some(Duration::from_millis(ms)),
-            Some(_) => {
-                return Err(InvalidField {
-                    name: "timeout",
-                    expected: "milliseconds from 1 to 300000",
-                }
-                .into())
-            }
-        };
+        let timeout = super::timeout(fields)?;
         let (sitemap, ignore_query) = match version {
             Version::V1 => {
                 let ignore =

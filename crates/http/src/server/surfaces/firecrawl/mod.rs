@@ -42,6 +42,7 @@ use serde_json::{json, Map, Value};
 use crate::gateway::Gateway;
 use crate::server::kit::body::LimitedBody;
 use crate::server::kit::gate::{Admitted, Gate};
+use crate::server::kit::json_fields::{field, InvalidField};
 use crate::server::kit::read_call;
 use crate::server::kit::refusal::{self, Door, OwnRefusal, Refusal};
 use crate::server::kit::search_call::Unanswered;
@@ -243,6 +244,26 @@ impl Door for Firecrawl {
             }
             _ => None,
         }
+    }
+}
+
+/// Firecrawl's most `timeout`, in milliseconds.
+const MAX_TIMEOUT_MS: u64 = 300_000;
+
+/// Firecrawl's `timeout` (milliseconds, 1–300,000): the budget of what a request reads.
+pub(crate) fn timeout(
+    fields: &Map<String, Value>,
+) -> Result<Option<std::time::Duration>, FirecrawlError> {
+    const TIMEOUT: InvalidField = InvalidField {
+        name: "timeout",
+        expected: "milliseconds from 1 to 300000",
+    };
+    match field::<u64>(fields, "timeout", TIMEOUT.expected)? {
+        None => Ok(None),
+        Some(ms) if (1..=MAX_TIMEOUT_MS).contains(&ms) => {
+            Ok(Some(std::time::Duration::from_millis(ms)))
+        }
+        Some(_) => Err(TIMEOUT.into()),
     }
 }
 

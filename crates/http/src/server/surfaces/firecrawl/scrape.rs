@@ -32,9 +32,6 @@ use crate::server::kit::refusal::{json_response, Refusal};
 use gateway_engine::read::{Depth, Freshness};
 use gateway_upstreams::reader::ReadFailure;
 
-/// Firecrawl's most `timeout`, in milliseconds.
-const MAX_TIMEOUT_MS: u64 = 300_000;
-
 /// A scrape request, read and checked.
 #[derive(Debug, Clone)]
 struct ScrapeAsk {
@@ -129,17 +126,7 @@ impl ScrapeAsk {
             .into());
         }
         let freshness = super::page_options::check(fields, &["url", "formats", "timeout"])?;
-        let timeout = match field::<u64>(fields, "timeout", "milliseconds from 1 to 300000")? {
-            None => None,
-            Some(ms) if (1..=MAX_TIMEOUT_MS).contains(&ms) => Some(Duration::from_millis(ms)),
-            Some(_) => {
-                return Err(InvalidField {
-                    name: "timeout",
-                    expected: "milliseconds from 1 to 300000",
-                }
-                .into())
-            }
-        };
+        let timeout = super::timeout(fields)?;
         Ok(Self {
             url,
             as_sent,

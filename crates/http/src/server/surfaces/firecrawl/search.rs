@@ -45,8 +45,6 @@ use gateway_engine::search::Premium;
 /// Firecrawl's limits on `limit`, and its default.
 const MAX_LIMIT: u32 = 100;
 const DEFAULT_LIMIT: u32 = 5;
-/// Firecrawl's most `timeout`, in milliseconds.
-const MAX_TIMEOUT_MS: u64 = 300_000;
 
 /// Where a search's results come from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -263,18 +261,7 @@ impl SearchAsk {
                 expected: "qdr:h, qdr:d, qdr:w, qdr:m, qdr:y or a cdr:1 custom range",
             })?,
         };
-        let timeout = field::<u64>(fields, "timeout", "milliseconds from 1 to 300000")?
-            .map(|ms| {
-                if (1..=MAX_TIMEOUT_MS).contains(&ms) {
-                    Ok(Duration::from_millis(ms))
-                } else {
-                    Err(InvalidField {
-                        name: "timeout",
-                        expected: "milliseconds from 1 to 300000",
-                    })
-                }
-            })
-            .transpose()?;
+        let timeout = super::timeout(fields)?;
         let formats =
             match field::<Map<String, Value>>(fields, "scrapeOptions", "an object with formats")? {
                 None => Formats::default(),
