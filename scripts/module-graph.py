@@ -65,6 +65,7 @@ MODULES = {
         "providers": set(),
         "searxng": set(),
         "reader": set(),
+        "reranker": set(),
         "merge": {"providers"},
         "breaker_keys": {"providers", "searxng"},
     },

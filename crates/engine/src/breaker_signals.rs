@@ -51,6 +51,14 @@ pub(crate) fn for_error(err: &UpstreamError) -> Signal {
     }
 }
 
+/// A failed reranker call (`RERANK_URL`): as a premium call's — a refused key or a rate limit
+/// trips at once, an outage or garbage (a 2xx that is not a sound ranking) counts towards the
+/// threshold, a request it refused as malformed (our bug, or passages it finds too long) says
+/// nothing about the reranker.
+pub(crate) fn for_reranker(err: &UpstreamError) -> Signal {
+    for_error(err)
+}
+
 /// What a direct page read tells its host's breaker.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum HostSignal {

@@ -7,7 +7,7 @@
 //!
 //! [`site`] is a web site for the gateway's page reads (pages, redirects, walls, trickles), and
 //! [`readers`] fakes the premium page readers (Jina Reader, Tavily extract, Exa contents,
-//! Firecrawl scrape).
+//! Firecrawl scrape). [`reranker`] fakes a reranker in Jina's and Cohere's shape (`RERANK_URL`).
 //!
 //! This crate knows nothing of the gateway: it fakes the *services*, from their documentation
 //! (shared/spec/PROVIDERS.md, shared/spec/SEARXNG.md), so a test cannot pass by sharing a bug.
@@ -16,6 +16,7 @@ pub mod fault;
 mod in_flight;
 pub mod premium;
 pub mod readers;
+pub mod reranker;
 pub mod script;
 pub mod searxng;
 pub mod site;

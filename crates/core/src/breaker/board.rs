@@ -25,6 +25,8 @@ pub enum BreakerKind {
     Searxng,
     /// A premium page reader (Jina Reader, Tavily extract, Exa contents, Firecrawl).
     Reader,
+    /// The passage reranker (`RERANK_URL`): one breaker, named `reranker`.
+    Reranker,
     /// A host pages are read from directly: no metric series of its own (hosts are unbounded).
     Host,
 }
@@ -38,6 +40,7 @@ impl BreakerKind {
             Self::Engine => "engine",
             Self::Searxng => "searxng",
             Self::Reader => "reader",
+            Self::Reranker => "reranker",
             Self::Host => "host",
         }
     }

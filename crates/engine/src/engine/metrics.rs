@@ -9,6 +9,7 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::Histogram;
 
+use crate::read::passages::rerank::RerankMetrics;
 use crate::read::ReadMetrics;
 use crate::search::outcome::Outcome;
 use crate::searxng_pool::engine_probes::ProbeMetrics;
@@ -139,6 +140,8 @@ pub struct Metrics {
     pub(crate) reads: ReadMetrics,
     /// The out-of-band engine probes by engine and outcome.
     pub(crate) probes: ProbeMetrics,
+    /// The passage reranker's outcomes.
+    pub(crate) reranks: RerankMetrics,
 }
 
 impl Default for Metrics {
@@ -161,6 +164,7 @@ impl Metrics {
             reader_calls: ReaderCallMetrics::new(&mut registry),
             reads: ReadMetrics::new(&mut registry),
             probes: ProbeMetrics::new(&mut registry),
+            reranks: RerankMetrics::new(&mut registry),
             registry,
         }
     }

@@ -30,6 +30,8 @@ pub use served::{SearchError, Served};
 
 use crate::fleet::Fleet;
 use crate::operator::traffic;
+use crate::read::passages::rerank::Reranking;
+use crate::read::passages::{Fallback, PageText, PassageSelector, Ranked};
 use crate::read::{PageRead, ReadRequest, ReadSettings, Reading};
 use crate::search::admission::LoadAdmission;
 use crate::search::answer::FanOutResult;
@@ -50,6 +52,7 @@ use gateway_upstreams::providers::quota::QuotaBoard;
 use gateway_upstreams::providers::readers::PremiumReader;
 use gateway_upstreams::providers::ProviderClient;
 use gateway_upstreams::reader::{Reader, SystemLookup};
+use gateway_upstreams::reranker::{Reranker, Scored};
 
 /// The gateway's decision engine. Cheap to clone.
 #[derive(Clone)]
@@ -72,6 +75,8 @@ struct Inner {
     traffic: Option<traffic::Traffic>,
     /// Crawls and batch scrapes running in this process.
     crawls: crate::crawl::Crawls,
+    /// The passage reranker (`RERANK_URL`); `None`: passages are ranked lexically only.
+    reranking: Option<Reranking>,
 }
 
 /// What a cached answer weighs: its JSON's bytes (a shed verdict is never cached).
@@ -242,6 +247,14 @@ impl Engine {
                 stale: config.cache_stale,
             },
         );
+        let reranking = config.reranker.as_ref().map(|settings| {
+            Reranking::new(
+                Reranker::new(settings, http.clone()),
+                policy,
+                &metrics.breakers,
+                metrics.reranks.clone(),
+            )
+        });
         // Kept only while the page that reads it is served.
         let ring = (config.traffic == TrafficRing::Kept).then(traffic::Traffic::default);
         let mut metrics = metrics;
@@ -257,6 +270,7 @@ impl Engine {
                 reading,
                 traffic: ring,
                 crawls,
+                reranking,
             }),
         })
     }
@@ -289,9 +303,54 @@ impl Engine {
     }
 
     /// Chooses the passages of read pages that answer a query, budgets counted with
-    /// `TOKENIZER_ENCODING` ([`crate::read::passages`]).
-    pub fn passages(&self) -> crate::read::passages::PassageSelector {
-        crate::read::passages::PassageSelector::new(self.inner.settings.tokenizer)
+    /// `TOKENIZER_ENCODING`, ranked lexically ([`crate::read::passages`]);
+    /// [`Engine::rank_passages`] reranks too.
+    pub fn passages(&self) -> PassageSelector {
+        PassageSelector::new(self.inner.settings.tokenizer)
+    }
+
+    /// Whether a reranker (`RERANK_URL`) re-scores passages.
+    pub fn reranks(&self) -> bool {
+        self.inner.reranking.is_some()
+    }
+
+    /// A client's `texts` ordered for `query` by the reranker (`RERANK_URL`), the best first
+    /// with its scores, every text sent (the `/v1/rerank` door): `None` without a reranker,
+    /// `Some(Err(why))` when it could not be used (counted as a passage ranking's fallback is).
+    pub async fn rerank_texts(
+        &self,
+        query: &str,
+        texts: &[&str],
+    ) -> Option<Result<Vec<Scored>, Fallback>> {
+        let reranking = self.inner.reranking.as_ref()?;
+        Some(reranking.score(query, texts, Duration::MAX).await)
+    }
+
+    /// The passages of `pages` split to at most `max_chars` each and ranked for `query` as
+    /// one corpus: lexically on the blocking pool, then, when a reranker is configured, its best
+    /// candidates reordered by it within `RERANK_TIMEOUT_SECONDS` (the lexical order when it
+    /// cannot be used: [`Ranked::ranked_by`] says which). A door chooses from the result.
+    pub async fn rank_passages<P: PageText>(
+        &self,
+        pages: Vec<P>,
+        query: String,
+        max_chars: usize,
+    ) -> Ranked {
+        let selector = self.passages();
+        let asked = query.clone();
+        let ranked = tokio::task::spawn_blocking(move || {
+            let pages: Vec<(&str, Option<&str>)> =
+                pages.iter().map(|p| (p.text(), p.title())).collect();
+            selector.rank(&pages, &asked, max_chars)
+        })
+        .await;
+        let Ok(mut ranked) = ranked else {
+            return Ranked::empty(selector.counter());
+        };
+        if let Some(reranking) = &self.inner.reranking {
+            reranking.rerank(&mut ranked, &query, Duration::MAX).await;
+        }
+        ranked
     }
 
     /// Drops every cached answer and page (`None`), or the answers of one query whatever their
@@ -332,6 +391,9 @@ impl Engine {
         inner.fanout.premium.breakers.refresh_metrics();
         inner.fanout.premium.key_breakers.refresh_metrics();
         inner.reading.refresh_metrics();
+        if let Some(reranking) = &inner.reranking {
+            reranking.breaker().refresh_metrics();
+        }
         inner
             .fanout
             .searxng

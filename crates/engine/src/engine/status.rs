@@ -19,6 +19,12 @@ impl Engine {
         breakers.extend(self.inner.fanout.premium.key_breakers.all());
         breakers.extend(self.inner.reading.reader_breakers().all());
         breakers.extend(self.inner.reading.host_breakers().all());
+        breakers.extend(
+            self.inner
+                .reranking
+                .as_ref()
+                .map(|r| Arc::clone(r.breaker())),
+        );
         for instance in self.inner.fanout.searxng.pool.instances() {
             breakers.push(Arc::clone(&instance.cooldown));
             breakers.extend(instance.engines.all());
@@ -72,7 +78,7 @@ impl Engine {
             read_formats: ReadFormat::ALL.map(ReadFormat::as_str),
             pdf: true,
             browser: false,
-            reranker: false,
+            reranker: inner.reranking.is_some(),
             passages: true,
             shared_tier: inner.fleet.tier().is_some(),
         }
@@ -99,6 +105,12 @@ impl Engine {
                 .all()
                 .iter()
                 .map(|b| BreakerStatus::of(b)),
+        );
+        breakers.extend(
+            inner
+                .reranking
+                .as_ref()
+                .map(|r| BreakerStatus::of(r.breaker())),
         );
         // Hosts are many: only those not closed (open or probing) are listed.
         breakers.extend(

@@ -22,7 +22,7 @@ pub struct Capabilities {
     pub pdf: bool,
     /// A local browser renders pages that need script (not in this build).
     pub browser: bool,
-    /// A reranker re-scores passages (not in this build).
+    /// A reranker (`RERANK_URL`) re-scores the passages chosen for a query.
     pub reranker: bool,
     /// Query-relevant passages are chosen (Tavily extract's chunks; Exa's highlights and Tavily
     /// search's chunks not yet).

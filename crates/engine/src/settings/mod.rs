@@ -18,6 +18,7 @@ use gateway_upstreams::providers::readers::{self, PremiumReaderSettings, ReaderK
 use gateway_upstreams::providers::settings as provider_settings;
 use gateway_upstreams::providers::{ProviderKind, ProviderSettings};
 use gateway_upstreams::reader::ReaderSettings;
+use gateway_upstreams::reranker::RerankerSettings;
 
 pub use backends::SearxngBackend;
 pub use shedding::Shedding;
@@ -196,6 +197,8 @@ pub struct EngineSettings {
     pub tokenizer: TokenizerEncoding,
     /// `CRAWL_*`: what every crawl is held to.
     pub crawl: CrawlSettings,
+    /// `RERANK_URL` and friends; `None`: passages are ranked lexically only.
+    pub reranker: Option<RerankerSettings>,
 }
 
 impl EngineSettings {
@@ -276,6 +279,7 @@ impl EngineSettings {
                 .ok_or_else(|| raw.error(Problem::NotOneOf(TokenizerEncoding::NAMES)))?,
             None => TokenizerEncoding::default(),
         };
+        let reranker = RerankerSettings::read(env)?;
         let traffic = if env.flag("UI_ENABLED")? {
             TrafficRing::Kept
         } else {
@@ -319,6 +323,7 @@ impl EngineSettings {
             traffic,
             tokenizer,
             crawl: CrawlSettings::read(env)?,
+            reranker,
         };
         let t1_premium_count = t1_requested.min(settings.active_providers().len());
         Ok(Self {

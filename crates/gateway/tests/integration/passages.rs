@@ -2,9 +2,11 @@
 //! Tavily's `query` and `chunks_per_source`: the best chunks of at most 500 characters, in page
 //! order, joined by ` [...] `; chosen from the page as read or cached (one fetch for several
 //! queries); Tavily's 400 naming `chunks_per_source` when it is out of range or comes without a
-//! query, before anything is read.
+//! query, before anything is read; with a reranker (`RERANK_URL`), the chunks in its order, the
+//! lexical order when it fails, and `/v1/rerank` forwarded to it.
 
-use serde_json::json;
+use serde_json::{json, Value};
+use simulator::reranker::{RerankerBehaviour, SimulatedReranker};
 use simulator::site::Page;
 
 use crate::support::reading::ReadStack;
@@ -187,4 +189,177 @@ async fn an_advanced_search_answers_each_result_with_its_chunks_for_the_query() 
     assert_eq!(basic.status, 400, "{}", basic.text);
     let error = basic.json["detail"]["error"].as_str().unwrap_or_default();
     assert!(error.contains("chunks_per_source"), "{error}");
+}
+
+/// The chunk `raw_content` of a reply and its `explain` record of which ranking chose it.
+fn chunk_and_ranking(reply: &crate::support::gateway::Reply) -> (String, Value) {
+    (
+        raw_content(reply),
+        reply.json["results"][0]["gateway"]["passages"].clone(),
+    )
+}
+
+/// With `RERANK_URL`, Tavily's extract takes its chunks in the reranker's order (the fake favours
+/// the passage about saffron buns, which a query about the telescope's mirror does not choose
+/// lexically), and `explain` says so; the reranker failing leaves the lexical order — the mirror's
+/// chunk — and trips its own breaker (`/status`, namespace `reranker`), after which nothing is
+/// sent to it; every outcome counted; the reranker's key in no reply.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_reranker_orders_the_chunks_and_when_it_fails_the_lexical_order_is_used() {
+    const RERANK_KEY: &str = "rk-integration-secret";
+    let reranker = SimulatedReranker::start().await.expect("reranker starts");
+    reranker.expect_key(Some(RERANK_KEY));
+    reranker.set_behaviour(RerankerBehaviour::Favour(vec!["saffron".to_owned()]));
+    let url_var = reranker.url();
+    let s = ReadStack::start(
+        &[],
+        &[
+            ("RERANK_URL", url_var.as_str()),
+            ("RERANK_API_KEY", RERANK_KEY),
+            ("BREAKER_FAILURE_THRESHOLD", "2"),
+        ],
+    )
+    .await;
+    s.site.set("/guide", Page::html(guide()));
+    let url = s.site.url("/guide");
+    let ask = json!({"urls": url, "query": "How wide is the telescope's mirror?",
+                     "chunks_per_source": 1});
+
+    let reply = s.extract(ask.clone(), "?explain=1").await;
+    let (chunk, ranking) = chunk_and_ranking(&reply);
+    assert!(
+        chunk.contains("saffron buns"),
+        "the reranker's best: {chunk}"
+    );
+    assert!(!chunk.contains("74 centimetres"), "{chunk}");
+    assert_eq!(ranking, json!({"ranked_by": "reranker", "fallback": null}));
+    let sent = reranker.requests();
+    assert_eq!(sent.len(), 1);
+    assert_eq!(
+        sent[0].auth.as_deref(),
+        Some(format!("Bearer {RERANK_KEY}").as_str())
+    );
+    let documents = sent[0].documents();
+    assert!(
+        documents[0].contains("74 centimetres"),
+        "the lexical ranking's best goes first: {documents:?}"
+    );
+    assert!(
+        documents.len() <= 24,
+        "candidates only: {}",
+        documents.len()
+    );
+    assert!(!reply.text.contains(RERANK_KEY));
+    let capabilities = s.gateway.get("/v1/capabilities").await;
+    assert_eq!(capabilities.json["read"]["reranker"], json!(true));
+
+    reranker.set_behaviour(RerankerBehaviour::ServerError);
+    for _ in 0..2 {
+        let (chunk, ranking) = chunk_and_ranking(&s.extract(ask.clone(), "?explain=1").await);
+        assert!(
+            chunk.contains("74 centimetres"),
+            "the lexical best: {chunk}"
+        );
+        assert_eq!(
+            ranking,
+            json!({"ranked_by": "lexical_fallback", "fallback": "server_error"})
+        );
+    }
+    let breaker = s.gateway.breaker("reranker", "reranker").await;
+    assert_eq!(breaker["state"], json!("open"), "{breaker}");
+    let (chunk, ranking) = chunk_and_ranking(&s.extract(ask, "?explain=1").await);
+    assert!(chunk.contains("74 centimetres"), "{chunk}");
+    assert_eq!(
+        ranking,
+        json!({"ranked_by": "lexical_fallback", "fallback": "breaker_open"})
+    );
+    assert_eq!(
+        reranker.calls(),
+        3,
+        "nothing sent while its breaker is open"
+    );
+    let counted = |outcome: &'static str| {
+        let g = &s.gateway;
+        async move {
+            g.metric(
+                "searxng_gateway_passage_reranks_total",
+                &[("outcome", outcome)],
+            )
+            .await
+        }
+    };
+    assert_eq!(counted("reranked").await, 1.0);
+    assert_eq!(counted("server_error").await, 2.0);
+    assert_eq!(counted("breaker_open").await, 1.0);
+    assert!(!s.gateway.metrics_text().await.contains(RERANK_KEY));
+    assert_eq!(s.site.hits("/guide"), 1, "one read for every query");
+}
+
+/// `/v1/rerank` with a reranker configured forwards the client's documents to it and answers
+/// its order and scores (`X-Gateway-Ranked-By: reranker`); garbage from it is BM25's answer
+/// instead (`lexical_fallback`).
+#[tokio::test(flavor = "multi_thread")]
+async fn the_rerank_door_forwards_to_a_configured_reranker_and_falls_back_to_bm25() {
+    let reranker = SimulatedReranker::start().await.expect("reranker starts");
+    reranker.set_behaviour(RerankerBehaviour::Favour(vec!["bakery".to_owned()]));
+    let url_var = reranker.url();
+    let s = ReadStack::start(&[], &[("RERANK_URL", url_var.as_str())]).await;
+    let ask = json!({"query": "how wide is the telescope mirror", "documents": [
+        "The observatory opens at night for visitors.",
+        "Its telescope mirror is 74 centimetres across, installed in 1911.",
+        "The bakery sells saffron buns on Saturdays.",
+    ]});
+    let rerank = || async {
+        let response = s
+            .gateway
+            .http
+            .post(format!("{}/v1/rerank", s.gateway.url))
+            .json(&ask)
+            .send()
+            .await
+            .expect("rerank answers");
+        let by = response
+            .headers()
+            .get("x-gateway-ranked-by")
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default()
+            .to_owned();
+        (
+            by,
+            crate::support::gateway::TestGateway::reply(response).await,
+        )
+    };
+    let (by, reply) = rerank().await;
+    assert_eq!(reply.status, 200, "{}", reply.text);
+    assert_eq!(by, "reranker");
+    assert_eq!(
+        reply.json["results"][0]["index"],
+        json!(2),
+        "{}",
+        reply.text
+    );
+    assert_eq!(
+        reranker.requests()[0].documents().len(),
+        3,
+        "every document"
+    );
+
+    reranker.set_behaviour(RerankerBehaviour::DuplicateIndex);
+    let (by, reply) = rerank().await;
+    assert_eq!(by, "lexical_fallback");
+    assert_eq!(
+        reply.json["results"][0]["index"],
+        json!(1),
+        "BM25's best: {}",
+        reply.text
+    );
+    assert_eq!(
+        s.gateway
+            .metric(
+                "searxng_gateway_passage_reranks_total",
+                &[("outcome", "malformed")]
+            )
+            .await,
+        1.0
+    );
 }

@@ -26,24 +26,60 @@
 //! corpus, [`PassageSelector::select_across`]), and the `/v1/rerank` door, whose client's own texts
 //! [`PassageSelector::rank_texts`] scores.
 //!
-//! Not yet (#41): a reranker (`RERANK_URL`), the split cached with the page. Stemming was measured
-//! and left out ([`terms`]).
+//! A reranker (`RERANK_URL`, [`rerank`]) re-scores the lexical ranking's best [`CANDIDATES`] when
+//! the operator configures one: a door ranks through [`crate::engine::Engine::rank_passages`]
+//! (lexical on the blocking pool, then the reranker within its timeout and breaker, the lexical
+//! order as the fallback) and chooses from the [`Ranked`] passages as often as it needs.
+//!
+//! Not yet (#41): the split cached with the page. Stemming was measured and left out ([`terms`]).
 
 mod budget;
 mod rank;
+pub(crate) mod rerank;
 mod select;
 mod split;
 mod terms;
 
 pub use budget::{TokenBudget, TokenCounter};
+pub use rerank::{Fallback, RankedBy, CANDIDATES};
 pub use select::{Chosen, Merge, PassageOrder, Selection};
 pub use split::{split, Passage};
+
+use select::Ranking;
 
 use std::sync::Arc;
 
 use gateway_upstreams::reader::Document;
 
 use crate::settings::TokenizerEncoding;
+
+/// A page whose passages are ranked: a read document, or a text (and title) a door holds.
+pub trait PageText: Send + 'static {
+    /// Its text.
+    fn text(&self) -> &str;
+    /// Its title, when it has one.
+    fn title(&self) -> Option<&str>;
+}
+
+impl PageText for Arc<Document> {
+    fn text(&self) -> &str {
+        &self.content
+    }
+
+    fn title(&self) -> Option<&str> {
+        self.title.as_deref()
+    }
+}
+
+impl PageText for (String, Option<String>) {
+    fn text(&self) -> &str {
+        &self.0
+    }
+
+    fn title(&self) -> Option<&str> {
+        self.1.as_deref()
+    }
+}
 
 /// Tavily's longest chunk, in characters.
 pub const TAVILY_CHUNK_CHARS: usize = 500;
@@ -81,8 +117,34 @@ impl PassageSelector {
         rank::scores(&passages, None, query)
     }
 
+    /// The passages of `pages` (each its text and title) split to at most `max_chars` each and
+    /// ranked for `query` as one corpus (each page's title in the context field), lexically: what
+    /// [`Ranked::choose`] takes, as often as a door asks. CPU work for long pages: a door runs it
+    /// on the blocking pool ([`crate::engine::Engine::rank_passages`] does, and reranks).
+    pub fn rank(&self, pages: &[(&str, Option<&str>)], query: &str, max_chars: usize) -> Ranked {
+        let (passages, page_of, first_of_page, scores) =
+            select::split_and_score(pages, query, max_chars);
+        Ranked {
+            passages,
+            page_of,
+            first_of_page,
+            ranking: Ranking::lexical(scores),
+            by: RankedBy::Lexical,
+            counter: self.counter,
+        }
+    }
+
+    /// [`Self::rank`] over read documents.
+    pub fn rank_documents(&self, documents: &[&Document], query: &str, max_chars: usize) -> Ranked {
+        let pages: Vec<(&str, Option<&str>)> = documents
+            .iter()
+            .map(|d| (d.content.as_str(), d.title.as_deref()))
+            .collect();
+        self.rank(&pages, query, max_chars)
+    }
+
     /// The passages of a page's `text` (titled `title`) that best answer `query`, as `selection`
-    /// asks: [`Self::select`] for a door that holds the text alone.
+    /// asks, ranked lexically: [`Self::select`] for a door that holds the text alone.
     pub fn select_text(
         &self,
         text: &str,
@@ -90,34 +152,28 @@ impl PassageSelector {
         query: &str,
         selection: &Selection,
     ) -> Vec<Chosen> {
-        select::select(text, title, query, selection, self.counter)
+        self.rank(&[(text, title)], query, selection.max_chars)
+            .choose(selection)
     }
 
-    /// The passages of `document` that best answer `query`, as `selection` asks.
+    /// The passages of `document` that best answer `query`, as `selection` asks, ranked
+    /// lexically.
     pub fn select(&self, document: &Document, query: &str, selection: &Selection) -> Vec<Chosen> {
-        select::select(
-            &document.content,
-            document.title.as_deref(),
-            query,
-            selection,
-            self.counter,
-        )
+        self.rank_documents(&[document], query, selection.max_chars)
+            .choose(selection)
     }
 
     /// The passages of several `documents` that best answer `query`, scored as one corpus (each
-    /// page's title in the context field), as `selection` asks; each with the index of its
-    /// document in `documents`.
+    /// page's title in the context field), as `selection` asks, ranked lexically; each with the
+    /// index of its document in `documents`.
     pub fn select_across(
         &self,
         documents: &[&Document],
         query: &str,
         selection: &Selection,
     ) -> Vec<(usize, Chosen)> {
-        let pages: Vec<(&str, Option<&str>)> = documents
-            .iter()
-            .map(|d| (d.content.as_str(), d.title.as_deref()))
-            .collect();
-        select::select_across(&pages, query, selection, self.counter)
+        self.rank_documents(documents, query, selection.max_chars)
+            .choose_across(selection)
     }
 
     /// `document`'s text cut to `budget` at a passage boundary (passages of at most `max_chars`):
@@ -130,6 +186,67 @@ impl PassageSelector {
         budget: TokenBudget,
     ) -> Option<Chosen> {
         select::leading(&document.content, max_chars, budget, self.counter)
+    }
+}
+
+/// The passages of one or several pages ranked for a query: split and scored once (and reranked
+/// when a reranker is configured), then chosen from as often as a door asks — a door that fits
+/// its answer to a token budget asks again with a smaller one.
+#[derive(Debug, Clone)]
+pub struct Ranked {
+    passages: Vec<Passage>,
+    /// Each passage's page, an index into the pages ranked.
+    page_of: Vec<usize>,
+    /// Where each page's passages start.
+    first_of_page: Vec<usize>,
+    ranking: Ranking,
+    by: RankedBy,
+    counter: TokenCounter,
+}
+
+impl Ranked {
+    /// Nothing ranked: what a door gets when ranking failed (its task panicked).
+    pub fn empty(counter: TokenCounter) -> Self {
+        Self {
+            passages: Vec::new(),
+            page_of: Vec::new(),
+            first_of_page: Vec::new(),
+            ranking: Ranking::lexical(Vec::new()),
+            by: RankedBy::Lexical,
+            counter,
+        }
+    }
+
+    /// Which ranking ordered the passages: lexical, the reranker, or lexical because the reranker
+    /// could not be used.
+    pub fn ranked_by(&self) -> RankedBy {
+        self.by
+    }
+
+    /// The best passages of the first (or only) page ranked, as `selection` asks (its `max_chars`
+    /// the one the passages were ranked with). CPU work when there is a token budget (tiktoken
+    /// counts candidates).
+    pub fn choose(&self, selection: &Selection) -> Vec<Chosen> {
+        self.choose_across(selection)
+            .into_iter()
+            .filter(|(page, _)| *page == 0)
+            .map(|(_, chosen)| chosen)
+            .collect()
+    }
+
+    /// The best passages of every page ranked, as `selection` asks, each with the index of its
+    /// page and its `passages` counted within that page.
+    pub fn choose_across(&self, selection: &Selection) -> Vec<(usize, Chosen)> {
+        select::within_pages(
+            select::choose(
+                &self.passages,
+                &self.ranking,
+                &self.page_of,
+                selection,
+                self.counter,
+            ),
+            &self.first_of_page,
+        )
     }
 }
 

@@ -61,9 +61,80 @@ pub struct Chosen {
     pub passages: Range<usize>,
 }
 
+/// The order passages are taken in and what each is worth, from the lexical ranking alone or
+/// with a reranker's order over its best candidates ([`Ranking::reranked`]): what [`choose`]
+/// takes, whichever ranked.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) struct Ranking {
+    /// Every passage's index once, the best first.
+    order: Vec<usize>,
+    /// Each passage's score, never higher than a passage before it in `order`: what a chosen
+    /// run reports, what a budget drops the lowest of, what score order sorts by.
+    scores: Vec<f32>,
+    /// Whether each passage has a word of the query (`relevant_only`).
+    relevant: Vec<bool>,
+}
+
+impl Ranking {
+    /// The lexical ranking: BM25's `scores`, the best first, ties in page order.
+    pub(super) fn lexical(scores: Vec<f32>) -> Self {
+        let mut order: Vec<usize> = (0..scores.len()).collect();
+        order.sort_by(|a, b| scores[*b].total_cmp(&scores[*a]).then(a.cmp(b)));
+        let relevant = scores.iter().map(|s| *s > 0.0).collect();
+        Self {
+            order,
+            scores,
+            relevant,
+        }
+    }
+
+    /// The first `n` passages of this ranking, the best first: what a reranker is asked about.
+    pub(super) fn best(&self, n: usize) -> &[usize] {
+        &self.order[..n.min(self.order.len())]
+    }
+
+    /// This (lexical) ranking with its best `candidates` put in the order `reranked` gives —
+    /// positions in `candidates`, the best first; a candidate it leaves out follows those it
+    /// names, in the lexical order. The passages after the candidates keep their place and
+    /// score; a candidate scores above every one of them, by its place in the new order.
+    /// Relevance stays lexical (a word of the query): a reranker orders, it does not widen what
+    /// `relevant_only` takes.
+    pub(super) fn reranked(&self, candidates: &[usize], reranked: &[usize]) -> Self {
+        let mut named = vec![false; candidates.len()];
+        let mut head: Vec<usize> = Vec::with_capacity(candidates.len());
+        for &at in reranked {
+            if at < candidates.len() && !named[at] {
+                named[at] = true;
+                head.push(candidates[at]);
+            }
+        }
+        head.extend(
+            candidates
+                .iter()
+                .zip(&named)
+                .filter(|(_, named)| !**named)
+                .map(|(i, _)| *i),
+        );
+        let tail = &self.order[head.len()..];
+        let floor = tail.first().map_or(0.0, |i| self.scores[*i].max(0.0));
+        let mut scores = self.scores.clone();
+        for (place, &i) in head.iter().enumerate() {
+            scores[i] = floor + (head.len() - place) as f32;
+        }
+        let mut order = head;
+        order.extend_from_slice(tail);
+        Self {
+            order,
+            scores,
+            relevant: self.relevant.clone(),
+        }
+    }
+}
+
 /// The passages of `content` (a page titled `title`) that best answer `query`, within `selection`
 /// (its budget counted by `counter`). Passages with no word of the query come after those that
 /// have one, in page order, so a page always gives what was asked for when it has that much.
+#[cfg(test)]
 pub(super) fn select(
     content: &str,
     title: Option<&str>,
@@ -72,34 +143,60 @@ pub(super) fn select(
     counter: TokenCounter,
 ) -> Vec<Chosen> {
     let passages = split(content, selection.max_chars);
-    let scores = rank::scores(&passages, title, query);
+    let ranking = Ranking::lexical(rank::scores(&passages, title, query));
     let page_of = vec![0; passages.len()];
-    choose(&passages, &scores, &page_of, selection, counter)
+    choose(&passages, &ranking, &page_of, selection, counter)
         .into_iter()
         .map(|(_, chosen)| chosen)
         .collect()
 }
 
+/// The passages of several pages (each its content and title), split to at most `max_chars`
+/// each, scored for `query` as one corpus: each passage with the index of its page, and where
+/// each page's passages start.
+pub(super) fn split_and_score(
+    pages: &[(&str, Option<&str>)],
+    query: &str,
+    max_chars: usize,
+) -> (Vec<Passage>, Vec<usize>, Vec<usize>, Vec<f32>) {
+    let mut passages = Vec::new();
+    let mut page_of = Vec::new();
+    let mut first_of_page = Vec::with_capacity(pages.len());
+    for (page, (content, _)) in pages.iter().enumerate() {
+        first_of_page.push(passages.len());
+        let split = split(content, max_chars);
+        page_of.extend(std::iter::repeat_n(page, split.len()));
+        passages.extend(split);
+    }
+    let scores = rank::scores_titled(&passages, |i| pages[page_of[i]].1, query);
+    (passages, page_of, first_of_page, scores)
+}
+
 /// The passages of several pages (each its content and title) that best answer `query`, scored
 /// as one corpus, within `selection`: each chosen run with the index of its page, its `passages`
 /// counted within that page. Page order is the pages' order, then each page's.
+#[cfg(test)]
 pub(super) fn select_across(
     pages: &[(&str, Option<&str>)],
     query: &str,
     selection: &Selection,
     counter: TokenCounter,
 ) -> Vec<(usize, Chosen)> {
-    let mut passages = Vec::new();
-    let mut page_of = Vec::new();
-    let mut first_of_page = Vec::with_capacity(pages.len());
-    for (page, (content, _)) in pages.iter().enumerate() {
-        first_of_page.push(passages.len());
-        let split = split(content, selection.max_chars);
-        page_of.extend(std::iter::repeat_n(page, split.len()));
-        passages.extend(split);
-    }
-    let scores = rank::scores_titled(&passages, |i| pages[page_of[i]].1, query);
-    choose(&passages, &scores, &page_of, selection, counter)
+    let (passages, page_of, first_of_page, scores) =
+        split_and_score(pages, query, selection.max_chars);
+    let ranking = Ranking::lexical(scores);
+    within_pages(
+        choose(&passages, &ranking, &page_of, selection, counter),
+        &first_of_page,
+    )
+}
+
+/// Chosen runs with their `passages` counted within their own page.
+pub(super) fn within_pages(
+    chosen: Vec<(usize, Chosen)>,
+    first_of_page: &[usize],
+) -> Vec<(usize, Chosen)> {
+    chosen
         .into_iter()
         .map(|(page, mut chosen)| {
             let first = first_of_page[page];
@@ -140,25 +237,28 @@ pub(super) fn leading(
     })
 }
 
-/// The best of `passages` (scored `scores`, each of page `page_of[i]`) within `selection`, each
-/// run of adjacent chosen passages of one page merged, with its page.
-fn choose(
+/// The best of `passages` (in `ranking`'s order, each of page `page_of[i]`) within `selection`,
+/// each run of adjacent chosen passages of one page merged, with its page.
+pub(super) fn choose(
     passages: &[Passage],
-    scores: &[f32],
+    ranking: &Ranking,
     page_of: &[usize],
     selection: &Selection,
     counter: TokenCounter,
 ) -> Vec<(usize, Chosen)> {
-    let mut ranked: Vec<usize> = (0..passages.len()).collect();
-    ranked.sort_by(|a, b| scores[*b].total_cmp(&scores[*a]).then(a.cmp(b)));
+    let scores = &ranking.scores;
     let cap = selection.max_passages.unwrap_or(usize::MAX);
     let mut taken: Vec<usize> = Vec::new();
     // Each passage's tokens, counted once.
     let mut tokens: Vec<Option<usize>> = vec![None; passages.len()];
     let mut spent = 0;
-    for i in ranked {
-        if taken.len() >= cap || (selection.relevant_only && scores[i] <= 0.0) {
+    for &i in &ranking.order {
+        if taken.len() >= cap {
             break;
+        }
+        if selection.relevant_only && !ranking.relevant[i] {
+            // A reranked order may hold one between relevant passages.
+            continue;
         }
         if let Some(budget) = selection.budget {
             let count = counter.count(&passages[i].text);
@@ -439,6 +539,54 @@ mod tests {
         let chosen = select_across(&pages, "alpha", &TAVILY, COUNTER);
         assert_eq!(chosen.len(), 2);
         assert_eq!((chosen[0].0, chosen[1].0), (0, 1));
+    }
+
+    #[test]
+    fn a_reranked_order_puts_its_candidates_first_and_keeps_the_rest_after() {
+        let lexical = Ranking::lexical(vec![0.0, 3.0, 1.0, 2.0, 0.5]);
+        assert_eq!(lexical.order, [1, 3, 2, 4, 0]);
+        let candidates = lexical.best(3).to_vec();
+        assert_eq!(candidates, [1, 3, 2]);
+        // The reranker names the third candidate, then the first; it leaves the second out.
+        let reranked = lexical.reranked(&candidates, &[2, 0]);
+        assert_eq!(reranked.order, [2, 1, 3, 4, 0]);
+        assert!(
+            reranked
+                .order
+                .windows(2)
+                .all(|w| reranked.scores[w[0]] >= reranked.scores[w[1]]),
+            "{reranked:?}"
+        );
+        assert_eq!(reranked.scores[4], 0.5, "the rest keep their score");
+        assert_eq!(
+            reranked.relevant, lexical.relevant,
+            "relevance stays lexical"
+        );
+        let one = Selection {
+            max_passages: Some(1),
+            ..TAVILY
+        };
+        let passages: Vec<Passage> = (0..5)
+            .map(|i| Passage {
+                text: format!("passage {i}"),
+                heading_path: Arc::from([]),
+            })
+            .collect();
+        let page_of = [0; 5];
+        let chosen = choose(&passages, &reranked, &page_of, &one, COUNTER);
+        assert_eq!(chosen[0].1.passages, 2..3, "the reranker's best");
+        let relevant = Selection {
+            max_passages: None,
+            relevant_only: true,
+            ..TAVILY
+        };
+        let with_zero_first = lexical.reranked(&[1, 3, 2, 4, 0], &[4, 0]);
+        let chosen = choose(&passages, &with_zero_first, &page_of, &relevant, COUNTER);
+        let taken: usize = chosen.iter().map(|c| c.1.passages.len()).sum();
+        assert_eq!(
+            taken, 4,
+            "the passage without a word of the query stays out: {chosen:?}"
+        );
     }
 
     #[test]

@@ -16,6 +16,7 @@ use serde_json::{json, Map, Value};
 use crate::server::kit::gate::{Admitted, PremiumRefusal};
 use gateway_core::cache::{CacheStatus, CacheTier};
 use gateway_core::persist::unix_ms;
+use gateway_engine::read::passages::RankedBy;
 use gateway_engine::read::PageRead;
 use gateway_engine::search::record::RemoteFanOut;
 use gateway_engine::search::{Answer, Outcome, Premium};
@@ -224,6 +225,16 @@ pub(crate) fn read_object(read: &PageRead, admitted: &Admitted) -> Value {
             "charged": read.premium_calls,
         },
         "read": &**record,
+    })
+}
+
+/// Which ranking chose a page's passages, for the `passages` of a read's `gateway` object:
+/// `{"ranked_by": "lexical" | "reranker" | "lexical_fallback", "fallback": why | null}` (why: the
+/// reranker's breaker open, or the class of its failure: `timeout`, `malformed`, ...).
+pub(crate) fn passages_object(by: RankedBy) -> Value {
+    json!({
+        "ranked_by": by.as_str(),
+        "fallback": by.fallback().map(|why| why.as_str()),
     })
 }
 

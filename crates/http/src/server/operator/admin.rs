@@ -124,9 +124,10 @@ fn namespace(name: &str) -> Result<BreakerKind, ApiError> {
         "engine" => Ok(BreakerKind::Engine),
         "searxng" => Ok(BreakerKind::Searxng),
         "reader" => Ok(BreakerKind::Reader),
+        "reranker" => Ok(BreakerKind::Reranker),
         "host" => Ok(BreakerKind::Host),
         _ => Err(ApiError::unreadable(
-            "the namespace must be provider, key, engine, searxng, reader or host",
+            "the namespace must be provider, key, engine, searxng, reader, reranker or host",
         )),
     }
 }
@@ -246,6 +247,7 @@ mod tests {
             BreakerKind::Engine,
             BreakerKind::Searxng,
             BreakerKind::Reader,
+            BreakerKind::Reranker,
             BreakerKind::Host,
         ] {
             assert_eq!(namespace(kind.as_str()).ok(), Some(kind));

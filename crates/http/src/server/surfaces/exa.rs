@@ -319,8 +319,9 @@ fn highlight_options(options: &Map<String, Value>) -> Result<Highlights, ExaErro
 }
 
 impl Highlights {
-    /// The page's highlights for `query` and their scores, the best first; chosen on the
-    /// blocking pool.
+    /// The page's highlights for `query` and their scores, the best first; ranked on the
+    /// blocking pool, then by the reranker when one is configured (a highlight's score is then
+    /// its place in the reranker's order, still the best first).
     async fn of(&self, gateway: &Gateway, document: Arc<Document>, query: &str) -> Value {
         let selection = Selection {
             max_chars: self.passage_chars,
@@ -330,12 +331,11 @@ impl Highlights {
             relevant_only: false,
             merge: Merge::Adjacent,
         };
-        let selector = gateway.passages();
         let query = self.query.clone().unwrap_or_else(|| query.to_owned());
-        let chosen =
-            tokio::task::spawn_blocking(move || selector.select(&document, &query, &selection))
-                .await
-                .unwrap_or_default();
+        let chosen = gateway
+            .rank_passages(vec![document], query, self.passage_chars)
+            .await
+            .choose(&selection);
         let mut left = self.max_chars.unwrap_or(usize::MAX);
         let mut texts = Vec::new();
         let mut scores = Vec::new();

@@ -1,5 +1,6 @@
 //! A reranker in the Jina/Cohere shape: `POST /v1/rerank` scores a client's documents against its
-//! query with the gateway's passage ranker (BM25, [`gateway_engine::read::passages`]), so tools
+//! query with the gateway's passage ranker (BM25, [`gateway_engine::read::passages`]), or the
+//! operator's reranker when one is configured, so tools
 //! that expect a reranker (LibreChat, node-DeepResearch, LangChain's Jina and Cohere rerankers
 //! with a base URL) use the gateway instead of a paid API (#41).
 //!
@@ -10,10 +11,17 @@
 //! Refused by name: Cohere's `max_tokens_per_doc`, `rank_fields`, `max_chunks_per_doc` and any
 //! other field.
 //!
+//! With a reranker configured (`RERANK_URL`), the documents are sent to it — every one, through
+//! its breaker and within `RERANK_TIMEOUT_SECONDS`, with the operator's `RERANK_MODEL` (the
+//! client's `model` is only echoed) — and its order and scores are the answer; when it cannot be
+//! used (open breaker, failure, timeout, garbage) the answer is BM25's, as without one. The header
+//! `X-Gateway-Ranked-By` says which: `reranker`, `lexical`, or `lexical_fallback`.
+//!
 //! Answer: `{"id", "model", "results": [{"index", "relevance_score", "document"?: {"text"}}],
-//! "usage": {"total_tokens"}}` — `relevance_score` is BM25's score `s` mapped to `s / (s + 1)`:
-//! 0 for no word of the query, rising towards 1, the same order as BM25's (a score is comparable
-//! within one call, as BM25's are); ties keep the documents' order. `total_tokens` counts the
+//! "usage": {"total_tokens"}}` — BM25's `relevance_score` is its score `s` mapped to
+//! `s / (s + 1)`: 0 for no word of the query, rising towards 1, the same order as BM25's (a score
+//! is comparable within one call, as BM25's are); ties keep the documents' order. The reranker's
+//! is its own. `total_tokens` counts the
 //! query and the documents with `TOKENIZER_ENCODING`. Errors: `{"message", "detail", "code"}`
 //! (Cohere's `message`, Jina's `detail`), 400 naming the field, 401/429 from the gate.
 //!
@@ -21,7 +29,7 @@
 //! the blocking pool (a few milliseconds for a thousand short documents).
 
 use axum::extract::State;
-use axum::http::StatusCode;
+use axum::http::{HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use axum::Router;
@@ -32,11 +40,16 @@ use crate::server::kit::body::LimitedBody;
 use crate::server::kit::gate::Gate;
 use crate::server::kit::json_fields::{self, field, InvalidField};
 use crate::server::kit::refusal::{self, json_response, Door, OwnRefusal, Refusal};
+use gateway_engine::read::passages::RankedBy;
+use gateway_upstreams::reranker::Scored;
 
 /// Where the reranker is served (Jina's and Cohere's v1 path).
 pub(crate) const PATH: &str = "/v1/rerank";
 /// The most documents one call ranks (Cohere's own recommendation).
 pub(crate) const MAX_DOCUMENTS: usize = 1000;
+/// Which ranking ordered the answer: `reranker`, `lexical`, or `lexical_fallback` (the reranker
+/// configured could not be used).
+const RANKED_BY: &str = "x-gateway-ranked-by";
 /// What the answer names as its model when the client named none.
 const MODEL: &str = "searxng-gateway-bm25";
 /// The fields this door reads.
@@ -166,8 +179,8 @@ struct Ranked {
     relevance: f64,
 }
 
-/// The documents best first (ties in their order), `top_n` of them, from BM25's `scores`.
-fn ranked(scores: &[f32], top_n: Option<usize>) -> Vec<Ranked> {
+/// The documents best first (ties in their order), from BM25's `scores`.
+fn lexical(scores: &[f32]) -> Vec<Ranked> {
     let mut ranked: Vec<Ranked> = scores
         .iter()
         .enumerate()
@@ -184,6 +197,33 @@ fn ranked(scores: &[f32], top_n: Option<usize>) -> Vec<Ranked> {
             .total_cmp(&a.relevance)
             .then(a.index.cmp(&b.index))
     });
+    ranked
+}
+
+/// The documents in the reranker's order with its scores; one it left out (its own `top_n`)
+/// follows, in the documents' order, at the lowest score it gave.
+fn from_reranker(scored: &[Scored], documents: usize) -> Vec<Ranked> {
+    let mut named = vec![false; documents];
+    let mut ranked: Vec<Ranked> = scored
+        .iter()
+        .map(|s| {
+            named[s.index] = true;
+            Ranked {
+                index: s.index,
+                relevance: f64::from(s.relevance),
+            }
+        })
+        .collect();
+    let floor = ranked.last().map_or(0.0, |r| r.relevance);
+    ranked.extend((0..documents).filter(|i| !named[*i]).map(|index| Ranked {
+        index,
+        relevance: floor,
+    }));
+    ranked
+}
+
+/// The first `top_n` of `ranked` (all without it).
+fn top(mut ranked: Vec<Ranked>, top_n: Option<usize>) -> Vec<Ranked> {
     ranked.truncate(top_n.unwrap_or(usize::MAX));
     ranked
 }
@@ -196,20 +236,33 @@ async fn rerank(State(gateway): State<Gateway>, LimitedBody(body): LimitedBody) 
             return err.into_response();
         }
     };
+    let texts: Vec<&str> = ask.documents.iter().map(String::as_str).collect();
+    let reranked = gateway.rerank_texts(&ask.query, &texts).await;
     let selector = gateway.passages();
     let scored = tokio::task::spawn_blocking(move || {
         let texts: Vec<&str> = ask.documents.iter().map(String::as_str).collect();
-        let scores = selector.rank_texts(&ask.query, &texts);
+        let order = match reranked {
+            Some(Ok(scored)) => (from_reranker(&scored, texts.len()), RankedBy::Reranker),
+            // BM25's scores only when they are the answer.
+            Some(Err(why)) => (
+                lexical(&selector.rank_texts(&ask.query, &texts)),
+                RankedBy::Fallback(why),
+            ),
+            None => (
+                lexical(&selector.rank_texts(&ask.query, &texts)),
+                RankedBy::Lexical,
+            ),
+        };
         let counter = selector.counter();
         let tokens =
             counter.count(&ask.query) + texts.iter().map(|t| counter.count(t)).sum::<usize>();
-        (ask, scores, tokens)
+        (ask, order, tokens)
     })
     .await;
-    let Ok((ask, scores, tokens)) = scored else {
+    let Ok((ask, (order, by), tokens)) = scored else {
         return RerankError::Internal.into_response();
     };
-    let results: Vec<Value> = ranked(&scores, ask.top_n)
+    let results: Vec<Value> = top(order, ask.top_n)
         .into_iter()
         .map(|r| {
             let mut result = json!({"index": r.index, "relevance_score": r.relevance});
@@ -222,6 +275,8 @@ async fn rerank(State(gateway): State<Gateway>, LimitedBody(body): LimitedBody) 
     tracing::info!(
         documents = ask.documents.len(),
         returned = results.len(),
+        ranked_by = by.as_str(),
+        fallback = by.fallback().map(|why| why.as_str()),
         "reranked"
     );
     let body = json!({
@@ -230,7 +285,11 @@ async fn rerank(State(gateway): State<Gateway>, LimitedBody(body): LimitedBody) 
         "results": results,
         "usage": {"total_tokens": tokens},
     });
-    json_response(StatusCode::OK, body.to_string())
+    let mut response = json_response(StatusCode::OK, body.to_string());
+    response
+        .headers_mut()
+        .insert(RANKED_BY, HeaderValue::from_static(by.as_str()));
+    response
 }
 
 #[cfg(test)]
@@ -287,16 +346,35 @@ mod tests {
 
     #[test]
     fn the_best_come_first_scores_map_into_zero_to_one_and_ties_keep_their_order() {
-        let ranked = ranked(&[0.0, 3.0, 1.0, 3.0], None);
+        let ranked = lexical(&[0.0, 3.0, 1.0, 3.0]);
         let order: Vec<usize> = ranked.iter().map(|r| r.index).collect();
         assert_eq!(order, [1, 3, 2, 0]);
         assert!((ranked[0].relevance - 0.75).abs() < 1e-9);
         assert_eq!(ranked[3].relevance, 0.0);
-        assert_eq!(super::ranked(&[1.0, 2.0, 3.0], Some(2)).len(), 2);
+        assert_eq!(top(lexical(&[1.0, 2.0, 3.0]), Some(2)).len(), 2);
         assert_eq!(
-            super::ranked(&[1.0], Some(5)).len(),
+            top(lexical(&[1.0]), Some(5)).len(),
             1,
             "more than there are: all"
         );
+    }
+
+    #[test]
+    fn the_rerankers_order_and_scores_are_the_answer_and_what_it_left_out_follows() {
+        let scored = [
+            Scored {
+                index: 2,
+                relevance: 0.9,
+            },
+            Scored {
+                index: 0,
+                relevance: 0.25,
+            },
+        ];
+        let ranked = from_reranker(&scored, 4);
+        let order: Vec<usize> = ranked.iter().map(|r| r.index).collect();
+        assert_eq!(order, [2, 0, 1, 3]);
+        assert!((ranked[0].relevance - 0.9).abs() < 1e-6);
+        assert_eq!(ranked[2].relevance, ranked[1].relevance);
     }
 }

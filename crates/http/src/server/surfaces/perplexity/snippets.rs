@@ -14,7 +14,7 @@ use crate::server::kit::gate::Admitted;
 use crate::server::kit::search_read;
 use gateway_core::request::ReadFormat;
 use gateway_engine::read::passages::{
-    Merge, PassageOrder, PassageSelector, Selection, TokenBudget,
+    Merge, PassageOrder, PassageSelector, Ranked, Selection, TokenBudget, TokenCounter,
 };
 
 /// The longest passage a snippet is made of, in characters: about half the budget (a token is
@@ -41,15 +41,26 @@ pub(crate) async fn read_into(
         .iter()
         .map(|r| r.get("title").and_then(Value::as_str).map(str::to_owned))
         .collect();
-    let selector = gateway.passages();
-    let query = query.to_owned();
+    let max_chars = (tokens * 2).clamp(*PASSAGE_CHARS.start(), *PASSAGE_CHARS.end());
+    // Each page ranked at once (a reranker's call per page, when one is configured).
+    let ranked = futures::future::join_all(texts.into_iter().zip(titles).map(
+        |(text, title)| async move {
+            match text {
+                Some(text) => Some(
+                    gateway
+                        .rank_passages(vec![(text, title)], query.to_owned(), max_chars)
+                        .await,
+                ),
+                None => None,
+            }
+        },
+    ))
+    .await;
+    let counter = gateway.passages().counter();
     let snippets = tokio::task::spawn_blocking(move || {
-        texts
+        ranked
             .into_iter()
-            .zip(titles)
-            .map(|(text, title)| {
-                text.map(|text| best_passages(selector, &text, title.as_deref(), &query, tokens))
-            })
+            .map(|ranked| ranked.map(|ranked| best_passages(&ranked, counter, max_chars, tokens)))
             .collect::<Vec<_>>()
     })
     .await
@@ -61,17 +72,17 @@ pub(crate) async fn read_into(
     }
 }
 
-/// The passages of `text` that best answer `query`, the best first, within `tokens` tokens.
+/// The passages `ranked` (split to `max_chars`) that best answer its query, the best first,
+/// within `tokens` tokens.
 fn best_passages(
-    selector: PassageSelector,
-    text: &str,
-    title: Option<&str>,
-    query: &str,
+    ranked: &Ranked,
+    counter: TokenCounter,
+    max_chars: usize,
     tokens: usize,
 ) -> String {
     let budget = TokenBudget::new(tokens);
     let mut selection = Selection {
-        max_chars: (tokens * 2).clamp(*PASSAGE_CHARS.start(), *PASSAGE_CHARS.end()),
+        max_chars,
         max_passages: None,
         budget: Some(budget),
         // The best first: a cut for the gaps' tokens takes from the least relevant end.
@@ -79,12 +90,12 @@ fn best_passages(
         relevant_only: false,
         merge: Merge::Adjacent,
     };
-    let mut chosen = selector.select_text(text, title, query, &selection);
+    let mut chosen = ranked.choose(&selection);
     if chosen.is_empty() {
         // Not one passage fits: the best one, cut to the budget below.
         selection.budget = None;
         selection.max_passages = Some(1);
-        chosen = selector.select_text(text, title, query, &selection);
+        chosen = ranked.choose(&selection);
     }
     let joined = chosen
         .iter()
@@ -92,7 +103,7 @@ fn best_passages(
         .collect::<Vec<_>>()
         .join(GAP);
     // The gaps are tokens too: the budget holds for the snippet as sent.
-    selector.counter().prefix(&joined, budget).to_owned()
+    counter.prefix(&joined, budget).to_owned()
 }
 
 /// The snippets of one list cut so that together they hold at most `tokens` tokens, the first
@@ -155,18 +166,17 @@ mod tests {
         for i in 40..60 {
             text.push_str(&format!("Paragraph {i} is about gardens.\n\n"));
         }
+        let lexical = |query: &str, tokens: usize| {
+            let max_chars = (tokens * 2).clamp(*PASSAGE_CHARS.start(), *PASSAGE_CHARS.end());
+            let ranked = SELECTOR.rank(&[(&text, None)], query, max_chars);
+            best_passages(&ranked, SELECTOR.counter(), max_chars, tokens)
+        };
         for tokens in [30, 200] {
-            let snippet = best_passages(
-                SELECTOR,
-                &text,
-                None,
-                "when was the foghorn silenced",
-                tokens,
-            );
+            let snippet = lexical("when was the foghorn silenced", tokens);
             assert!(snippet.contains("silenced in 1987"), "{tokens}: {snippet}");
             assert!(SELECTOR.counter().count(&snippet) <= tokens, "{snippet}");
         }
-        let tiny = best_passages(SELECTOR, &text, None, "foghorn", 3);
+        let tiny = lexical("foghorn", 3);
         assert!(
             !tiny.is_empty() && SELECTOR.counter().count(&tiny) <= 3,
             "{tiny}"

@@ -2,12 +2,16 @@
 //! `per_source` passages of a page (each at most 500 characters) that best answer a query, chosen
 //! by [`gateway_engine::read::passages`] from the page as read or cached, in page order, joined by
 //! ` [...] ` as Tavily joins them. Two chosen passages that stand side by side on the page become
-//! one chunk only while it stays within the 500 characters ([`Merge::WithinMaxChars`]).
+//! one chunk only while it stays within the 500 characters ([`Merge::WithinMaxChars`]). With a
+//! reranker (`RERANK_URL`), the lexical ranking's best candidates are put in its order first
+//! ([`gateway_engine::Engine::rank_passages`]; the lexical order when it cannot be used).
 
 use std::sync::Arc;
 
 use crate::gateway::Gateway;
-use gateway_engine::read::passages::{Merge, PassageOrder, Selection, TAVILY_CHUNK_CHARS};
+use gateway_engine::read::passages::{
+    Merge, PassageOrder, RankedBy, Selection, TAVILY_CHUNK_CHARS,
+};
 use gateway_upstreams::reader::Document;
 
 /// `chunks_per_source` when a query comes without it (Tavily's default).
@@ -24,10 +28,15 @@ pub(super) struct Chunks {
 }
 
 impl Chunks {
-    /// The page's best chunks for the query, in page order, joined as Tavily joins them; chosen
-    /// on the blocking pool (a few milliseconds of CPU for a long page, which a request's worker
-    /// should not spend while other connections wait).
-    pub(super) async fn of(&self, gateway: &Gateway, document: Arc<Document>) -> String {
+    /// The page's best chunks for the query, in page order, joined as Tavily joins them, and
+    /// which ranking chose them; ranked on the blocking pool (a few milliseconds of CPU for a
+    /// long page, which a request's worker should not spend while other connections wait), then
+    /// by the reranker when one is configured.
+    pub(super) async fn of(
+        &self,
+        gateway: &Gateway,
+        document: Arc<Document>,
+    ) -> (String, RankedBy) {
         let selection = Selection {
             max_chars: TAVILY_CHUNK_CHARS,
             max_passages: Some(self.per_source),
@@ -36,13 +45,11 @@ impl Chunks {
             relevant_only: false,
             merge: Merge::WithinMaxChars,
         };
-        let selector = gateway.passages();
-        let query = self.query.clone();
-        let chosen =
-            tokio::task::spawn_blocking(move || selector.select(&document, &query, &selection))
-                .await
-                .unwrap_or_default();
+        let ranked = gateway
+            .rank_passages(vec![document], self.query.clone(), TAVILY_CHUNK_CHARS)
+            .await;
+        let chosen = ranked.choose(&selection);
         let texts: Vec<&str> = chosen.iter().map(|c| c.text.as_str()).collect();
-        texts.join(CHUNK_JOIN)
+        (texts.join(CHUNK_JOIN), ranked.ranked_by())
     }
 }

@@ -18,7 +18,11 @@
 //! URLs are read at once, and one that fails never fails the others: its error is a sentence
 //! naming what went wrong, ending with its stable code (`the site blocked the read (blocked:
 //! cloudflare)`, [`read_call::unread_reason`]), never an upstream's body.
-//! `?explain=1` adds a `gateway` object per URL.
+//! With a reranker configured (`RERANK_URL`), the lexical ranking's best candidates are ordered
+//! by it (the lexical order when it fails, times out, answers garbage or its breaker is open).
+//! `?explain=1` adds a `gateway` object per URL; with a `query`, its `passages` says which ranking
+//! chose the chunks (`ranked_by`: `lexical`, `reranker`, or `lexical_fallback` with the reason in
+//! `fallback`).
 
 use std::sync::Arc;
 
@@ -217,9 +221,23 @@ pub(crate) async fn extract(
         failed_results: Vec::new(),
         response_time: 0.0,
     };
-    for (asked, read) in asked.into_iter().zip(reads) {
+    // Each page's chunks at once: a reranker's call per page, not one after another.
+    let chunked = futures::future::join_all(reads.iter().map(|read| async {
+        let done = read.as_ref()?.result.as_ref().ok()?;
+        let chunks = request.chunks.as_ref()?;
+        Some(chunks.of(&gateway, Arc::clone(&done.document)).await)
+    }))
+    .await;
+    for ((asked, read), chunked) in asked.into_iter().zip(reads).zip(chunked) {
+        let ranked_by = chunked.as_ref().map(|(_, by)| *by);
         let gateway_object = |read: &gateway_engine::read::PageRead| {
-            explain.then(|| explain::read_object(read, &admitted))
+            explain.then(|| {
+                let mut object = explain::read_object(read, &admitted);
+                if let Some(by) = ranked_by {
+                    object["passages"] = explain::passages_object(by);
+                }
+                object
+            })
         };
         match read {
             None => reply.failed_results.push(Failed {
@@ -232,8 +250,8 @@ pub(crate) async fn extract(
                 match &read.result {
                     Ok(done) => reply.results.push(Extracted {
                         url: asked.as_sent,
-                        raw_content: match &request.chunks {
-                            Some(chunks) => chunks.of(&gateway, Arc::clone(&done.document)).await,
+                        raw_content: match chunked {
+                            Some((chunks, _)) => chunks,
                             None => done.document.content.clone(),
                         },
                         images: if request.include_images {

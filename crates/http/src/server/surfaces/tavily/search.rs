@@ -52,6 +52,7 @@ use crate::server::kit::{search_call, search_read};
 use gateway_core::request::{
     DomainFilter, ReadFormat, SearchInput, SearchRequest, Side, Surface, TimeRange,
 };
+use gateway_upstreams::reader::Document;
 
 /// Tavily's own limit on `max_results`.
 const MAX_RESULTS: u32 = 20;
@@ -105,18 +106,34 @@ pub(crate) async fn search(
             left,
         )
         .await;
-        for (result, read) in reply.results.iter_mut().zip(reads) {
-            let Some(Ok(done)) = read.map(|read| read.result) else {
+        let documents: Vec<Option<Arc<Document>>> = reads
+            .into_iter()
+            .map(|read| match read.map(|read| read.result) {
+                Some(Ok(done)) => Some(done.document),
+                _ => None,
+            })
+            .collect();
+        // Each page's chunks at once: a reranker's call per page, not one after another.
+        let gateway = &gateway;
+        let chosen = futures::future::join_all(documents.iter().map(|document| {
+            let asked = options.chunks.as_ref().zip(document.clone());
+            async move {
+                match asked {
+                    Some((chunks, document)) => Some(chunks.of(gateway, document).await.0),
+                    None => None,
+                }
+            }
+        }))
+        .await;
+        for ((result, document), chosen) in reply.results.iter_mut().zip(documents).zip(chosen) {
+            let Some(document) = document else {
                 continue;
             };
             if options.raw_content.is_some() {
-                result.raw_content = Some(done.document.content.clone());
+                result.raw_content = Some(document.content.clone());
             }
-            if let Some(chunks) = &options.chunks {
-                let chosen = chunks.of(&gateway, Arc::clone(&done.document)).await;
-                if !chosen.is_empty() {
-                    result.content = chosen;
-                }
+            if let Some(chosen) = chosen.filter(|c| !c.is_empty()) {
+                result.content = chosen;
             }
         }
         reply.response_time = (started.elapsed().as_secs_f64() * 1000.0).round() / 1000.0;
