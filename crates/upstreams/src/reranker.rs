@@ -1,5 +1,5 @@
 //! The passage reranker (`RERANK_URL`, #41): a server speaking Jina's and Cohere's rerank shape —
-//! a local text-embeddings-inference or Infinity, Jina's or Cohere's API — asked to order the
+//! a local Infinity, vLLM or OpenVINO model server, Jina's or Cohere's API — asked to order the
 //! candidate passages the lexical ranking picked.
 //!
 //! Endpoint: `POST RERANK_URL` as configured (servers differ in their path: Jina's and Cohere's

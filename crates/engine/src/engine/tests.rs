@@ -105,3 +105,77 @@ async fn breaker_jitter_comes_from_the_configuration() {
         "{periods:?}"
     );
 }
+
+/// The reranker's breaker (`RERANK_URL`) is listed in `/status`, switched by the admin, and an
+/// open period goes out to `STATE_DIR` and comes back at start; without a reranker, none.
+#[tokio::test]
+async fn the_rerankers_breaker_is_on_status_the_admin_switch_and_the_state_file() {
+    use gateway_core::breaker::BreakerKind;
+
+    let vars = [
+        ("RERANK_URL", "http://127.0.0.1:9/rerank"),
+        ("BREAKER_JITTER", "0"),
+    ];
+    let gw = gateway(&vars);
+    assert!(gw.reranks() && gw.capabilities().reranker);
+    let listed = |gw: &Engine| {
+        gw.status()
+            .breakers
+            .iter()
+            .find(|b| b.namespace == BreakerKind::Reranker)
+            .map(|b| (b.name.clone(), b.state))
+    };
+    assert_eq!(
+        listed(&gw),
+        Some(("reranker".to_owned(), BreakerState::Closed))
+    );
+    assert!(gw.force_breaker(
+        BreakerKind::Reranker,
+        "reranker",
+        Some(Duration::from_secs(600))
+    ));
+    assert_eq!(
+        listed(&gw),
+        Some(("reranker".to_owned(), BreakerState::Open))
+    );
+    assert!(gw.force_breaker(BreakerKind::Reranker, "reranker", None));
+    assert_eq!(
+        listed(&gw),
+        Some(("reranker".to_owned(), BreakerState::Closed))
+    );
+    // Tripped by failures (an operator's open period is not kept across a restart).
+    let breaker = gw.inner.reranking.as_ref().unwrap().breaker();
+    for _ in 0..5 {
+        breaker.record(Signal::TRANSIENT);
+    }
+    assert_eq!(breaker.state(), BreakerState::Open);
+    let (open, spend) = gw.export_state();
+    let entry = open
+        .iter()
+        .find(|b| b.board == "reranker")
+        .expect("the reranker's open period is written");
+    assert_eq!(entry.name, "reranker");
+
+    let again = gateway(&vars);
+    let restored = again.restore_state(&gateway_core::persist::Snapshot::new(
+        open.clone(),
+        spend,
+        Vec::new(),
+    ));
+    assert_eq!(restored.breakers, 1);
+    assert_eq!(
+        listed(&again),
+        Some(("reranker".to_owned(), BreakerState::Open))
+    );
+
+    let without = gateway(&[]);
+    assert!(!without.reranks() && !without.capabilities().reranker);
+    assert_eq!(listed(&without), None);
+    assert!(!without.force_breaker(BreakerKind::Reranker, "reranker", None));
+    let skipped = without.restore_state(&gateway_core::persist::Snapshot::new(
+        open,
+        Vec::new(),
+        Vec::new(),
+    ));
+    assert_eq!((skipped.breakers, skipped.skipped), (0, 1));
+}
