@@ -223,9 +223,9 @@ impl Reranking {
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
-    //! Against the simulator's fake reranker on loopback, in real time with short deadlines (a
-    //! real socket: the paused clock would run ahead of it); nothing asserts how long anything
-    //! took.
+    //! Against the simulator's fake reranker on loopback: the calls in real time with short
+    //! deadlines (a real socket: a paused clock would run ahead of it), the breaker's open period
+    //! skipped on tokio's paused clock between them; nothing asserts how long anything took.
 
     use simulator::reranker::{RerankerBehaviour, SimulatedReranker};
 
@@ -380,6 +380,35 @@ mod tests {
             ),
             Some(f64::from(BreakerState::Open.as_gauge() as i32))
         );
+    }
+
+    /// The open period is skipped on tokio's paused clock (the breaker's time), the calls made
+    /// in real time around it.
+    #[tokio::test]
+    async fn after_its_open_period_one_probe_goes_to_the_reranker_and_a_sound_answer_closes_it() {
+        let f = Fixture::new(&[], 1).await;
+        f.fake.set_behaviour(RerankerBehaviour::ServerError);
+        assert_eq!(
+            f.ranked().await.ranked_by(),
+            RankedBy::Fallback(Fallback::Failed(ErrorClass::Server))
+        );
+        assert_eq!(
+            f.ranked().await.ranked_by(),
+            RankedBy::Fallback(Fallback::BreakerOpen)
+        );
+        tokio::time::pause();
+        tokio::time::advance(Duration::from_secs(299)).await;
+        assert_eq!(f.reranking.breaker().state(), BreakerState::Open);
+        tokio::time::advance(Duration::from_secs(1)).await;
+        assert_eq!(f.reranking.breaker().state(), BreakerState::HalfOpen);
+        tokio::time::resume();
+        f.fake
+            .set_behaviour(RerankerBehaviour::Favour(vec!["zebra".to_owned()]));
+        let ranked = f.ranked().await;
+        assert_eq!(ranked.ranked_by(), RankedBy::Reranker);
+        assert!(best(&ranked).contains("zebra"));
+        assert_eq!(f.reranking.breaker().state(), BreakerState::Closed);
+        assert_eq!(f.fake.calls(), 2, "the failure and the probe");
     }
 
     #[tokio::test]

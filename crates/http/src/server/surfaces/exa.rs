@@ -500,20 +500,24 @@ async fn search(
                 })
                 .collect()
         };
-    let mut results = Vec::with_capacity(hits.len());
-    for (hit, document) in hits.into_iter().zip(documents) {
-        let mut result = json!({
-            "id": hit.url,
-            "url": hit.url,
-            "title": hit.title,
-            "publishedDate": hit.published_date,
-            "author": null,
-        });
+    let mut results: Vec<Value> = hits
+        .into_iter()
+        .map(|hit| {
+            json!({
+                "id": hit.url,
+                "url": hit.url,
+                "title": hit.title,
+                "publishedDate": hit.published_date,
+                "author": null,
+            })
+        })
+        .collect();
+    // Each page's contents at once: a reranker's call per page, not one after another.
+    futures::future::join_all(results.iter_mut().zip(documents).map(|(result, document)| {
         ask.contents
-            .add_to(&mut result, &gateway, document, &ask.input.query)
-            .await;
-        results.push(result);
-    }
+            .add_to(result, &gateway, document, &ask.input.query)
+    }))
+    .await;
     let body = json!({
         "requestId": request_id(),
         "resolvedSearchType": "keyword",
@@ -651,29 +655,35 @@ async fn contents(
     let asked: Vec<Asked> = ask.urls.iter().map(|url| Asked::new(url)).collect();
     let reads = read_all(&gateway, &admitted, &asked, ask.contents.freshness, budget).await;
     let mut results = Vec::new();
+    let mut documents = Vec::new();
     let mut statuses = Vec::new();
     for (asked, read) in asked.into_iter().zip(reads) {
         let id = asked.as_sent;
         match read.map(|read| read.result) {
             Some(Ok(done)) => {
-                let mut result = json!({
+                results.push(json!({
                     "id": id,
                     "url": done.document.final_url,
                     "title": done.document.title,
                     "publishedDate": done.document.published,
                     "author": null,
-                });
-                // A contents call's highlights carry their own query (checked when read).
-                ask.contents
-                    .add_to(&mut result, &gateway, Some(done.document), "")
-                    .await;
-                results.push(result);
+                }));
+                documents.push(done.document);
                 statuses.push(json!({"id": id, "status": "success"}));
             }
             Some(Err(failed)) => statuses.push(failed_status(&id, failed.failure)),
             None => statuses.push(failed_status(&id, ReadFailure::InvalidUrl)),
         }
     }
+    // A contents call's highlights carry their own query (checked when read); each page's at
+    // once.
+    futures::future::join_all(
+        results
+            .iter_mut()
+            .zip(documents)
+            .map(|(result, document)| ask.contents.add_to(result, &gateway, Some(document), "")),
+    )
+    .await;
     let body = json!({
         "requestId": request_id(),
         "results": results,
