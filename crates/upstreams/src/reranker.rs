@@ -71,16 +71,6 @@ impl RerankerSettings {
             timeout,
         }))
     }
-
-    /// Settings for a reranker at `url` with no model, no key and `timeout` (tests, benchmarks).
-    pub fn at(url: Url, timeout: Duration) -> Self {
-        Self {
-            url,
-            model: None,
-            key: None,
-            timeout,
-        }
-    }
 }
 
 /// One passage as the reranker scored it.
@@ -114,11 +104,6 @@ impl Reranker {
             http,
             settings: settings.clone(),
         }
-    }
-
-    /// Its call timeout.
-    pub fn timeout(&self) -> Duration {
-        self.settings.timeout
     }
 
     /// The scores of `documents` for `query`, the best first as the server ordered them, within

@@ -387,6 +387,31 @@ fn the_tokenizer_encoding_is_o200k_unless_told_and_a_bad_one_is_named() {
 }
 
 #[test]
+fn a_reranker_is_configured_by_its_url_and_a_bad_value_is_named() {
+    assert!(config(&[]).unwrap().gateway.engine.reranker.is_none());
+    let c = config(&[
+        ("RERANK_URL", "http://infinity:7997/rerank"),
+        ("RERANK_TIMEOUT_SECONDS", "0.5"),
+        ("RERANK_API_KEY", "rk-config-secret"),
+    ])
+    .unwrap();
+    let reranker = c.gateway.engine.reranker.as_ref().unwrap();
+    assert_eq!(reranker.timeout, Duration::from_millis(500));
+    assert!(!format!("{c:?}").contains("rk-config-secret"));
+    for (variable, value) in [
+        ("RERANK_URL", "infinity:7997"),
+        ("RERANK_URL", "http://infinity:7997/rerank?key=1"),
+        ("RERANK_TIMEOUT_SECONDS", "-1"),
+    ] {
+        let mut vars = vec![("RERANK_URL", "http://infinity:7997/rerank")];
+        vars.retain(|(k, _)| *k != variable);
+        vars.push((variable, value));
+        let err = config(&vars).unwrap_err();
+        assert_eq!(err.variable, variable, "{value}");
+    }
+}
+
+#[test]
 fn the_engine_probe_weight_is_a_quarter_unless_told_and_bounded() {
     let c = config(&[]).unwrap();
     assert!((c.gateway.engine.engine_probe_weight - 0.25).abs() < f64::EPSILON);
