@@ -363,3 +363,45 @@ async fn the_rerank_door_forwards_to_a_configured_reranker_and_falls_back_to_bm2
         1.0
     );
 }
+
+/// Tavily's advanced search takes each page's chunks in the reranker's order too, the pages'
+/// reranks at once, and its `explain` lists which ranking chose each page's chunks.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_advanced_search_takes_its_chunks_in_the_rerankers_order_and_explain_says_so() {
+    let reranker = SimulatedReranker::start().await.expect("reranker starts");
+    reranker.set_behaviour(RerankerBehaviour::Favour(vec!["saffron".to_owned()]));
+    let url_var = reranker.url();
+    let s = ReadStack::start(&[], &[("RERANK_URL", url_var.as_str())]).await;
+    s.site.set_default(Page::html(guide()));
+    let reply = crate::support::gateway::TestGateway::reply(
+        s.gateway
+            .http
+            .post(format!("{}/tavily/search?explain=1", s.gateway.url))
+            .bearer_auth("any-key")
+            .json(&json!({"query": "telescope mirror", "max_results": 2,
+                "search_depth": "advanced", "chunks_per_source": 1}))
+            .send()
+            .await
+            .expect("search answers"),
+    )
+    .await;
+    assert_eq!(reply.status, 200, "{}", reply.text);
+    let results = reply.json["results"].as_array().expect("results");
+    assert_eq!(results.len(), 2);
+    for result in results {
+        let content = result["content"].as_str().expect("content");
+        assert!(
+            content.contains("saffron"),
+            "the reranker's best: {content}"
+        );
+    }
+    let rankings = reply.json["gateway"]["passages"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(rankings.len(), 2, "{}", reply.json["gateway"]);
+    assert!(rankings
+        .iter()
+        .all(|r| r["ranked_by"] == "reranker" && r["url"].is_string()));
+    assert_eq!(reranker.calls(), 2, "one rerank per page");
+}

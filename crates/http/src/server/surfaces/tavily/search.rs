@@ -24,7 +24,9 @@
 //! `title`, `url`, `content`, `score` (the reciprocal of the result's rank: 1, 0.5, 0.33, …),
 //! `raw_content` (the page's text when it was asked for and read, else null) and
 //! `published_date` when the source gave one, and `response_time` in seconds — plus the gateway's
-//! `X-Cache` and `X-Gateway-Outcome` headers.
+//! `X-Cache` and `X-Gateway-Outcome` headers. With chunks and `?explain=1`, the `gateway` object's
+//! `passages` lists, per page read, which ranking chose them (`{"url", "ranked_by", "fallback"}`:
+//! the reranker's order when `RERANK_URL` is set, the lexical order otherwise or as its fallback).
 
 use std::sync::Arc;
 
@@ -94,6 +96,8 @@ pub(crate) async fn search(
         Err(unanswered) => return TavilyError::from(unanswered).into_response(),
     };
     let mut reply = options.reply(echoed, found, started.elapsed().as_secs_f64());
+    // Which ranking chose each page's chunks, for `explain`.
+    let mut rankings: Vec<Value> = Vec::new();
     if options.raw_content.is_some() || options.chunks.is_some() {
         let left = search_read::budget_left(&gateway, started, None);
         let urls: Vec<String> = reply.results.iter().map(|r| r.url.clone()).collect();
@@ -119,7 +123,7 @@ pub(crate) async fn search(
             let asked = options.chunks.as_ref().zip(document.clone());
             async move {
                 match asked {
-                    Some((chunks, document)) => Some(chunks.of(gateway, document).await.0),
+                    Some((chunks, document)) => Some(chunks.of(gateway, document).await),
                     None => None,
                 }
             }
@@ -132,15 +136,24 @@ pub(crate) async fn search(
             if options.raw_content.is_some() {
                 result.raw_content = Some(document.content.clone());
             }
-            if let Some(chosen) = chosen.filter(|c| !c.is_empty()) {
-                result.content = chosen;
+            if let Some((chosen, by)) = chosen {
+                let mut ranking = explain::passages_object(by);
+                ranking["url"] = Value::from(result.url.as_str());
+                rankings.push(ranking);
+                if !chosen.is_empty() {
+                    result.content = chosen;
+                }
             }
         }
         reply.response_time = (started.elapsed().as_secs_f64() * 1000.0).round() / 1000.0;
     }
     let mut body = serde_json::to_vec(&reply).unwrap_or_default();
     if explain {
-        body = explain::add_to(&body, explain::object(&served, &admitted));
+        let mut object = explain::object(&served, &admitted);
+        if options.chunks.is_some() {
+            object["passages"] = Value::from(rankings);
+        }
+        body = explain::add_to(&body, object);
     }
     let mut response = json_response(StatusCode::OK, body);
     search_call::set_served_headers(response.headers_mut(), &served);
