@@ -106,6 +106,11 @@ impl Reranker {
         }
     }
 
+    /// Its own call timeout (`RERANK_TIMEOUT_SECONDS`).
+    pub fn timeout(&self) -> Duration {
+        self.settings.timeout
+    }
+
     /// The scores of `documents` for `query`, the best first as the server ordered them, within
     /// the timeout (and `limit`, when shorter). Dropping the future cancels the call.
     pub async fn rerank(

@@ -315,26 +315,30 @@ impl Engine {
     }
 
     /// A client's `texts` ordered for `query` by the reranker (`RERANK_URL`), the best first
-    /// with its scores, every text sent (the `/v1/rerank` door): `None` without a reranker,
-    /// `Some(Err(why))` when it could not be used (counted as a passage ranking's fallback is).
+    /// with its scores, every text sent (the `/v1/rerank` door), within `limit`: `None` without
+    /// a reranker, `Some(Err(why))` when it could not be used (counted as a passage ranking's
+    /// fallback is).
     pub async fn rerank_texts(
         &self,
         query: &str,
         texts: &[&str],
+        limit: Duration,
     ) -> Option<Result<Vec<Scored>, Fallback>> {
         let reranking = self.inner.reranking.as_ref()?;
-        Some(reranking.score(query, texts, Duration::MAX).await)
+        Some(reranking.score(query, texts, limit).await)
     }
 
     /// The passages of `pages` split to at most `max_chars` each and ranked for `query` as
     /// one corpus: lexically on the blocking pool, then, when a reranker is configured, its best
-    /// candidates reordered by it within `RERANK_TIMEOUT_SECONDS` (the lexical order when it
-    /// cannot be used: [`Ranked::ranked_by`] says which). A door chooses from the result.
+    /// candidates reordered by it within `RERANK_TIMEOUT_SECONDS` and `limit` (what is left of
+    /// the request's budget; the lexical order when it cannot be used: [`Ranked::ranked_by`]
+    /// says which). A door chooses from the result.
     pub async fn rank_passages<P: PageText>(
         &self,
         pages: Vec<P>,
         query: String,
         max_chars: usize,
+        limit: Duration,
     ) -> Ranked {
         let selector = self.passages();
         let asked = query.clone();
@@ -348,7 +352,7 @@ impl Engine {
             return Ranked::empty(selector.counter());
         };
         if let Some(reranking) = &self.inner.reranking {
-            reranking.rerank(&mut ranked, &query, Duration::MAX).await;
+            reranking.rerank(&mut ranked, &query, limit).await;
         }
         ranked
     }

@@ -61,6 +61,9 @@ impl RankedBy {
 pub enum Fallback {
     /// Its breaker is open.
     BreakerOpen,
+    /// The request's budget ran out before it answered (or before it could be asked): nothing
+    /// against the reranker.
+    Budget,
     /// The call failed (`timeout`, `malformed` for garbage, ...).
     Failed(ErrorClass),
 }
@@ -70,6 +73,7 @@ impl Fallback {
     pub fn as_str(self) -> &'static str {
         match self {
             Self::BreakerOpen => "breaker_open",
+            Self::Budget => "budget",
             Self::Failed(class) => class.as_str(),
         }
     }
@@ -116,7 +120,7 @@ impl RerankMetrics {
         });
         r.register(
             "passage_reranks",
-            "Passage rankings sent to the reranker (RERANK_URL), by outcome: reranked, or why the lexical order was used instead (breaker_open, timeout, malformed, server_error, ...)",
+            "Passage rankings sent to the reranker (RERANK_URL), by outcome: reranked, or why the lexical order was used instead (breaker_open, budget, timeout, malformed, server_error, ...)",
             m.reranks.clone(),
         );
         m
@@ -180,18 +184,31 @@ impl Reranking {
     }
 
     /// The reranker's scores of `documents` for `query`, the best first, through its breaker
-    /// and within `limit` (and its own timeout); counted in `passage_reranks_total` either way.
+    /// and within `limit` — what is left of the request's budget — and its own timeout; counted
+    /// in `passage_reranks_total` either way. A call the request's budget cut short tells its
+    /// breaker nothing (the reranker was not given its time).
     pub(crate) async fn score(
         &self,
         query: &str,
         documents: &[&str],
         limit: Duration,
     ) -> Result<Vec<Scored>, Fallback> {
+        if limit.is_zero() {
+            self.count(RerankOutcome::Fallback(Fallback::Budget));
+            return Err(Fallback::Budget);
+        }
         let Some(permit) = self.breaker.admit() else {
             self.count(RerankOutcome::Fallback(Fallback::BreakerOpen));
             return Err(Fallback::BreakerOpen);
         };
+        let cut_short = limit < self.reranker.timeout();
         match self.reranker.rerank(query, documents, limit).await {
+            Err(err) if err.class == ErrorClass::Timeout && cut_short => {
+                // Dropped unrecorded: a probe's slot is freed for the next call.
+                drop(permit);
+                self.count(RerankOutcome::Fallback(Fallback::Budget));
+                Err(Fallback::Budget)
+            }
             Ok(scored) => {
                 permit.record(Signal::Success);
                 self.count(RerankOutcome::Reranked);
@@ -425,6 +442,32 @@ mod tests {
         );
         assert!(best(&ranked).contains("keeper"));
         assert_eq!(f.counted("timeout"), 1.0);
+    }
+
+    #[tokio::test]
+    async fn a_request_out_of_budget_falls_back_without_a_mark_against_the_reranker() {
+        let f = Fixture::new(&[], 1).await;
+        f.fake.set_behaviour(RerankerBehaviour::Slow(
+            Duration::from_secs(60),
+            Box::new(RerankerBehaviour::Favour(vec!["zebra".to_owned()])),
+        ));
+        let mut ranked = lexical();
+        f.reranking
+            .rerank(&mut ranked, QUERY, Duration::from_millis(200))
+            .await;
+        assert_eq!(ranked.ranked_by(), RankedBy::Fallback(Fallback::Budget));
+        assert!(best(&ranked).contains("keeper"));
+        assert_eq!(
+            f.reranking.breaker().state(),
+            BreakerState::Closed,
+            "cut short by the request, not failed: a threshold of one is not reached"
+        );
+        let mut ranked = lexical();
+        f.reranking.rerank(&mut ranked, QUERY, Duration::ZERO).await;
+        assert_eq!(ranked.ranked_by(), RankedBy::Fallback(Fallback::Budget));
+        assert_eq!(f.fake.calls(), 1, "no time left: nothing sent");
+        assert_eq!(f.counted("budget"), 2.0);
+        assert_eq!(f.counted("timeout"), 0.0);
     }
 
     #[tokio::test]

@@ -322,7 +322,13 @@ impl Highlights {
     /// The page's highlights for `query` and their scores, the best first; ranked on the
     /// blocking pool, then by the reranker when one is configured (a highlight's score is then
     /// its place in the reranker's order, still the best first).
-    async fn of(&self, gateway: &Gateway, document: Arc<Document>, query: &str) -> Value {
+    async fn of(
+        &self,
+        gateway: &Gateway,
+        document: Arc<Document>,
+        query: &str,
+        limit: Duration,
+    ) -> Value {
         let selection = Selection {
             max_chars: self.passage_chars,
             max_passages: Some(self.per_url),
@@ -333,7 +339,7 @@ impl Highlights {
         };
         let query = self.query.clone().unwrap_or_else(|| query.to_owned());
         let chosen = gateway
-            .rank_passages(vec![document], query, self.passage_chars)
+            .rank_passages(vec![document], query, self.passage_chars, limit)
             .await
             .choose(&selection);
         let mut left = self.max_chars.unwrap_or(usize::MAX);
@@ -513,9 +519,10 @@ async fn search(
         })
         .collect();
     // Each page's contents at once: a reranker's call per page, not one after another.
+    let left = search_read::budget_left(&gateway, started, ask.contents.timeout);
     futures::future::join_all(results.iter_mut().zip(documents).map(|(result, document)| {
         ask.contents
-            .add_to(result, &gateway, document, &ask.input.query)
+            .add_to(result, &gateway, document, &ask.input.query, left)
     }))
     .await;
     let body = json!({
@@ -532,13 +539,15 @@ async fn search(
 
 impl Contents {
     /// What was asked of a page into its `result`: `text` (null when the page could not be
-    /// read), `highlights` and `highlightScores` (empty then) for `query`.
+    /// read), `highlights` and `highlightScores` (empty then) for `query`, reranked within
+    /// `limit`.
     async fn add_to(
         &self,
         result: &mut Value,
         gateway: &Gateway,
         document: Option<Arc<Document>>,
         query: &str,
+        limit: Duration,
     ) {
         if let Some(cut) = self.text {
             result["text"] = document
@@ -547,7 +556,7 @@ impl Contents {
         }
         if let Some(highlights) = &self.highlights {
             let found = match document {
-                Some(document) => highlights.of(gateway, document, query).await,
+                Some(document) => highlights.of(gateway, document, query, limit).await,
                 None => json!({"highlights": [], "highlightScores": []}),
             };
             result["highlights"] = found["highlights"].clone();
@@ -676,13 +685,12 @@ async fn contents(
         }
     }
     // A contents call's highlights carry their own query (checked when read); each page's at
-    // once.
-    futures::future::join_all(
-        results
-            .iter_mut()
-            .zip(documents)
-            .map(|(result, document)| ask.contents.add_to(result, &gateway, Some(document), "")),
-    )
+    // once, within what is left of the budget.
+    let left = search_read::budget_left(&gateway, started, ask.contents.timeout);
+    futures::future::join_all(results.iter_mut().zip(documents).map(|(result, document)| {
+        ask.contents
+            .add_to(result, &gateway, Some(document), "", left)
+    }))
     .await;
     let body = json!({
         "requestId": request_id(),

@@ -237,7 +237,9 @@ async fn rerank(State(gateway): State<Gateway>, LimitedBody(body): LimitedBody) 
         }
     };
     let texts: Vec<&str> = ask.documents.iter().map(String::as_str).collect();
-    let reranked = gateway.rerank_texts(&ask.query, &texts).await;
+    let reranked = gateway
+        .rerank_texts(&ask.query, &texts, gateway.settings().request_budget)
+        .await;
     let selector = gateway.passages();
     let scored = tokio::task::spawn_blocking(move || {
         let texts: Vec<&str> = ask.documents.iter().map(String::as_str).collect();

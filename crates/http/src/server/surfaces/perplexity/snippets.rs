@@ -33,6 +33,7 @@ pub(crate) async fn read_into(
     tokens: usize,
     budget: Duration,
 ) {
+    let started = tokio::time::Instant::now();
     let urls = list
         .iter()
         .map(|r| r.get("url").and_then(Value::as_str).unwrap_or(""));
@@ -42,13 +43,15 @@ pub(crate) async fn read_into(
         .map(|r| r.get("title").and_then(Value::as_str).map(str::to_owned))
         .collect();
     let max_chars = (tokens * 2).clamp(*PASSAGE_CHARS.start(), *PASSAGE_CHARS.end());
-    // Each page ranked at once (a reranker's call per page, when one is configured).
+    // Each page ranked at once (a reranker's call per page, when one is configured), within
+    // what is left of the budget.
+    let left = budget.saturating_sub(started.elapsed());
     let ranked = futures::future::join_all(texts.into_iter().zip(titles).map(
         |(text, title)| async move {
             match text {
                 Some(text) => Some(
                     gateway
-                        .rank_passages(vec![(text, title)], query.to_owned(), max_chars)
+                        .rank_passages(vec![(text, title)], query.to_owned(), max_chars, left)
                         .await,
                 ),
                 None => None,

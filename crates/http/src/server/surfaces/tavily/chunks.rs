@@ -7,6 +7,7 @@
 //! ([`gateway_engine::Engine::rank_passages`]; the lexical order when it cannot be used).
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use crate::gateway::Gateway;
 use gateway_engine::read::passages::{
@@ -31,11 +32,13 @@ impl Chunks {
     /// The page's best chunks for the query, in page order, joined as Tavily joins them, and
     /// which ranking chose them; ranked on the blocking pool (a few milliseconds of CPU for a
     /// long page, which a request's worker should not spend while other connections wait), then
-    /// by the reranker when one is configured.
+    /// by the reranker when one is configured, within `limit` (what is left of the request's
+    /// budget).
     pub(super) async fn of(
         &self,
         gateway: &Gateway,
         document: Arc<Document>,
+        limit: Duration,
     ) -> (String, RankedBy) {
         let selection = Selection {
             max_chars: TAVILY_CHUNK_CHARS,
@@ -46,7 +49,12 @@ impl Chunks {
             merge: Merge::WithinMaxChars,
         };
         let ranked = gateway
-            .rank_passages(vec![document], self.query.clone(), TAVILY_CHUNK_CHARS)
+            .rank_passages(
+                vec![document],
+                self.query.clone(),
+                TAVILY_CHUNK_CHARS,
+                limit,
+            )
             .await;
         let chosen = ranked.choose(&selection);
         let texts: Vec<&str> = chosen.iter().map(|c| c.text.as_str()).collect();

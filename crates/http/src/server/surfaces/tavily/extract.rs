@@ -221,11 +221,13 @@ pub(crate) async fn extract(
         failed_results: Vec::new(),
         response_time: 0.0,
     };
-    // Each page's chunks at once: a reranker's call per page, not one after another.
+    // Each page's chunks at once (a reranker's call per page, not one after another), within
+    // what is left of the budget.
+    let left = budget.saturating_sub(started.elapsed());
     let chunked = futures::future::join_all(reads.iter().map(|read| async {
         let done = read.as_ref()?.result.as_ref().ok()?;
         let chunks = request.chunks.as_ref()?;
-        Some(chunks.of(&gateway, Arc::clone(&done.document)).await)
+        Some(chunks.of(&gateway, Arc::clone(&done.document), left).await)
     }))
     .await;
     for ((asked, read), chunked) in asked.into_iter().zip(reads).zip(chunked) {

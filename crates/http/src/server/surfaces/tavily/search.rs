@@ -117,13 +117,15 @@ pub(crate) async fn search(
                 _ => None,
             })
             .collect();
-        // Each page's chunks at once: a reranker's call per page, not one after another.
+        // Each page's chunks at once (a reranker's call per page, not one after another), within
+        // what is left of the budget.
+        let left = search_read::budget_left(&gateway, started, None);
         let gateway = &gateway;
         let chosen = futures::future::join_all(documents.iter().map(|document| {
             let asked = options.chunks.as_ref().zip(document.clone());
             async move {
                 match asked {
-                    Some((chunks, document)) => Some(chunks.of(gateway, document).await),
+                    Some((chunks, document)) => Some(chunks.of(gateway, document, left).await),
                     None => None,
                 }
             }
