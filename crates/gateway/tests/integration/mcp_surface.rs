@@ -574,3 +574,38 @@ async fn web_research_returns_the_best_passages_of_the_pages_read_with_their_url
     assert!(text(&unknown).contains("urls"), "{}", text(&unknown));
     client.cancel().await.expect("the client disconnects");
 }
+
+/// With `RERANK_URL`, `web_fetch`'s passages for a query come in the reranker's order: with room
+/// for about one passage, the one it favours (the bakery's) rather than BM25's (the mirror's);
+/// the reranker failing gives BM25's again.
+#[tokio::test(flavor = "multi_thread")]
+async fn web_fetch_takes_the_rerankers_order_and_bm25s_when_it_fails() {
+    use simulator::reranker::{RerankerBehaviour, SimulatedReranker};
+
+    let reranker = SimulatedReranker::start().await.expect("reranker starts");
+    reranker.set_behaviour(RerankerBehaviour::Favour(vec!["saffron".to_owned()]));
+    let rerank_url = reranker.url();
+    let s = ReadStack::start(&[], &[("RERANK_URL", rerank_url.as_str())]).await;
+    s.site.set("/guide", Page::html(crate::passages::guide()));
+    let url = s.site.url("/guide");
+    let client = client_of(&s.gateway.url).await;
+    let ask =
+        json!({"url": url, "query": "How wide is the telescope's mirror?", "max_tokens": 110});
+
+    let shown = text(&call(&client, "web_fetch", ask.clone()).await);
+    assert!(
+        shown.contains("saffron buns"),
+        "the reranker's best: {shown}"
+    );
+    assert!(!shown.contains("74 centimetres"), "{shown}");
+    assert!(tokens(&shown) <= 110);
+    assert_eq!(
+        reranker.calls(),
+        1,
+        "ranked once, however often the budget is tried"
+    );
+
+    reranker.set_behaviour(RerankerBehaviour::ServerError);
+    let shown = text(&call(&client, "web_fetch", ask).await);
+    assert!(shown.contains("74 centimetres"), "BM25's best: {shown}");
+}

@@ -121,6 +121,7 @@ impl SearchTools {
                 return web_search::tool_error(refusal.to_string());
             }
         };
+        let started = tokio::time::Instant::now();
         let budget = self.gateway.settings().request_budget;
         let read = read_call::run(
             &self.gateway,
@@ -138,10 +139,24 @@ impl SearchTools {
         let Some(focus) = fetch.focus.clone() else {
             return WebFetchOutput::new(&fetch, &document).into_result();
         };
-        // Choosing passages of a long page is milliseconds of CPU: off the request's worker.
+        // Ranked once (lexically on the blocking pool, then by the reranker when one is
+        // configured); choosing within the budget is milliseconds of CPU: off the request's worker.
+        let ranked = match &focus {
+            web_fetch::Focus::Query { query, .. } => Some(
+                self.gateway
+                    .rank_passages(
+                        vec![std::sync::Arc::clone(&document)],
+                        query.clone(),
+                        web_fetch::PASSAGE_CHARS,
+                        budget.saturating_sub(started.elapsed()),
+                    )
+                    .await,
+            ),
+            web_fetch::Focus::Cut(_) => None,
+        };
         let selector = self.gateway.passages();
         tokio::task::spawn_blocking(move || {
-            WebFetchOutput::focused(&fetch, &focus, &document, selector)
+            WebFetchOutput::focused(&fetch, &focus, &document, selector, ranked.as_ref())
         })
         .await
         .map_or_else(
@@ -226,10 +241,24 @@ impl SearchTools {
                 }),
             }
         }
+        // The pages' passages ranked as one corpus once (by the reranker too when one is
+        // configured), chosen within the budget on the blocking pool.
+        let ranked = self
+            .gateway
+            .rank_passages(
+                sources
+                    .iter()
+                    .map(|s| std::sync::Arc::clone(&s.document))
+                    .collect(),
+                query.clone(),
+                web_fetch::PASSAGE_CHARS,
+                search_read::budget_left(&self.gateway, started, None),
+            )
+            .await;
         let selector = self.gateway.passages();
         let tokens = research.budget;
         tokio::task::spawn_blocking(move || {
-            WebResearchOutput::new(query, &sources, failed, tokens, selector)
+            WebResearchOutput::new(query, &sources, failed, tokens, selector, Some(&ranked))
         })
         .await
         .map_or_else(

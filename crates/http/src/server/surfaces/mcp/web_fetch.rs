@@ -24,7 +24,7 @@ use crate::server::kit::json_fields::{self, field, number_in, InvalidField};
 use crate::server::kit::read_call;
 use gateway_core::request::ReadFormat;
 use gateway_engine::read::passages::{
-    Chosen, Merge, PassageOrder, PassageSelector, Selection, TokenBudget,
+    Chosen, Merge, PassageOrder, PassageSelector, Ranked, Selection, TokenBudget,
 };
 use gateway_upstreams::reader::{Document, ReadFailure};
 
@@ -293,13 +293,16 @@ impl WebFetchOutput {
     }
 
     /// The part of `document` `focus` asks for, its tokens (title included) counted by
-    /// `selector`: the best passages for a query, or the text cut at a passage boundary. CPU
-    /// work for a long page: a caller runs it on the blocking pool.
+    /// `selector`: the best passages for a query — chosen from `ranked` when the caller ranked
+    /// them (the reranker's order, [`gateway_engine::Engine::rank_passages`]), else ranked here
+    /// lexically —, or the text cut at a passage boundary. CPU work for a long page: a caller
+    /// runs it on the blocking pool.
     pub(crate) fn focused(
         fetch: &Fetch,
         focus: &Focus,
         document: &Document,
         selector: PassageSelector,
+        ranked: Option<&Ranked>,
     ) -> Self {
         let counter = selector.counter();
         let budget = focus.budget();
@@ -319,7 +322,10 @@ impl WebFetchOutput {
                         relevant_only: false,
                         merge: Merge::Adjacent,
                     };
-                    selector.select(document, query, &selection)
+                    match ranked {
+                        Some(ranked) => ranked.choose(&selection),
+                        None => selector.select(document, query, &selection),
+                    }
                 };
                 let (chosen, content) = counter
                     .pack(
@@ -515,7 +521,8 @@ mod tests {
             json!({"url": "https://a.example/", "query": "how wide is the mirror", "max_tokens": 60}),
         ))
         .unwrap();
-        let out = WebFetchOutput::focused(&fetch, fetch.focus.as_ref().unwrap(), &doc, SELECTOR);
+        let out =
+            WebFetchOutput::focused(&fetch, fetch.focus.as_ref().unwrap(), &doc, SELECTOR, None);
         assert!(out.content.contains("74 centimetres"), "{}", out.content);
         assert!(out.content.contains("[Guide > Part 9]"), "{}", out.content);
         let result = out.into_result();
@@ -539,7 +546,8 @@ mod tests {
         ))
         .unwrap();
         assert_eq!(fetch.focus, Some(Focus::Cut(TokenBudget::new(80))));
-        let out = WebFetchOutput::focused(&fetch, fetch.focus.as_ref().unwrap(), &doc, SELECTOR);
+        let out =
+            WebFetchOutput::focused(&fetch, fetch.focus.as_ref().unwrap(), &doc, SELECTOR, None);
         assert!(
             out.content.starts_with("# Guide\n## Part 0"),
             "{}",
@@ -557,7 +565,8 @@ mod tests {
             json!({"url": "https://a.example/", "max_tokens": 100_000}),
         ))
         .unwrap();
-        let out = WebFetchOutput::focused(&whole, whole.focus.as_ref().unwrap(), &doc, SELECTOR);
+        let out =
+            WebFetchOutput::focused(&whole, whole.focus.as_ref().unwrap(), &doc, SELECTOR, None);
         assert_eq!(out.content, page, "a page within the budget comes whole");
     }
 

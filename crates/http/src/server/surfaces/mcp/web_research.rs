@@ -22,7 +22,7 @@ use crate::server::kit::document::FailedUpstream;
 use crate::server::kit::json_fields::{self, field, number_in, InvalidField};
 use gateway_core::request::{RequestError, SearchInput, SearchRequest};
 use gateway_engine::read::passages::{
-    Merge, PassageOrder, PassageSelector, Selection, TokenBudget,
+    Merge, PassageOrder, PassageSelector, Ranked, Selection, TokenBudget,
 };
 use gateway_upstreams::reader::Document;
 
@@ -210,13 +210,16 @@ fn render(passages: &[(SourcedPassage, f32)], failed: &[Unread]) -> String {
 
 impl WebResearchOutput {
     /// The passages of `sources` that best answer `query` within `budget`, counted by
-    /// `selector`, with the pages not read. CPU work: a caller runs it on the blocking pool.
+    /// `selector`, with the pages not read: chosen from `ranked` when the caller ranked the
+    /// sources' documents (in their order, with the reranker when one is configured), else
+    /// ranked here lexically. CPU work: a caller runs it on the blocking pool.
     pub(crate) fn new(
         query: String,
         sources: &[Source],
         failed: Vec<Unread>,
         budget: TokenBudget,
         selector: PassageSelector,
+        ranked: Option<&Ranked>,
     ) -> (Self, String) {
         let documents: Vec<&Document> = sources.iter().map(|s| s.document.as_ref()).collect();
         let choose = |budget| -> Vec<(SourcedPassage, f32)> {
@@ -228,22 +231,24 @@ impl WebResearchOutput {
                 relevant_only: true,
                 merge: Merge::Adjacent,
             };
-            selector
-                .select_across(&documents, &query, &selection)
-                .into_iter()
-                .map(|(page, chosen)| {
-                    let source = &sources[page];
-                    (
-                        SourcedPassage {
-                            url: source.url.clone(),
-                            title: source.title.clone(),
-                            heading_path: chosen.heading_path.to_vec(),
-                            text: chosen.text,
-                        },
-                        chosen.score,
-                    )
-                })
-                .collect()
+            match ranked {
+                Some(ranked) => ranked.choose_across(&selection),
+                None => selector.select_across(&documents, &query, &selection),
+            }
+            .into_iter()
+            .map(|(page, chosen)| {
+                let source = &sources[page];
+                (
+                    SourcedPassage {
+                        url: source.url.clone(),
+                        title: source.title.clone(),
+                        heading_path: chosen.heading_path.to_vec(),
+                        text: chosen.text,
+                    },
+                    chosen.score,
+                )
+            })
+            .collect()
         };
         let counter = selector.counter();
         // The passages give way to the list of pages not read; the list goes only when nothing
@@ -371,6 +376,7 @@ mod tests {
             failed,
             budget,
             SELECTOR,
+            None,
         );
         let counter = TokenCounter::new(TokenizerEncoding::O200kBase);
         assert!(counter.count(&text) <= 400, "{text}");
@@ -393,8 +399,14 @@ mod tests {
             url: "https://p1.example/".into(),
             reason: "timeout (timeout)".into(),
         }];
-        let (output, text) =
-            WebResearchOutput::new("q".into(), &[], failed, TokenBudget::new(200), SELECTOR);
+        let (output, text) = WebResearchOutput::new(
+            "q".into(),
+            &[],
+            failed,
+            TokenBudget::new(200),
+            SELECTOR,
+            None,
+        );
         assert!(output.passages.is_empty());
         assert!(
             text.starts_with("No passages found.\n\nNot read:"),
