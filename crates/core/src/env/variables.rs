@@ -129,7 +129,7 @@ pub const VARIABLES: &[Variable] = &[
     var("FETCH_CACHE_BYTES", Text("67108864"), "Bytes of pages the local cache holds at most (least recently used go first; 0 disables it). The Redis tier, when set, keeps pages too."),
     var("CRAWL_MAX_PAGES", Text("1000"), "The most pages one crawl or batch scrape reads, whatever it asks (Firecrawl's `limit` is held to it)."),
     var("CRAWL_MAX_SECONDS", Text("1800"), "The longest one crawl runs; then it ends `completed` with what it read."),
-    var("CRAWL_MAX_BYTES", Text("268435456"), "The most text (bytes) one crawl keeps; then it ends `completed` with what it read."),
+    var("CRAWL_MAX_BYTES", Text("67108864"), "The most text (bytes) one crawl keeps; then it ends `completed` with what it read. A client keeps at most four ended jobs per job it may run (`CRAWL_MAX_JOBS_PER_CLIENT`), its oldest forgotten first, so what crawls hold in memory is bounded."),
     var("CRAWL_CONCURRENCY", Text("4"), "Pages one crawl reads at once."),
     var("CRAWL_PER_HOST_CONCURRENCY", Text("2"), "Pages read at once on one host by one crawl (and `robots.txt`'s `Crawl-delay` between them, when it asks one)."),
     var("CRAWL_MAX_JOBS_PER_CLIENT", Text("3"), "Crawls and batch scrapes a client may have running at once; one more is refused (429)."),

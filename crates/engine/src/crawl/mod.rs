@@ -200,6 +200,28 @@ impl Job {
     }
 }
 
+/// Ended jobs a client keeps, per job it may run at once: with `CRAWL_MAX_BYTES` each, what a
+/// client can hold in memory is bounded (3 running × 4 kept × 64 MiB by default), not only by
+/// `CRAWL_RESULT_TTL_SECONDS`.
+const KEPT_PER_RUNNING: usize = 4;
+
+/// Forgets `owner`'s oldest ended jobs until it has fewer than `keep` (so a new one fits).
+fn forget_oldest_ended(jobs: &mut HashMap<String, Arc<Job>>, owner: &str, keep: usize) {
+    let mut ended: Vec<(SystemTime, String)> = jobs
+        .values()
+        .filter(|job| job.owner == owner && job.state().status != JobStatus::Scraping)
+        .map(|job| (job.created_at, job.id.clone()))
+        .collect();
+    let held = jobs.values().filter(|job| job.owner == owner).count();
+    if held < keep {
+        return;
+    }
+    ended.sort();
+    for (_, id) in ended.into_iter().take(held + 1 - keep) {
+        jobs.remove(&id);
+    }
+}
+
 /// The jobs of this process. Cheap to clone.
 #[derive(Clone)]
 pub struct Crawls {
@@ -253,6 +275,11 @@ impl Crawls {
         let job = {
             let mut jobs = self.jobs();
             jobs.retain(|_, job| job.expires_at > now);
+            forget_oldest_ended(
+                &mut jobs,
+                &request.owner,
+                settings.jobs_per_client * KEPT_PER_RUNNING,
+            );
             let running = jobs
                 .values()
                 .filter(|job| {
@@ -373,5 +400,54 @@ impl Crawls {
         let job = self.job(id, owner)?;
         let state = job.state();
         Some((state.failures.clone(), state.robots_blocked.clone()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn job(owner: &str, at: u64, status: JobStatus) -> Arc<Job> {
+        Arc::new(Job {
+            id: format!("{owner}-{at}"),
+            owner: owner.to_owned(),
+            kind: JobKind::Crawl,
+            links: false,
+            markdown: true,
+            created_at: SystemTime::UNIX_EPOCH + Duration::from_secs(at),
+            expires_at: SystemTime::UNIX_EPOCH + Duration::from_secs(at + 1000),
+            cancel: CancellationToken::new(),
+            state: Mutex::new(JobState {
+                status,
+                total: 0,
+                pages: Vec::new(),
+                failures: Vec::new(),
+                robots_blocked: Vec::new(),
+                discovered: Vec::new(),
+            }),
+            ended: tokio::sync::watch::Sender::new(false),
+        })
+    }
+
+    #[test]
+    fn a_client_keeps_a_bounded_number_of_jobs_the_oldest_ended_go_first() {
+        let mut jobs = HashMap::new();
+        for (owner, at, status) in [
+            ("a", 1, JobStatus::Completed),
+            ("a", 2, JobStatus::Scraping),
+            ("a", 3, JobStatus::Cancelled),
+            ("a", 4, JobStatus::Completed),
+            ("b", 0, JobStatus::Completed),
+        ] {
+            let job = job(owner, at, status);
+            jobs.insert(job.id.clone(), job);
+        }
+        forget_oldest_ended(&mut jobs, "a", 3);
+        let mut left: Vec<&str> = jobs.keys().map(String::as_str).collect();
+        left.sort_unstable();
+        // Room for one more of a's: its two oldest ended jobs go; the running one and b's stay.
+        assert_eq!(left, ["a-2", "a-4", "b-0"]);
+        forget_oldest_ended(&mut jobs, "b", 3);
+        assert_eq!(jobs.len(), 3);
     }
 }
