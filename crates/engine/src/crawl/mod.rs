@@ -98,6 +98,8 @@ pub struct CrawlRequest {
     /// At least this long between two reads on one host (Firecrawl's `delay`), beside
     /// `robots.txt`'s crawl delay.
     pub delay: Option<Duration>,
+    /// Reads in flight at most (Firecrawl's `maxConcurrency`), within `CRAWL_CONCURRENCY`.
+    pub concurrency: Option<usize>,
     /// A crawl starts from the site's sitemaps too (the URLs in scope, one link away).
     pub sitemap: bool,
     /// Only URLs are wanted (a map): the pages at the last depth are found, not read.

@@ -90,6 +90,9 @@ pub(crate) async fn run(
     let mut launched = 0usize;
     let mut bytes = 0u64;
     let read_timeout = reading.read_timeout();
+    let concurrency = request.concurrency.map_or(settings.concurrency, |asked| {
+        asked.clamp(1, settings.concurrency)
+    });
     loop {
         if job.cancel.is_cancelled() {
             in_flight.abort_all();
@@ -101,7 +104,7 @@ pub(crate) async fn run(
         }
         // Launch what may go now.
         let mut waited_for: Option<Instant> = None;
-        while in_flight.len() < settings.concurrency && launched < request.limit {
+        while in_flight.len() < concurrency && launched < request.limit {
             let now = Instant::now();
             let position = frontier.iter().position(|(url, _)| {
                 let host = host_of(url);

@@ -311,6 +311,22 @@ fn regexes(
     patterns(&raw).map_err(|err| unsupported(format!("{name}: {err}")))
 }
 
+/// `maxConcurrency`: at least 1; more than `CRAWL_CONCURRENCY` (`most`) is held to it.
+fn max_concurrency(
+    fields: &Map<String, Value>,
+    most: usize,
+) -> Result<Option<usize>, FirecrawlError> {
+    match field::<u64>(fields, "maxConcurrency", "a whole number from 1")? {
+        None => Ok(None),
+        Some(0) => Err(InvalidField {
+            name: "maxConcurrency",
+            expected: "a whole number from 1",
+        }
+        .into()),
+        Some(n) => Ok(Some(usize::try_from(n).unwrap_or(usize::MAX).min(most))),
+    }
+}
+
 fn flag(fields: &Map<String, Value>, name: &'static str) -> Result<Option<bool>, FirecrawlError> {
     Ok(field::<bool>(fields, name, "true or false")?)
 }
@@ -435,7 +451,7 @@ fn read_crawl(
             .into())
         }
     };
-    let _ = concurrency;
+    let concurrency = max_concurrency(fields, concurrency)?;
     let formats = scrape_formats(field::<Map<String, Value>>(
         fields,
         "scrapeOptions",
@@ -462,6 +478,7 @@ fn read_crawl(
             formats: formats_of(&formats),
             limit,
             delay,
+            concurrency,
             sitemap,
             discover_only: false,
             links: formats.links,
@@ -481,6 +498,7 @@ fn read_batch(fields: &Map<String, Value>, max_pages: usize) -> Result<Decoded, 
         return Err(URLS.into());
     }
     let ignore_invalid = flag(fields, "ignoreInvalidURLs")?.unwrap_or(false);
+    let concurrency = max_concurrency(fields, usize::MAX)?;
     let mut urls = Vec::new();
     let mut invalid = Vec::new();
     for entry in raw {
@@ -528,6 +546,7 @@ fn read_batch(fields: &Map<String, Value>, max_pages: usize) -> Result<Decoded, 
             formats: formats_of(&formats),
             limit,
             delay: None,
+            concurrency,
             sitemap: false,
             discover_only: false,
             links: formats.links,
@@ -584,6 +603,22 @@ mod tests {
         // The start page's directory bounds it without crawlEntireDomain.
         assert_eq!(request.scope.include.len(), 2);
         assert_eq!(request.formats, [ReadFormat::Markdown]);
+        assert_eq!(request.concurrency, None);
+        let (held, _) = read_crawl(
+            Version::V2,
+            &fields(json!({"url": "https://a.example/", "maxConcurrency": 50})),
+            100,
+            4,
+        )
+        .unwrap();
+        assert_eq!(held.concurrency, Some(4));
+        assert!(read_crawl(
+            Version::V2,
+            &fields(json!({"url": "https://a.example/", "maxConcurrency": 0})),
+            100,
+            4
+        )
+        .is_err());
     }
 
     #[test]

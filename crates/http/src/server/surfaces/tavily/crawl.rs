@@ -248,6 +248,7 @@ fn read(answer: Answer, fields: &Map<String, Value>, max_pages: usize) -> Result
             formats: vec![format],
             limit: usize::try_from(limit).unwrap_or(max_pages).min(max_pages),
             delay: None,
+            concurrency: None,
             sitemap: false,
             discover_only: answer == Answer::Map,
             links: false,
