@@ -17,6 +17,12 @@
 //! | `<prefix>{replicas}` | sorted set: replica → its last heartbeat (ms) | entries older than the heartbeat window go |
 //! | `<prefix>{p:<hash>}:page` | one page read (versioned blob) | `PX` = `FETCH_CACHE_TTL_SECONDS` |
 //! | `<prefix>{o:<hash>}:grant` | one MCP authorization record (a client registration, a code, a token), under the digest of its name | `PX` = its lifetime |
+//! | `<prefix>{j:<id>}:job` | hash: one crawl job's request, owner, status and counters | until the job's expiry (`PEXPIREAT`) |
+//! | `<prefix>{j:<id>}:frontier` | stream: the job's URLs to read, consumed by the group `readers` every replica joins | until the job's expiry |
+//! | `<prefix>{j:<id>}:seen`, `…:found`, `…:done` | set of URLs taken on, list of them in order, set of URLs whose page is kept | until the job's expiry |
+//! | `<prefix>{j:<id>}:pages`, `…:errors`, `…:robots` | lists: pages read (versioned blobs), failures, URLs `robots.txt` kept it from | until the job's expiry |
+//! | `<prefix>{j:<id>}:host:<host>`, `…:delay:<host>` | the job's reads in flight on a host; a host's crawl delay running | `PX` = a read's time; the delay |
+//! | `<prefix>{jobs}` | hash: the crawl jobs running → their owner (what every replica works on) | fields deleted when a job ends |
 //!
 //! `<hash>` is the first 128 bits of SHA-256 of the cache key, hex: fixed length whatever the
 //! query, and free of the braces that would break the hash tag.
@@ -119,6 +125,16 @@ impl Keys {
             format!("{}{{{tag}}}:calls", self.prefix),
             format!("{}{{{tag}}}:usd", self.prefix),
         ]
+    }
+
+    /// The keys of crawl job `id` (a UUID: no braces).
+    pub(crate) fn job(&self, id: &str, part: &str) -> String {
+        format!("{}{{j:{id}}}:{part}", self.prefix)
+    }
+
+    /// The crawl jobs running, fleet-wide.
+    pub(crate) fn jobs(&self) -> String {
+        format!("{}{{jobs}}", self.prefix)
     }
 
     /// The replicas' heartbeats.

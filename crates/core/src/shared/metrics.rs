@@ -45,11 +45,17 @@ pub(crate) enum Operation {
     GrantRead,
     /// Storing or deleting an MCP authorization record.
     GrantWrite,
+    /// Reading a crawl job: its record, its pages, its errors, the jobs running.
+    JobRead,
+    /// Writing a crawl job: creating it, its status, a page or a failure handed in.
+    JobWrite,
+    /// A crawl job's frontier: URLs taken (new or claimed from a silent replica) or added.
+    Frontier,
 }
 
 impl Operation {
     /// Every operation, for metric initialisation.
-    pub(crate) const ALL: [Operation; 16] = [
+    pub(crate) const ALL: [Operation; 19] = [
         Self::Read,
         Self::LeaseClaim,
         Self::LeaseRenew,
@@ -66,6 +72,9 @@ impl Operation {
         Self::BudgetCharge,
         Self::GrantRead,
         Self::GrantWrite,
+        Self::JobRead,
+        Self::JobWrite,
+        Self::Frontier,
     ];
 
     /// The label value and span attribute.
@@ -87,6 +96,9 @@ impl Operation {
             Self::BudgetCharge => "budget_charge",
             Self::GrantRead => "grant_read",
             Self::GrantWrite => "grant_write",
+            Self::JobRead => "job_read",
+            Self::JobWrite => "job_write",
+            Self::Frontier => "frontier",
         }
     }
 }

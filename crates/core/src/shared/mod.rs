@@ -16,6 +16,7 @@
 //! How the servers are reached — one server, a Cluster, a master found through Sentinel — is
 //! [`link`]'s business; nothing here speaks the protocol by hand.
 
+mod jobs;
 mod keys;
 mod limits;
 mod link;
@@ -32,6 +33,7 @@ use redis::{FromRedisValue, Pipeline};
 use tracing::field::Empty;
 use tracing::Instrument;
 
+pub use jobs::{counter, FrontierEntry, HandIn, HostTurn, JobCreate};
 pub use keys::Board;
 pub use metrics::{SharedLookup, SharedMetrics};
 

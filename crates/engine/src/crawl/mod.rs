@@ -15,12 +15,17 @@
 //! Doors: Firecrawl's `/crawl` and `/batch/scrape` (polled), Tavily's `/crawl` and `/map`
 //! (waited for, [`Crawls::wait`]).
 //!
-//! Not yet (#43): the frontier on Redis Streams shared by the replicas (here a job runs in the
-//! process that took it, and a restart loses it), webhooks.
+//! With `REDIS_URL` set, a job lives in Redis and the whole fleet works on it ([`shared`]: the
+//! frontier a Redis Stream every replica's consumer reads, a replica killed mid-job loses
+//! nothing); without it, or when Redis does not answer at the start, the job runs in the process
+//! that took it ([`run`]) and a restart loses it.
+//!
+//! Not yet (#43): the in-process job kept under `STATE_DIR` across a restart, webhooks.
 
 mod metrics;
 pub(crate) mod run;
 pub mod scope;
+mod shared;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -33,6 +38,7 @@ use crate::read::Reading;
 pub use crate::settings::CrawlSettings;
 use gateway_core::metrics::Registry;
 use gateway_core::request::ReadFormat;
+use gateway_core::shared::SharedTier;
 use gateway_upstreams::reader::Document;
 pub(crate) use metrics::CrawlMetrics;
 pub use scope::CrawlScope;
@@ -235,6 +241,8 @@ struct Inner {
     reading: Reading,
     settings: CrawlSettings,
     metrics: CrawlMetrics,
+    /// The jobs the fleet shares, when `REDIS_URL` is set.
+    fleet: Option<shared::FleetJobs>,
 }
 
 impl std::fmt::Debug for Crawls {
@@ -244,14 +252,31 @@ impl std::fmt::Debug for Crawls {
 }
 
 impl Crawls {
-    pub(crate) fn new(reading: Reading, settings: CrawlSettings, registry: &mut Registry) -> Self {
+    pub(crate) fn new(
+        reading: Reading,
+        settings: CrawlSettings,
+        tier: Option<SharedTier>,
+        registry: &mut Registry,
+    ) -> Self {
+        let metrics = CrawlMetrics::new(registry);
+        let fleet = tier
+            .map(|tier| shared::FleetJobs::new(tier, reading.clone(), settings, metrics.clone()));
         Self {
             inner: Arc::new(Inner {
                 jobs: Mutex::new(HashMap::new()),
                 reading,
                 settings,
-                metrics: CrawlMetrics::new(registry),
+                metrics,
+                fleet,
             }),
+        }
+    }
+
+    /// Works, forever, on the jobs the fleet shares (nothing without `REDIS_URL`).
+    pub(crate) async fn join_fleet_jobs(&self) {
+        match &self.inner.fleet {
+            Some(fleet) => fleet.join_jobs().await,
+            None => std::future::pending().await,
         }
     }
 
@@ -267,12 +292,26 @@ impl Crawls {
         &self.inner.settings
     }
 
-    /// Starts `request` in the background; its ID.
-    pub fn start(&self, mut request: CrawlRequest) -> Result<String, StartRefusal> {
+    /// Starts `request` in the background — in Redis for the whole fleet when `REDIS_URL` is
+    /// set and answers, else in this process; its ID.
+    pub async fn start(&self, mut request: CrawlRequest) -> Result<String, StartRefusal> {
         if request.urls.is_empty() {
             return Err(StartRefusal::NoUrl);
         }
         let settings = self.inner.settings;
+        request.limit = request.limit.clamp(1, settings.max_pages);
+        if !request.formats.contains(&ReadFormat::Markdown) {
+            request.formats.insert(0, ReadFormat::Markdown);
+        }
+        if let Some(fleet) = &self.inner.fleet {
+            match fleet.start(&request).await {
+                Some(started) => return started,
+                None => tracing::warn!(
+                    client = %request.owner,
+                    "redis unavailable: this crawl runs in this replica only"
+                ),
+            }
+        }
         let now = SystemTime::now();
         let job = {
             let mut jobs = self.jobs();
@@ -313,10 +352,6 @@ impl Crawls {
             jobs.insert(job.id.clone(), Arc::clone(&job));
             job
         };
-        request.limit = request.limit.clamp(1, settings.max_pages);
-        if !request.formats.contains(&ReadFormat::Markdown) {
-            request.formats.insert(0, ReadFormat::Markdown);
-        }
         let id = job.id.clone();
         let reading = self.inner.reading.clone();
         let metrics = self.inner.metrics.clone();
@@ -344,7 +379,20 @@ impl Crawls {
     }
 
     /// The job's status and its pages from `skip`, at most `take` of them.
-    pub fn status(&self, id: &str, owner: &str, skip: usize, take: usize) -> Option<JobView> {
+    pub async fn status(&self, id: &str, owner: &str, skip: usize, take: usize) -> Option<JobView> {
+        match self.local_status(id, owner, skip, take) {
+            Some(view) => Some(view),
+            None => {
+                self.inner
+                    .fleet
+                    .as_ref()?
+                    .status(id, owner, skip, take)
+                    .await
+            }
+        }
+    }
+
+    fn local_status(&self, id: &str, owner: &str, skip: usize, take: usize) -> Option<JobView> {
         let job = self.job(id, owner)?;
         let state = job.state();
         let pages: Vec<CrawledPage> = state.pages.iter().skip(skip).take(take).cloned().collect();
@@ -364,8 +412,10 @@ impl Crawls {
     }
 
     /// Cancels the job; its status after (a job that had ended keeps its own).
-    pub fn cancel(&self, id: &str, owner: &str) -> Option<JobStatus> {
-        let job = self.job(id, owner)?;
+    pub async fn cancel(&self, id: &str, owner: &str) -> Option<JobStatus> {
+        let Some(job) = self.job(id, owner) else {
+            return self.inner.fleet.as_ref()?.cancel(id, owner).await;
+        };
         job.cancel.cancel();
         let mut state = job.state();
         if state.status == JobStatus::Scraping {
@@ -382,7 +432,9 @@ impl Crawls {
         owner: &str,
         limit: Duration,
     ) -> Option<(JobView, Vec<String>)> {
-        let job = self.job(id, owner)?;
+        let Some(job) = self.job(id, owner) else {
+            return self.wait_shared(id, owner, limit).await;
+        };
         let mut ended = job.ended.subscribe();
         let finished = tokio::time::timeout(limit, ended.wait_for(|done| *done))
             .await
@@ -392,14 +444,42 @@ impl Crawls {
             let _ =
                 tokio::time::timeout(Duration::from_secs(5), ended.wait_for(|done| *done)).await;
         }
-        let view = self.status(id, owner, 0, usize::MAX)?;
+        let view = self.local_status(id, owner, 0, usize::MAX)?;
         let discovered = job.state().discovered.clone();
         Some((view, discovered))
     }
 
+    /// [`Crawls::wait`] for a job the fleet shares: its status looked at every quarter second.
+    async fn wait_shared(
+        &self,
+        id: &str,
+        owner: &str,
+        limit: Duration,
+    ) -> Option<(JobView, Vec<String>)> {
+        let fleet = self.inner.fleet.as_ref()?;
+        let until = tokio::time::Instant::now() + limit;
+        loop {
+            let view = fleet.status(id, owner, 0, 0).await?;
+            if view.status != JobStatus::Scraping {
+                break;
+            }
+            if tokio::time::Instant::now() >= until {
+                fleet.cancel(id, owner).await;
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(250)).await;
+        }
+        let view = fleet.status(id, owner, 0, usize::MAX).await?;
+        let (_, _, discovered) = fleet.lists(id, owner).await?;
+        Some((view, discovered))
+    }
+
     /// The URLs the job could not read, and those `robots.txt` kept it from.
-    pub fn errors(&self, id: &str, owner: &str) -> Option<(Vec<CrawlFailure>, Vec<String>)> {
-        let job = self.job(id, owner)?;
+    pub async fn errors(&self, id: &str, owner: &str) -> Option<(Vec<CrawlFailure>, Vec<String>)> {
+        let Some(job) = self.job(id, owner) else {
+            let (failures, robots, _) = self.inner.fleet.as_ref()?.lists(id, owner).await?;
+            return Some((failures, robots));
+        };
         let state = job.state();
         Some((state.failures.clone(), state.robots_blocked.clone()))
     }

@@ -26,7 +26,7 @@ use gateway_upstreams::reader::{Document, ReadFailure};
 /// The longest crawl delay honoured (a `robots.txt` asking for more gets this).
 const MAX_DELAY: Duration = Duration::from_secs(30);
 
-type Reads = Result<Vec<(ReadFormat, Arc<Document>)>, ReadFailure>;
+pub(super) type Reads = Result<Vec<(ReadFormat, Arc<Document>)>, ReadFailure>;
 
 /// Runs `request` as `job`; its final status.
 pub(crate) async fn run(
@@ -254,7 +254,7 @@ fn finish(job: &Job, status: JobStatus) -> JobStatus {
 }
 
 /// Reads `url` in each of `formats`, one after the other (the first, Markdown, gives the links).
-async fn read_all(
+pub(super) async fn read_all(
     reading: &Reading,
     url: &Url,
     formats: &[ReadFormat],
@@ -283,7 +283,7 @@ async fn read_all(
     Ok(reads)
 }
 
-fn host_of(url: &Url) -> String {
+pub(super) fn host_of(url: &Url) -> String {
     url.host_str().unwrap_or_default().to_ascii_lowercase()
 }
 

@@ -4,7 +4,8 @@
 //! `/stats/errors`, read after each catalog read: an engine it saw blocked on at least
 //! [`SEED_MIN_PERCENT`] of its requests starts with its breaker open, unless our own calls said
 //! something about it since the last read), each instance's engine prober ([`crate::searxng_pool::engine_probes`]), and
-//! the cache sweep that keeps `cache_size` counting live answers only.
+//! the cache sweep that keeps `cache_size` counting live answers only, and this replica's part in
+//! the crawl jobs the fleet shares ([`crate::crawl`]).
 
 use std::future::Future;
 use std::sync::Arc;
@@ -56,7 +57,9 @@ pub(crate) async fn run(inner: Arc<Inner>, shutdown: impl Future<Output = ()>) {
         }
     };
     let shared = keep_shared(&inner);
+    let crawls = inner.crawls.join_fleet_jobs();
     tokio::select! {
+        () = crawls => {}
         _ = catalogs => {}
         _ = probers => {}
         () = sweep => {}

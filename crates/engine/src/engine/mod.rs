@@ -258,8 +258,12 @@ impl Engine {
         // Kept only while the page that reads it is served.
         let ring = (config.traffic == TrafficRing::Kept).then(traffic::Traffic::default);
         let mut metrics = metrics;
-        let crawls =
-            crate::crawl::Crawls::new(reading.clone(), config.crawl, metrics.registry_mut());
+        let crawls = crate::crawl::Crawls::new(
+            reading.clone(),
+            config.crawl,
+            shared.clone(),
+            metrics.registry_mut(),
+        );
         Ok(Self {
             inner: Arc::new(Inner {
                 settings: config,

@@ -8,6 +8,7 @@ mod support;
 
 mod binary;
 mod client_budgets;
+mod crawl_fleet;
 mod crawl_jobs;
 mod dashboard;
 mod door_contracts;

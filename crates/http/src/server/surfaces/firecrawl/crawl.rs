@@ -124,7 +124,7 @@ pub(crate) async fn start(
         }
     };
     request.owner = admitted.caller.name.as_str().to_owned();
-    match crawls.start(request) {
+    match crawls.start(request).await {
         Ok(id) => {
             let mut answer = json!({
                 "success": true,
@@ -173,7 +173,7 @@ pub(crate) async fn status(
     Query(Skip { skip }): Query<Skip>,
 ) -> Response {
     let owner = admitted.caller.name.as_str();
-    let Some(view) = gateway.crawls().status(&id, owner, skip, PAGE_SIZE) else {
+    let Some(view) = gateway.crawls().status(&id, owner, skip, PAGE_SIZE).await else {
         return no_such_job();
     };
     let next = view.more.then(|| {
@@ -210,7 +210,11 @@ pub(crate) async fn cancel(
     Extension(admitted): Extension<Admitted>,
     Path(id): Path<String>,
 ) -> Response {
-    match gateway.crawls().cancel(&id, admitted.caller.name.as_str()) {
+    match gateway
+        .crawls()
+        .cancel(&id, admitted.caller.name.as_str())
+        .await
+    {
         Some(status) => json_response(
             StatusCode::OK,
             json!({"success": true, "status": status.as_str()}).to_string(),
@@ -225,7 +229,10 @@ pub(crate) async fn errors(
     Extension(admitted): Extension<Admitted>,
     Path(id): Path<String>,
 ) -> Response {
-    let Some((failures, blocked)) = gateway.crawls().errors(&id, admitted.caller.name.as_str())
+    let Some((failures, blocked)) = gateway
+        .crawls()
+        .errors(&id, admitted.caller.name.as_str())
+        .await
     else {
         return no_such_job();
     };

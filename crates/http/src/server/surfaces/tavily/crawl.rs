@@ -80,7 +80,7 @@ pub(crate) async fn crawl(
     let owner = admitted.caller.name.as_str().to_owned();
     ask.request.owner.clone_from(&owner);
     let ask_limit = ask.request.limit;
-    let id = match crawls.start(ask.request) {
+    let id = match crawls.start(ask.request).await {
         Ok(id) => id,
         Err(refusal) => {
             tracing::info!(client = %owner, error = %refusal, "tavily crawl refused");

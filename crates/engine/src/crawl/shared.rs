@@ -1,0 +1,788 @@
+//! Jobs the whole fleet works on, when `REDIS_URL` is set: the job's request, status, counters,
+//! frontier (a Redis Stream read by a consumer group every replica joins), seen-set and pages live
+//! in Redis ([`gateway_core::shared`]'s job operations), so any replica answers a job's status,
+//! every replica reads its pages, and a replica killed mid-job loses nothing — the URLs it held
+//! are claimed by the others once silent for [`claim_idle`], and each page is kept and counted
+//! once.
+//!
+//! Owns: the job as bytes ([`Spec`]: the request; a page and a failure as versioned JSON), the
+//! start (seeds, then the sitemap's URLs added in the background while the job is marked
+//! `seeding`), each replica's worker per job ([`work`]: take URLs, honour `robots.txt`, take the
+//! host's turn — at most `CRAWL_PER_HOST_CONCURRENCY` reads per host fleet-wide, its crawl delay
+//! —, read, add the links in scope, hand the URL in) and the views a door asks for.
+//!
+//! A job ends when every URL taken on was handed in, when `CRAWL_MAX_SECONDS` or
+//! `CRAWL_MAX_BYTES` is spent (then `completed` with what it read), or when cancelled. Whoever
+//! sees the end first writes it — a worker, or a status read after the time is spent (the
+//! reaper: a job whose replicas all died is ended by the next look at it).
+//!
+//! Within a replica the trap guard per path shape counts what this replica saw (an approximation
+//! fleet-wide: the cap on URLs a job takes on, [`max_urls`], holds for all).
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use serde::{Deserialize, Serialize};
+use tokio::task::JoinSet;
+use url::Url;
+
+use super::metrics::{CrawlMetrics, PageOutcome};
+use super::run::{host_of, read_all, Reads};
+use super::scope::{self, Shapes};
+use super::{
+    CrawlFailure, CrawlRequest, CrawlScope, CrawlSettings, CrawledPage, JobKind, JobStatus,
+    JobView, StartRefusal,
+};
+use crate::read::site_map::{MapRequest, SitemapMode, MAX_LINKS};
+use crate::read::Reading;
+use crate::search::Premium;
+use gateway_core::request::ReadFormat;
+use gateway_core::shared::{counter, FrontierEntry, HandIn, HostTurn, JobCreate, SharedTier};
+use gateway_upstreams::reader::site::Robots;
+use gateway_upstreams::reader::Document;
+
+/// The first bytes of a page or failure blob, then its version.
+const MAGIC: &[u8; 4] = b"sxgc";
+const VERSION: u8 = 1;
+/// How often a worker looks for new URLs when it has none, and a waiting read for its host's turn.
+const POLL: Duration = Duration::from_millis(200);
+/// The longest crawl delay honoured (as in the local run).
+const MAX_DELAY: Duration = Duration::from_secs(30);
+
+/// The most URLs a job takes on: four times its page limit (links found beyond what is read are
+/// still reported by a map), at most [`MAX_LINKS`] more than the limit.
+pub(crate) fn max_urls(limit: usize) -> u64 {
+    let limit = limit as u64;
+    limit
+        .saturating_mul(4)
+        .min(limit.saturating_add(MAX_LINKS as u64))
+}
+
+/// How long a URL given to a replica may go unacknowledged before another replica takes it: a
+/// read's time and its host's wait, with room.
+pub(crate) fn claim_idle(read_timeout: Duration) -> Duration {
+    read_timeout * 2 + Duration::from_secs(5)
+}
+
+/// A job's request as kept in its record: patterns as their source.
+#[derive(Debug, Serialize, Deserialize)]
+pub(crate) struct Spec {
+    kind: String,
+    urls: Vec<String>,
+    allow_external: bool,
+    allow_subdomains: bool,
+    include: Vec<String>,
+    exclude: Vec<String>,
+    on_full_url: bool,
+    max_depth: usize,
+    ignore_query: bool,
+    max_breadth: Option<usize>,
+    include_hosts: Vec<String>,
+    exclude_hosts: Vec<String>,
+    formats: Vec<ReadFormat>,
+    limit: usize,
+    delay_ms: Option<u64>,
+    concurrency: Option<usize>,
+    discover_only: bool,
+    links: bool,
+    markdown: bool,
+}
+
+fn sources(patterns: &[regex::Regex]) -> Vec<String> {
+    patterns.iter().map(|p| p.as_str().to_owned()).collect()
+}
+
+impl Spec {
+    fn of(request: &CrawlRequest) -> Self {
+        let s = &request.scope;
+        Self {
+            kind: request.kind.as_str().to_owned(),
+            urls: request.urls.iter().map(Url::to_string).collect(),
+            allow_external: s.allow_external,
+            allow_subdomains: s.allow_subdomains,
+            include: sources(&s.include),
+            exclude: sources(&s.exclude),
+            on_full_url: s.on_full_url,
+            max_depth: s.max_depth,
+            ignore_query: s.ignore_query,
+            max_breadth: s.max_breadth,
+            include_hosts: sources(&s.include_hosts),
+            exclude_hosts: sources(&s.exclude_hosts),
+            formats: request.formats.clone(),
+            limit: request.limit,
+            delay_ms: request
+                .delay
+                .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
+            concurrency: request.concurrency,
+            discover_only: request.discover_only,
+            links: request.links,
+            markdown: request.markdown,
+        }
+    }
+
+    fn kind(&self) -> JobKind {
+        if self.kind == "batch" {
+            JobKind::Batch
+        } else {
+            JobKind::Crawl
+        }
+    }
+
+    /// The scope back (`None`: a pattern no longer compiles — a record from another build).
+    fn scope(&self) -> Option<CrawlScope> {
+        Some(CrawlScope {
+            allow_external: self.allow_external,
+            allow_subdomains: self.allow_subdomains,
+            include: scope::patterns(&self.include).ok()?,
+            exclude: scope::patterns(&self.exclude).ok()?,
+            on_full_url: self.on_full_url,
+            max_depth: self.max_depth,
+            ignore_query: self.ignore_query,
+            max_breadth: self.max_breadth,
+            include_hosts: scope::patterns(&self.include_hosts).ok()?,
+            exclude_hosts: scope::patterns(&self.exclude_hosts).ok()?,
+        })
+    }
+}
+
+#[derive(Serialize, Deserialize)]
+struct PageBlob {
+    url: String,
+    reads: Vec<(ReadFormat, Document)>,
+}
+
+#[derive(Serialize, Deserialize)]
+struct FailureBlob {
+    url: String,
+    error: String,
+    at_ms: u64,
+}
+
+fn encode<T: Serialize>(value: &T) -> Vec<u8> {
+    let mut blob = MAGIC.to_vec();
+    blob.push(VERSION);
+    // Serialising owned strings and documents to a vector cannot fail.
+    let _ = serde_json::to_writer(&mut blob, value);
+    blob
+}
+
+fn decode<T: for<'de> Deserialize<'de>>(blob: &[u8]) -> Option<T> {
+    let rest = blob.strip_prefix(MAGIC.as_slice())?;
+    let (&version, json) = rest.split_first()?;
+    (version == VERSION).then_some(())?;
+    serde_json::from_slice(json).ok()
+}
+
+fn unix_ms(at: SystemTime) -> u64 {
+    at.duration_since(UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
+
+fn from_unix_ms(ms: u64) -> SystemTime {
+    UNIX_EPOCH + Duration::from_millis(ms)
+}
+
+fn field<'a>(record: &'a HashMap<String, Vec<u8>>, name: &str) -> &'a str {
+    record
+        .get(name)
+        .and_then(|v| std::str::from_utf8(v).ok())
+        .unwrap_or_default()
+}
+
+fn status_of(word: &str) -> JobStatus {
+    match word {
+        "completed" => JobStatus::Completed,
+        "failed" => JobStatus::Failed,
+        "cancelled" => JobStatus::Cancelled,
+        _ => JobStatus::Scraping,
+    }
+}
+
+/// What every replica's jobs share: the tier, the reader, the limits, the metrics, the jobs this
+/// replica works on now.
+#[derive(Clone)]
+pub(crate) struct FleetJobs {
+    pub(crate) tier: SharedTier,
+    pub(crate) reading: Reading,
+    pub(crate) settings: CrawlSettings,
+    pub(crate) metrics: CrawlMetrics,
+    working: Arc<Mutex<HashSet<String>>>,
+}
+
+impl FleetJobs {
+    pub(crate) fn new(
+        tier: SharedTier,
+        reading: Reading,
+        settings: CrawlSettings,
+        metrics: CrawlMetrics,
+    ) -> Self {
+        Self {
+            tier,
+            reading,
+            settings,
+            metrics,
+            working: Arc::new(Mutex::new(HashSet::new())),
+        }
+    }
+
+    /// Starts `request` in Redis. `None`: Redis is away (the caller runs it here).
+    pub(crate) async fn start(
+        &self,
+        request: &CrawlRequest,
+    ) -> Option<Result<String, StartRefusal>> {
+        let running = self.tier.running_jobs().await?;
+        let mine = running.values().filter(|o| **o == request.owner).count();
+        if mine >= self.settings.jobs_per_client {
+            return Some(Err(StartRefusal::TooManyJobs(mine)));
+        }
+        let id = uuid::Uuid::new_v4().to_string();
+        let now = SystemTime::now();
+        let expires = unix_ms(now + self.settings.result_ttl);
+        let crawling = request.kind == JobKind::Crawl;
+        let seeds: Vec<(String, u32)> = request
+            .urls
+            .iter()
+            .map(|url| {
+                let url = if crawling {
+                    request.scope.normalise(url)
+                } else {
+                    url.clone()
+                };
+                (url.to_string(), 0)
+            })
+            .collect();
+        let seeding = crawling && request.sitemap;
+        let spec = serde_json::to_vec(&Spec::of(request)).ok()?;
+        let created = self
+            .tier
+            .create_job(&JobCreate {
+                id: &id,
+                owner: &request.owner,
+                fields: vec![
+                    ("spec", spec),
+                    ("created_ms", unix_ms(now).to_string().into_bytes()),
+                    ("expires_ms", expires.to_string().into_bytes()),
+                    ("seeding", u8::from(seeding).to_string().into_bytes()),
+                ],
+                expires_at_ms: expires,
+                seeds,
+                max_urls: max_urls(request.limit),
+            })
+            .await;
+        if !created {
+            return None;
+        }
+        if seeding {
+            let fleet = self.clone();
+            let request = request.clone();
+            let id = id.clone();
+            tokio::spawn(async move { fleet.seed_from_sitemaps(&id, &request, expires).await });
+        }
+        tracing::info!(job = %id, client = %request.owner, kind = request.kind.as_str(), "crawl started (shared by the fleet)");
+        Some(Ok(id))
+    }
+
+    /// Adds the site's sitemap URLs in scope to job `id`, then lets it end.
+    async fn seed_from_sitemaps(&self, id: &str, request: &CrawlRequest, expires: u64) {
+        let start = &request.urls[0];
+        let mapped = self
+            .reading
+            .map(
+                MapRequest {
+                    url: start.clone(),
+                    sitemap: SitemapMode::Only,
+                    include_subdomains: request.scope.allow_subdomains,
+                    ignore_query: request.scope.ignore_query,
+                    search: None,
+                    limit: request.limit.saturating_mul(4).min(MAX_LINKS),
+                },
+                Premium::BudgetSpent,
+                (self.reading.read_timeout() * 3).min(self.settings.max_time),
+            )
+            .await;
+        let mut shapes = Shapes::default();
+        let links: Vec<(String, u32)> = mapped
+            .map(|m| m.links)
+            .unwrap_or_default()
+            .into_iter()
+            .filter_map(|link| Url::parse(&link.url).ok())
+            .map(|url| request.scope.normalise(&url))
+            .filter(|url| request.scope.follows(start, url, 1) && shapes.admit(url))
+            .map(|url| (url.to_string(), 1))
+            .collect();
+        self.tier
+            .push_frontier(id, &links, expires, max_urls(request.limit))
+            .await;
+        self.tier.set_job_field(id, "seeding", b"0").await;
+    }
+
+    /// Joins, forever, every running job this replica does not work on yet.
+    pub(crate) async fn join_jobs(&self) {
+        let mut every = tokio::time::interval(Duration::from_secs(1));
+        every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            every.tick().await;
+            let Some(running) = self.tier.running_jobs().await else {
+                continue;
+            };
+            for id in running.into_keys() {
+                let fresh = self
+                    .working
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .insert(id.clone());
+                if fresh {
+                    let fleet = self.clone();
+                    tokio::spawn(async move {
+                        fleet.metrics.running.inc();
+                        work(&fleet, &id).await;
+                        fleet.metrics.running.dec();
+                        fleet
+                            .working
+                            .lock()
+                            .unwrap_or_else(PoisonError::into_inner)
+                            .remove(&id);
+                    });
+                }
+            }
+        }
+    }
+
+    /// Job `id` of `owner`: its record (`None`: none of `owner`'s, or Redis is away).
+    async fn record(&self, id: &str, owner: &str) -> Option<HashMap<String, Vec<u8>>> {
+        let record = self.tier.job_record(id).await?;
+        (field(&record, "owner") == owner && !record.is_empty()).then_some(record)
+    }
+
+    /// Ends the job if its time is spent (the reaper for jobs no replica works on); its status.
+    async fn reap(&self, id: &str, record: &HashMap<String, Vec<u8>>) -> JobStatus {
+        let status = status_of(field(record, "status"));
+        let created = from_unix_ms(counter(record, "created_ms"));
+        let spent = SystemTime::now().duration_since(created).is_ok_and(|age| {
+            age > self.settings.max_time + claim_idle(self.reading.read_timeout())
+        });
+        if status == JobStatus::Scraping && spent {
+            return self.end(id, record).await;
+        }
+        status
+    }
+
+    /// Writes the job's final status from its counters (a cancel written first wins).
+    async fn end(&self, id: &str, record: &HashMap<String, Vec<u8>>) -> JobStatus {
+        let final_status = if counter(record, "completed") == 0 && counter(record, "failed") > 0 {
+            JobStatus::Failed
+        } else {
+            JobStatus::Completed
+        };
+        match self.tier.end_job(id, final_status.as_str()).await {
+            Some(now) => {
+                let now = status_of(&now);
+                if now == final_status {
+                    let kind =
+                        serde_json::from_slice::<Spec>(record.get("spec").map_or(&[], |v| v))
+                            .map_or(JobKind::Crawl, |spec| spec.kind());
+                    self.metrics.ended(kind, now);
+                    tracing::info!(job = %id, status = now.as_str(), pages = counter(record, "completed"), failed = counter(record, "failed"), "crawl ended");
+                }
+                now
+            }
+            None => status_of(field(record, "status")),
+        }
+    }
+
+    /// The job's status and its pages from `skip`, at most `take`.
+    pub(crate) async fn status(
+        &self,
+        id: &str,
+        owner: &str,
+        skip: usize,
+        take: usize,
+    ) -> Option<JobView> {
+        let record = self.record(id, owner).await?;
+        let status = self.reap(id, &record).await;
+        let spec: Spec = serde_json::from_slice(record.get("spec")?).ok()?;
+        let (blobs, count) = self.tier.job_pages(id, skip, take).await?;
+        let pages: Vec<CrawledPage> = blobs
+            .iter()
+            .filter_map(|blob| decode::<PageBlob>(blob))
+            .map(|page| CrawledPage {
+                url: page.url,
+                reads: page
+                    .reads
+                    .into_iter()
+                    .map(|(format, doc)| (format, Arc::new(doc)))
+                    .collect(),
+            })
+            .collect();
+        let completed = usize::try_from(counter(&record, "completed")).unwrap_or(usize::MAX);
+        let queued = usize::try_from(counter(&record, "queued")).unwrap_or(usize::MAX);
+        Some(JobView {
+            id: id.to_owned(),
+            kind: spec.kind(),
+            status,
+            total: queued.min(spec.limit.max(completed)),
+            completed,
+            created_at: from_unix_ms(counter(&record, "created_ms")),
+            expires_at: from_unix_ms(counter(&record, "expires_ms")),
+            more: skip + blobs.len() < count,
+            links: spec.links,
+            markdown: spec.markdown,
+            pages,
+        })
+    }
+
+    /// Cancels the job; its status after.
+    pub(crate) async fn cancel(&self, id: &str, owner: &str) -> Option<JobStatus> {
+        self.record(id, owner).await?;
+        let now = self.tier.end_job(id, JobStatus::Cancelled.as_str()).await?;
+        let now = status_of(&now);
+        if now == JobStatus::Cancelled {
+            tracing::info!(job = %id, "crawl cancelled");
+        }
+        Some(now)
+    }
+
+    /// The URLs the job could not read, those `robots.txt` kept it from, and every URL it took on.
+    pub(crate) async fn lists(
+        &self,
+        id: &str,
+        owner: &str,
+    ) -> Option<(Vec<CrawlFailure>, Vec<String>, Vec<String>)> {
+        self.record(id, owner).await?;
+        let (errors, robots, found) = self.tier.job_lists(id).await?;
+        let failures = errors
+            .iter()
+            .filter_map(|blob| decode::<FailureBlob>(blob))
+            .map(|f| CrawlFailure {
+                url: f.url,
+                error: f.error,
+                at: from_unix_ms(f.at_ms),
+            })
+            .collect();
+        Some((failures, robots, found))
+    }
+}
+
+/// What one worker of one job needs besides the fleet.
+struct Worker {
+    id: String,
+    spec: Spec,
+    scope: CrawlScope,
+    start: Url,
+    expires: u64,
+    robots: Mutex<HashMap<String, Arc<Robots>>>,
+    shapes: Mutex<Shapes>,
+}
+
+/// This replica's part of job `id`, until it ends.
+async fn work(fleet: &FleetJobs, id: &str) {
+    let Some(record) = fleet.tier.job_record(id).await else {
+        return;
+    };
+    if record.is_empty() {
+        // Its keys expired: it is no longer running.
+        fleet.tier.forget_job(id).await;
+        return;
+    }
+    let Some(spec) = record
+        .get("spec")
+        .and_then(|s| serde_json::from_slice::<Spec>(s).ok())
+    else {
+        fleet.end(id, &record).await;
+        return;
+    };
+    let (Some(scope), Some(start)) = (
+        spec.scope(),
+        spec.urls.first().and_then(|u| Url::parse(u).ok()),
+    ) else {
+        fleet.end(id, &record).await;
+        return;
+    };
+    let worker = Arc::new(Worker {
+        id: id.to_owned(),
+        scope,
+        start,
+        expires: counter(&record, "expires_ms"),
+        robots: Mutex::new(HashMap::new()),
+        shapes: Mutex::new(Shapes::default()),
+        spec,
+    });
+    let settings = fleet.settings;
+    let concurrency = worker
+        .spec
+        .concurrency
+        .map_or(settings.concurrency, |asked| {
+            asked.clamp(1, settings.concurrency)
+        });
+    let created = from_unix_ms(counter(&record, "created_ms"));
+    let claim = claim_idle(fleet.reading.read_timeout());
+    let mut in_flight: JoinSet<()> = JoinSet::new();
+    loop {
+        let Some(record) = fleet.tier.job_record(id).await else {
+            // Redis is away: wait for it, reads in flight go on.
+            tokio::time::sleep(POLL * 5).await;
+            continue;
+        };
+        if record.is_empty() || field(&record, "status") != "scraping" {
+            in_flight.abort_all();
+            return;
+        }
+        let out_of_time = SystemTime::now()
+            .duration_since(created)
+            .is_ok_and(|age| age >= settings.max_time);
+        if out_of_time || counter(&record, "bytes") >= settings.max_bytes {
+            in_flight.abort_all();
+            fleet.end(id, &record).await;
+            return;
+        }
+        if in_flight.is_empty()
+            && counter(&record, "seeding") == 0
+            && counter(&record, "queued") == counter(&record, "handled")
+        {
+            fleet.end(id, &record).await;
+            return;
+        }
+        let room = concurrency.saturating_sub(in_flight.len());
+        let taken = if room > 0 {
+            fleet
+                .tier
+                .take_frontier(id, fleet.tier.replica(), room, claim)
+                .await
+                .unwrap_or_default()
+        } else {
+            Vec::new()
+        };
+        for entry in taken {
+            let fleet = fleet.clone();
+            let worker = Arc::clone(&worker);
+            in_flight.spawn(async move { take_on(&fleet, &worker, entry).await });
+        }
+        tokio::select! {
+            _ = in_flight.join_next(), if !in_flight.is_empty() => {}
+            () = tokio::time::sleep(POLL) => {}
+        }
+    }
+}
+
+/// Reads one URL of the frontier and hands it in.
+async fn take_on(fleet: &FleetJobs, worker: &Worker, entry: FrontierEntry) {
+    let id = worker.id.as_str();
+    let depth = entry.depth as usize;
+    let Ok(url) = Url::parse(&entry.url) else {
+        hand_in(fleet, worker, &entry.entry, HandIn::Skipped).await;
+        return;
+    };
+    if worker.spec.discover_only && depth >= worker.scope.max_depth {
+        // A map's last ring: found, and that is all that is wanted of it.
+        hand_in(fleet, worker, &entry.entry, HandIn::Skipped).await;
+        return;
+    }
+    let Some(launched) = fleet.tier.launch_page(id).await else {
+        // Redis is away: the entry stays given to this replica and is claimed again later.
+        return;
+    };
+    if launched > worker.spec.limit as u64 {
+        hand_in(fleet, worker, &entry.entry, HandIn::Skipped).await;
+        return;
+    }
+    let read_timeout = fleet.reading.read_timeout();
+    let rules = robots_for(fleet, worker, &url, read_timeout).await;
+    if !rules.allows(url.as_str()) {
+        fleet.metrics.page(PageOutcome::RobotsBlocked);
+        hand_in(
+            fleet,
+            worker,
+            &entry.entry,
+            HandIn::Robots { url: url.as_str() },
+        )
+        .await;
+        return;
+    }
+    let delay = rules
+        .crawl_delay()
+        .filter(|d| d.is_finite() && *d > 0.0)
+        .map(|d| Duration::from_secs_f32(d).min(MAX_DELAY))
+        .into_iter()
+        .chain(worker.spec.delay_ms.map(Duration::from_millis))
+        .max();
+    let host = host_of(&url);
+    loop {
+        match fleet
+            .tier
+            .host_turn(id, &host, fleet.settings.per_host, read_timeout * 2, delay)
+            .await
+        {
+            Some(HostTurn::Go) => break,
+            // Busy, in its delay, or Redis away: wait a moment.
+            _ => tokio::time::sleep(POLL).await,
+        }
+    }
+    let reads: Reads = read_all(&fleet.reading, &url, &worker.spec.formats, read_timeout).await;
+    fleet.tier.host_done(id, &host).await;
+    match reads {
+        Ok(reads) => {
+            fleet.metrics.page(PageOutcome::Read);
+            if worker.spec.kind() == JobKind::Crawl && depth < worker.scope.max_depth {
+                let links = follow(worker, &reads, depth);
+                fleet
+                    .tier
+                    .push_frontier(id, &links, worker.expires, max_urls(worker.spec.limit))
+                    .await;
+            }
+            let bytes = reads
+                .iter()
+                .map(|(_, doc)| doc.content.len() as u64)
+                .sum::<u64>();
+            let blob = encode(&PageBlob {
+                url: url.to_string(),
+                reads: reads
+                    .into_iter()
+                    .map(|(format, doc)| (format, (*doc).clone()))
+                    .collect(),
+            });
+            hand_in(
+                fleet,
+                worker,
+                &entry.entry,
+                HandIn::Page {
+                    url: url.as_str(),
+                    blob: &blob,
+                    bytes,
+                },
+            )
+            .await;
+        }
+        Err(failure) => {
+            fleet.metrics.page(PageOutcome::Failed);
+            let blob = encode(&FailureBlob {
+                url: url.to_string(),
+                error: failure.to_string(),
+                at_ms: unix_ms(SystemTime::now()),
+            });
+            hand_in(fleet, worker, &entry.entry, HandIn::Failure { blob: &blob }).await;
+        }
+    }
+}
+
+/// Hands frontier entry `entry` in (see [`SharedTier::hand_in`]).
+async fn hand_in(fleet: &FleetJobs, worker: &Worker, entry: &str, what: HandIn<'_>) {
+    fleet
+        .tier
+        .hand_in(&worker.id, entry, what, worker.expires)
+        .await;
+}
+
+/// The links of a read page the job follows, at the next depth.
+fn follow(
+    worker: &Worker,
+    reads: &[(ReadFormat, Arc<Document>)],
+    depth: usize,
+) -> Vec<(String, u32)> {
+    let breadth = worker.scope.max_breadth.unwrap_or(usize::MAX);
+    let Some((_, doc)) = reads.iter().find(|(f, _)| *f == ReadFormat::Markdown) else {
+        return Vec::new();
+    };
+    let next = u32::try_from(depth + 1).unwrap_or(u32::MAX);
+    let mut shapes = worker.shapes.lock().unwrap_or_else(PoisonError::into_inner);
+    doc.links
+        .iter()
+        .filter_map(|link| Url::parse(link).ok())
+        .map(|link| worker.scope.normalise(&link))
+        .filter(|link| worker.scope.follows(&worker.start, link, depth + 1) && shapes.admit(link))
+        .take(breadth)
+        .map(|link| (link.to_string(), next))
+        .collect()
+}
+
+/// The `robots.txt` of `url`'s origin, read once per worker.
+async fn robots_for(
+    fleet: &FleetJobs,
+    worker: &Worker,
+    url: &Url,
+    timeout: Duration,
+) -> Arc<Robots> {
+    let origin = url.origin().ascii_serialization();
+    if let Some(rules) = worker
+        .robots
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .get(&origin)
+    {
+        return Arc::clone(rules);
+    }
+    let (rules, _) = fleet.reading.robots(url, timeout).await;
+    let rules = Arc::new(rules);
+    worker
+        .robots
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .insert(origin, Arc::clone(&rules));
+    rules
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_request_survives_its_record() {
+        let request = CrawlRequest {
+            owner: "alice".into(),
+            kind: JobKind::Crawl,
+            urls: vec![Url::parse("http://example.test/docs/").unwrap()],
+            scope: CrawlScope {
+                allow_external: false,
+                allow_subdomains: true,
+                include: scope::patterns(&["^/docs/.*".into()]).unwrap(),
+                exclude: scope::patterns(&["/private".into()]).unwrap(),
+                on_full_url: false,
+                max_depth: 3,
+                ignore_query: true,
+                max_breadth: Some(7),
+                include_hosts: Vec::new(),
+                exclude_hosts: scope::patterns(&["ads\\.".into()]).unwrap(),
+            },
+            formats: vec![ReadFormat::Markdown, ReadFormat::Html],
+            limit: 40,
+            delay: Some(Duration::from_millis(250)),
+            concurrency: Some(2),
+            sitemap: false,
+            discover_only: false,
+            links: true,
+            markdown: true,
+        };
+        let json = serde_json::to_vec(&Spec::of(&request)).unwrap();
+        let spec: Spec = serde_json::from_slice(&json).unwrap();
+        let scope = spec.scope().unwrap();
+        let start = Url::parse("http://example.test/docs/").unwrap();
+        let inside = Url::parse("http://example.test/docs/a").unwrap();
+        let excluded = Url::parse("http://example.test/docs/private").unwrap();
+        assert!(scope.follows(&start, &inside, 1));
+        assert!(!scope.follows(&start, &excluded, 1));
+        assert!(!scope.follows(&start, &inside, 4));
+        assert_eq!(spec.kind(), JobKind::Crawl);
+        assert_eq!(spec.delay_ms, Some(250));
+        assert_eq!(spec.formats, [ReadFormat::Markdown, ReadFormat::Html]);
+    }
+
+    #[test]
+    fn blobs_of_another_version_are_not_read() {
+        let blob = encode(&FailureBlob {
+            url: "http://a.test/".into(),
+            error: "timed out".into(),
+            at_ms: 5,
+        });
+        assert_eq!(decode::<FailureBlob>(&blob).unwrap().at_ms, 5);
+        let mut other = blob.clone();
+        other[4] = VERSION + 1;
+        assert!(decode::<FailureBlob>(&other).is_none());
+    }
+
+    #[test]
+    fn a_job_takes_on_a_bounded_number_of_urls() {
+        assert_eq!(max_urls(10), 40);
+        assert_eq!(max_urls(100_000), 100_000 + MAX_LINKS as u64);
+    }
+}

@@ -1,0 +1,315 @@
+//! Crawls the fleet works on together (issue #43), with two real gateway binaries and a real
+//! `redis-server`: a crawl started on one replica is read by both, its status answered by either;
+//! the replica that took it killed mid-crawl (SIGKILL, URLs in its hands), the other claims what
+//! it held and finishes the job — every page read, each listed once; a cancel on one replica ends
+//! the job for both; another client never sees the job on any replica; Tavily's crawl, which waits
+//! for its job, answers from a shared job too.
+
+use std::io::Write as _;
+use std::time::Duration;
+
+use serde_json::{json, Value};
+use simulator::searxng::SimulatedSearxng;
+use simulator::site::{Page, SimulatedSite};
+
+use crate::support::external::needs;
+use crate::support::gateway::metric_value;
+use crate::support::process::GatewayProcess;
+use crate::support::redis::RedisServer;
+use crate::support::wait;
+
+const ALICE: &str = "alice-fleet-crawl-key-0123456789";
+const BOB: &str = "bob-fleet-crawl-key-0123456789";
+/// Pages linked from the start page.
+const PAGES: usize = 16;
+/// The gateway's default `REDIS_KEY_PREFIX`.
+const PREFIX: &str = "sxgw:";
+
+fn article(title: &str, links: &[String]) -> String {
+    let words = "Field notes on the river: the water, the birds on the banks, the boats that \
+        pass and what they carry, written down for those who come after. "
+        .repeat(5);
+    let anchors: String = links
+        .iter()
+        .map(|href| format!(" <a href=\"{href}\">{href}</a>"))
+        .collect();
+    format!(
+        "<html><head><title>{title}</title></head><body><article><h1>{title}</h1>\
+         <p>{words}{anchors}</p><p>{words}</p></article></body></html>"
+    )
+}
+
+/// A site whose start page links to [`PAGES`] pages, each sent slowly (about two seconds), so that
+/// a replica killed mid-crawl holds URLs it has not handed in.
+async fn slow_site() -> SimulatedSite {
+    let site = SimulatedSite::start().await.expect("site starts");
+    let links: Vec<String> = (1..=PAGES).map(|i| format!("/p/{i}")).collect();
+    site.set("/", Page::html(article("Home", &links)));
+    for i in 1..=PAGES {
+        let body = article(&format!("Page {i}"), &["/".to_owned()]).into_bytes();
+        let chunk = body.len() / 4 + 1;
+        site.set(
+            &format!("/p/{i}"),
+            Page::Trickle {
+                content_type: "text/html; charset=utf-8".into(),
+                body,
+                chunk,
+                every: Duration::from_millis(500),
+            },
+        );
+    }
+    site.set(
+        "/robots.txt",
+        Page::ok("text/plain", "User-agent: *\nAllow: /\n"),
+    );
+    site
+}
+
+fn keys() -> tempfile::NamedTempFile {
+    let mut file = tempfile::NamedTempFile::new().expect("temp file");
+    for (name, key) in [("alice", ALICE), ("bob", BOB)] {
+        let line = searxng_gateway::clients::keys_file::hash_line(name, key).expect("valid");
+        writeln!(file, "{line}").expect("write");
+    }
+    file
+}
+
+struct Fleet {
+    _searxng: SimulatedSearxng,
+    _keys: tempfile::NamedTempFile,
+    env: Vec<(String, String)>,
+}
+
+impl Fleet {
+    async fn new(redis: &RedisServer) -> Self {
+        let searxng = SimulatedSearxng::start(&["google"])
+            .await
+            .expect("simulated SearXNG starts");
+        let keys = keys();
+        let env = vec![
+            ("SEARXNG_BACKEND_URL".to_owned(), searxng.base_url()),
+            ("FALLBACK_PROVIDERS".to_owned(), String::new()),
+            ("READ_PROVIDERS".to_owned(), String::new()),
+            ("FETCH_ALLOW_PRIVATE".to_owned(), "127.0.0.0/8".to_owned()),
+            ("FETCH_TIMEOUT_SECONDS".to_owned(), "4".to_owned()),
+            ("CRAWL_CONCURRENCY".to_owned(), "2".to_owned()),
+            ("REDIS_URL".to_owned(), redis.url()),
+            ("REDIS_TIMEOUT_MS".to_owned(), "1000".to_owned()),
+            (
+                "API_KEYS_FILE".to_owned(),
+                keys.path().to_str().expect("utf-8").to_owned(),
+            ),
+            ("LISTEN_ADDR".to_owned(), "127.0.0.1:0".to_owned()),
+            ("LOG_LEVEL".to_owned(), "info".to_owned()),
+        ];
+        Self {
+            _searxng: searxng,
+            _keys: keys,
+            env,
+        }
+    }
+
+    async fn replica(&self) -> (GatewayProcess, String) {
+        let vars: Vec<(&str, &str)> = self
+            .env
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect();
+        let mut process = GatewayProcess::start(&vars);
+        let url = process.url().await;
+        (process, url)
+    }
+}
+
+async fn call(method: reqwest::Method, url: &str, key: &str, body: Option<Value>) -> (u16, Value) {
+    let mut request = reqwest::Client::new().request(method, url).bearer_auth(key);
+    if let Some(body) = body {
+        request = request.json(&body);
+    }
+    let response = request.send().await.expect("the gateway answers");
+    let status = response.status().as_u16();
+    (status, response.json().await.unwrap_or(Value::Null))
+}
+
+async fn job(base: &str, id: &str, key: &str) -> (u16, Value) {
+    call(
+        reqwest::Method::GET,
+        &format!("{base}/v2/crawl/{id}"),
+        key,
+        None,
+    )
+    .await
+}
+
+/// The replicas holding entries of `frontier` given to them and not handed in.
+fn holders(redis: &RedisServer, frontier: &str) -> usize {
+    let mut connection = redis.connection();
+    let summary: redis::Value = redis::cmd("XPENDING")
+        .arg(frontier)
+        .arg("readers")
+        .query(&mut connection)
+        .unwrap_or(redis::Value::Nil);
+    let Ok((_, _, _, consumers)) = redis::from_redis_value::<(
+        u64,
+        Option<String>,
+        Option<String>,
+        Option<Vec<(String, String)>>,
+    )>(summary) else {
+        return 0;
+    };
+    consumers.map_or(0, |c| c.len())
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_crawl_survives_the_replica_that_took_it_and_reads_each_page_once() {
+    needs!(RedisServer);
+    let redis = RedisServer::start().await;
+    let site = slow_site().await;
+    let origin = site.origin();
+    let fleet = Fleet::new(&redis).await;
+    let (mut a, a_url) = fleet.replica().await;
+    let (_b, b_url) = fleet.replica().await;
+
+    let (status, started) = call(
+        reqwest::Method::POST,
+        &format!("{a_url}/v2/crawl"),
+        ALICE,
+        Some(json!({"url": format!("{origin}/"), "limit": 50, "sitemap": "skip"})),
+    )
+    .await;
+    assert_eq!(status, 200, "{started}");
+    let id = started["id"].as_str().expect("id").to_owned();
+
+    // Both replicas hold URLs of the job (its frontier's pending entries, per consumer).
+    let frontier = format!("{PREFIX}{{j:{id}}}:frontier");
+    wait::until("both replicas to hold URLs of the job", || {
+        let holders = holders(&redis, &frontier);
+        async move { holders >= 2 }
+    })
+    .await;
+    let (status, on_b) = job(&b_url, &id, ALICE).await;
+    assert_eq!(
+        (status, on_b["status"].as_str()),
+        (200, Some("scraping")),
+        "{on_b}"
+    );
+    // Another client: no such job, on either replica.
+    assert_eq!(job(&b_url, &id, BOB).await.0, 404);
+    assert_eq!(job(&a_url, &id, BOB).await.0, 404);
+    // A dies with URLs in its hands (SIGKILL: nothing handed in on the way out).
+    a.kill().await;
+
+    // B claims what A held once it has been silent long enough, and finishes the job: were A's
+    // URLs lost, the job would never have every URL handed in (it would run to CRAWL_MAX_SECONDS).
+    wait::until("the job to end on B", || {
+        let (b_url, id) = (b_url.clone(), id.clone());
+        async move { job(&b_url, &id, ALICE).await.1["status"] != "scraping" }
+    })
+    .await;
+    let (_, done) = job(&b_url, &id, ALICE).await;
+    assert_eq!(done["status"], "completed", "{done}");
+    let mut urls: Vec<String> = done["data"]
+        .as_array()
+        .expect("data")
+        .iter()
+        .map(|d| d["metadata"]["sourceURL"].as_str().expect("url").to_owned())
+        .collect();
+    let listed = urls.len();
+    urls.sort();
+    urls.dedup();
+    assert_eq!(urls.len(), listed, "each page listed once: {urls:?}");
+    let mut expected: Vec<String> = std::iter::once(format!("{origin}/"))
+        .chain((1..=PAGES).map(|i| format!("{origin}/p/{i}")))
+        .collect();
+    expected.sort();
+    assert_eq!(urls, expected, "every page read, none lost with A");
+    assert_eq!(done["completed"], PAGES + 1);
+    let text = reqwest::get(format!("{b_url}/metrics"))
+        .await
+        .expect("metrics")
+        .text()
+        .await
+        .expect("text");
+    assert!(
+        metric_value(
+            &text,
+            "searxng_gateway_redis_operations_total",
+            &[("operation", "frontier"), ("result", "ok")]
+        ) > 0.0,
+        "B took URLs from the shared frontier"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_cancel_on_one_replica_ends_the_job_for_all_and_tavily_waits_on_a_shared_job() {
+    needs!(RedisServer);
+    let redis = RedisServer::start().await;
+    let site = slow_site().await;
+    let origin = site.origin();
+    let fleet = Fleet::new(&redis).await;
+    let (_a, a_url) = fleet.replica().await;
+    let (_b, b_url) = fleet.replica().await;
+
+    let (_, started) = call(
+        reqwest::Method::POST,
+        &format!("{a_url}/v2/crawl"),
+        ALICE,
+        Some(json!({"url": format!("{origin}/"), "limit": 50, "sitemap": "skip"})),
+    )
+    .await;
+    let id = started["id"].as_str().expect("id").to_owned();
+    wait::until("the job's first page", || {
+        let (a_url, id) = (a_url.clone(), id.clone());
+        async move { job(&a_url, &id, ALICE).await.1["completed"].as_u64() >= Some(1) }
+    })
+    .await;
+    // Bob cannot cancel it; Alice can, on the other replica.
+    let bob_cancel = call(
+        reqwest::Method::DELETE,
+        &format!("{b_url}/v2/crawl/{id}"),
+        BOB,
+        None,
+    )
+    .await;
+    assert_eq!(bob_cancel.0, 404);
+    let (status, cancelled) = call(
+        reqwest::Method::DELETE,
+        &format!("{b_url}/v2/crawl/{id}"),
+        ALICE,
+        None,
+    )
+    .await;
+    assert_eq!(
+        (status, cancelled["status"].as_str()),
+        (200, Some("cancelled")),
+        "{cancelled}"
+    );
+    let hits_at_cancel = site.total_hits();
+    assert!(hits_at_cancel < PAGES, "work was left: {hits_at_cancel}");
+    let (_, on_a) = job(&a_url, &id, ALICE).await;
+    assert_eq!(on_a["status"], "cancelled", "{on_a}");
+
+    // Tavily's crawl waits for its job — here one the fleet shares — on another site; meanwhile
+    // the cancelled job reads nothing more than what was in flight (two replicas, two each).
+    let other = slow_site().await;
+    let (status, answer) = call(
+        reqwest::Method::POST,
+        &format!("{b_url}/tavily/crawl"),
+        ALICE,
+        Some(json!({"url": format!("{}/", other.origin()), "max_depth": 1, "limit": 6})),
+    )
+    .await;
+    assert_eq!(status, 200, "{answer}");
+    let results = answer["results"].as_array().expect("results");
+    assert_eq!(results.len(), 6, "{answer}");
+    assert!(results.iter().all(|r| r["raw_content"]
+        .as_str()
+        .is_some_and(|t| t.contains("river"))));
+    let hits_after = site.total_hits();
+    assert!(
+        hits_after <= hits_at_cancel + 4,
+        "a cancelled job stops reading: {hits_at_cancel} → {hits_after}"
+    );
+    let (_, still) = job(&b_url, &id, ALICE).await;
+    assert_eq!(still["status"], "cancelled", "{still}");
+}
