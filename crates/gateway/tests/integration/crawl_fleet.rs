@@ -3,7 +3,7 @@
 //! the replica that took it killed mid-crawl (SIGKILL, URLs in its hands), the other claims what
 //! it held and finishes the job — every page read, each listed once; a cancel on one replica ends
 //! the job for both; another client never sees the job on any replica; Tavily's crawl, which waits
-//! for its job, answers from a shared job too.
+//! for its job, answers from a shared job too; on a Redis Cluster, a job's keys share one slot.
 
 use std::io::Write as _;
 use std::time::Duration;
@@ -16,6 +16,7 @@ use crate::support::external::needs;
 use crate::support::gateway::metric_value;
 use crate::support::process::GatewayProcess;
 use crate::support::redis::RedisServer;
+use crate::support::redis_cluster::RedisCluster;
 use crate::support::wait;
 
 const ALICE: &str = "alice-fleet-crawl-key-0123456789";
@@ -81,7 +82,7 @@ struct Fleet {
 }
 
 impl Fleet {
-    async fn new(redis: &RedisServer) -> Self {
+    async fn new(redis_url: String) -> Self {
         let searxng = SimulatedSearxng::start(&["google"])
             .await
             .expect("simulated SearXNG starts");
@@ -93,7 +94,7 @@ impl Fleet {
             ("FETCH_ALLOW_PRIVATE".to_owned(), "127.0.0.0/8".to_owned()),
             ("FETCH_TIMEOUT_SECONDS".to_owned(), "4".to_owned()),
             ("CRAWL_CONCURRENCY".to_owned(), "2".to_owned()),
-            ("REDIS_URL".to_owned(), redis.url()),
+            ("REDIS_URL".to_owned(), redis_url),
             ("REDIS_TIMEOUT_MS".to_owned(), "1000".to_owned()),
             (
                 "API_KEYS_FILE".to_owned(),
@@ -166,7 +167,7 @@ async fn a_crawl_survives_the_replica_that_took_it_and_reads_each_page_once() {
     let redis = RedisServer::start().await;
     let site = slow_site().await;
     let origin = site.origin();
-    let fleet = Fleet::new(&redis).await;
+    let fleet = Fleet::new(redis.url()).await;
     let (mut a, a_url) = fleet.replica().await;
     let (_b, b_url) = fleet.replica().await;
 
@@ -246,7 +247,7 @@ async fn a_cancel_on_one_replica_ends_the_job_for_all_and_tavily_waits_on_a_shar
     let redis = RedisServer::start().await;
     let site = slow_site().await;
     let origin = site.origin();
-    let fleet = Fleet::new(&redis).await;
+    let fleet = Fleet::new(redis.url()).await;
     let (_a, a_url) = fleet.replica().await;
     let (_b, b_url) = fleet.replica().await;
 
@@ -312,4 +313,50 @@ async fn a_cancel_on_one_replica_ends_the_job_for_all_and_tavily_waits_on_a_shar
     );
     let (_, still) = job(&b_url, &id, ALICE).await;
     assert_eq!(still["status"], "cancelled", "{still}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn on_a_redis_cluster_a_crawl_is_shared_by_the_replicas() {
+    needs!(RedisServer);
+    let cluster = RedisCluster::start().await;
+    let site = slow_site().await;
+    let origin = site.origin();
+    let fleet = Fleet::new(cluster.url()).await;
+    let (_a, a_url) = fleet.replica().await;
+    let (_b, b_url) = fleet.replica().await;
+    let (status, started) = call(
+        reqwest::Method::POST,
+        &format!("{a_url}/v2/crawl"),
+        ALICE,
+        Some(json!({"url": format!("{origin}/"), "limit": 6, "sitemap": "skip"})),
+    )
+    .await;
+    assert_eq!(status, 200, "{started}");
+    let id = started["id"].as_str().expect("id").to_owned();
+    wait::until("the job to end", || {
+        let (b_url, id) = (b_url.clone(), id.clone());
+        async move { job(&b_url, &id, ALICE).await.1["status"] != "scraping" }
+    })
+    .await;
+    let (_, done) = job(&b_url, &id, ALICE).await;
+    assert_eq!(
+        (done["status"].as_str(), done["completed"].as_u64()),
+        (Some("completed"), Some(6)),
+        "{done}"
+    );
+    let text = reqwest::get(format!("{b_url}/metrics"))
+        .await
+        .expect("metrics")
+        .text()
+        .await
+        .expect("text");
+    assert_eq!(
+        metric_value(
+            &text,
+            "searxng_gateway_redis_operations_total",
+            &[("operation", "frontier"), ("result", "error")]
+        ),
+        0.0,
+        "no cross-slot refusal: {text}"
+    );
 }
