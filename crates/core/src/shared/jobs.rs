@@ -46,17 +46,19 @@ end
 return added";
 
 /// KEYS: job, frontier. ARGV: consumer, claim idle (ms), count. The entries silent longer than
-/// the idle time (claimed), then new ones; `{}` when the job is gone.
+/// the idle time (claimed), then new ones, after how many were claimed; `{0, {}}` when the job is
+/// gone.
 const TAKE: &str = "\
-if redis.call('EXISTS', KEYS[1]) == 0 or redis.call('EXISTS', KEYS[2]) == 0 then return {} end
+if redis.call('EXISTS', KEYS[1]) == 0 or redis.call('EXISTS', KEYS[2]) == 0 then return {0, {}} end
 local claimed = redis.call('XAUTOCLAIM', KEYS[2], 'readers', ARGV[1], ARGV[2], '0-0', 'COUNT', ARGV[3])
 local fresh = redis.call('XREADGROUP', 'GROUP', 'readers', ARGV[1], 'COUNT', ARGV[3], 'STREAMS', KEYS[2], '>')
 local out = {}
 for _, e in ipairs(claimed[2]) do table.insert(out, e) end
+local n = #out
 if fresh then
   for _, e in ipairs(fresh[1][2]) do table.insert(out, e) end
 end
-return out";
+return {n, out}";
 
 /// KEYS: job, frontier, done, pages, errors, robots. ARGV: entry, expiry (unix ms), what
 /// (`page`, `failure`, `robots`, `skip`), url, blob, bytes. 1 when handed in now, 0 when another
@@ -128,6 +130,19 @@ pub struct JobCreate<'a> {
     pub seeds: Vec<(String, u32)>,
     /// The most URLs it takes on.
     pub max_urls: u64,
+}
+
+/// A stream entry as Redis gives it: its ID, its fields and values in turn.
+type RawEntry = (String, Vec<String>);
+
+/// What a take found: URLs given to this replica.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct FrontierTake {
+    /// The URLs, those claimed first.
+    pub entries: Vec<FrontierEntry>,
+    /// How many were claimed: given to a replica before and left silent past the claim time
+    /// (a replica that died, or hung).
+    pub claimed: usize,
 }
 
 /// One URL of a frontier, given to this replica.
@@ -403,7 +418,7 @@ impl SharedTier {
         consumer: &str,
         count: usize,
         claim_idle: Duration,
-    ) -> Option<Vec<FrontierEntry>> {
+    ) -> Option<FrontierTake> {
         let mut pipe = redis::pipe();
         pipe.cmd("EVAL")
             .arg(TAKE)
@@ -413,25 +428,24 @@ impl SharedTier {
             .arg(consumer)
             .arg(millis(claim_idle))
             .arg(count.max(1));
-        let (entries,): (Vec<(String, Vec<String>)>,) = self
+        let ((claimed, entries),): ((usize, Vec<RawEntry>),) = self
             .run(Operation::Frontier, &pipe, self.inner.timeout)
             .await?;
-        Some(
-            entries
-                .into_iter()
-                .filter_map(|(entry, fields)| {
-                    let fields: HashMap<String, String> = fields
-                        .chunks_exact(2)
-                        .map(|pair| (pair[0].clone(), pair[1].clone()))
-                        .collect();
-                    Some(FrontierEntry {
-                        entry,
-                        url: fields.get("u")?.clone(),
-                        depth: fields.get("d")?.parse().ok()?,
-                    })
+        let entries = entries
+            .into_iter()
+            .filter_map(|(entry, fields)| {
+                let fields: HashMap<String, String> = fields
+                    .chunks_exact(2)
+                    .map(|pair| (pair[0].clone(), pair[1].clone()))
+                    .collect();
+                Some(FrontierEntry {
+                    entry,
+                    url: fields.get("u")?.clone(),
+                    depth: fields.get("d")?.parse().ok()?,
                 })
-                .collect(),
-        )
+            })
+            .collect();
+        Some(FrontierTake { entries, claimed })
     }
 
     /// Counts one more read started for job `id`; how many have been (the job's page limit is

@@ -33,7 +33,7 @@ use redis::{FromRedisValue, Pipeline};
 use tracing::field::Empty;
 use tracing::Instrument;
 
-pub use jobs::{counter, FrontierEntry, HandIn, HostTurn, JobCreate};
+pub use jobs::{counter, FrontierEntry, FrontierTake, HandIn, HostTurn, JobCreate};
 pub use keys::Board;
 pub use metrics::{SharedLookup, SharedMetrics};
 

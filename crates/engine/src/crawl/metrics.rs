@@ -46,6 +46,9 @@ pub(crate) struct CrawlMetrics {
     jobs: Family<JobLabels, Counter>,
     pages: Family<PageLabels, Counter>,
     pub(crate) running: Gauge,
+    /// URLs taken on and not yet handed in, over the jobs this replica works on.
+    pub(crate) frontier: Gauge,
+    claims: Counter,
 }
 
 impl CrawlMetrics {
@@ -66,6 +69,16 @@ impl CrawlMetrics {
                 "Crawls and batch scrapes running now",
                 Gauge::default(),
             ),
+            frontier: registry.registered(
+                "crawl_frontier_urls",
+                "URLs of the running crawls this replica works on, taken on and not yet read or given up",
+                Gauge::default(),
+            ),
+            claims: registry.registered(
+                "crawl_claims",
+                "URLs of shared crawls this replica took over after they went unacknowledged past the claim time (a replica that died or hung)",
+                Counter::default(),
+            ),
         }
     }
 
@@ -73,7 +86,61 @@ impl CrawlMetrics {
         self.jobs.get_or_create(&JobLabels { kind, status }).inc();
     }
 
+    pub(crate) fn claimed(&self, count: usize) {
+        self.claims.inc_by(count as u64);
+    }
+
     pub(crate) fn page(&self, outcome: PageOutcome) {
         self.pages.get_or_create(&PageLabels { outcome }).inc();
+    }
+}
+
+/// One job's part of `crawl_frontier_urls`: set as the job goes, taken back when it ends.
+#[derive(Debug)]
+pub(crate) struct FrontierShare {
+    gauge: Gauge,
+    now: i64,
+}
+
+impl FrontierShare {
+    pub(crate) fn new(metrics: &CrawlMetrics) -> Self {
+        Self {
+            gauge: metrics.frontier.clone(),
+            now: 0,
+        }
+    }
+
+    /// The job now has `urls` waiting or in flight.
+    pub(crate) fn set(&mut self, urls: u64) {
+        let urls = i64::try_from(urls).unwrap_or(i64::MAX);
+        self.gauge.inc_by(urls - self.now);
+        self.now = urls;
+    }
+}
+
+impl Drop for FrontierShare {
+    fn drop(&mut self) {
+        self.gauge.dec_by(self.now);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_jobs_share_of_the_frontier_goes_with_it() {
+        let mut registry = Registry::default();
+        let metrics = CrawlMetrics::new(&mut registry);
+        let mut a = FrontierShare::new(&metrics);
+        let mut b = FrontierShare::new(&metrics);
+        a.set(10);
+        b.set(3);
+        a.set(4);
+        assert_eq!(metrics.frontier.get(), 7);
+        drop(a);
+        assert_eq!(metrics.frontier.get(), 3);
+        drop(b);
+        assert_eq!(metrics.frontier.get(), 0);
     }
 }

@@ -13,7 +13,7 @@ use tokio::task::JoinSet;
 use tokio::time::Instant;
 use url::Url;
 
-use super::metrics::{CrawlMetrics, PageOutcome};
+use super::metrics::{CrawlMetrics, FrontierShare, PageOutcome};
 use super::scope::Shapes;
 use super::{CrawlFailure, CrawlRequest, CrawlSettings, CrawledPage, Job, JobKind, JobStatus};
 use crate::read::site_map::{MapRequest, SitemapMode, MAX_LINKS};
@@ -93,7 +93,9 @@ pub(crate) async fn run(
     let concurrency = request.concurrency.map_or(settings.concurrency, |asked| {
         asked.clamp(1, settings.concurrency)
     });
+    let mut share = FrontierShare::new(metrics);
     loop {
+        share.set((frontier.len() + in_flight.len()) as u64);
         if job.cancel.is_cancelled() {
             in_flight.abort_all();
             return finish(job, JobStatus::Cancelled);

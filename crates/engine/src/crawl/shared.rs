@@ -27,7 +27,7 @@ use serde::{Deserialize, Serialize};
 use tokio::task::JoinSet;
 use url::Url;
 
-use super::metrics::{CrawlMetrics, PageOutcome};
+use super::metrics::{CrawlMetrics, FrontierShare, PageOutcome};
 use super::run::{host_of, read_all, Reads};
 use super::scope::{self, Shapes};
 use super::{
@@ -38,7 +38,9 @@ use crate::read::site_map::{MapRequest, SitemapMode, MAX_LINKS};
 use crate::read::Reading;
 use crate::search::Premium;
 use gateway_core::request::ReadFormat;
-use gateway_core::shared::{counter, FrontierEntry, HandIn, HostTurn, JobCreate, SharedTier};
+use gateway_core::shared::{
+    counter, FrontierEntry, FrontierTake, HandIn, HostTurn, JobCreate, SharedTier,
+};
 use gateway_upstreams::reader::site::Robots;
 use gateway_upstreams::reader::Document;
 
@@ -518,6 +520,7 @@ async fn work(fleet: &FleetJobs, id: &str) {
     let created = from_unix_ms(counter(&record, "created_ms"));
     let claim = claim_idle(fleet.reading.read_timeout());
     let mut in_flight: JoinSet<()> = JoinSet::new();
+    let mut share = FrontierShare::new(&fleet.metrics);
     loop {
         let Some(record) = fleet.tier.job_record(id).await else {
             // Redis is away: wait for it, reads in flight go on.
@@ -543,6 +546,7 @@ async fn work(fleet: &FleetJobs, id: &str) {
             fleet.end(id, &record).await;
             return;
         }
+        share.set(counter(&record, "queued").saturating_sub(counter(&record, "handled")));
         let room = concurrency.saturating_sub(in_flight.len());
         let taken = if room > 0 {
             fleet
@@ -551,9 +555,13 @@ async fn work(fleet: &FleetJobs, id: &str) {
                 .await
                 .unwrap_or_default()
         } else {
-            Vec::new()
+            FrontierTake::default()
         };
-        for entry in taken {
+        if taken.claimed > 0 {
+            fleet.metrics.claimed(taken.claimed);
+            tracing::info!(job = %id, urls = taken.claimed, "crawl URLs claimed after going silent elsewhere");
+        }
+        for entry in taken.entries {
             let fleet = fleet.clone();
             let worker = Arc::clone(&worker);
             in_flight.spawn(async move { take_on(&fleet, &worker, entry).await });

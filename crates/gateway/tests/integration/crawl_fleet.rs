@@ -239,6 +239,15 @@ async fn a_crawl_survives_the_replica_that_took_it_and_reads_each_page_once() {
         ) > 0.0,
         "B took URLs from the shared frontier"
     );
+    assert!(
+        metric_value(&text, "searxng_gateway_crawl_claims_total", &[]) >= 1.0,
+        "B claimed what A held when it died"
+    );
+    assert_eq!(
+        metric_value(&text, "searxng_gateway_crawl_frontier_urls", &[]),
+        0.0,
+        "nothing left waiting once the job ended"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
