@@ -22,7 +22,7 @@ def test_the_http_client_lists_web_search_with_its_schemas(gateway_url):
         return (await session.list_tools()).tools
 
     tools = asyncio.run(over_http(gateway_url, calls))
-    assert [t.name for t in tools] == ["web_search", "web_fetch", "web_research"]
+    assert [t.name for t in tools] == ["web_search", "web_fetch", "web_research", "web_map", "web_crawl"]
     tool = tools[0]
     assert tool.input_schema["required"] == ["query"]
     assert "max_results" in tool.input_schema["properties"]
@@ -79,7 +79,7 @@ def test_the_stdio_client_launches_searxng_gateway_mcp(gateway_bin, searxng_url)
                 return tools, result
 
     tools, result = asyncio.run(run())
-    assert [t.name for t in tools] == ["web_search", "web_fetch", "web_research"]
+    assert [t.name for t in tools] == ["web_search", "web_fetch", "web_research", "web_map", "web_crawl"]
     assert not result.is_error
     assert len(result.structured_content["results"]) == 2
 
@@ -168,3 +168,20 @@ def test_web_research_returns_passages_of_the_top_results_with_their_urls(readin
     assert "39 kilobytes" in research.content[0].text
     assert unknown.is_error
     assert "depth" in unknown.content[0].text
+
+
+def test_web_map_and_web_crawl_read_a_site(reading_gateway_url, site_url):
+    async def calls(session):
+        mapped = await session.call_tool("web_map", {"url": f"{site_url}/"})
+        crawled = await session.call_tool("web_crawl", {"url": f"{site_url}/", "limit": 10, "max_tokens": 3000})
+        return mapped, crawled
+
+    mapped, crawled = asyncio.run(over_http(reading_gateway_url, calls))
+    assert not mapped.is_error, mapped.content[0].text
+    links = [link["url"] for link in mapped.structured_content["links"]]
+    assert f"{site_url}/guide/crawling" in links
+    assert f"{site_url}/private/notes" not in links  # robots.txt disallows it
+    assert not crawled.is_error, crawled.content[0].text
+    pages = sorted(page["url"] for page in crawled.structured_content["pages"])
+    assert pages == [f"{site_url}/", f"{site_url}/guide/crawling", f"{site_url}/guide/mapping"]
+    assert 0 < crawled.structured_content["tokens"] <= 3000

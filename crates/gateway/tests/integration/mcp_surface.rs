@@ -86,7 +86,16 @@ async fn the_server_lists_web_search_and_web_fetch_with_input_and_output_schemas
     );
     let tools = client.list_all_tools().await.expect("tools/list");
     let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
-    assert_eq!(names, ["web_search", "web_fetch", "web_research"]);
+    assert_eq!(
+        names,
+        [
+            "web_search",
+            "web_fetch",
+            "web_research",
+            "web_map",
+            "web_crawl"
+        ]
+    );
     let fetch = Value::Object((*tools[1].input_schema).clone());
     assert_eq!(fetch["required"], json!(["url"]));
     for name in ["format", "max_length", "start_index", "query", "max_tokens"] {
@@ -572,6 +581,148 @@ async fn web_research_returns_the_best_passages_of_the_pages_read_with_their_url
     let unknown = call(&client, "web_research", json!({"query": query, "urls": []})).await;
     assert_eq!(unknown.is_error, Some(true));
     assert!(text(&unknown).contains("urls"), "{}", text(&unknown));
+    client.cancel().await.expect("the client disconnects");
+}
+
+/// A small site: `/` links to `/guide/a`, `/guide/b` (which links to `/guide/c`) and
+/// `/private/x` (robots.txt disallows it); the sitemap lists `/guide/d`.
+fn small_site(s: &ReadStack) {
+    let origin = s.site.origin();
+    let page = |title: &str, body: &str, links: &[&str]| {
+        let anchors: String = links
+            .iter()
+            .map(|href| format!(" <a href=\"{href}\">{href}</a>"))
+            .collect();
+        let filler = "The observatory's guide, written for visitors who come at night. ".repeat(6);
+        Page::html(format!(
+            "<html><head><title>{title}</title></head><body><article><h1>{title}</h1>\
+             <p>{filler}</p><p>{body}{anchors}</p><p>{filler}</p></article></body></html>"
+        ))
+    };
+    s.site.set(
+        "/",
+        page(
+            "Home",
+            "Start here.",
+            &["/guide/a", "/guide/b", "/private/x"],
+        ),
+    );
+    s.site.set(
+        "/guide/a",
+        page(
+            "Opening hours",
+            "The dome opens at nine in the evening.",
+            &[],
+        ),
+    );
+    s.site.set(
+        "/guide/b",
+        page(
+            "The telescope",
+            "Its mirror is 74 centimetres wide.",
+            &["/guide/c"],
+        ),
+    );
+    s.site.set(
+        "/guide/c",
+        page("Parking", "Park by the gate; the road is steep.", &[]),
+    );
+    s.site
+        .set("/guide/d", page("Tickets", "Tickets at the door.", &[]));
+    s.site
+        .set("/private/x", page("Private", "Staff only.", &[]));
+    s.site.set(
+        "/robots.txt",
+        Page::ok(
+            "text/plain",
+            format!("User-agent: *\nDisallow: /private\nSitemap: {origin}/sitemap.xml\n"),
+        ),
+    );
+    s.site.set(
+        "/sitemap.xml",
+        Page::ok(
+            "application/xml",
+            format!("<urlset><url><loc>{origin}/guide/d</loc></url></urlset>"),
+        ),
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn web_map_lists_a_sites_urls_and_web_crawl_reads_it_whole_or_for_a_query() {
+    let s = ReadStack::start(&[], &[]).await;
+    small_site(&s);
+    let origin = s.site.origin();
+    let client = client_of(&s.gateway.url).await;
+
+    let mapped = call(&client, "web_map", json!({"url": format!("{origin}/")})).await;
+    assert_ne!(mapped.is_error, Some(true), "{}", text(&mapped));
+    let links = urls(&mapped.structured_content.expect("links")["links"]);
+    for path in ["/guide/a", "/guide/b", "/guide/d"] {
+        assert!(
+            links.contains(&format!("{origin}{path}")),
+            "{path}: {links:?}"
+        );
+    }
+    assert!(
+        !links.contains(&format!("{origin}/private/x")),
+        "robots.txt disallows it: {links:?}"
+    );
+    assert_eq!(
+        s.site.hits("/guide/a"),
+        0,
+        "a map reads no page but the start"
+    );
+
+    // Whole pages, in the order read, within the budget.
+    let crawled = call(
+        &client,
+        "web_crawl",
+        json!({"url": format!("{origin}/"), "limit": 10, "max_tokens": 5000}),
+    )
+    .await;
+    assert_ne!(crawled.is_error, Some(true), "{}", text(&crawled));
+    let shown = text(&crawled);
+    assert!(tokens(&shown) <= 5000);
+    let pages = crawled.structured_content.expect("pages")["pages"].clone();
+    let mut read = urls(&pages);
+    read.sort();
+    assert_eq!(
+        read,
+        ["/", "/guide/a", "/guide/b", "/guide/c"]
+            .iter()
+            .map(|p| format!("{origin}{p}"))
+            .collect::<Vec<_>>()
+    );
+    assert!(shown.contains("The dome opens at nine") && shown.contains("the road is steep"));
+    assert_eq!(s.site.hits("/private/x"), 0, "robots.txt honoured");
+
+    // With a query: the passages that answer it, within a small budget.
+    let answered = call(
+        &client,
+        "web_crawl",
+        json!({"url": format!("{origin}/"), "query": "How wide is the telescope mirror?",
+               "max_tokens": 250, "include_paths": ["^/$", "^/guide/"]}),
+    )
+    .await;
+    let shown = text(&answered);
+    assert_ne!(answered.is_error, Some(true), "{shown}");
+    assert!(tokens(&shown) <= 250, "{} tokens: {shown}", tokens(&shown));
+    assert!(shown.contains("74 centimetres"), "{shown}");
+    let passages = answered.structured_content.expect("passages")["passages"].clone();
+    assert_eq!(
+        passages[0]["url"],
+        format!("{origin}/guide/b"),
+        "{passages}"
+    );
+
+    let refused = call(
+        &client,
+        "web_crawl",
+        json!({"url": format!("{origin}/"), "webhook": "http://example.test/"}),
+    )
+    .await;
+    assert_eq!(refused.is_error, Some(true));
+    assert!(text(&refused).contains("webhook"), "{}", text(&refused));
     client.cancel().await.expect("the client disconnects");
 }
 

@@ -1,6 +1,8 @@
-//! The MCP surface: three tools, [`web_search`], [`web_fetch`] (read one page, or its passages
-//! that answer a query) and [`web_research`] (search, read the top results, and return the
-//! passages of all of them that answer the query, within a token budget), served with the
+//! The MCP surface: five tools, [`web_search`], [`web_fetch`] (read one page, or its passages
+//! that answer a query), [`web_research`] (search, read the top results, and return the
+//! passages of all of them that answer the query, within a token budget), [`web_map`] (a site's
+//! URLs) and [`web_crawl`] (read a site from a start page: its pages, or their passages that
+//! answer a query, within a token budget), served with the
 //! official Rust SDK (`rmcp`) over Streamable HTTP at `/mcp` and over stdio (`searxng-gateway
 //! mcp`), both answering through the same pipeline as every other surface.
 //!
@@ -19,7 +21,9 @@
 //! Each `tools/call` of `web_search` or `web_research` runs in its own `search` span
 //! (`search_span::tool_call`), continuing the `traceparent` of the HTTP request that carried it.
 
+mod web_crawl;
 mod web_fetch;
+mod web_map;
 mod web_research;
 mod web_search;
 
@@ -55,7 +59,9 @@ use gateway_core::request::{ReadFormat, Surface};
 use gateway_engine::read::Depth;
 use gateway_engine::SearchError;
 use gateway_upstreams::reader::ReadFailure;
+use web_crawl::WebCrawlOutput;
 use web_fetch::WebFetchOutput;
+use web_map::WebMapOutput;
 use web_research::{Source, Unread, WebResearchOutput};
 use web_search::{Refusal, WebSearchOutput};
 
@@ -64,8 +70,9 @@ pub(crate) const PATH: &str = "/mcp";
 
 const INSTRUCTIONS: &str = "Web search through a SearXNG gateway: call web_search with a query, \
      web_fetch with a URL to read a page's text (with a query, only the passages that answer it), \
-     and web_research with a question for the passages of the top results that answer it, \
-     within a token budget. Results come from SearXNG's engines, with \
+     web_research with a question for the passages of the top results that answer it, \
+     within a token budget, web_map with a site's URL for its pages' URLs, and web_crawl with a \
+     site's URL to read the site (with a query, only the passages that answer it). Results come from SearXNG's engines, with \
      premium search APIs as fallback; repeated queries and pages are answered from the gateway's \
      cache.";
 
@@ -272,6 +279,142 @@ impl SearchTools {
     }
 }
 
+impl SearchTools {
+    /// Runs `web_map`: the site's URLs within the request's budget; every outcome is a tool
+    /// result.
+    async fn web_map(
+        &self,
+        arguments: rmcp::model::JsonObject,
+        admitted: &Admitted,
+    ) -> rmcp::model::CallToolResult {
+        let request = match web_map::decode(&arguments) {
+            Ok(request) => request,
+            Err(refusal) => {
+                tracing::info!(error = refusal.code(), "web_map refused");
+                return web_search::tool_error(refusal.to_string());
+            }
+        };
+        let url = request.url.clone();
+        let budget = self.gateway.settings().request_budget;
+        match self.gateway.map(request, admitted.premium, budget).await {
+            Ok(map) => {
+                admitted
+                    .clients
+                    .charge(&admitted.caller, map.premium_calls, 0.0)
+                    .await;
+                WebMapOutput::new(&url, map).into_result()
+            }
+            Err(failure) => web_search::tool_error(format!(
+                "web_map failed: {}",
+                read_call::unread_reason(failure)
+            )),
+        }
+    }
+
+    /// Runs `web_crawl`: a crawl job of the caller's, waited for within the request's budget
+    /// (what it read by then is the answer), then its pages or their passages within the token
+    /// budget, chosen on the blocking pool; every outcome is a tool result.
+    async fn web_crawl(
+        &self,
+        arguments: rmcp::model::JsonObject,
+        admitted: &Admitted,
+    ) -> rmcp::model::CallToolResult {
+        /// Left of the budget for choosing and answering once the crawl is cut.
+        const ANSWER_TIME: std::time::Duration = std::time::Duration::from_millis(500);
+        let started = tokio::time::Instant::now();
+        let crawls = self.gateway.crawls();
+        let mut crawl = match web_crawl::decode(&arguments, crawls.settings().max_pages) {
+            Ok(crawl) => crawl,
+            Err(refusal) => {
+                tracing::info!(error = refusal.code(), "web_crawl refused");
+                return web_search::tool_error(refusal.to_string());
+            }
+        };
+        let owner = admitted.caller.name.as_str().to_owned();
+        crawl.request.owner.clone_from(&owner);
+        let id = match crawls.start(crawl.request).await {
+            Ok(id) => id,
+            Err(refusal) => return web_search::tool_error(format!("web_crawl refused: {refusal}")),
+        };
+        let budget = self.gateway.settings().request_budget;
+        let wait = budget
+            .saturating_sub(started.elapsed())
+            .saturating_sub(ANSWER_TIME);
+        let Some((view, _)) = crawls.wait(&id, &owner, wait).await else {
+            return web_search::tool_error("web_crawl failed: the crawl was lost".to_owned());
+        };
+        let failures = crawls
+            .errors(&id, &owner)
+            .await
+            .map(|(failures, _)| failures)
+            .unwrap_or_default();
+        let sources: Vec<Source> = view
+            .pages
+            .into_iter()
+            .filter_map(|page| {
+                let (_, document) = page.reads.into_iter().next()?;
+                Some(Source {
+                    title: document.title.clone().unwrap_or_default(),
+                    url: page.url,
+                    document,
+                })
+            })
+            .collect();
+        let failed: Vec<Unread> = failures
+            .into_iter()
+            .map(|f| Unread {
+                url: f.url,
+                reason: f.error,
+            })
+            .collect();
+        tracing::info!(client = %owner, job = %id, pages = sources.len(), failed = failed.len(), status = view.status.as_str(), "web_crawl");
+        let selector = self.gateway.passages();
+        let tokens = crawl.budget;
+        let chosen = match crawl.query {
+            Some(query) => {
+                let ranked = self
+                    .gateway
+                    .rank_passages(
+                        sources
+                            .iter()
+                            .map(|s| std::sync::Arc::clone(&s.document))
+                            .collect(),
+                        query.clone(),
+                        web_fetch::PASSAGE_CHARS,
+                        budget.saturating_sub(started.elapsed()),
+                    )
+                    .await;
+                tokio::task::spawn_blocking(move || {
+                    let (output, text) = WebResearchOutput::new(
+                        query,
+                        &sources,
+                        failed,
+                        tokens,
+                        selector,
+                        Some(&ranked),
+                    );
+                    output.into_result(text)
+                })
+                .await
+            }
+            None => {
+                let url = crawl.url;
+                tokio::task::spawn_blocking(move || {
+                    let (output, text) =
+                        WebCrawlOutput::new(&url, &sources, failed, tokens, selector.counter());
+                    output.into_result(text)
+                })
+                .await
+            }
+        };
+        chosen.unwrap_or_else(|_| {
+            web_search::tool_error(
+                "web_crawl failed: the gateway failed to choose what to return".to_owned(),
+            )
+        })
+    }
+}
+
 /// A tool that reads the open web and changes nothing, as `tools/list` shows it (its schemas
 /// added by the tool's module).
 fn read_only_tool(name: &'static str, title: &'static str, description: &'static str) -> Tool {
@@ -315,6 +458,8 @@ impl ServerHandler for SearchTools {
             web_search::tool(),
             web_fetch::tool(),
             web_research::tool(),
+            web_map::tool(),
+            web_crawl::tool(),
         ]))
     }
 
@@ -323,6 +468,8 @@ impl ServerHandler for SearchTools {
             web_search::NAME => Some(web_search::tool()),
             web_fetch::NAME => Some(web_fetch::tool()),
             web_research::NAME => Some(web_research::tool()),
+            web_map::NAME => Some(web_map::tool()),
+            web_crawl::NAME => Some(web_crawl::tool()),
             _ => None,
         }
     }
@@ -332,11 +479,18 @@ impl ServerHandler for SearchTools {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        if ![web_search::NAME, web_fetch::NAME, web_research::NAME].contains(&request.name.as_ref())
+        if ![
+            web_search::NAME,
+            web_fetch::NAME,
+            web_research::NAME,
+            web_map::NAME,
+            web_crawl::NAME,
+        ]
+        .contains(&request.name.as_ref())
         {
             return Err(ErrorData::invalid_params(
                 format!(
-                    "unknown tool {:?}: this server has web_search, web_fetch and web_research",
+                    "unknown tool {:?}: this server has web_search, web_fetch, web_research, web_map and web_crawl",
                     request.name
                 ),
                 None,
@@ -352,6 +506,12 @@ impl ServerHandler for SearchTools {
         let arguments = request.arguments.unwrap_or_default();
         if request.name == web_fetch::NAME {
             return Ok(self.web_fetch(arguments, &admitted).await.into());
+        }
+        if request.name == web_map::NAME {
+            return Ok(self.web_map(arguments, &admitted).await.into());
+        }
+        if request.name == web_crawl::NAME {
+            return Ok(self.web_crawl(arguments, &admitted).await.into());
         }
         let span = search_span::tool_call(parts);
         if request.name == web_research::NAME {
