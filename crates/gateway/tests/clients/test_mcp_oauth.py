@@ -17,6 +17,17 @@ from urllib.parse import parse_qs, urljoin, urlparse
 
 import httpx2
 import pytest
+
+# Generous: the suite runs many gateways at once on two cores.
+TIMEOUT = 30
+
+
+def _post(*args, **kwargs):
+    return httpx2.post(*args, timeout=TIMEOUT, **kwargs)
+
+
+def _get(*args, **kwargs):
+    return httpx2.get(*args, timeout=TIMEOUT, **kwargs)
 from mcp import ClientSession
 from mcp.client.auth import OAuthClientProvider
 from mcp.client.streamable_http import streamable_http_client
@@ -87,7 +98,7 @@ class Person:
         self.page_names_client = None
 
     async def redirect_handler(self, authorization_url: str) -> None:
-        async with httpx2.AsyncClient(follow_redirects=False) as http:
+        async with httpx2.AsyncClient(follow_redirects=False, timeout=TIMEOUT) as http:
             page = await http.get(authorization_url)
             assert page.status_code == 200, page.text
             assert "frame-ancestors 'none'" in page.headers["content-security-policy"]
@@ -128,7 +139,7 @@ def provider(url: str, storage: Memory, person: Person) -> OAuthClientProvider:
 
 
 async def search(url: str, auth: OAuthClientProvider, query: str):
-    async with httpx2.AsyncClient(auth=auth, timeout=30) as http:
+    async with httpx2.AsyncClient(auth=auth, timeout=TIMEOUT) as http:
         async with streamable_http_client(f"{url}/mcp", http_client=http) as (read, write):
             async with ClientSession(read, write) as session:
                 await session.initialize()
@@ -137,7 +148,7 @@ async def search(url: str, auth: OAuthClientProvider, query: str):
 
 def test_a_client_without_a_token_is_pointed_at_the_resource_metadata():
     url = _env("OAUTH_GATEWAY_URL")
-    answer = httpx2.post(
+    answer = _post(
         f"{url}/mcp",
         json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
         headers={"accept": "application/json, text/event-stream"},
@@ -146,7 +157,7 @@ def test_a_client_without_a_token_is_pointed_at_the_resource_metadata():
     challenge = answer.headers["www-authenticate"]
     assert challenge.startswith("Bearer ")
     assert f'resource_metadata="{url}/.well-known/oauth-protected-resource/mcp"' in challenge
-    metadata = httpx2.get(f"{url}/.well-known/oauth-protected-resource/mcp").json()
+    metadata = _get(f"{url}/.well-known/oauth-protected-resource/mcp").json()
     assert metadata["resource"] == f"{url}/mcp"
     assert metadata["authorization_servers"] == [url]
 
@@ -174,7 +185,7 @@ def test_the_sdks_oauth_client_signs_in_calls_refreshes_and_is_refused_once_the_
     assert second.access_token != first.access_token
     assert second.refresh_token != first.refresh_token
     # The refresh token is single use.
-    reused = httpx2.post(
+    reused = _post(
         f"{url}/oauth/token",
         data={"grant_type": "refresh_token", "refresh_token": first.refresh_token, "client_id": storage.client.client_id},
     )
@@ -189,12 +200,12 @@ def test_the_sdks_oauth_client_signs_in_calls_refreshes_and_is_refused_once_the_
     deadline = time.monotonic() + 20
     status = None
     while time.monotonic() < deadline:
-        status = httpx2.post(f"{url}/mcp", json=listing, headers=headers).status_code
+        status = _post(f"{url}/mcp", json=listing, headers=headers).status_code
         if status == 401:
             break
         time.sleep(0.1)
     assert status == 401, "the access token still works after its key was removed"
-    refused = httpx2.post(
+    refused = _post(
         f"{url}/oauth/token",
         data={"grant_type": "refresh_token", "refresh_token": second.refresh_token, "client_id": storage.client.client_id},
     )

@@ -688,7 +688,7 @@ async fn web_map_lists_a_sites_urls_and_web_crawl_reads_it_whole_or_for_a_query(
     read.sort();
     assert_eq!(
         read,
-        ["/", "/guide/a", "/guide/b", "/guide/c"]
+        ["/", "/guide/a", "/guide/b", "/guide/c", "/guide/d"]
             .iter()
             .map(|p| format!("{origin}{p}"))
             .collect::<Vec<_>>()

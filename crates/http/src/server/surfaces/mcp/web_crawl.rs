@@ -1,5 +1,5 @@
-//! The `web_crawl` tool (#43): read a site from a start page — the start page and the pages it
-//! links to on its host, as a crawl job of the engine ([`gateway_engine::crawl`]: `robots.txt`,
+//! The `web_crawl` tool (#43): read a site from a start page — the start page, the pages it
+//! links to on its host and those its sitemaps list, as a crawl job of the engine ([`gateway_engine::crawl`]: `robots.txt`,
 //! the address fence for every URL, per-host politeness, the caller's job alone) run within the
 //! request's budget — and return, within `max_tokens` tokens, either the passages of all the
 //! pages read that best answer `query` (as `web_research` chooses them across its pages), or,
@@ -34,8 +34,8 @@ const DEFAULT_MAX_TOKENS: u32 = 8_000;
 /// What `max_tokens` may be.
 const MAX_TOKENS: std::ops::RangeInclusive<u32> = 200..=50_000;
 
-const DESCRIPTION: &str = "Read a website from a start page: the start page and the pages it \
-     links to on the same host (robots.txt honoured), at most limit pages (default 10, at most \
+const DESCRIPTION: &str = "Read a website from a start page: the start page, the pages it \
+     links to on the same host and those its sitemaps list (robots.txt honoured), at most limit pages (default 10, at most \
      50) up to max_depth links away (default 2, at most 5), paths filtered by include_paths / \
      exclude_paths (regular expressions). With query, returns only the passages of those pages \
      that best answer it, best first, each with its page's URL and title; without, the pages' \
@@ -160,7 +160,7 @@ pub(crate) fn decode(arguments: &JsonObject, max_pages: usize) -> Result<Crawl, 
             limit: (limit as usize).min(max_pages),
             delay: None,
             concurrency: None,
-            sitemap: false,
+            sitemap: true,
             discover_only: false,
             links: false,
             markdown: true,
