@@ -1,11 +1,13 @@
 //! The crawls' families: `crawl_jobs_total{kind, status}` (each job counted once, when it ends),
-//! `crawl_pages_total{outcome}` (read, failed, robots_blocked) and `crawl_jobs_running`.
+//! `crawl_pages_total{outcome}` (read, failed, robots_blocked), `crawl_jobs_running`,
+//! `crawl_frontier_urls`, `crawl_claims_total` and `crawl_webhooks_total{event, outcome}`.
 
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 
+use super::webhook::{Delivery, WebhookEvent};
 use super::{JobKind, JobStatus};
 use gateway_core::metrics::{label_value_as_str, Registry};
 
@@ -27,7 +29,13 @@ impl PageOutcome {
     }
 }
 
-label_value_as_str!(PageOutcome, JobKind, JobStatus);
+label_value_as_str!(PageOutcome, JobKind, JobStatus, WebhookEvent, Delivery);
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+struct WebhookLabels {
+    event: WebhookEvent,
+    outcome: Delivery,
+}
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
 struct JobLabels {
@@ -49,6 +57,7 @@ pub(crate) struct CrawlMetrics {
     /// URLs taken on and not yet handed in, over the jobs this replica works on.
     pub(crate) frontier: Gauge,
     claims: Counter,
+    webhooks: Family<WebhookLabels, Counter>,
 }
 
 impl CrawlMetrics {
@@ -74,6 +83,11 @@ impl CrawlMetrics {
                 "URLs of the running crawls this replica works on, taken on and not yet read or given up",
                 Gauge::default(),
             ),
+            webhooks: registry.registered(
+                "crawl_webhooks",
+                "Crawl webhook events sent, by event and outcome: delivered (2xx), refused (4xx), fenced (the address policy refused the URL), failed (every attempt failed)",
+                Family::default(),
+            ),
             claims: registry.registered(
                 "crawl_claims",
                 "URLs of shared crawls this replica took over after they went unacknowledged past the claim time (a replica that died or hung)",
@@ -84,6 +98,12 @@ impl CrawlMetrics {
 
     pub(crate) fn ended(&self, kind: JobKind, status: JobStatus) {
         self.jobs.get_or_create(&JobLabels { kind, status }).inc();
+    }
+
+    pub(crate) fn webhook(&self, event: WebhookEvent, outcome: Delivery) {
+        self.webhooks
+            .get_or_create(&WebhookLabels { event, outcome })
+            .inc();
     }
 
     pub(crate) fn claimed(&self, count: usize) {

@@ -20,12 +20,16 @@
 //! nothing); without it, or when Redis does not answer at the start, the job runs in the process
 //! that took it ([`run`]) and a restart loses it.
 //!
-//! Not yet (#43): the in-process job kept under `STATE_DIR` across a restart, webhooks.
+//! Webhooks ([`webhook`]): each event a job asked for, signed with its client's secret, through the
+//! fence.
+//!
+//! Not yet (#43): the in-process job kept under `STATE_DIR` across a restart.
 
 mod metrics;
 pub(crate) mod run;
 pub mod scope;
 mod shared;
+pub mod webhook;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -36,12 +40,15 @@ use url::Url;
 
 use crate::read::Reading;
 pub use crate::settings::CrawlSettings;
+use crate::settings::WebhookSecret;
 use gateway_core::metrics::Registry;
 use gateway_core::request::ReadFormat;
 use gateway_core::shared::SharedTier;
 use gateway_upstreams::reader::Document;
 pub(crate) use metrics::CrawlMetrics;
 pub use scope::CrawlScope;
+use webhook::Deliveries;
+pub use webhook::{Webhook, WebhookEvent, WebhookRefusal};
 
 /// A crawl or a batch scrape.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -115,6 +122,8 @@ pub struct CrawlRequest {
     /// The client asked for Markdown (a links-only crawl reads it for the links, and does not
     /// give it; carried to its view).
     pub markdown: bool,
+    /// Where the job's events are sent (Firecrawl's `webhook`).
+    pub webhook: Option<Webhook>,
 }
 
 /// One page of a job.
@@ -165,8 +174,11 @@ pub struct JobView {
 }
 
 /// Why a job was not started.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum StartRefusal {
+    /// Its webhook cannot be honoured.
+    #[error("{0}")]
+    Webhook(WebhookRefusal),
     /// The client has `CRAWL_MAX_JOBS_PER_CLIENT` running.
     #[error("this client already has {0} crawls running (CRAWL_MAX_JOBS_PER_CLIENT); wait for one to end or cancel one")]
     TooManyJobs(usize),
@@ -181,6 +193,7 @@ pub(crate) struct Job {
     pub(crate) id: String,
     pub(crate) owner: String,
     pub(crate) kind: JobKind,
+    pub(crate) webhook: Option<Webhook>,
     pub(crate) links: bool,
     pub(crate) markdown: bool,
     pub(crate) created_at: SystemTime,
@@ -205,6 +218,15 @@ pub(crate) struct JobState {
 impl Job {
     pub(crate) fn state(&self) -> std::sync::MutexGuard<'_, JobState> {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// The webhook event of a job that ended `status` (none for a cancel: its client did it).
+pub(crate) fn ended_event(status: JobStatus) -> Option<WebhookEvent> {
+    match status {
+        JobStatus::Completed => Some(WebhookEvent::Completed),
+        JobStatus::Failed => Some(WebhookEvent::Failed),
+        JobStatus::Scraping | JobStatus::Cancelled => None,
     }
 }
 
@@ -241,6 +263,7 @@ struct Inner {
     reading: Reading,
     settings: CrawlSettings,
     metrics: CrawlMetrics,
+    deliveries: Deliveries,
     /// The jobs the fleet shares, when `REDIS_URL` is set.
     fleet: Option<shared::FleetJobs>,
 }
@@ -255,18 +278,28 @@ impl Crawls {
     pub(crate) fn new(
         reading: Reading,
         settings: CrawlSettings,
+        webhook_secret: Option<WebhookSecret>,
         tier: Option<SharedTier>,
         registry: &mut Registry,
     ) -> Self {
         let metrics = CrawlMetrics::new(registry);
-        let fleet = tier
-            .map(|tier| shared::FleetJobs::new(tier, reading.clone(), settings, metrics.clone()));
+        let deliveries = Deliveries::new(reading.clone(), webhook_secret, metrics.clone());
+        let fleet = tier.map(|tier| {
+            shared::FleetJobs::new(
+                tier,
+                reading.clone(),
+                settings,
+                metrics.clone(),
+                deliveries.clone(),
+            )
+        });
         Self {
             inner: Arc::new(Inner {
                 jobs: Mutex::new(HashMap::new()),
                 reading,
                 settings,
                 metrics,
+                deliveries,
                 fleet,
             }),
         }
@@ -292,6 +325,17 @@ impl Crawls {
         &self.inner.settings
     }
 
+    /// Whether jobs' webhooks are signed and sent here (`CRAWL_WEBHOOK_SECRET` is set).
+    pub fn webhooks(&self) -> bool {
+        self.inner.deliveries.enabled()
+    }
+
+    /// Client `owner`'s webhook secret (what its webhooks are signed with), when webhooks are
+    /// sent here.
+    pub fn webhook_secret(&self, owner: &str) -> Option<String> {
+        self.inner.deliveries.client_secret(owner)
+    }
+
     /// Starts `request` in the background — in Redis for the whole fleet when `REDIS_URL` is
     /// set and answers, else in this process; its ID.
     pub async fn start(&self, mut request: CrawlRequest) -> Result<String, StartRefusal> {
@@ -302,6 +346,13 @@ impl Crawls {
         request.limit = request.limit.clamp(1, settings.max_pages);
         if !request.formats.contains(&ReadFormat::Markdown) {
             request.formats.insert(0, ReadFormat::Markdown);
+        }
+        if let Some(webhook) = &request.webhook {
+            self.inner
+                .deliveries
+                .admit(webhook)
+                .await
+                .map_err(StartRefusal::Webhook)?;
         }
         if let Some(fleet) = &self.inner.fleet {
             match fleet.start(&request).await {
@@ -334,6 +385,7 @@ impl Crawls {
                 id: uuid::Uuid::new_v4().to_string(),
                 owner: request.owner.clone(),
                 kind: request.kind,
+                webhook: request.webhook.clone(),
                 links: request.links,
                 markdown: request.markdown,
                 created_at: now,
@@ -355,13 +407,27 @@ impl Crawls {
         let id = job.id.clone();
         let reading = self.inner.reading.clone();
         let metrics = self.inner.metrics.clone();
+        let deliveries = self.inner.deliveries.clone();
         metrics.running.inc();
         tracing::info!(job = %id, client = %request.owner, kind = request.kind.as_str(), "crawl started");
+        if let Some(webhook) = &job.webhook {
+            deliveries.send(
+                webhook,
+                &job.owner,
+                job.kind,
+                &id,
+                WebhookEvent::Started,
+                None,
+            );
+        }
         tokio::spawn(async move {
             let kind = job.kind;
-            let status = run::run(&job, request, reading, settings, &metrics).await;
+            let status = run::run(&job, request, reading, settings, &metrics, &deliveries).await;
             metrics.running.dec();
             metrics.ended(kind, status);
+            if let (Some(webhook), Some(event)) = (&job.webhook, ended_event(status)) {
+                deliveries.send(webhook, &job.owner, kind, &job.id, event, None);
+            }
             job.ended.send_replace(true);
             let state = job.state();
             tracing::info!(job = %job.id, status = status.as_str(), pages = state.pages.len(), failed = state.failures.len(), "crawl ended");
@@ -494,6 +560,7 @@ mod tests {
             id: format!("{owner}-{at}"),
             owner: owner.to_owned(),
             kind: JobKind::Crawl,
+            webhook: None,
             links: false,
             markdown: true,
             created_at: SystemTime::UNIX_EPOCH + Duration::from_secs(at),

@@ -15,6 +15,7 @@ use url::Url;
 
 use super::metrics::{CrawlMetrics, FrontierShare, PageOutcome};
 use super::scope::Shapes;
+use super::webhook::{Deliveries, WebhookEvent};
 use super::{CrawlFailure, CrawlRequest, CrawlSettings, CrawledPage, Job, JobKind, JobStatus};
 use crate::read::site_map::{MapRequest, SitemapMode, MAX_LINKS};
 use crate::read::{Depth, Freshness, ReadRequest, Reading};
@@ -35,6 +36,7 @@ pub(crate) async fn run(
     reading: Reading,
     settings: CrawlSettings,
     metrics: &CrawlMetrics,
+    deliveries: &Deliveries,
 ) -> JobStatus {
     let deadline = Instant::now() + settings.max_time;
     let start = request.urls[0].clone();
@@ -218,12 +220,23 @@ pub(crate) async fn run(
                         }
                     }
                 }
-                let mut state = job.state();
-                state.total = seen.len().min(request.limit.max(state.pages.len() + 1));
-                state.pages.push(CrawledPage {
+                let page = CrawledPage {
                     url: url.to_string(),
                     reads,
-                });
+                };
+                if let Some(webhook) = &job.webhook {
+                    deliveries.send(
+                        webhook,
+                        &job.owner,
+                        job.kind,
+                        &job.id,
+                        WebhookEvent::Page,
+                        Some(&page),
+                    );
+                }
+                let mut state = job.state();
+                state.total = seen.len().min(request.limit.max(state.pages.len() + 1));
+                state.pages.push(page);
             }
             Err(failure) => {
                 metrics.page(PageOutcome::Failed);

@@ -30,6 +30,7 @@ use url::Url;
 use super::metrics::{CrawlMetrics, FrontierShare, PageOutcome};
 use super::run::{host_of, read_all, Reads};
 use super::scope::{self, Shapes};
+use super::webhook::{Deliveries, Webhook, WebhookEvent};
 use super::{
     CrawlFailure, CrawlRequest, CrawlScope, CrawlSettings, CrawledPage, JobKind, JobStatus,
     JobView, StartRefusal,
@@ -89,6 +90,8 @@ pub(crate) struct Spec {
     discover_only: bool,
     links: bool,
     markdown: bool,
+    #[serde(default)]
+    webhook: Option<Webhook>,
 }
 
 fn sources(patterns: &[regex::Regex]) -> Vec<String> {
@@ -120,6 +123,7 @@ impl Spec {
             discover_only: request.discover_only,
             links: request.links,
             markdown: request.markdown,
+            webhook: request.webhook.clone(),
         }
     }
 
@@ -209,6 +213,7 @@ pub(crate) struct FleetJobs {
     pub(crate) reading: Reading,
     pub(crate) settings: CrawlSettings,
     pub(crate) metrics: CrawlMetrics,
+    deliveries: Deliveries,
     working: Arc<Mutex<HashSet<String>>>,
 }
 
@@ -218,12 +223,14 @@ impl FleetJobs {
         reading: Reading,
         settings: CrawlSettings,
         metrics: CrawlMetrics,
+        deliveries: Deliveries,
     ) -> Self {
         Self {
             tier,
             reading,
             settings,
             metrics,
+            deliveries,
             working: Arc::new(Mutex::new(HashSet::new())),
         }
     }
@@ -282,6 +289,16 @@ impl FleetJobs {
             tokio::spawn(async move { fleet.seed_from_sitemaps(&id, &request, expires).await });
         }
         tracing::info!(job = %id, client = %request.owner, kind = request.kind.as_str(), "crawl started (shared by the fleet)");
+        if let Some(webhook) = &request.webhook {
+            self.deliveries.send(
+                webhook,
+                &request.owner,
+                request.kind,
+                &id,
+                WebhookEvent::Started,
+                None,
+            );
+        }
         Some(Ok(id))
     }
 
@@ -381,10 +398,21 @@ impl FleetJobs {
             Some(now) => {
                 let now = status_of(&now);
                 if now == final_status {
-                    let kind =
-                        serde_json::from_slice::<Spec>(record.get("spec").map_or(&[], |v| v))
-                            .map_or(JobKind::Crawl, |spec| spec.kind());
+                    let spec =
+                        serde_json::from_slice::<Spec>(record.get("spec").map_or(&[], |v| v)).ok();
+                    let kind = spec.as_ref().map_or(JobKind::Crawl, Spec::kind);
                     self.metrics.ended(kind, now);
+                    let webhook = spec.as_ref().and_then(|spec| spec.webhook.as_ref());
+                    if let (Some(webhook), Some(event)) = (webhook, super::ended_event(now)) {
+                        self.deliveries.send(
+                            webhook,
+                            field(record, "owner"),
+                            kind,
+                            id,
+                            event,
+                            None,
+                        );
+                    }
                     tracing::info!(job = %id, status = now.as_str(), pages = counter(record, "completed"), failed = counter(record, "failed"), "crawl ended");
                 }
                 now
@@ -469,6 +497,7 @@ impl FleetJobs {
 /// What one worker of one job needs besides the fleet.
 struct Worker {
     id: String,
+    owner: String,
     spec: Spec,
     scope: CrawlScope,
     start: Url,
@@ -503,6 +532,7 @@ async fn work(fleet: &FleetJobs, id: &str) {
     };
     let worker = Arc::new(Worker {
         id: id.to_owned(),
+        owner: field(&record, "owner").to_owned(),
         scope,
         start,
         expires: counter(&record, "expires_ms"),
@@ -645,11 +675,11 @@ async fn take_on(fleet: &FleetJobs, worker: &Worker, entry: FrontierEntry) {
             let blob = encode(&PageBlob {
                 url: url.to_string(),
                 reads: reads
-                    .into_iter()
-                    .map(|(format, doc)| (format, (*doc).clone()))
+                    .iter()
+                    .map(|(format, doc)| (*format, (**doc).clone()))
                     .collect(),
             });
-            hand_in(
+            let handed = hand_in(
                 fleet,
                 worker,
                 &entry.entry,
@@ -660,6 +690,21 @@ async fn take_on(fleet: &FleetJobs, worker: &Worker, entry: FrontierEntry) {
                 },
             )
             .await;
+            if let (Some(true), Some(webhook)) = (handed, &worker.spec.webhook) {
+                // This replica kept the page: its event is this replica's to send.
+                let page = CrawledPage {
+                    url: url.to_string(),
+                    reads,
+                };
+                fleet.deliveries.send(
+                    webhook,
+                    &worker.owner,
+                    worker.spec.kind(),
+                    &worker.id,
+                    WebhookEvent::Page,
+                    Some(&page),
+                );
+            }
         }
         Err(failure) => {
             fleet.metrics.page(PageOutcome::Failed);
@@ -674,11 +719,16 @@ async fn take_on(fleet: &FleetJobs, worker: &Worker, entry: FrontierEntry) {
 }
 
 /// Hands frontier entry `entry` in (see [`SharedTier::hand_in`]).
-async fn hand_in(fleet: &FleetJobs, worker: &Worker, entry: &str, what: HandIn<'_>) {
+async fn hand_in(
+    fleet: &FleetJobs,
+    worker: &Worker,
+    entry: &str,
+    what: HandIn<'_>,
+) -> Option<bool> {
     fleet
         .tier
         .hand_in(&worker.id, entry, what, worker.expires)
-        .await;
+        .await
 }
 
 /// The links of a read page the job follows, at the next depth.
@@ -760,6 +810,12 @@ mod tests {
             discover_only: false,
             links: true,
             markdown: true,
+            webhook: Some(Webhook {
+                url: Url::parse("https://hooks.example/in").unwrap(),
+                headers: std::collections::BTreeMap::new(),
+                metadata: serde_json::json!({"run": 7}),
+                events: vec![WebhookEvent::Page],
+            }),
         };
         let json = serde_json::to_vec(&Spec::of(&request)).unwrap();
         let spec: Spec = serde_json::from_slice(&json).unwrap();
@@ -773,6 +829,10 @@ mod tests {
         assert_eq!(spec.kind(), JobKind::Crawl);
         assert_eq!(spec.delay_ms, Some(250));
         assert_eq!(spec.formats, [ReadFormat::Markdown, ReadFormat::Html]);
+        assert_eq!(
+            spec.webhook, request.webhook,
+            "the webhook goes with the job"
+        );
     }
 
     #[test]

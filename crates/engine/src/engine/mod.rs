@@ -261,6 +261,7 @@ impl Engine {
         let crawls = crate::crawl::Crawls::new(
             reading.clone(),
             config.crawl,
+            config.webhook_secret.clone(),
             shared.clone(),
             metrics.registry_mut(),
         );

@@ -117,6 +117,25 @@ impl Reading {
         }
     }
 
+    /// Whether `url` may be contacted (its scheme, host and addresses, as for a read).
+    pub(crate) async fn check_fence(&self, url: &Url) -> Result<(), ReadFailure> {
+        self.inner.reader.check_fence(url).await
+    }
+
+    /// POSTs a JSON `body` to `url` through the fence (a crawl's webhook); the reply's status.
+    pub(crate) async fn post_json(
+        &self,
+        url: &Url,
+        body: Vec<u8>,
+        headers: hyper::header::HeaderMap,
+        timeout: Duration,
+    ) -> Result<u16, ReadFailure> {
+        self.inner
+            .reader
+            .post_json(url, body, headers, timeout)
+            .await
+    }
+
     /// How long one read may take (`FETCH_TIMEOUT_SECONDS`).
     pub(crate) fn read_timeout(&self) -> Duration {
         self.inner.settings.timeout

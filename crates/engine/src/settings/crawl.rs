@@ -1,10 +1,51 @@
 //! The crawls' limits, read by their owner: `CRAWL_MAX_PAGES`, `CRAWL_MAX_SECONDS`,
 //! `CRAWL_MAX_BYTES`, `CRAWL_CONCURRENCY`, `CRAWL_PER_HOST_CONCURRENCY`,
-//! `CRAWL_MAX_JOBS_PER_CLIENT`, `CRAWL_RESULT_TTL_SECONDS`.
+//! `CRAWL_MAX_JOBS_PER_CLIENT`, `CRAWL_RESULT_TTL_SECONDS`, and `CRAWL_WEBHOOK_SECRET` (the
+//! key each client's webhook secret is derived from; never shown).
 
+use std::fmt;
 use std::time::Duration;
 
-use gateway_core::env::{ConfigError, Env};
+use gateway_core::env::{ConfigError, Env, Problem};
+
+/// Shortest accepted `CRAWL_WEBHOOK_SECRET`.
+const MIN_WEBHOOK_SECRET_LEN: usize = 16;
+
+/// `CRAWL_WEBHOOK_SECRET`: its value never appears in a log line, an error or a reply.
+#[derive(Clone, PartialEq, Eq)]
+pub struct WebhookSecret(String);
+
+impl WebhookSecret {
+    /// The secret's bytes (the key of the per-client derivation).
+    pub(crate) fn expose(&self) -> &[u8] {
+        self.0.as_bytes()
+    }
+
+    /// A secret for tests.
+    #[cfg(test)]
+    pub(crate) fn for_tests(secret: &str) -> Self {
+        Self(secret.to_owned())
+    }
+
+    /// `CRAWL_WEBHOOK_SECRET`, or `None` when unset (webhooks are then refused by name).
+    pub fn read(env: &Env<'_>) -> Result<Option<Self>, ConfigError> {
+        match env.value("CRAWL_WEBHOOK_SECRET") {
+            Some(raw) if raw.text.len() < MIN_WEBHOOK_SECRET_LEN => Err(ConfigError::new(
+                "CRAWL_WEBHOOK_SECRET",
+                "<redacted>",
+                Problem::TooShort(MIN_WEBHOOK_SECRET_LEN),
+            )),
+            Some(raw) => Ok(Some(Self(raw.text))),
+            None => Ok(None),
+        }
+    }
+}
+
+impl fmt::Debug for WebhookSecret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("WebhookSecret(<redacted>)")
+    }
+}
 
 /// What every crawl is held to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

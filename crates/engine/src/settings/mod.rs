@@ -10,7 +10,7 @@ mod shedding;
 
 use std::time::Duration;
 
-pub use crawl::CrawlSettings;
+pub use crawl::{CrawlSettings, WebhookSecret};
 use gateway_core::env::{self, ConfigError, Env, Problem};
 use gateway_core::runtime::{self, Runtime};
 use gateway_core::shared::RedisSettings;
@@ -197,6 +197,8 @@ pub struct EngineSettings {
     pub tokenizer: TokenizerEncoding,
     /// `CRAWL_*`: what every crawl is held to.
     pub crawl: CrawlSettings,
+    /// `CRAWL_WEBHOOK_SECRET`: crawls' webhooks are signed with keys derived from it.
+    pub webhook_secret: Option<WebhookSecret>,
     /// `RERANK_URL` and friends; `None`: passages are ranked lexically only.
     pub reranker: Option<RerankerSettings>,
 }
@@ -323,6 +325,7 @@ impl EngineSettings {
             traffic,
             tokenizer,
             crawl: CrawlSettings::read(env)?,
+            webhook_secret: WebhookSecret::read(env)?,
             reranker,
         };
         let t1_premium_count = t1_requested.min(settings.active_providers().len());

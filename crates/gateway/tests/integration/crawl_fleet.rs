@@ -102,6 +102,10 @@ impl Fleet {
             ),
             ("LISTEN_ADDR".to_owned(), "127.0.0.1:0".to_owned()),
             ("LOG_LEVEL".to_owned(), "info".to_owned()),
+            (
+                "CRAWL_WEBHOOK_SECRET".to_owned(),
+                "fleet-webhook-secret-0123456789".to_owned(),
+            ),
         ];
         Self {
             _searxng: searxng,
@@ -333,11 +337,15 @@ async fn on_a_redis_cluster_a_crawl_is_shared_by_the_replicas() {
     let fleet = Fleet::new(cluster.url()).await;
     let (_a, a_url) = fleet.replica().await;
     let (_b, b_url) = fleet.replica().await;
+    let receiver = crate::crawl_jobs::Receiver::start("127.0.0.1").await;
     let (status, started) = call(
         reqwest::Method::POST,
         &format!("{a_url}/v2/crawl"),
         ALICE,
-        Some(json!({"url": format!("{origin}/"), "limit": 6, "sitemap": "skip"})),
+        Some(
+            json!({"url": format!("{origin}/"), "limit": 6, "sitemap": "skip",
+            "webhook": {"url": receiver.url, "events": ["page", "completed"]}}),
+        ),
     )
     .await;
     assert_eq!(status, 200, "{started}");
@@ -368,4 +376,32 @@ async fn on_a_redis_cluster_a_crawl_is_shared_by_the_replicas() {
         0.0,
         "no cross-slot refusal: {text}"
     );
+    // Each page's event sent once, by the replica that kept it; then the end, once.
+    wait::until("the webhook's seven events", || {
+        let n = receiver.raw().len();
+        async move { n >= 7 }
+    })
+    .await;
+    let events = receiver.events();
+    let mut pages: Vec<String> = events
+        .iter()
+        .filter(|(_, e)| e["type"] == "crawl.page")
+        .map(|(_, e)| {
+            e["data"][0]["metadata"]["sourceURL"]
+                .as_str()
+                .expect("url")
+                .to_owned()
+        })
+        .collect();
+    pages.sort();
+    pages.dedup();
+    assert_eq!(pages.len(), 6, "{events:?}");
+    assert_eq!(
+        events
+            .iter()
+            .filter(|(_, e)| e["type"] == "crawl.completed")
+            .count(),
+        1
+    );
+    assert_eq!(events.len(), 7, "no event twice: {events:?}");
 }

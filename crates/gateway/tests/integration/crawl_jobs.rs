@@ -287,3 +287,247 @@ async fn a_cancel_ends_a_crawl_and_what_it_cannot_honour_is_refused() {
     .await;
     assert_eq!(status, 404);
 }
+
+/// What a receiver got: each POST's signature header and body, in order.
+type Received = std::sync::Arc<std::sync::Mutex<Vec<(String, Vec<u8>)>>>;
+
+/// A loopback receiver of webhooks: every POST's signature header and JSON body, in order.
+pub(crate) struct Receiver {
+    pub(crate) url: String,
+    got: Received,
+}
+
+impl Receiver {
+    pub(crate) async fn start(ip: &str) -> Self {
+        use axum::routing::post;
+        let got: Received = Default::default();
+        let kept = std::sync::Arc::clone(&got);
+        let app = axum::Router::new().route(
+            "/hook",
+            post(
+                move |headers: axum::http::HeaderMap, body: axum::body::Bytes| async move {
+                    let signature = headers
+                        .get("x-firecrawl-signature")
+                        .and_then(|v| v.to_str().ok())
+                        .unwrap_or_default()
+                        .to_owned();
+                    kept.lock().expect("lock").push((signature, body.to_vec()));
+                    "ok"
+                },
+            ),
+        );
+        let listener = tokio::net::TcpListener::bind(format!("{ip}:0"))
+            .await
+            .expect("bind the receiver");
+        let addr = listener.local_addr().expect("address");
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        Self {
+            url: format!("http://{addr}/hook"),
+            got,
+        }
+    }
+
+    pub(crate) fn events(&self) -> Vec<(String, Value)> {
+        self.got
+            .lock()
+            .expect("lock")
+            .iter()
+            .map(|(sig, body)| (sig.clone(), serde_json::from_slice(body).expect("JSON")))
+            .collect()
+    }
+
+    pub(crate) fn raw(&self) -> Vec<(String, Vec<u8>)> {
+        self.got.lock().expect("lock").clone()
+    }
+}
+
+fn hmac_hex(key: &[u8], body: &[u8]) -> String {
+    let key = ring::hmac::Key::new(ring::hmac::HMAC_SHA256, key);
+    hex::encode(ring::hmac::sign(&key, body).as_ref())
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_crawls_webhook_gets_each_event_signed_with_its_clients_own_secret() {
+    let keys = keys();
+    let path = keys.path().to_str().expect("utf-8").to_owned();
+    let stack = site(&[
+        ("API_KEYS_FILE", path.as_str()),
+        ("CRAWL_WEBHOOK_SECRET", "operator-webhook-secret-0123456789"),
+    ])
+    .await;
+    let g = &stack.gateway;
+    let origin = stack.site.origin();
+    let receiver = Receiver::start("127.0.0.1").await;
+
+    // Each client reads its own secret.
+    let (status, alice_secret) = call(
+        g,
+        reqwest::Method::GET,
+        "/v1/webhook-secret",
+        Some(ALICE),
+        None,
+    )
+    .await;
+    assert_eq!(status, 200, "{alice_secret}");
+    let secret = alice_secret["secret"].as_str().expect("secret").to_owned();
+    let (_, bob_secret) = call(
+        g,
+        reqwest::Method::GET,
+        "/v1/webhook-secret",
+        Some(BOB),
+        None,
+    )
+    .await;
+    assert_ne!(bob_secret["secret"].as_str(), Some(secret.as_str()));
+    assert_eq!(
+        call(g, reqwest::Method::GET, "/v1/webhook-secret", None, None)
+            .await
+            .0,
+        401
+    );
+
+    let (status, started) = call(
+        g,
+        reqwest::Method::POST,
+        "/v2/crawl",
+        Some(ALICE),
+        Some(
+            json!({"url": format!("{origin}/"), "limit": 3, "sitemap": "skip",
+            "webhook": {"url": receiver.url, "headers": {"X-Team": "docs"},
+                        "metadata": {"run": 7}}}),
+        ),
+    )
+    .await;
+    assert_eq!(status, 200, "{started}");
+    let id = started["id"].as_str().expect("id").to_owned();
+    finished(g, started["url"].as_str().expect("url"), Some(ALICE)).await;
+    // started, three pages, completed: sent in the background, so waited for.
+    crate::support::wait::until("five webhook events", || {
+        let n = receiver.raw().len();
+        async move { n >= 5 }
+    })
+    .await;
+    let events = receiver.events();
+    let types: Vec<&str> = events
+        .iter()
+        .map(|(_, e)| e["type"].as_str().expect("type"))
+        .collect();
+    assert_eq!(types.first(), Some(&"crawl.started"), "{types:?}");
+    assert_eq!(
+        types.iter().filter(|t| **t == "crawl.page").count(),
+        3,
+        "{types:?}"
+    );
+    assert!(types.contains(&"crawl.completed"), "{types:?}");
+    for (_, event) in &events {
+        assert_eq!(event["id"], id.as_str());
+        assert_eq!(event["metadata"], json!({"run": 7}));
+    }
+    let page = events
+        .iter()
+        .find(|(_, e)| e["type"] == "crawl.page")
+        .expect("a page");
+    assert!(page.1["data"][0]["markdown"]
+        .as_str()
+        .expect("markdown")
+        .contains("observatory"));
+    // Every body signed with Alice's secret, Firecrawl's way.
+    for (signature, body) in receiver.raw() {
+        assert_eq!(
+            signature,
+            format!("sha256={}", hmac_hex(secret.as_bytes(), &body))
+        );
+    }
+    let metrics = g.metrics_text().await;
+    assert!(
+        crate::support::gateway::metric_value(
+            &metrics,
+            "searxng_gateway_crawl_webhooks_total",
+            &[("event", "page"), ("outcome", "delivered")]
+        ) >= 3.0,
+        "{metrics}"
+    );
+
+    // What a webhook cannot be: a header the gateway signs with, an unknown event.
+    for webhook in [
+        json!({"url": receiver.url, "headers": {"X-Firecrawl-Signature": "forged"}}),
+        json!({"url": receiver.url, "events": ["finished"]}),
+        json!("file:///etc/passwd"),
+    ] {
+        let (status, refused) = call(
+            g,
+            reqwest::Method::POST,
+            "/v2/crawl",
+            Some(ALICE),
+            Some(json!({"url": format!("{origin}/"), "webhook": webhook})),
+        )
+        .await;
+        assert_eq!(status, 400, "{refused}");
+        assert!(
+            refused["error"]
+                .as_str()
+                .expect("error")
+                .contains("webhook"),
+            "{refused}"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_webhook_behind_the_fence_or_without_a_secret_is_refused_by_name() {
+    // The site is on 127.0.0.1 (allowed); the receiver on 127.0.0.2, which the fence refuses.
+    let stack = site(&[
+        ("FETCH_ALLOW_PRIVATE", "127.0.0.1/32"),
+        ("CRAWL_WEBHOOK_SECRET", "operator-webhook-secret-0123456789"),
+    ])
+    .await;
+    let g = &stack.gateway;
+    let origin = stack.site.origin();
+    let fenced = Receiver::start("127.0.0.2").await;
+    let (status, refused) = call(
+        g,
+        reqwest::Method::POST,
+        "/v2/crawl",
+        None,
+        Some(json!({"url": format!("{origin}/"), "webhook": fenced.url})),
+    )
+    .await;
+    assert_eq!(status, 400, "{refused}");
+    let error = refused["error"].as_str().expect("error");
+    assert!(
+        error.contains("webhook.url") && error.contains("forbidden_address"),
+        "{error}"
+    );
+    assert!(
+        fenced.raw().is_empty(),
+        "nothing reached the fenced address"
+    );
+
+    let plain = site(&[]).await;
+    let receiver = Receiver::start("127.0.0.1").await;
+    let (status, refused) = call(
+        &plain.gateway,
+        reqwest::Method::POST,
+        "/v2/batch/scrape",
+        None,
+        Some(json!({"urls": [format!("{}/", plain.site.origin())], "webhook": receiver.url})),
+    )
+    .await;
+    assert_eq!(status, 400, "{refused}");
+    assert!(
+        refused["error"]
+            .as_str()
+            .expect("error")
+            .contains("CRAWL_WEBHOOK_SECRET"),
+        "{refused}"
+    );
+    let (status, _) = call(
+        &plain.gateway,
+        reqwest::Method::GET,
+        "/v1/webhook-secret",
+        None,
+        None,
+    )
+    .await;
+    assert_eq!(status, 404);
+}

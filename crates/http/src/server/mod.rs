@@ -144,6 +144,10 @@ fn router(
         ("rerank", surfaces::rerank::PATH),
         ("status", operator::operations::STATUS_PATH),
         ("capabilities", operator::capabilities::PATH),
+        (
+            "webhook_secret",
+            operator::capabilities::WEBHOOK_SECRET_PATH,
+        ),
         ("metrics", &metrics_path),
         ("healthz", operator::operations::HEALTHZ_PATH),
         ("readyz", operator::operations::READYZ_PATH),
@@ -514,6 +518,7 @@ mod tests {
             super::surfaces::rerank::PATH,
             super::operator::operations::STATUS_PATH,
             super::operator::capabilities::PATH,
+            super::operator::capabilities::WEBHOOK_SECRET_PATH,
             super::operator::operations::HEALTHZ_PATH,
             super::operator::operations::READYZ_PATH,
         ] {

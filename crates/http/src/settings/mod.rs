@@ -45,6 +45,7 @@ pub const RESERVED_PATHS: &[&str] = &[
     "/exa/contents",
     "/v1/rerank",
     "/v1/capabilities",
+    "/v1/webhook-secret",
 ];
 /// Every path under each is one surface's: the admin routes', the operator's page's, Jina's reader
 /// (`/r/<url>`) and search (`/s/<query>`), MCP's authorization (`/oauth/*`, `/.well-known/*`),

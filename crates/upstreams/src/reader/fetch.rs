@@ -42,6 +42,9 @@ impl Fetched {
     }
 }
 
+/// The most of a reply to a POST read (and dropped): a receiver's answer is not wanted.
+const POST_REPLY_BYTES: usize = 16 * 1024;
+
 /// The reader's HTTP client.
 #[derive(Debug, Clone)]
 pub(crate) struct Fetcher {
@@ -124,9 +127,39 @@ impl Fetcher {
         Err(ReadFailure::TooManyRedirects)
     }
 
+    /// Sends `body` (JSON) to `url` with `headers` within `timeout`, through the same fence as
+    /// a read; a redirect is not followed (its status is the answer). The status; at most
+    /// [`POST_REPLY_BYTES`] of the reply are read, and dropped.
+    pub(crate) async fn post_json(
+        &self,
+        url: &Url,
+        body: Vec<u8>,
+        headers: HeaderMap,
+        timeout: Duration,
+    ) -> Result<u16, ReadFailure> {
+        let send = async {
+            self.check(url).await?;
+            let response = self
+                .client
+                .post(url.clone())
+                .header(CONTENT_TYPE, "application/json")
+                .headers(headers)
+                .body(body)
+                .send()
+                .await
+                .map_err(|err| transport_failure(&err))?;
+            let status = response.status().as_u16();
+            let _ = read_body_capped(response, POST_REPLY_BYTES).await;
+            Ok(status)
+        };
+        tokio::time::timeout(timeout, send)
+            .await
+            .unwrap_or(Err(ReadFailure::Upstream(ErrorClass::Timeout)))
+    }
+
     /// Whether `url` may be contacted: `http` or `https`, a host the policy allows, and every
     /// address the host has (pinned for the connection).
-    async fn check(&self, url: &Url) -> Result<(), ReadFailure> {
+    pub(crate) async fn check(&self, url: &Url) -> Result<(), ReadFailure> {
         if !matches!(url.scheme(), "http" | "https") {
             return Err(ReadFailure::InvalidUrl);
         }

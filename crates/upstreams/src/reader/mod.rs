@@ -269,6 +269,26 @@ pub struct Resource {
 }
 
 impl Reader {
+    /// Whether `url` may be contacted: its scheme, its host and every address it has, as for a
+    /// read (`forbidden_address` when the fence refuses it).
+    pub async fn check_fence(&self, url: &Url) -> Result<(), ReadFailure> {
+        Self::admits(url)?;
+        self.fetcher.check(url).await
+    }
+
+    /// Sends a JSON `body` to `url` (a client's webhook) with `headers` within `timeout`, through
+    /// the same fence as a read, redirects not followed; the reply's status.
+    pub async fn post_json(
+        &self,
+        url: &Url,
+        body: Vec<u8>,
+        headers: reqwest::header::HeaderMap,
+        timeout: Duration,
+    ) -> Result<u16, ReadFailure> {
+        Self::admits(url)?;
+        self.fetcher.post_json(url, body, headers, timeout).await
+    }
+
     /// Fetches `url` within `timeout` without parsing it: the same address fence, redirects,
     /// timeout and cap as a read; a wall or an error status is the read's failure.
     pub async fn fetch_resource(

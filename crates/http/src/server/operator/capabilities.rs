@@ -18,11 +18,13 @@ use serde_json::{json, Map, Value};
 
 use crate::gateway::Gateway;
 use crate::server::error::API_REFUSALS;
-use crate::server::kit::gate::Gate;
+use crate::server::kit::gate::{Admitted, Gate};
 use crate::server::kit::refusal::json_response;
 
 /// Where the document is served.
 pub(crate) const PATH: &str = "/v1/capabilities";
+/// Where a client reads the secret its crawls' webhooks are signed with.
+pub(crate) const WEBHOOK_SECRET_PATH: &str = "/v1/webhook-secret";
 
 /// The doors, as the index lists them: name → path; and how `/mcp` is authorized.
 #[derive(Debug, Clone)]
@@ -45,8 +47,41 @@ pub(crate) fn routes(gate: &Gate, doors: &[(&str, &str)]) -> Router<Gateway> {
     });
     Router::new()
         .route(PATH, get(capabilities))
+        .route(WEBHOOK_SECRET_PATH, get(webhook_secret))
         .layer(Extension(Doors(Arc::new(doors), Arc::new(oauth))))
         .layer(gate.layer(API_REFUSALS))
+}
+
+/// `GET /v1/webhook-secret`: the caller's own webhook secret (`CRAWL_WEBHOOK_SECRET`, derived
+/// per client), never cached; 404 naming the variable when webhooks are off.
+async fn webhook_secret(
+    State(gateway): State<Gateway>,
+    Extension(admitted): Extension<Admitted>,
+) -> Response {
+    let mut response = match gateway
+        .crawls()
+        .webhook_secret(admitted.caller.name.as_str())
+    {
+        Some(secret) => json_response(
+            StatusCode::OK,
+            json!({
+                "secret": secret,
+                "header": "X-Firecrawl-Signature",
+                "signature": "sha256=<hex HMAC-SHA256 of the request body, keyed with secret>",
+            })
+            .to_string(),
+        ),
+        None => json_response(
+            StatusCode::NOT_FOUND,
+            json!({"error": "webhooks are off: the operator has not set CRAWL_WEBHOOK_SECRET"})
+                .to_string(),
+        ),
+    };
+    response.headers_mut().insert(
+        axum::http::header::CACHE_CONTROL,
+        axum::http::HeaderValue::from_static("no-store"),
+    );
+    response
 }
 
 /// `GET /v1/capabilities`.
@@ -94,6 +129,11 @@ fn document(gateway: &Gateway, doors: &Map<String, Value>, oauth: &Value) -> Val
             "reranker": engine.reranker,
             "passages": engine.passages,
             "premium_readers": engine.premium_readers,
+        },
+        "crawl": {
+            "max_pages": gateway.crawls().settings().max_pages,
+            "webhooks": gateway.crawls().webhooks(),
+            "shared_by_replicas": engine.shared_tier,
         },
         "mcp": {"oauth": oauth},
         "shared_tier": engine.shared_tier,

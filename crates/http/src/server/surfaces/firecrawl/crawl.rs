@@ -13,7 +13,9 @@
 //! (seconds between two reads on a host); `maxConcurrency` (at most `CRAWL_CONCURRENCY`);
 //! `scrapeOptions.formats` (`markdown`, `html`, `rawHtml`, `links`). Harmless and taken:
 //! `deduplicateSimilarURLs`, `origin`, `integration`, `zeroDataRetention: false`,
-//! `ignoreRobotsTxt: false`. Refused by name: `prompt` (needs a model), `webhook` (not yet),
+//! `ignoreRobotsTxt: false`. `webhook` (a URL or `{url, headers, metadata, events}`, signed and
+//! sent by the engine, refused by name without `CRAWL_WEBHOOK_SECRET` or to an address behind
+//! the fence; [`super::webhook`]). Refused by name: `prompt` (needs a model),
 //! `ignoreRobotsTxt: true` (robots.txt is always honoured), `robotsUserAgent`,
 //! `zeroDataRetention: true` (pages are kept for `CRAWL_RESULT_TTL_SECONDS`), any other field.
 //!
@@ -147,6 +149,10 @@ pub(crate) async fn start(
                 axum::http::HeaderValue::from_static("30"),
             );
             response
+        }
+        Err(StartRefusal::Webhook(refusal)) => {
+            tracing::info!(error = %refusal, "crawl refused");
+            unsupported(refusal.to_string()).into_response()
         }
         Err(StartRefusal::NoUrl) => Refusal::<super::Firecrawl>::InvalidField(InvalidField {
             name: "urls",
@@ -369,11 +375,11 @@ fn read_crawl(
         "zeroDataRetention",
         "origin",
         "integration",
+        "webhook",
     ];
     for (name, value) in fields {
         let refused = match name.as_str() {
             "prompt" => Some("prompt needs a model, which this gateway does not have"),
-            "webhook" => Some("webhook is not supported yet: poll the status URL"),
             "robotsUserAgent" => Some("robotsUserAgent: robots.txt is read for FETCH_USER_AGENT"),
             "ignoreRobotsTxt" if value.as_bool() == Some(true) => {
                 Some("ignoreRobotsTxt: robots.txt is always honoured")
@@ -490,6 +496,10 @@ fn read_crawl(
             discover_only: false,
             links: formats.links,
             markdown: formats.content.contains(&ReadFormat::Markdown),
+            webhook: fields
+                .get("webhook")
+                .map(super::webhook::read)
+                .transpose()?,
         },
         Vec::new(),
     ))
@@ -526,11 +536,10 @@ fn read_batch(fields: &Map<String, Value>, max_pages: usize) -> Result<Decoded, 
     ] {
         options.remove(taken);
     }
-    if options.contains_key("webhook") {
-        return Err(unsupported(
-            "webhook is not supported yet: poll the status URL".to_owned(),
-        ));
-    }
+    let webhook = options
+        .remove("webhook")
+        .map(|value| super::webhook::read(&value))
+        .transpose()?;
     let formats = scrape_formats(Some(options))?;
     let limit = urls.len().max(1);
     Ok((
@@ -558,6 +567,7 @@ fn read_batch(fields: &Map<String, Value>, max_pages: usize) -> Result<Decoded, 
             discover_only: false,
             links: formats.links,
             markdown: formats.content.contains(&ReadFormat::Markdown),
+            webhook,
         },
         invalid,
     ))
@@ -632,7 +642,7 @@ mod tests {
     fn what_a_crawl_cannot_honour_is_refused_by_name() {
         for body in [
             json!({"url": "https://a.example/", "prompt": "docs only"}),
-            json!({"url": "https://a.example/", "webhook": "https://hook.example/"}),
+            json!({"url": "https://a.example/", "webhook": "ftp://hook.example/"}),
             json!({"url": "https://a.example/", "ignoreRobotsTxt": true}),
             json!({"url": "https://a.example/", "includePaths": ["("]}),
             json!({"url": "https://a.example/", "whatever": 1}),

@@ -31,6 +31,7 @@ mod map;
 mod page_options;
 mod scrape;
 mod search;
+mod webhook;
 
 use axum::extract::{Extension, State};
 use axum::http::StatusCode;

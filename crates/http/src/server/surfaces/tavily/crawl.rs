@@ -253,6 +253,7 @@ fn read(answer: Answer, fields: &Map<String, Value>, max_pages: usize) -> Result
             discover_only: answer == Answer::Map,
             links: false,
             markdown: format == ReadFormat::Markdown,
+            webhook: None,
         },
         timeout,
         as_sent,
