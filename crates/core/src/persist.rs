@@ -68,6 +68,11 @@ impl StateDir {
         }
     }
 
+    /// The directory (other owners keep files of their own in it: crawl jobs under `crawls/`).
+    pub fn path(&self) -> &std::path::Path {
+        &self.dir
+    }
+
     /// The state file.
     pub fn file(&self) -> PathBuf {
         self.dir.join(FILE)

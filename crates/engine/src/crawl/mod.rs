@@ -18,13 +18,15 @@
 //! With `REDIS_URL` set, a job lives in Redis and the whole fleet works on it ([`shared`]: the
 //! frontier a Redis Stream every replica's consumer reads, a replica killed mid-job loses
 //! nothing); without it, or when Redis does not answer at the start, the job runs in the process
-//! that took it ([`run`]) and a restart loses it.
+//! that took it ([`run`]).
 //!
 //! Webhooks ([`webhook`]): each event a job asked for, signed with its client's secret, through the
 //! fence.
 //!
-//! Not yet (#43): the in-process job kept under `STATE_DIR` across a restart.
+//! Without Redis, with `STATE_DIR`, this process's jobs are kept there ([`kept`]) and a restart
+//! resumes them ([`Crawls::keep_under`]).
 
+mod kept;
 mod metrics;
 pub(crate) mod run;
 pub mod scope;
@@ -264,6 +266,8 @@ struct Inner {
     settings: CrawlSettings,
     metrics: CrawlMetrics,
     deliveries: Deliveries,
+    /// Where this process keeps its jobs (`STATE_DIR`), once [`Crawls::keep_under`] said.
+    kept: std::sync::OnceLock<kept::KeptJobs>,
     /// The jobs the fleet shares, when `REDIS_URL` is set.
     fleet: Option<shared::FleetJobs>,
 }
@@ -300,6 +304,7 @@ impl Crawls {
                 settings,
                 metrics,
                 deliveries,
+                kept: std::sync::OnceLock::new(),
                 fleet,
             }),
         }
@@ -405,13 +410,9 @@ impl Crawls {
             job
         };
         let id = job.id.clone();
-        let reading = self.inner.reading.clone();
-        let metrics = self.inner.metrics.clone();
-        let deliveries = self.inner.deliveries.clone();
-        metrics.running.inc();
         tracing::info!(job = %id, client = %request.owner, kind = request.kind.as_str(), "crawl started");
         if let Some(webhook) = &job.webhook {
-            deliveries.send(
+            self.inner.deliveries.send(
                 webhook,
                 &job.owner,
                 job.kind,
@@ -420,19 +421,126 @@ impl Crawls {
                 None,
             );
         }
+        if let Some(kept) = self.inner.kept.get() {
+            // Kept from the start: a restart before the first snapshot still knows the job.
+            let (kept, snapshot) = (kept.clone(), run::first_snapshot(&job, &request));
+            let _ = tokio::task::spawn_blocking(move || kept.write(&snapshot)).await;
+        }
+        self.spawn_run(job, request, None);
+        Ok(id)
+    }
+
+    /// Runs `job` in the background (from `resume` after a restart).
+    fn spawn_run(&self, job: Arc<Job>, request: CrawlRequest, resume: Option<run::Resume>) {
+        let inner = Arc::clone(&self.inner);
+        inner.metrics.running.inc();
         tokio::spawn(async move {
             let kind = job.kind;
-            let status = run::run(&job, request, reading, settings, &metrics, &deliveries).await;
-            metrics.running.dec();
-            metrics.ended(kind, status);
+            let with = run::RunWith {
+                reading: inner.reading.clone(),
+                settings: inner.settings,
+                metrics: &inner.metrics,
+                deliveries: &inner.deliveries,
+                kept: inner.kept.get().cloned(),
+            };
+            let status = run::run(&job, request, with, resume).await;
+            inner.metrics.running.dec();
+            inner.metrics.ended(kind, status);
             if let (Some(webhook), Some(event)) = (&job.webhook, ended_event(status)) {
-                deliveries.send(webhook, &job.owner, kind, &job.id, event, None);
+                inner
+                    .deliveries
+                    .send(webhook, &job.owner, kind, &job.id, event, None);
             }
             job.ended.send_replace(true);
             let state = job.state();
             tracing::info!(job = %job.id, status = status.as_str(), pages = state.pages.len(), failed = state.failures.len(), "crawl ended");
         });
-        Ok(id)
+    }
+
+    /// Keeps this process's jobs under `state_dir` from now on, and takes back those an earlier
+    /// process kept there: ended ones served as they were, running ones run on from their
+    /// frontier. Nothing with `REDIS_URL` (a job is then the fleet's, in Redis).
+    pub async fn keep_under(&self, state_dir: &std::path::Path) {
+        if self.inner.fleet.is_some() {
+            return;
+        }
+        let kept = match kept::KeptJobs::new(state_dir) {
+            Ok(kept) => kept,
+            Err(error) => {
+                tracing::warn!(error = %error.kind(), "STATE_DIR: crawl jobs not kept (the directory is not usable)");
+                return;
+            }
+        };
+        if self.inner.kept.set(kept.clone()).is_err() {
+            return;
+        }
+        let max_bytes = self.inner.settings.max_bytes;
+        let loaded = tokio::task::spawn_blocking(move || kept.load(max_bytes))
+            .await
+            .unwrap_or_default();
+        let (mut ended, mut resumed) = (0usize, 0usize);
+        for (snapshot, pages) in loaded {
+            let status = snapshot.status();
+            let request = snapshot.spec.request(&snapshot.owner);
+            let job = Arc::new(Job {
+                id: snapshot.id.clone(),
+                owner: snapshot.owner.clone(),
+                kind: snapshot.spec.kind(),
+                webhook: request.as_ref().and_then(|r| r.webhook.clone()),
+                links: request.as_ref().is_some_and(|r| r.links),
+                markdown: request.as_ref().is_none_or(|r| r.markdown),
+                created_at: shared::from_unix_ms(snapshot.created_ms),
+                expires_at: shared::from_unix_ms(snapshot.expires_ms),
+                cancel: CancellationToken::new(),
+                state: Mutex::new(JobState {
+                    status,
+                    total: snapshot.total.max(pages.len()),
+                    pages,
+                    failures: snapshot.failures(),
+                    robots_blocked: snapshot.robots_blocked.clone(),
+                    discovered: snapshot.discovered.clone(),
+                }),
+                ended: tokio::sync::watch::Sender::new(status != JobStatus::Scraping),
+            });
+            self.jobs().insert(job.id.clone(), Arc::clone(&job));
+            match (status, request) {
+                (JobStatus::Scraping, Some(request)) => {
+                    resumed += 1;
+                    // A page read after the last snapshot is kept, not read again.
+                    let done: std::collections::HashSet<String> = {
+                        let state = job.state();
+                        state
+                            .pages
+                            .iter()
+                            .map(|p| p.url.clone())
+                            .chain(state.failures.iter().map(|f| f.url.clone()))
+                            .collect()
+                    };
+                    let frontier = snapshot
+                        .frontier
+                        .into_iter()
+                        .filter(|(url, _)| !done.contains(url))
+                        .collect();
+                    let resume = run::Resume {
+                        frontier,
+                        launched: snapshot.launched,
+                        bytes: snapshot.bytes,
+                        created: job.created_at,
+                    };
+                    self.spawn_run(job, request, Some(resume));
+                }
+                (JobStatus::Scraping, None) => {
+                    // A request this build cannot run: ended with what it read.
+                    job.state().status = JobStatus::Completed;
+                    job.ended.send_replace(true);
+                    ended += 1;
+                }
+                _ => ended += 1,
+            }
+        }
+        if resumed + ended > 0 {
+            tracing::info!(resumed, ended, "STATE_DIR: crawl jobs taken back");
+        }
     }
 
     /// The job `id` of `owner`, if it has one by that ID.

@@ -13,8 +13,10 @@ use tokio::task::JoinSet;
 use tokio::time::Instant;
 use url::Url;
 
+use super::kept::{failure_blob, KeptJobs, Snapshot, SNAPSHOT_EVERY};
 use super::metrics::{CrawlMetrics, FrontierShare, PageOutcome};
 use super::scope::Shapes;
+use super::shared::{unix_ms, Spec};
 use super::webhook::{Deliveries, WebhookEvent};
 use super::{CrawlFailure, CrawlRequest, CrawlSettings, CrawledPage, Job, JobKind, JobStatus};
 use crate::read::site_map::{MapRequest, SitemapMode, MAX_LINKS};
@@ -29,68 +31,145 @@ const MAX_DELAY: Duration = Duration::from_secs(30);
 
 pub(super) type Reads = Result<Vec<(ReadFormat, Arc<Document>)>, ReadFailure>;
 
-/// Runs `request` as `job`; its final status.
+/// Where a job resumed after a restart starts from (`STATE_DIR`).
+#[derive(Debug)]
+pub(crate) struct Resume {
+    /// URLs still to read, with their depth.
+    pub(crate) frontier: Vec<(String, usize)>,
+    /// Reads started before the restart.
+    pub(crate) launched: usize,
+    /// Text bytes kept before it.
+    pub(crate) bytes: u64,
+    /// When the job started (its time is counted from then).
+    pub(crate) created: SystemTime,
+}
+
+/// What a run needs beside its job: the reader, the limits, the metrics, the webhook's sender,
+/// and where the job is kept (`STATE_DIR`), if it is.
+pub(crate) struct RunWith<'a> {
+    pub(crate) reading: Reading,
+    pub(crate) settings: CrawlSettings,
+    pub(crate) metrics: &'a CrawlMetrics,
+    pub(crate) deliveries: &'a Deliveries,
+    pub(crate) kept: Option<KeptJobs>,
+}
+
+/// Runs `request` as `job` (from `resume` after a restart); its final status, kept under
+/// `STATE_DIR` when the job is.
 pub(crate) async fn run(
     job: &Job,
     request: CrawlRequest,
-    reading: Reading,
-    settings: CrawlSettings,
-    metrics: &CrawlMetrics,
-    deliveries: &Deliveries,
+    with: RunWith<'_>,
+    resume: Option<Resume>,
 ) -> JobStatus {
-    let deadline = Instant::now() + settings.max_time;
+    let kept = with.kept.clone();
+    let spec = Spec::of_request(&request);
+    let status = run_job(job, request, with, resume).await;
+    if let Some(kept) = kept {
+        let snapshot = snapshot(job, spec, Vec::new(), 0, 0);
+        let _ = tokio::task::spawn_blocking(move || kept.write(&snapshot)).await;
+    }
+    status
+}
+
+/// A new job's snapshot: its own URLs to read.
+pub(crate) fn first_snapshot(job: &Job, request: &CrawlRequest) -> Snapshot {
+    let frontier = request
+        .urls
+        .iter()
+        .map(|url| {
+            let url = if request.kind == JobKind::Crawl {
+                request.scope.normalise(url)
+            } else {
+                url.clone()
+            };
+            (url.to_string(), 0)
+        })
+        .collect();
+    snapshot(job, Spec::of_request(request), frontier, 0, 0)
+}
+
+/// A snapshot of `job` as it is now, with what is left to read.
+fn snapshot(
+    job: &Job,
+    spec: Spec,
+    frontier: Vec<(String, usize)>,
+    launched: usize,
+    bytes: u64,
+) -> Snapshot {
+    let state = job.state();
+    Snapshot {
+        version: 1,
+        id: job.id.clone(),
+        owner: job.owner.clone(),
+        spec,
+        created_ms: unix_ms(job.created_at),
+        expires_ms: unix_ms(job.expires_at),
+        status: state.status.as_str().to_owned(),
+        total: state.total,
+        failures: state.failures.iter().map(failure_blob).collect(),
+        robots_blocked: state.robots_blocked.clone(),
+        discovered: state.discovered.clone(),
+        frontier,
+        launched,
+        bytes,
+    }
+}
+
+async fn run_job(
+    job: &Job,
+    request: CrawlRequest,
+    with: RunWith<'_>,
+    resume: Option<Resume>,
+) -> JobStatus {
+    let RunWith {
+        reading,
+        settings,
+        metrics,
+        deliveries,
+        kept,
+    } = with;
+    let ran_for = resume
+        .as_ref()
+        .and_then(|r| SystemTime::now().duration_since(r.created).ok())
+        .unwrap_or_default();
+    let deadline = Instant::now() + settings.max_time.saturating_sub(ran_for);
     let start = request.urls[0].clone();
     let crawling = request.kind == JobKind::Crawl;
     let mut frontier: VecDeque<(Url, usize)> = VecDeque::new();
     let mut seen: HashSet<String> = HashSet::new();
     let mut shapes = Shapes::default();
-    for url in &request.urls {
-        let url = if crawling {
-            request.scope.normalise(url)
-        } else {
-            url.clone()
-        };
-        if seen.insert(url.to_string()) {
-            job.state().discovered.push(url.to_string());
-            frontier.push_back((url, 0));
-        }
-    }
-    if crawling && request.sitemap {
-        let mapped = reading
-            .map(
-                MapRequest {
-                    url: start.clone(),
-                    sitemap: SitemapMode::Only,
-                    include_subdomains: request.scope.allow_subdomains,
-                    ignore_query: request.scope.ignore_query,
-                    search: None,
-                    limit: request.limit.saturating_mul(4).min(MAX_LINKS),
-                },
-                Premium::BudgetSpent,
-                (reading.read_timeout() * 3).min(left(deadline)),
-            )
-            .await;
-        for link in mapped.map(|m| m.links).unwrap_or_default() {
-            let Ok(url) = Url::parse(&link.url) else {
-                continue;
-            };
-            let url = request.scope.normalise(&url);
-            if request.scope.follows(&start, &url, 1)
-                && seen.insert(url.to_string())
-                && shapes.admit(&url)
-            {
-                job.state().discovered.push(url.to_string());
-                frontier.push_back((url, 1));
+    let mut launched = 0usize;
+    let mut bytes = 0u64;
+    if let Some(resume) = resume {
+        seen.extend(job.state().discovered.iter().cloned());
+        for (url, depth) in resume.frontier {
+            if let Ok(url) = Url::parse(&url) {
+                frontier.push_back((url, depth));
             }
         }
+        launched = resume.launched;
+        bytes = resume.bytes;
+    } else {
+        seed(
+            job,
+            &request,
+            &reading,
+            &mut frontier,
+            &mut seen,
+            &mut shapes,
+            deadline,
+        )
+        .await;
     }
     job.state().total = seen.len();
     let mut robots: HashMap<String, Arc<Robots>> = HashMap::new();
     let mut busy: HashMap<String, usize> = HashMap::new();
     let mut next_at: HashMap<String, Instant> = HashMap::new();
     let mut in_flight: JoinSet<(Url, usize, Reads)> = JoinSet::new();
-    let mut launched = 0usize;
-    let mut bytes = 0u64;
+    // What is in flight, kept with the frontier in a snapshot (read again after a restart).
+    let mut reading_now: Vec<(Url, usize)> = Vec::new();
+    let mut snapshot_at = Instant::now();
     let read_timeout = reading.read_timeout();
     let concurrency = request.concurrency.map_or(settings.concurrency, |asked| {
         asked.clamp(1, settings.concurrency)
@@ -98,6 +177,21 @@ pub(crate) async fn run(
     let mut share = FrontierShare::new(metrics);
     loop {
         share.set((frontier.len() + in_flight.len()) as u64);
+        if let Some(kept) = &kept {
+            if snapshot_at.elapsed() >= SNAPSHOT_EVERY {
+                snapshot_at = Instant::now();
+                let left: Vec<(String, usize)> = reading_now
+                    .iter()
+                    .chain(frontier.iter())
+                    .map(|(url, depth)| (url.to_string(), *depth))
+                    .collect();
+                // Reads in flight are read again after a restart: not counted as launched.
+                let taken = launched.saturating_sub(reading_now.len());
+                let snapshot = snapshot(job, Spec::of_request(&request), left, taken, bytes);
+                let kept = kept.clone();
+                let _ = tokio::task::spawn_blocking(move || kept.write(&snapshot)).await;
+            }
+        }
         if job.cancel.is_cancelled() {
             in_flight.abort_all();
             return finish(job, JobStatus::Cancelled);
@@ -161,6 +255,7 @@ pub(crate) async fn run(
             let reading = reading.clone();
             let formats = request.formats.clone();
             let timeout = read_timeout.min(left(deadline));
+            reading_now.push((url.clone(), depth));
             in_flight.spawn(async move {
                 let reads = read_all(&reading, &url, &formats, timeout).await;
                 (url, depth, reads)
@@ -184,6 +279,12 @@ pub(crate) async fn run(
         let Some(Ok((url, depth, reads))) = joined else {
             continue;
         };
+        if let Some(at) = reading_now
+            .iter()
+            .position(|(u, d)| *u == url && *d == depth)
+        {
+            reading_now.swap_remove(at);
+        }
         if let Some(count) = busy.get_mut(&host_of(&url)) {
             *count = count.saturating_sub(1);
         }
@@ -234,6 +335,10 @@ pub(crate) async fn run(
                         Some(&page),
                     );
                 }
+                if let Some(kept) = &kept {
+                    let (kept, id, copy) = (kept.clone(), job.id.clone(), page.clone());
+                    let _ = tokio::task::spawn_blocking(move || kept.append(&id, &copy)).await;
+                }
                 let mut state = job.state();
                 state.total = seen.len().min(request.limit.max(state.pages.len() + 1));
                 state.pages.push(page);
@@ -257,6 +362,61 @@ pub(crate) async fn run(
         }
     };
     finish(job, status)
+}
+
+/// The first URLs of a job: its own (normalised for a crawl) and, for a crawl that asks, its
+/// site's sitemap URLs in scope, one link away.
+async fn seed(
+    job: &Job,
+    request: &CrawlRequest,
+    reading: &Reading,
+    frontier: &mut VecDeque<(Url, usize)>,
+    seen: &mut HashSet<String>,
+    shapes: &mut Shapes,
+    deadline: Instant,
+) {
+    let start = &request.urls[0];
+    let crawling = request.kind == JobKind::Crawl;
+    for url in &request.urls {
+        let url = if crawling {
+            request.scope.normalise(url)
+        } else {
+            url.clone()
+        };
+        if seen.insert(url.to_string()) {
+            job.state().discovered.push(url.to_string());
+            frontier.push_back((url, 0));
+        }
+    }
+    if crawling && request.sitemap {
+        let mapped = reading
+            .map(
+                MapRequest {
+                    url: start.clone(),
+                    sitemap: SitemapMode::Only,
+                    include_subdomains: request.scope.allow_subdomains,
+                    ignore_query: request.scope.ignore_query,
+                    search: None,
+                    limit: request.limit.saturating_mul(4).min(MAX_LINKS),
+                },
+                Premium::BudgetSpent,
+                (reading.read_timeout() * 3).min(left(deadline)),
+            )
+            .await;
+        for link in mapped.map(|m| m.links).unwrap_or_default() {
+            let Ok(url) = Url::parse(&link.url) else {
+                continue;
+            };
+            let url = request.scope.normalise(&url);
+            if request.scope.follows(start, &url, 1)
+                && seen.insert(url.to_string())
+                && shapes.admit(&url)
+            {
+                job.state().discovered.push(url.to_string());
+                frontier.push_back((url, 1));
+            }
+        }
+    }
 }
 
 /// Sets the job's final status (a cancel that came first wins).

@@ -69,7 +69,7 @@ pub(crate) fn claim_idle(read_timeout: Duration) -> Duration {
 }
 
 /// A job's request as kept in its record: patterns as their source.
-#[derive(Debug, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub(crate) struct Spec {
     kind: String,
     urls: Vec<String>,
@@ -127,7 +127,34 @@ impl Spec {
         }
     }
 
-    fn kind(&self) -> JobKind {
+    /// The request back, for `owner` (`None`: a record from another build).
+    pub(crate) fn request(&self, owner: &str) -> Option<CrawlRequest> {
+        Some(CrawlRequest {
+            owner: owner.to_owned(),
+            kind: self.kind(),
+            urls: self
+                .urls
+                .iter()
+                .map(|u| Url::parse(u).ok())
+                .collect::<Option<Vec<_>>>()?,
+            scope: self.scope()?,
+            formats: self.formats.clone(),
+            limit: self.limit,
+            delay: self.delay_ms.map(Duration::from_millis),
+            concurrency: self.concurrency,
+            sitemap: false,
+            discover_only: self.discover_only,
+            links: self.links,
+            markdown: self.markdown,
+            webhook: self.webhook.clone(),
+        })
+    }
+
+    pub(crate) fn of_request(request: &CrawlRequest) -> Self {
+        Self::of(request)
+    }
+
+    pub(crate) fn kind(&self) -> JobKind {
         if self.kind == "batch" {
             JobKind::Batch
         } else {
@@ -152,17 +179,43 @@ impl Spec {
     }
 }
 
+/// A page as a job's record keeps it.
 #[derive(Serialize, Deserialize)]
-struct PageBlob {
-    url: String,
+pub(crate) struct PageBlob {
+    pub(crate) url: String,
     reads: Vec<(ReadFormat, Document)>,
 }
 
-#[derive(Serialize, Deserialize)]
-struct FailureBlob {
-    url: String,
-    error: String,
-    at_ms: u64,
+impl PageBlob {
+    pub(crate) fn of(page: &CrawledPage) -> Self {
+        Self {
+            url: page.url.clone(),
+            reads: page
+                .reads
+                .iter()
+                .map(|(format, doc)| (*format, (**doc).clone()))
+                .collect(),
+        }
+    }
+
+    pub(crate) fn into_page(self) -> CrawledPage {
+        CrawledPage {
+            url: self.url,
+            reads: self
+                .reads
+                .into_iter()
+                .map(|(format, doc)| (format, Arc::new(doc)))
+                .collect(),
+        }
+    }
+}
+
+/// A failure as a job's record keeps it.
+#[derive(Debug, Serialize, Deserialize)]
+pub(crate) struct FailureBlob {
+    pub(crate) url: String,
+    pub(crate) error: String,
+    pub(crate) at_ms: u64,
 }
 
 fn encode<T: Serialize>(value: &T) -> Vec<u8> {
@@ -180,12 +233,12 @@ fn decode<T: for<'de> Deserialize<'de>>(blob: &[u8]) -> Option<T> {
     serde_json::from_slice(json).ok()
 }
 
-fn unix_ms(at: SystemTime) -> u64 {
+pub(crate) fn unix_ms(at: SystemTime) -> u64 {
     at.duration_since(UNIX_EPOCH)
         .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }
 
-fn from_unix_ms(ms: u64) -> SystemTime {
+pub(crate) fn from_unix_ms(ms: u64) -> SystemTime {
     UNIX_EPOCH + Duration::from_millis(ms)
 }
 
@@ -196,7 +249,7 @@ fn field<'a>(record: &'a HashMap<String, Vec<u8>>, name: &str) -> &'a str {
         .unwrap_or_default()
 }
 
-fn status_of(word: &str) -> JobStatus {
+pub(crate) fn status_of(word: &str) -> JobStatus {
     match word {
         "completed" => JobStatus::Completed,
         "failed" => JobStatus::Failed,

@@ -405,3 +405,67 @@ async fn on_a_redis_cluster_a_crawl_is_shared_by_the_replicas() {
     );
     assert_eq!(events.len(), 7, "no event twice: {events:?}");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn without_redis_a_crawl_resumes_after_a_restart_from_state_dir() {
+    let site = slow_site().await;
+    let origin = site.origin();
+    let redis_less = Fleet::new(String::new()).await;
+    let state = tempfile::tempdir().expect("temp dir");
+    let mut env: Vec<(String, String)> = redis_less
+        .env
+        .iter()
+        .filter(|(k, _)| !k.starts_with("REDIS_"))
+        .cloned()
+        .collect();
+    env.push((
+        "STATE_DIR".to_owned(),
+        state.path().to_str().expect("utf-8").to_owned(),
+    ));
+    let vars: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let mut first = GatewayProcess::start(&vars);
+    let first_url = first.url().await;
+    let (status, started) = call(
+        reqwest::Method::POST,
+        &format!("{first_url}/v2/crawl"),
+        ALICE,
+        Some(json!({"url": format!("{origin}/"), "limit": 50, "sitemap": "skip"})),
+    )
+    .await;
+    assert_eq!(status, 200, "{started}");
+    let id = started["id"].as_str().expect("id").to_owned();
+    wait::until("a few pages read", || {
+        let (url, id) = (first_url.clone(), id.clone());
+        async move { job(&url, &id, ALICE).await.1["completed"].as_u64() >= Some(3) }
+    })
+    .await;
+    // Killed mid-crawl (nothing written on the way out), started again on the same directory.
+    first.kill().await;
+    let mut second = GatewayProcess::start(&vars);
+    let second_url = second.url().await;
+    second.wait_for_line("crawl jobs taken back").await;
+    wait::until("the resumed job to end", || {
+        let (url, id) = (second_url.clone(), id.clone());
+        async move { job(&url, &id, ALICE).await.1["status"] != "scraping" }
+    })
+    .await;
+    let (_, done) = job(&second_url, &id, ALICE).await;
+    assert_eq!(done["status"], "completed", "{done}");
+    let mut urls: Vec<String> = done["data"]
+        .as_array()
+        .expect("data")
+        .iter()
+        .map(|d| d["metadata"]["sourceURL"].as_str().expect("url").to_owned())
+        .collect();
+    let listed = urls.len();
+    urls.sort();
+    urls.dedup();
+    assert_eq!(urls.len(), listed, "each page listed once: {urls:?}");
+    assert_eq!(
+        listed,
+        PAGES + 1,
+        "every page, those read before the restart kept: {urls:?}"
+    );
+    // Another client still has no such job after the restart.
+    assert_eq!(job(&second_url, &id, BOB).await.0, 404);
+}

@@ -1,5 +1,6 @@
 //! `STATE_DIR` while the gateway runs: the state read back once at start (before the first
-//! request), then written every [`WRITE_INTERVAL`] and once more at shutdown. The file and its
+//! request), then written every [`WRITE_INTERVAL`] and once more at shutdown; the crawl jobs of
+//! a gateway without Redis are kept there too, by the engine (taken back here at start). The file and its
 //! format are [`gateway_core::persist`]'s; what goes in it, the pipeline's ([`Gateway::export_state`])
 //! and the clients' ([`Clients::export_spend`]). File work runs on the blocking pool.
 
@@ -12,6 +13,8 @@ use gateway_core::persist::{Loaded, Snapshot, StateDir, WRITE_INTERVAL};
 /// Reads the state file and hands each owner its part. A missing file is a first start; a file
 /// that cannot be used is logged once and ignored.
 pub(crate) async fn restore(dir: &StateDir, gateway: &Gateway, clients: &Clients) {
+    // Crawl jobs kept in files of their own, beside the state file.
+    gateway.crawls().keep_under(dir.path()).await;
     let file = dir.file();
     let loaded = {
         let dir = dir.clone();
