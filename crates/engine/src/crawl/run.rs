@@ -17,7 +17,7 @@ use super::metrics::{CrawlMetrics, PageOutcome};
 use super::scope::Shapes;
 use super::{CrawlFailure, CrawlRequest, CrawlSettings, CrawledPage, Job, JobKind, JobStatus};
 use crate::read::site_map::{MapRequest, SitemapMode, MAX_LINKS};
-use crate::read::{Depth, Freshness, ReadRequest, Reading};
+use crate::read::{Depth, Freshness, ReadRequest, Reading, Render};
 use crate::search::Premium;
 use gateway_core::request::ReadFormat;
 use gateway_upstreams::reader::site::Robots;
@@ -269,6 +269,8 @@ async fn read_all(
                     format: *format,
                     depth: Depth::Basic,
                     freshness: Freshness::Cached,
+                    render: Render::Auto,
+                    wait_for: None,
                 },
                 // The direct reader only: a crawl never calls a premium reader.
                 Premium::BudgetSpent,
