@@ -36,14 +36,17 @@
 //! so pages that need their own cookies sent back may render without them.
 //!
 //! **Why chromiumoxide.** It is async on tokio (the gateway's runtime; `headless_chrome` drives
-//! the protocol from blocking threads), typed for the whole protocol (the `Fetch` domain, browser
-//! contexts), and maintained. It connects to a Chromium the supervisor starts itself (its own
-//! process group, its own flags). Measured on this machine (2 cores, Chromium 156, 2026-12-05,
-//! by hand; the browser dominates, the crate adds little): start-up to the first DevTools answer
-//! 0.45–0.6 s; a loopback page rendered in a fresh context 60–120 ms; resident memory of the tree
-//! about 190 MB idle and 40–70 MB more per open tab. `headless_chrome` was not built for the
-//! comparison in the time this change had; its start-up and per-tab memory are Chromium's too,
-//! its page time adds a thread hop per protocol call.
+//! the protocol from blocking threads, a thread per browser plus blocking calls to wrap), typed
+//! for the whole protocol (the `Fetch` domain, browser contexts), and maintained. It connects to
+//! a Chromium the supervisor starts itself (its own process group, its own flags). Measured on
+//! this machine by hand (2 cores, Chromium 156, 2026-12-05, `cargo test` debug build, loopback
+//! app page): start-up to a connected DevTools session 0.48 s (the first render, start-up
+//! included, 1.4 s); a page rendered in a fresh context 0.68–0.87 s over ten in a row (p50
+//! 0.78 s — of which the 0.3 s quiet settle); the process tree's own memory (anonymous and shared
+//! pages) 212 MB idle after one page, 523 MB with four tabs open on it: about 78 MB per tab.
+//! `headless_chrome` 1.0.22 was not built and measured against it in the time this change had:
+//! start-up and memory are Chromium's own and would not differ; its page time is the open
+//! question, left for the harness's benchmark row.
 
 mod fence;
 mod metrics;
