@@ -5,7 +5,8 @@
 //! timeout and body cap — and its answer is handed to the page (`Fetch.fulfillRequest`).
 //! Anything else (`file:`, `ftp:`, `chrome:`, …) and any refused address fails inside the page
 //! (`Fetch.failRequest`, `BlockedByClient`); a page's requests together may not read more than
-//! its byte budget. `data:` and `blob:` URLs never reach the network and are not paused.
+//! its byte budget, and at most [`AT_ONCE`] of them are fetched at once. `data:` and `blob:`
+//! URLs never reach the network and are not paused.
 //!
 //! The fence also counts the page's requests in flight: the render waits for them to settle.
 
@@ -26,6 +27,9 @@ use super::super::fetch::Fetcher;
 use super::super::ReadFailure;
 use gateway_core::upstream::ErrorClass;
 
+/// Requests of one page fetched at once; more wait their turn (within their time).
+const AT_ONCE: usize = 16;
+
 /// Headers of an answer not handed to the page: the body is already decoded and whole.
 const DROPPED: [&str; 4] = [
     "content-encoding",
@@ -44,6 +48,8 @@ pub(super) struct Fence {
     budget: Arc<AtomicU64>,
     /// Requests being answered now.
     in_flight: Arc<AtomicUsize>,
+    /// Fetches at once ([`AT_ONCE`]): a page asking for thousands is served a few at a time.
+    at_once: Arc<tokio::sync::Semaphore>,
     /// The page's main frame (its documents are the page's own).
     main_frame: Arc<std::sync::OnceLock<String>>,
     /// How the main frame's last document came: [`NO_DOCUMENT`], [`REFUSED`], [`FAILED`], or
@@ -66,6 +72,7 @@ impl Fence {
             timeout,
             budget: Arc::new(AtomicU64::new(budget)),
             in_flight: Arc::new(AtomicUsize::new(0)),
+            at_once: Arc::new(tokio::sync::Semaphore::new(AT_ONCE)),
             main_frame: Arc::new(std::sync::OnceLock::new()),
             document: Arc::new(AtomicU16::new(NO_DOCUMENT)),
         }
@@ -90,7 +97,10 @@ impl Fence {
     /// Answers one paused request on `page`: fetched and handed over, or failed.
     pub(super) async fn answer(&self, page: &Page, event: &EventRequestPaused) {
         self.in_flight.fetch_add(1, Ordering::AcqRel);
-        let answer = self.fetch(event).await;
+        let answer = match self.at_once.acquire().await {
+            Ok(_turn) => self.fetch(event).await,
+            Err(_) => Err(ErrorReason::Aborted),
+        };
         let main = self
             .main_frame
             .get()

@@ -243,7 +243,7 @@ async fn a_browser_killed_mid_read_is_started_again_for_the_next() {
         let reader = reader.clone();
         async move { render(&reader, &url, Duration::from_secs(60)).await }
     });
-    while site.hits("/slow.json") == 0 {
+    while site.hits("/slow.json") == 0 && !reading.is_finished() {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     let pid = browser
