@@ -4,7 +4,8 @@
 #   docker run --rm -p 8080:8080 -e SEARXNG_BACKEND_URL=http://searxng:8080 searxng-gateway
 #
 # Two stages: a Rust builder, and a distroless runtime (glibc, CA certificates, no shell, no package
-# manager) that runs the gateway as an unprivileged user.
+# manager) that runs the gateway as an unprivileged user — the default target. `--target browser`
+# builds a third, the same gateway with Chromium (its stage says more).
 
 FROM rust:1.95-slim-bookworm AS builder
 WORKDIR /build
@@ -55,6 +56,32 @@ RUN touch crates/*/src/lib.rs crates/gateway/src/main.rs \
     && cp target/release/searxng-gateway /searxng-gateway \
     && strip --strip-all /searxng-gateway \
     && mkdir -p /state
+
+# The gateway with Debian's Chromium, for the local browser (BROWSER, #42): a larger image under its
+# own tag, so the default image (the last stage, below) stays small.
+#
+#   docker build --target browser -t searxng-gateway:browser .
+#
+# Chromium runs as the unprivileged user with its own sandbox, which needs user namespaces: a
+# runtime whose seccomp profile refuses them (Docker's default one without CAP_SYS_ADMIN on older
+# engines) stops Chromium from starting — the gateway then logs it and reads without the browser.
+FROM debian:bookworm-slim AS browser
+RUN apt-get update \
+    && apt-get install -y --no-install-recommends chromium ca-certificates fonts-liberation \
+    && rm -rf /var/lib/apt/lists/* \
+    && groupadd --gid 65532 nonroot && useradd --uid 65532 --gid 65532 --no-create-home nonroot
+COPY --from=builder /searxng-gateway /usr/local/bin/searxng-gateway
+COPY --chown=65532:65532 --from=builder /state /var/lib/searxng-gateway
+ENV LISTEN_ADDR=":8080"
+ENV STATE_DIR="/var/lib/searxng-gateway"
+ENV BROWSER="auto"
+ENV BROWSER_PATH="/usr/bin/chromium"
+VOLUME ["/var/lib/searxng-gateway"]
+EXPOSE 8080
+USER nonroot:nonroot
+HEALTHCHECK --interval=30s --timeout=5s --start-period=10s --retries=3 \
+    CMD ["/usr/local/bin/searxng-gateway", "healthcheck"]
+ENTRYPOINT ["/usr/local/bin/searxng-gateway"]
 
 FROM gcr.io/distroless/cc-debian12:nonroot AS runtime
 

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Installs Debian's chromium and chromium-driver when either is missing: the browser the operator's page
 # is tested in (crates/gateway/tests/clients/test_ui.py) and that scripts/ui-screenshot.sh photographs it
-# with. Idempotent. Usage: bash scripts/install-chromium.sh
+# with, and the gateway's local browser (BROWSER, #42) its browser tests render pages in
+# (crates/upstreams/src/reader/browser/tests.rs, crates/gateway/tests/integration/browser_reads.rs).
+# Idempotent. Usage: bash scripts/install-chromium.sh
 set -euo pipefail
 
 if command -v chromium >/dev/null 2>&1 && command -v chromedriver >/dev/null 2>&1; then

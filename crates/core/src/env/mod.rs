@@ -154,6 +154,9 @@ pub enum Problem {
     /// Not a file the gateway can execute.
     #[error("must be an executable file (the gateway runs it as `PROGRAM parse-worker`)")]
     NotAProgram,
+    /// No Chromium to run: the path is not an executable file, or none was found.
+    #[error("must be an executable Chromium (none found at BROWSER_PATH nor on PATH as chromium, chromium-browser or google-chrome)")]
+    NoBrowser,
     /// A directory the gateway cannot create or write in.
     #[error("must be a directory the gateway can create and write in")]
     NotAWritableDirectory,

@@ -20,7 +20,7 @@ use super::shared::{unix_ms, Spec};
 use super::webhook::{Deliveries, WebhookEvent};
 use super::{CrawlFailure, CrawlRequest, CrawlSettings, CrawledPage, Job, JobKind, JobStatus};
 use crate::read::site_map::{MapRequest, SitemapMode, MAX_LINKS};
-use crate::read::{Depth, Freshness, ReadRequest, Reading};
+use crate::read::{Depth, Freshness, ReadRequest, Reading, Render};
 use crate::search::Premium;
 use gateway_core::request::ReadFormat;
 use gateway_upstreams::reader::site::Robots;
@@ -444,6 +444,8 @@ pub(super) async fn read_all(
                     format: *format,
                     depth: Depth::Basic,
                     freshness: Freshness::Cached,
+                    render: Render::Auto,
+                    wait_for: None,
                 },
                 // The direct reader only: a crawl never calls a premium reader.
                 Premium::BudgetSpent,

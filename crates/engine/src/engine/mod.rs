@@ -291,6 +291,11 @@ impl Engine {
         self.inner.reading.read(req, premium, budget).await
     }
 
+    /// Whether pages may be rendered in the local browser (`BROWSER` on and a Chromium found).
+    pub fn renders(&self) -> bool {
+        self.inner.reading.renders()
+    }
+
     /// The crawls and batch scrapes of this process ([`crate::crawl`]).
     pub fn crawls(&self) -> &crate::crawl::Crawls {
         &self.inner.crawls

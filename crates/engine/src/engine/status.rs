@@ -77,7 +77,7 @@ impl Engine {
                 .collect(),
             read_formats: ReadFormat::ALL.map(ReadFormat::as_str),
             pdf: true,
-            browser: false,
+            browser: inner.reading.renders(),
             reranker: inner.reranking.is_some(),
             passages: true,
             shared_tier: inner.fleet.tier().is_some(),

@@ -20,7 +20,7 @@ pub struct Capabilities {
     pub read_formats: [&'static str; 4],
     /// PDFs are read (text extracted in a parse worker).
     pub pdf: bool,
-    /// A local browser renders pages that need script (not in this build).
+    /// A local browser renders pages that need script (`BROWSER` on and a Chromium found).
     pub browser: bool,
     /// A reranker (`RERANK_URL`) re-scores the passages chosen for a query.
     pub reranker: bool,

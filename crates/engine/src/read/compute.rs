@@ -1,5 +1,5 @@
-//! One read: the shared tier, the direct read ([`super::direct`]), the premium fallback in
-//! `READ_PROVIDERS` order, and what is kept of it.
+//! One read: the shared tier, the direct read ([`super::direct`]) and the local browser
+//! ([`super::rendered`]), the premium fallback in `READ_PROVIDERS` order, and what is kept of it.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -10,6 +10,7 @@ use super::direct::{direct, Direct};
 use super::page::{Computed, Freshness, ReadDone, ReadFailed, ReadRequest, ReadSource};
 use super::page_key::{carries_credentials, PageKey};
 use super::record::{FallbackReason, PremiumSkip, ReadRecord};
+use super::rendered;
 use super::state::ReadState;
 use super::stored::{decode, encode};
 use crate::breaker_signals;
@@ -42,18 +43,10 @@ pub(super) async fn compute(
         }
     }
     let mut record = ReadRecord::starting_now(budget);
-    let direct = direct(&inner, &req, deadline, &mut record).await;
-    let (thin, reason, failure) = match direct {
+    let (read, source) = local(&inner, &req, deadline, &mut record).await;
+    let (thin, reason, failure) = match read {
         Direct::Read(document) => {
-            return done(
-                &inner,
-                key.as_ref(),
-                document,
-                ReadSource::Direct,
-                record,
-                0,
-            )
-            .await
+            return done(&inner, key.as_ref(), document, source, record, 0).await
         }
         // Never to a premium reader: a URL the policy refuses must not leave the gateway either.
         Direct::Failed(
@@ -124,18 +117,43 @@ pub(super) async fn compute(
         }
     }
     match thin {
-        Some(document) => {
-            done(
-                &inner,
-                key.as_ref(),
-                document,
-                ReadSource::Direct,
-                record,
-                calls,
-            )
-            .await
-        }
+        Some(document) => done(&inner, key.as_ref(), document, source, record, calls).await,
         None => failed(failure, record, calls),
+    }
+}
+
+/// The gateway's own reads of the page: the local browser first when it is asked for first (and
+/// the direct read when that render does not read the page), else the direct read and the
+/// browser after it when the direct read calls for it — whichever read more, and who read it.
+async fn local(
+    inner: &ReadState,
+    req: &ReadRequest,
+    deadline: Instant,
+    record: &mut ReadRecord,
+) -> (Direct, ReadSource) {
+    if let Some(why) = rendered::first(inner, req) {
+        match rendered::rendered(inner, req, deadline, why, record).await {
+            read @ Direct::Read(_) => return (read, ReadSource::Browser),
+            refused @ Direct::Failed(ReadFailure::ForbiddenAddress | ReadFailure::InvalidUrl) => {
+                return (refused, ReadSource::Browser)
+            }
+            rendered => {
+                let read = direct(inner, req, deadline, record).await;
+                return match rendered::better(read, rendered) {
+                    (read, true) => (read, ReadSource::Browser),
+                    (read, false) => (read, ReadSource::Direct),
+                };
+            }
+        }
+    }
+    let read = direct(inner, req, deadline, record).await;
+    let Some(why) = rendered::after(inner, req, &read) else {
+        return (read, ReadSource::Direct);
+    };
+    let rendered = rendered::rendered(inner, req, deadline, why, record).await;
+    match rendered::better(read, rendered) {
+        (read, true) => (read, ReadSource::Browser),
+        (read, false) => (read, ReadSource::Direct),
     }
 }
 

@@ -59,9 +59,19 @@ pub(super) async fn direct(
         req.url.path(),
         breaker_signals::for_read(&result),
     );
-    let (outcome, direct) = match result {
-        // Too little text for an HTML page (or for an advanced read) is a reason to ask a premium
-        // reader; when none reads it, the little there is is the answer.
+    let (outcome, direct) = judge(req, result);
+    record.direct(outcome, started_ms);
+    direct
+}
+
+/// What a read of the page (direct or rendered) came to.
+pub(super) fn judge(
+    req: &ReadRequest,
+    result: Result<Document, ReadFailure>,
+) -> (DirectOutcome, Direct) {
+    match result {
+        // Too little text for an HTML page (or for an advanced read) is a reason to render it or
+        // ask a premium reader; when none reads it, the little there is is the answer.
         Ok(document)
             if (document.words() < MIN_WORDS && document.content_type == "text/html")
                 || (req.depth == Depth::Advanced && document.words() < THIN_WORDS) =>
@@ -70,7 +80,5 @@ pub(super) async fn direct(
         }
         Ok(document) => (DirectOutcome::Ok, Direct::Read(document)),
         Err(failure) => (DirectOutcome::Failed(failure), Direct::Failed(failure)),
-    };
-    record.direct(outcome, started_ms);
-    direct
+    }
 }

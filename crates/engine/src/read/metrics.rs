@@ -19,6 +19,8 @@ pub(crate) enum ReadOutcome {
     CacheHit,
     /// Read directly.
     DirectOk,
+    /// Rendered by the local browser.
+    BrowserOk,
     /// Read by a premium reader.
     PremiumOk,
     /// Blocked, and no premium reader read it.
@@ -31,9 +33,10 @@ pub(crate) enum ReadOutcome {
 
 impl ReadOutcome {
     /// Every outcome, for the series to exist from the first scrape.
-    pub(crate) const ALL: [ReadOutcome; 6] = [
+    pub(crate) const ALL: [ReadOutcome; 7] = [
         Self::CacheHit,
         Self::DirectOk,
+        Self::BrowserOk,
         Self::PremiumOk,
         Self::Blocked,
         Self::Failed,
@@ -45,6 +48,7 @@ impl ReadOutcome {
         match self {
             Self::CacheHit => "cache_hit",
             Self::DirectOk => "direct_ok",
+            Self::BrowserOk => "browser_ok",
             Self::PremiumOk => "premium_ok",
             Self::Blocked => "blocked",
             Self::Failed => "failed",
@@ -87,7 +91,7 @@ impl ReadMetrics {
             let _ = m.duration.get_or_create(&ReadLabels { outcome });
         }
         register_families!(r;
-            "reads", "Pages read for clients, by outcome: cache_hit, direct_ok, premium_ok, blocked, failed, forbidden" => m.reads;
+            "reads", "Pages read for clients, by outcome: cache_hit, direct_ok, browser_ok, premium_ok, blocked, failed, forbidden" => m.reads;
             "read_duration_seconds", "Time to answer one page read, by outcome" => m.duration;
             "read_host_breakers_open", "Hosts whose read breaker is open now (blocked or failing)" => m.host_breakers_open;
             "read_cache_entries", "Pages in the local page cache" => m.cache.size;

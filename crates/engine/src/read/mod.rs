@@ -19,17 +19,23 @@
 //!    paths within `walls::WALL_WINDOW`, or at once for as long as a 429's `Retry-After` says
 //!    ([`walls`]); transient failures open it after `BREAKER_FAILURE_THRESHOLD` in a row; then the
 //!    backoff and the one probe of every breaker.
-//! 3. The premium fallback, when the direct read was blocked, failed, or found no readable text or
+//! 3. The local browser ([`rendered`]), when `BROWSER` is on: before the direct read for every
+//!    page (`BROWSER=always`), a host of `BROWSER_HOSTS` or a client's `render=always`; after
+//!    it when the direct read was a script shell, found no readable text, or too little of it
+//!    (an HTML page). The rendered page goes through the same parse, host slots and breaker,
+//!    timeout (`BROWSER_TIMEOUT_SECONDS`, never past the budget) and cache; a render that does
+//!    no better leaves the direct read's result standing. A client's `render=never` skips it.
+//! 4. The premium fallback, when the direct read was blocked, failed, or found no readable text or
 //!    too little of it (an HTML page of fewer than twenty words — a page that draws its text with
 //!    scripts —, an advanced read of fewer than 150; when no reader does better, the little there
 //!    is is the answer): `READ_PROVIDERS` in order, each with its
 //!    own breaker and quota parking, each call charged to the client's premium budget; none when
 //!    the budget is spent. A URL the address policy refuses is never sent to a premium reader.
-//! 4. One outcome per read in `reads_total`, the record for `explain`.
+//! 5. One outcome per read in `reads_total`, the record for `explain`.
 //!
 //! The files: [`page`] (what a door asks and gets), [`page_key`] (the cache key), [`reading`]
 //! (the cache in front of a read, the outcome counted), [`compute`] (one read: the shared tier,
-//! the direct read ([`direct`]), the premium fallback), [`stored`] (a page in the shared tier),
+//! the direct read ([`direct`]), the local browser ([`rendered`]), the premium fallback), [`stored`] (a page in the shared tier),
 //! [`hosts`] and [`walls`] (per-host slots and breakers), [`record`] (what `explain` shows), [`state`] (what every read shares),
 //! [`metrics`]; [`passages`], the passages of a read page that answer a query (#41); and
 //! [`site_map`], a site's URLs from its sitemaps and start page (#43's map).
@@ -43,6 +49,7 @@ mod page_key;
 pub mod passages;
 mod reading;
 mod record;
+mod rendered;
 pub mod site_map;
 mod state;
 mod stored;
@@ -50,7 +57,7 @@ mod walls;
 
 pub(crate) use metrics::ReadMetrics;
 pub(crate) use page::ReadSettings;
-pub use page::{Depth, Freshness, PageRead, ReadDone, ReadFailed, ReadRequest, ReadSource};
+pub use page::{Depth, Freshness, PageRead, ReadDone, ReadFailed, ReadRequest, ReadSource, Render};
 pub(crate) use reading::Reading;
 pub use record::ReadRecord;
 

@@ -35,6 +35,23 @@ pub struct ReadRequest {
     pub depth: Depth,
     /// Whether a cached page may answer.
     pub freshness: Freshness,
+    /// Whether the local browser may render it (MCP's `render`).
+    pub render: Render,
+    /// Firecrawl's `waitFor`: how long a rendered page is given after its load.
+    pub wait_for: Option<Duration>,
+}
+
+/// Whether a page may be rendered in the local browser.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub enum Render {
+    /// When the direct read is a script shell or has too little text, or as `BROWSER` and
+    /// `BROWSER_HOSTS` say.
+    #[default]
+    Auto,
+    /// Rendered without a direct read first (the door checks that there is a browser).
+    Always,
+    /// Never: the direct read and the premium readers only.
+    Never,
 }
 
 /// Whether a read may be answered from the page cache.
@@ -54,6 +71,8 @@ pub enum Freshness {
 pub enum ReadSource {
     /// The gateway itself.
     Direct,
+    /// The gateway's local browser.
+    Browser,
     /// A premium reader.
     Jina,
     /// A premium reader.
@@ -65,10 +84,11 @@ pub enum ReadSource {
 }
 
 impl ReadSource {
-    /// The name (`direct`, or the reader's).
+    /// The name (`direct`, `browser`, or the reader's).
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Direct => "direct",
+            Self::Browser => "browser",
             Self::Jina => "jina",
             Self::Tavily => "tavily",
             Self::Exa => "exa",

@@ -3,7 +3,7 @@
 
 use url::Url;
 
-use super::page::{Depth, ReadRequest};
+use super::page::{Depth, ReadRequest, Render};
 use crate::search::Premium;
 use gateway_core::canonical_url::canonical_url;
 
@@ -30,6 +30,14 @@ impl PageKey {
             Depth::Basic => "\u{1f}basic",
             Depth::Advanced => "\u{1f}advanced",
         });
+        text.push_str(match req.render {
+            Render::Auto => "",
+            Render::Always => "\u{1f}render",
+            Render::Never => "\u{1f}no-render",
+        });
+        if let Some(wait) = req.wait_for {
+            text.push_str(&format!("\u{1f}wait-{}", wait.as_millis()));
+        }
         if premium == Premium::BudgetSpent {
             text.push_str("\u{1f}direct-only");
         }

@@ -74,6 +74,11 @@ impl Reading {
         }
     }
 
+    /// Whether pages may be rendered in the local browser (`/v1/capabilities`).
+    pub(crate) fn renders(&self) -> bool {
+        self.inner.reader.renders()
+    }
+
     /// The premium readers' breakers (`/status`, the admin routes).
     pub(crate) fn reader_breakers(&self) -> &BreakerBoard<ReaderKind> {
         &self.inner.readers
@@ -183,6 +188,9 @@ impl Reading {
             }
             (Ok(done), CacheStatus::Miss) if done.source == ReadSource::Direct => {
                 ReadOutcome::DirectOk
+            }
+            (Ok(done), CacheStatus::Miss) if done.source == ReadSource::Browser => {
+                ReadOutcome::BrowserOk
             }
             (Ok(_), CacheStatus::Miss) => ReadOutcome::PremiumOk,
             (Err(failed), _) => match failed.failure {

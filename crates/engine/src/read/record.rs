@@ -54,6 +54,34 @@ pub(crate) struct DirectRecord {
     pub(crate) elapsed_ms: u64,
 }
 
+/// Why the page was rendered in the local browser.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum RenderWhy {
+    /// `BROWSER=always`, or the host is one of `BROWSER_HOSTS`: rendered first.
+    Configured,
+    /// The client asked for it (`render=always`): rendered first.
+    Asked,
+    /// The direct read was a script shell.
+    JavascriptShell,
+    /// The direct read found no readable text.
+    NoReadableText,
+    /// The direct read found too little text.
+    Thin,
+}
+
+/// The rendered read.
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct BrowserRecord {
+    pub(crate) why: RenderWhy,
+    /// The render's outcome (`ok`, `timeout`, `crashed`, …), or the host's breaker or slots.
+    pub(crate) outcome: &'static str,
+    /// The read of the rendered page, when it was rendered: `ok`, `thin`, or why it failed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) read: Option<DirectOutcome>,
+    pub(crate) elapsed_ms: u64,
+}
+
 /// Why the premium fallback started.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -113,6 +141,8 @@ pub(crate) struct SkippedRecord {
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct ReadRecord {
     pub(crate) direct: Option<DirectRecord>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) browser: Option<BrowserRecord>,
     pub(crate) fallback_reason: Option<FallbackReason>,
     pub(crate) premium: Vec<PremiumRecord>,
     pub(crate) skipped: Vec<SkippedRecord>,
@@ -151,6 +181,23 @@ impl ReadRecord {
         self.direct = Some(DirectRecord {
             outcome,
             wall,
+            elapsed_ms: self.offset().saturating_sub(started_ms),
+        });
+    }
+
+    /// The rendered read, asked for `why`, ended `outcome` (its page read as `read`), having
+    /// started at `started_ms`.
+    pub(crate) fn rendered(
+        &mut self,
+        why: RenderWhy,
+        outcome: &'static str,
+        read: Option<DirectOutcome>,
+        started_ms: u64,
+    ) {
+        self.browser = Some(BrowserRecord {
+            why,
+            outcome,
+            read,
             elapsed_ms: self.offset().saturating_sub(started_ms),
         });
     }

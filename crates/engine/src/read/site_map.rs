@@ -17,7 +17,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 use url::Url;
 
-use super::page::{Depth, Freshness, ReadRequest};
+use super::page::{Depth, Freshness, ReadRequest, Render};
 use super::reading::Reading;
 use crate::search::Premium;
 use gateway_core::request::ReadFormat;
@@ -165,6 +165,8 @@ impl Reading {
                         format: ReadFormat::Markdown,
                         depth: Depth::Basic,
                         freshness: Freshness::Cached,
+                        render: Render::Auto,
+                        wait_for: None,
                     },
                     premium,
                     left(deadline),

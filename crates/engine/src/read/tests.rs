@@ -94,7 +94,12 @@ impl Drop for AuthSite {
 
 /// Reading with the real reader (loopback allowed), no premium reader, no shared tier.
 fn reading() -> Reading {
-    let lookup = |name: &str| (name == "FETCH_ALLOW_PRIVATE").then(|| "127.0.0.0/8".to_owned());
+    let lookup = |name: &str| match name {
+        "FETCH_ALLOW_PRIVATE" => Some("127.0.0.0/8".to_owned()),
+        // These tests are about the direct read and its decisions, with or without a Chromium.
+        "BROWSER" => Some("off".to_owned()),
+        _ => None,
+    };
     let settings = EngineSettings::from_lookup(&lookup).unwrap().reader;
     let mut registry = Registry::new();
     let policy = BreakerPolicy {
@@ -132,6 +137,8 @@ fn request(url: Url) -> ReadRequest {
         format: ReadFormat::Text,
         depth: Depth::Basic,
         freshness: Freshness::Cached,
+        render: Render::Auto,
+        wait_for: None,
     }
 }
 

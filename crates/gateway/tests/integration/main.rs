@@ -7,6 +7,7 @@
 mod support;
 
 mod binary;
+mod browser_reads;
 mod client_budgets;
 mod crawl_fleet;
 mod crawl_jobs;

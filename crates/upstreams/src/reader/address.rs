@@ -71,7 +71,7 @@ impl HostList {
         self.exact.is_empty() && self.domains.is_empty()
     }
 
-    fn matches(&self, host: &str) -> bool {
+    pub(crate) fn matches(&self, host: &str) -> bool {
         let host = host.trim_end_matches('.');
         self.exact.iter().any(|e| e.eq_ignore_ascii_case(host))
             || self.domains.iter().any(|d| {

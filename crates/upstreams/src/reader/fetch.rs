@@ -91,6 +91,44 @@ impl Fetcher {
             .unwrap_or(Err(ReadFailure::Upstream(ErrorClass::Timeout)))
     }
 
+    /// One request of a page the local browser renders: its method, headers and body, no
+    /// redirect followed (the browser follows it, and the next hop comes through the fence
+    /// again), the same checks of scheme, host and addresses, within `timeout`, at most the cap.
+    pub(crate) async fn exchange(
+        &self,
+        method: reqwest::Method,
+        url: &Url,
+        headers: HeaderMap,
+        body: Option<Vec<u8>>,
+        timeout: Duration,
+    ) -> Result<Fetched, ReadFailure> {
+        let exchange = async {
+            self.check(url).await?;
+            let mut request = self.client.request(method, url.clone()).headers(headers);
+            if let Some(body) = body {
+                request = request.body(body);
+            }
+            let response = request
+                .send()
+                .await
+                .map_err(|err| transport_failure(&err))?;
+            let status = response.status().as_u16();
+            let headers = response.headers().clone();
+            let body = read_body_capped(response, self.max_bytes)
+                .await
+                .map_err(ReadFailure::Upstream)?;
+            Ok(Fetched {
+                final_url: url.clone(),
+                status,
+                headers,
+                body,
+            })
+        };
+        tokio::time::timeout(timeout, exchange)
+            .await
+            .unwrap_or(Err(ReadFailure::Upstream(ErrorClass::Timeout)))
+    }
+
     async fn follow(&self, mut url: Url) -> Result<Fetched, ReadFailure> {
         for _ in 0..=MAX_REDIRECTS {
             self.check(&url).await?;

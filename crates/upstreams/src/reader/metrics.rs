@@ -31,12 +31,15 @@ pub struct ReaderMetrics {
     pub(crate) workers_started: Counter,
     /// `parse_limits_total{limit}`.
     pub(crate) limits: Family<LimitLabels, Counter>,
+    /// The local browser's families (`browser_*`).
+    pub(crate) browser: super::browser::BrowserMetrics,
 }
 
 impl ReaderMetrics {
     /// The families, registered on `r`.
     pub fn new(r: &mut Registry) -> Self {
         let m = Self {
+            browser: super::browser::BrowserMetrics::new(r),
             bytes: r.registered(
                 "read_bytes",
                 "Bytes of pages read directly by the reader (after decompression)",

@@ -15,9 +15,12 @@
 //!   can abort the gateway or outlive the request's budget.
 //! - [`site`]: a site's own files — `robots.txt` and sitemaps — fetched raw
 //!   ([`Reader::fetch_resource`], the same fence and caps) and parsed as facts for mapping it.
+//! - [`browser`]: a page rendered by a local headless Chromium, for pages whose text arrives by
+//!   script — every request it makes fenced by the same policy and client ([`Reader::render`]).
 //! - [`metrics`]: bytes read and time spent extracting.
 
 mod address;
+pub mod browser;
 mod content;
 mod extract;
 mod fetch;
@@ -36,6 +39,7 @@ use serde::{Deserialize, Serialize};
 use url::Url;
 
 pub(crate) use address::AddressPolicy;
+pub use browser::{BrowserMode, BrowserSettings, RenderOptions, RenderOutcome};
 pub use metrics::ReaderMetrics;
 pub use resolve::{GuardedResolver, Lookup, SystemLookup};
 pub use sandbox::{run_worker, ParseLimit, SandboxSettings, WorkerLimits, WORKER_COMMAND};
@@ -163,6 +167,8 @@ pub struct ReaderSettings {
     pub policy: AddressPolicy,
     /// Where pages are parsed (`PARSE_*`).
     pub sandbox: SandboxSettings,
+    /// The local browser (`BROWSER_*`).
+    pub browser: BrowserSettings,
 }
 
 /// The direct reader. Cheap to clone.
@@ -173,6 +179,8 @@ pub struct Reader {
     /// `robots.txt` names agents.
     agent: Arc<str>,
     sandbox: sandbox::Sandbox,
+    /// The local browser; `None` when `BROWSER` is off (or no Chromium was found).
+    browser: Option<browser::Browser>,
     metrics: ReaderMetrics,
 }
 
@@ -183,8 +191,15 @@ impl Reader {
             Arc::new(settings.policy.clone()),
             lookup,
         ));
+        let fetcher = Fetcher::new(resolver, &settings.user_agent, settings.max_bytes);
         Self {
-            fetcher: Fetcher::new(resolver, &settings.user_agent, settings.max_bytes),
+            browser: browser::Browser::new(
+                &settings.browser,
+                fetcher.clone(),
+                settings.max_bytes,
+                metrics.browser.clone(),
+            ),
+            fetcher,
             agent: Arc::from(
                 settings
                     .user_agent
@@ -196,6 +211,62 @@ impl Reader {
             sandbox: sandbox::Sandbox::new(settings.sandbox.clone(), metrics.clone()),
             metrics,
         }
+    }
+
+    /// Whether pages may be rendered locally (`BROWSER` on and a Chromium found).
+    pub fn renders(&self) -> bool {
+        self.browser.is_some()
+    }
+
+    /// Whether `url` is rendered without a direct read first (`BROWSER=always`, or its host is
+    /// one of `BROWSER_HOSTS`); never without a browser.
+    pub fn renders_first(&self, url: &Url) -> bool {
+        match (&self.browser, url.host_str()) {
+            (Some(browser), Some(host)) => browser.renders_first(host),
+            _ => false,
+        }
+    }
+
+    /// Renders `url` in the local browser within `timeout` (at most `BROWSER_TIMEOUT_SECONDS`) and reads the rendered DOM as `format`
+    /// (the same parse, walls and caps as a direct read); `connect` when there is no browser.
+    /// The render's own outcome is counted in `browser_reads_total` and returned beside the read.
+    pub async fn render(
+        &self,
+        url: &Url,
+        format: ReadFormat,
+        options: RenderOptions,
+        timeout: Duration,
+    ) -> (Result<Document, ReadFailure>, RenderOutcome) {
+        let deadline = tokio::time::Instant::now() + timeout;
+        if let Err(failure) = Self::admits(url) {
+            return (Err(failure), RenderOutcome::Forbidden);
+        }
+        let Some(browser) = &self.browser else {
+            return (
+                Err(ReadFailure::Upstream(ErrorClass::Connect)),
+                RenderOutcome::Unavailable,
+            );
+        };
+        let rendered = match browser.render(url, options, timeout).await {
+            Ok(rendered) => rendered,
+            Err(outcome) => return (Err(render_failure(outcome)), outcome),
+        };
+        self.metrics.bytes.inc_by(rendered.html.len() as u64);
+        let job = sandbox::Job {
+            header: sandbox::JobHeader {
+                url: url.to_string(),
+                final_url: rendered.final_url.to_string(),
+                content_type: Some("text/html; charset=utf-8".to_owned()),
+                format,
+            },
+            body: bytes::Bytes::from(rendered.html),
+        };
+        let started = Instant::now();
+        let parsed = self.sandbox.parse(job, deadline).await;
+        self.metrics
+            .extraction
+            .observe(started.elapsed().as_secs_f64());
+        (parsed, RenderOutcome::Ok)
     }
 
     /// The agent `robots.txt` rules are read for.
@@ -254,6 +325,19 @@ impl Reader {
             .extraction
             .observe(started.elapsed().as_secs_f64());
         parsed
+    }
+}
+
+/// A render's failure as a read's.
+fn render_failure(outcome: RenderOutcome) -> ReadFailure {
+    match outcome {
+        RenderOutcome::Forbidden => ReadFailure::ForbiddenAddress,
+        RenderOutcome::Timeout | RenderOutcome::Busy => ReadFailure::Upstream(ErrorClass::Timeout),
+        RenderOutcome::TooLarge => ReadFailure::Upstream(ErrorClass::Truncated),
+        RenderOutcome::Crashed => ReadFailure::Upstream(ErrorClass::Server),
+        RenderOutcome::Unavailable | RenderOutcome::Failed | RenderOutcome::Ok => {
+            ReadFailure::Upstream(ErrorClass::Connect)
+        }
     }
 }
 

@@ -54,6 +54,7 @@ impl ReaderSettings {
             timeout,
             max_bytes,
             sandbox: sandbox(env)?,
+            browser: super::BrowserSettings::read(env)?,
             user_agent: user_agent.text,
             policy: AddressPolicy {
                 private,

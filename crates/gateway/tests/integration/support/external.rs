@@ -29,6 +29,8 @@ pub(crate) enum Program {
     ClientLibraries,
     /// `chromium` and `chromedriver` on `PATH` (Debian's chromium and chromium-driver).
     Chromium,
+    /// `chromium` on `PATH` (Debian's chromium): the gateway's local browser.
+    HeadlessChromium,
 }
 
 /// Where SearXNG's virtualenv is.
@@ -57,6 +59,7 @@ impl Program {
             Self::Promtool => "promtool",
             Self::ClientLibraries => "the Python client libraries",
             Self::Chromium => "Chromium and chromedriver",
+            Self::HeadlessChromium => "Chromium",
         }
     }
 
@@ -68,6 +71,7 @@ impl Program {
             Self::Prometheus | Self::Promtool => "apt-get install prometheus",
             Self::ClientLibraries => "bash .ci/install-clients.sh",
             Self::Chromium => "bash scripts/install-chromium.sh",
+            Self::HeadlessChromium => "apt-get install chromium",
         }
     }
 
@@ -80,11 +84,12 @@ impl Program {
             Self::Promtool => on_path("promtool"),
             Self::ClientLibraries => clients_venv().join("bin").join("python").is_file(),
             Self::Chromium => on_path("chromium") && on_path("chromedriver"),
+            Self::HeadlessChromium => on_path("chromium"),
         }
     }
 
     fn announced(self) -> &'static Once {
-        static ANNOUNCED: [Once; 6] = [const { Once::new() }; 6];
+        static ANNOUNCED: [Once; 8] = [const { Once::new() }; 8];
         &ANNOUNCED[self as usize]
     }
 }

@@ -52,6 +52,9 @@ impl TestGateway {
             .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
             .collect();
         map.insert("LISTEN_ADDR".into(), "127.0.0.1:0".into());
+        // No local browser unless a test asks for one: the other tests' pages stay read as they
+        // were, whether a Chromium is installed or not.
+        map.entry("BROWSER".into()).or_insert_with(|| "off".into());
         // Pages are parsed in worker processes, as the binary does: the binary is the worker.
         map.entry("PARSE_WORKER_PROGRAM".into())
             .or_insert_with(|| super::process::BIN.into());

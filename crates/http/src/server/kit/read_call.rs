@@ -14,7 +14,7 @@ use url::Url;
 use crate::gateway::Gateway;
 use crate::server::kit::gate::Admitted;
 use gateway_core::request::ReadFormat;
-use gateway_engine::read::{Depth, Freshness, PageRead, ReadRequest};
+use gateway_engine::read::{Depth, Freshness, PageRead, ReadRequest, Render};
 use gateway_upstreams::reader::ReadFailure;
 
 /// One page a client asked for, as it sent it.
@@ -67,6 +67,40 @@ pub(crate) async fn run_fresh(
     freshness: Freshness,
     budget: Duration,
 ) -> PageRead {
+    let asked = Asking {
+        depth,
+        freshness,
+        ..Asking::default()
+    };
+    run_asking(gateway, admitted, url, format, asked, budget).await
+}
+
+/// How hard a read tries, beyond its format: what the surfaces that say more than a depth ask.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Asking {
+    pub(crate) depth: Depth,
+    pub(crate) freshness: Freshness,
+    /// Whether the local browser may render the page (MCP's `render`, Jina's `X-Engine`).
+    pub(crate) render: Render,
+    /// Firecrawl's `waitFor`.
+    pub(crate) wait_for: Option<Duration>,
+}
+
+/// Reads `url` as [`run`] does, as `asked` says.
+pub(crate) async fn run_asking(
+    gateway: &Gateway,
+    admitted: &Admitted,
+    url: Url,
+    format: ReadFormat,
+    asked: Asking,
+    budget: Duration,
+) -> PageRead {
+    let Asking {
+        depth,
+        freshness,
+        render,
+        wait_for,
+    } = asked;
     let started = Instant::now();
     let read = gateway
         .read(
@@ -75,6 +109,8 @@ pub(crate) async fn run_fresh(
                 format,
                 depth,
                 freshness,
+                render,
+                wait_for,
             },
             admitted.premium,
             budget,

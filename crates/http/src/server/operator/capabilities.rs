@@ -108,7 +108,9 @@ fn document(gateway: &Gateway, doors: &Map<String, Value>, oauth: &Value) -> Val
         // caps, Exa's highlights, MCP's web_fetch and web_research, and /v1/rerank (#41).
         "tavily: chunks_per_source on a search that is not search_depth advanced",
     ];
-    if !engine.browser {
+    if engine.browser {
+        refused.push("jina: X-Return-Format: screenshot or pageshot (no screenshots yet)");
+    } else {
         refused
             .push("jina: X-Engine: browser, X-Return-Format: screenshot or pageshot (no browser)");
     }

@@ -8,8 +8,8 @@
 //!   `storeInCache`, `parsers`, `origin`, `integration`, and the defaults of the options below
 //!   (`mobile: false`, `waitFor: 0`, empty `actions`, `headers`, `includeTags`, `excludeTags`,
 //!   `skipTlsVerification: false`, `zeroDataRetention: false`, `proxy` `basic` or `auto`).
-//! - Refused: `onlyMainContent: false`, `mobile: true`, `waitFor` and `actions` (no browser runs
-//!   here), `headers` (the gateway sends its own), `includeTags`/`excludeTags` (no selectors),
+//! - Refused: `onlyMainContent: false`, `mobile: true`, `actions` (no browser actions here),
+//!   `waitFor` where the caller does not take it (a single scrape does, with the local browser), `headers` (the gateway sends its own), `includeTags`/`excludeTags` (no selectors),
 //!   `skipTlsVerification: true`, `zeroDataRetention: true` (the gateway caches pages it reads),
 //!   `proxy` `stealth` or `enhanced`, `location`, `jsonOptions`, `changeTrackingOptions`, and any
 //!   field Firecrawl's API does not have.
@@ -74,7 +74,8 @@ fn refusal(name: &str, value: &Value) -> String {
         "onlyMainContent" => {
             "the gateway keeps the main content; ask for rawHtml for the whole page"
         }
-        "waitFor" | "actions" | "mobile" => "no browser renders pages here",
+        "waitFor" => "honoured by a single scrape, with the local browser",
+        "actions" | "mobile" => "no browser actions here",
         "headers" => "the gateway sends its own request headers",
         "includeTags" | "excludeTags" => "the gateway applies no selectors",
         "skipTlsVerification" => "the gateway verifies every certificate",

@@ -5,8 +5,10 @@
 //! Request: `url`; `formats` (`markdown` — the default —, `html` (the main content's HTML),
 //! `rawHtml` (the page as it came), `links` (the links of the main content); each content format
 //! is its own read, run at once); `timeout` in milliseconds (the budget of the reads; default
-//! `FALLBACK_TIMEOUT_SECONDS`). The page options (`maxAge`, `onlyMainContent`, `waitFor`,
-//! `actions`, `mobile`, `headers`, …) are honoured, taken as harmless, or refused by name
+//! `FALLBACK_TIMEOUT_SECONDS`); `waitFor` in milliseconds (the page rendered by the local browser
+//! and given that long after its load; refused by name when `BROWSER` is off). With the browser,
+//! `rawHtml` of a rendered page is its rendered DOM. The other page options (`maxAge`,
+//! `onlyMainContent`, `actions`, `mobile`, `headers`, …) are honoured, taken as harmless, or refused by name
 //! ([`super::page_options`]).
 //!
 //! Answer: `{"success": true, "data": {"markdown", "html", "rawHtml", "links", "metadata":
@@ -29,7 +31,7 @@ use crate::server::kit::gate::Admitted;
 use crate::server::kit::json_fields::{self, field, InvalidField};
 use crate::server::kit::read_call;
 use crate::server::kit::refusal::{json_response, Refusal};
-use gateway_engine::read::{Depth, Freshness};
+use gateway_engine::read::{Depth, Freshness, Render};
 use gateway_upstreams::reader::ReadFailure;
 
 /// A scrape request, read and checked.
@@ -40,7 +42,13 @@ struct ScrapeAsk {
     formats: Formats,
     timeout: Option<Duration>,
     freshness: Freshness,
+    /// `waitFor`, in milliseconds: the rendered page is given this long after its load (`None`
+    /// for 0 or none).
+    wait_for: Option<Duration>,
 }
+
+/// The longest `waitFor`, in milliseconds.
+const MAX_WAIT_FOR_MS: u32 = 60_000;
 
 /// `POST …/scrape`.
 pub(crate) async fn scrape(
@@ -58,17 +66,28 @@ pub(crate) async fn scrape(
             return err.into_response();
         }
     };
+    if let (Some(wait), false) = (ask.wait_for, gateway.renders()) {
+        let err = super::unsupported(format!(
+            "waitFor: {} is not supported by this gateway (no browser renders pages here: BROWSER is off)",
+            wait.as_millis()
+        ));
+        tracing::info!(error = err.code(), "scrape refused");
+        return err.into_response();
+    }
     let budget = ask.timeout.unwrap_or(gateway.settings().request_budget);
+    let asked = read_call::Asking {
+        depth: Depth::Basic,
+        freshness: ask.freshness,
+        // A wait is for a rendered page: the page is rendered first.
+        render: if ask.wait_for.is_some() {
+            Render::Always
+        } else {
+            Render::Auto
+        },
+        wait_for: ask.wait_for,
+    };
     let reads = futures::future::join_all(ask.formats.reads().into_iter().map(|format| {
-        read_call::run_fresh(
-            &gateway,
-            &admitted,
-            ask.url.clone(),
-            format,
-            Depth::Basic,
-            ask.freshness,
-            budget,
-        )
+        read_call::run_asking(&gateway, &admitted, ask.url.clone(), format, asked, budget)
     }))
     .await;
     if reads.iter().all(|read| read.result.is_err()) {
@@ -125,14 +144,24 @@ impl ScrapeAsk {
             }
             .into());
         }
-        let freshness = super::page_options::check(fields, &["url", "formats", "timeout"])?;
+        let freshness =
+            super::page_options::check(fields, &["url", "formats", "timeout", "waitFor"])?;
         let timeout = super::timeout(fields)?;
+        let wait_for = json_fields::number_in(
+            fields,
+            "waitFor",
+            0..=MAX_WAIT_FOR_MS,
+            "milliseconds, 0 to 60000",
+        )?
+        .filter(|ms| *ms > 0)
+        .map(|ms| Duration::from_millis(u64::from(ms)));
         Ok(Self {
             url,
             as_sent,
             formats,
             timeout,
             freshness,
+            wait_for,
         })
     }
 }

@@ -7,11 +7,11 @@
 //! `X-No-Cache` (the reader's: the page is read afresh and replaces the cached one),
 //! `X-With-Links-Summary` and `X-With-Images-Summary` (the links and images of the content kept,
 //! listed after it), `X-Retain-Images: none` (markdown images dropped), `X-Engine: direct` (the
-//! gateway's own reader), and for the search `X-Respond-With: no-content` (hits without reading
+//! gateway's own reader, never its browser) and `X-Engine: browser` (rendered first by the local
+//! browser; refused by the read where none runs), and for the search `X-Respond-With: no-content` (hits without reading
 //! them) and `X-Site` (one domain the hits must be on). Refused by name: every other Jina option
 //! ([`NOT_HONOURED`]: selectors, cookies, proxies, waiting, generated alt text, token budgets, the
-//! markdown style switches), `X-Engine: browser` (no browser renders pages here), the formats that
-//! need one (`screenshot`, `pageshot`). Headers that are not Jina's (`X-Forwarded-For`, …) are
+//! markdown style switches), the formats that need a screenshot (`screenshot`, `pageshot`). Headers that are not Jina's (`X-Forwarded-For`, …) are
 //! none of this module's business.
 
 use std::time::Duration;
@@ -21,7 +21,7 @@ use axum::http::{header, HeaderMap};
 use super::{JinaError, JinaOwn};
 use crate::server::kit::refusal::Refusal;
 use gateway_core::request::ReadFormat;
-use gateway_engine::read::Freshness;
+use gateway_engine::read::{Freshness, Render};
 
 /// Jina's options this gateway does not honour: a request carrying one is refused.
 const NOT_HONOURED: &[&str] = &[
@@ -132,6 +132,9 @@ pub(super) struct Options {
     pub(super) site: Option<String>,
     /// `X-Gateway-Explain`.
     pub(super) explain: bool,
+    /// `X-Engine`: `browser` renders the page in the local browser first (refused by the read
+    /// when none runs), `direct` never renders it, none lets the gateway decide.
+    pub(super) render: Render,
 }
 
 impl Options {
@@ -205,15 +208,12 @@ impl Options {
         if format == ReturnFormat::Html && (links_summary || images_summary) {
             return Err(unsupported("a links or images summary after html"));
         }
-        match value("x-engine")?.as_deref() {
-            None | Some("" | "direct") => {}
-            Some("browser") => {
-                return Err(unsupported(
-                    "X-Engine: browser (no browser renders pages here; use direct)",
-                ))
-            }
-            Some(_) => return Err(invalid("X-Engine", "direct")),
-        }
+        let render = match value("x-engine")?.as_deref() {
+            None | Some("") => Render::Auto,
+            Some("direct") => Render::Never,
+            Some("browser") => Render::Always,
+            Some(_) => return Err(invalid("X-Engine", "direct or browser")),
+        };
         let respond = match (api, value("x-respond-with")?.as_deref()) {
             (_, None) => Respond::Content,
             (Api::Search, Some("no-content")) => Respond::NoContent,
@@ -243,6 +243,7 @@ impl Options {
             respond,
             site,
             explain,
+            render,
         })
     }
 }
@@ -359,6 +360,7 @@ mod tests {
         assert_eq!(options.timeout, Some(Duration::from_secs(7)));
         assert_eq!(options.freshness, Freshness::Fresh);
         assert!(options.links_summary && options.images_summary && options.explain);
+        assert_eq!(options.render, Render::Never);
         let search = Options::read(
             &headers(&[("x-respond-with", "no-content"), ("x-site", "Docs.RS")]),
             Api::Search,
@@ -377,11 +379,6 @@ mod tests {
                 "X-Target-Selector",
             ),
             (vec![("x-set-cookie", "a=b")], Api::Read, "X-Set-Cookie"),
-            (
-                vec![("x-engine", "browser")],
-                Api::Read,
-                "X-Engine: browser",
-            ),
             (vec![("x-engine", "readerlm")], Api::Read, "X-Engine"),
             (
                 vec![("x-return-format", "screenshot")],

@@ -29,7 +29,7 @@ use crate::server::kit::gate::Admitted;
 use crate::server::kit::json_fields::{self, field};
 use crate::server::kit::refusal::{json_response, Refusal};
 use crate::server::kit::{explain, read_call, search_read};
-use gateway_engine::read::Depth;
+use gateway_engine::read::{Depth, Render};
 use gateway_upstreams::reader::Document;
 
 /// `GET /r/<url>`.
@@ -119,14 +119,27 @@ async fn answer(
             return err.into_response();
         }
     };
+    if options.render == Render::Always && !gateway.renders() {
+        let err: JinaError = Refusal::Own(JinaOwn::Unsupported(
+            "X-Engine: browser (no browser renders pages here: BROWSER is off; use direct)"
+                .to_owned(),
+        ));
+        tracing::info!(error = err.code(), "jina read refused");
+        return err.into_response();
+    }
     let budget = search_read::budget_left(gateway, started, options.timeout);
-    let read = read_call::run_fresh(
+    let asked = read_call::Asking {
+        depth: Depth::Basic,
+        freshness: options.freshness,
+        render: options.render,
+        wait_for: None,
+    };
+    let read = read_call::run_asking(
         gateway,
         admitted,
         url,
         options.format.read_format(),
-        Depth::Basic,
-        options.freshness,
+        asked,
         budget,
     )
     .await;

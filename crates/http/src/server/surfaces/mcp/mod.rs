@@ -56,7 +56,7 @@ use crate::server::kit::search_read;
 use crate::server::transport::search_span;
 use crate::settings::limits::ServerLimits;
 use gateway_core::request::{ReadFormat, Surface};
-use gateway_engine::read::Depth;
+use gateway_engine::read::{Depth, Render};
 use gateway_engine::SearchError;
 use gateway_upstreams::reader::ReadFailure;
 use web_crawl::WebCrawlOutput;
@@ -128,14 +128,24 @@ impl SearchTools {
                 return web_search::tool_error(refusal.to_string());
             }
         };
+        if fetch.render == Render::Always && !self.gateway.renders() {
+            let refusal = web_fetch::Refusal::NoBrowser;
+            tracing::info!(error = refusal.code(), "web_fetch refused");
+            return web_search::tool_error(refusal.to_string());
+        }
         let started = tokio::time::Instant::now();
         let budget = self.gateway.settings().request_budget;
-        let read = read_call::run(
+        let asked = read_call::Asking {
+            depth: Depth::Basic,
+            render: fetch.render,
+            ..read_call::Asking::default()
+        };
+        let read = read_call::run_asking(
             &self.gateway,
             admitted,
             fetch.url.clone(),
             fetch.format,
-            Depth::Basic,
+            asked,
             budget,
         )
         .await;

@@ -10,6 +10,10 @@
 //! returns, title included, and never exceed `max_tokens`. The passages are chosen by
 //! [`gateway_engine::read::passages`] from the page as read or cached.
 //!
+//! `render` says whether the gateway's local browser renders the page: `auto` (when the direct
+//! read is a script shell or has too little text), `always` (first; refused when no browser
+//! runs), `never`.
+//!
 //! Arguments are read one field at a time, as `web_search`'s: a value of the wrong type is a tool
 //! error naming the field. A page that could not be read is a tool error saying why, with the
 //! failure's code (`read_call::unread_reason`).
@@ -26,6 +30,7 @@ use gateway_core::request::ReadFormat;
 use gateway_engine::read::passages::{
     Chosen, Merge, PassageOrder, PassageSelector, Ranked, Selection, TokenBudget,
 };
+use gateway_engine::read::Render;
 use gateway_upstreams::reader::{Document, ReadFailure};
 
 /// The tool's name.
@@ -75,6 +80,19 @@ pub(crate) struct WebFetchArgs {
     /// budget of the passages; alone, the page's text cut at a passage boundary.
     #[schemars(range(min = 50, max = 100_000))]
     max_tokens: Option<u32>,
+    /// Whether the gateway's local browser renders the page: auto (default: when the page's
+    /// text arrives by script), always (rendered first; an error when the gateway has no
+    /// browser), or never.
+    render: Option<RenderArg>,
+}
+
+/// `render`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+enum RenderArg {
+    Auto,
+    Always,
+    Never,
 }
 
 /// The text's form.
@@ -94,6 +112,8 @@ pub(crate) struct Fetch {
     pub(crate) start_index: usize,
     /// `query` or `max_tokens`: a part of the page within a token budget, instead of a window.
     pub(crate) focus: Option<Focus>,
+    /// `render`.
+    pub(crate) render: Render,
 }
 
 /// A part of the page within a token budget.
@@ -126,8 +146,11 @@ pub(crate) enum Refusal {
     #[error("invalid arguments: {0} windows the whole text by characters; it does not go with query or max_tokens")]
     Windowed(&'static str),
     /// An argument the tool does not take.
-    #[error("invalid arguments: {0} is not an argument of web_fetch (url, format, max_length, start_index, query, max_tokens)")]
+    #[error("invalid arguments: {0} is not an argument of web_fetch (url, format, max_length, start_index, query, max_tokens, render)")]
     Unknown(String),
+    /// `render: always` where no local browser runs.
+    #[error("invalid arguments: render: always needs the gateway's local browser, which is off here (BROWSER)")]
+    NoBrowser,
 }
 
 impl Refusal {
@@ -138,6 +161,7 @@ impl Refusal {
             Self::Url => "invalid_url",
             Self::Windowed(_) => "invalid_argument",
             Self::Unknown(_) => "unknown_argument",
+            Self::NoBrowser => "no_browser",
         }
     }
 }
@@ -191,13 +215,14 @@ pub(crate) fn tool() -> Tool {
 
 /// The call's arguments as the read they ask for.
 pub(crate) fn decode(arguments: &JsonObject) -> Result<Fetch, Refusal> {
-    const ARGUMENTS: [&str; 6] = [
+    const ARGUMENTS: [&str; 7] = [
         "url",
         "format",
         "max_length",
         "start_index",
         "query",
         "max_tokens",
+        "render",
     ];
     if let Some(named) = json_fields::unhonoured(arguments, &ARGUMENTS, &[], |_, _| false) {
         return Err(Refusal::Unknown(named));
@@ -238,12 +263,18 @@ pub(crate) fn decode(arguments: &JsonObject) -> Result<Fetch, Refusal> {
             }
         }
     }
+    let render = match field::<RenderArg>(arguments, "render", "auto, always or never")? {
+        None | Some(RenderArg::Auto) => Render::Auto,
+        Some(RenderArg::Always) => Render::Always,
+        Some(RenderArg::Never) => Render::Never,
+    };
     Ok(Fetch {
         url,
         format,
         max_length: max_length as usize,
         start_index: usize::try_from(start_index).unwrap_or(usize::MAX),
         focus,
+        render,
     })
 }
 
