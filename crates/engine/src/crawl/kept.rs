@@ -20,7 +20,7 @@ use std::time::{Duration, SystemTime};
 
 use serde::{Deserialize, Serialize};
 
-use super::shared::{from_unix_ms, unix_ms, FailureBlob, PageBlob, Spec};
+use super::record::{from_unix_ms, status_of, unix_ms, FailureBlob, PageBlob, Spec};
 use super::{CrawlFailure, CrawledPage, JobStatus};
 
 /// How often a running job's snapshot is rewritten at most.
@@ -168,7 +168,7 @@ impl Snapshot {
 
     /// The status as the job keeps it.
     pub(crate) fn status(&self) -> JobStatus {
-        super::shared::status_of(&self.status)
+        status_of(&self.status)
     }
 }
 

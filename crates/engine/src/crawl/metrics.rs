@@ -7,9 +7,32 @@ use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 
-use super::webhook::{Delivery, WebhookEvent};
-use super::{JobKind, JobStatus};
+use super::{JobKind, JobStatus, WebhookEvent};
 use gateway_core::metrics::{label_value_as_str, Registry};
+
+/// How a delivery ended: the `outcome` label.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) enum Delivery {
+    /// The receiver answered 2xx.
+    Delivered,
+    /// The receiver answered 4xx (not tried again).
+    Refused,
+    /// The fence refused the address (it changed since the job started).
+    Fenced,
+    /// Every attempt failed (transport, timeout, 5xx).
+    Failed,
+}
+
+impl Delivery {
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            Self::Delivered => "delivered",
+            Self::Refused => "refused",
+            Self::Fenced => "fenced",
+            Self::Failed => "failed",
+        }
+    }
+}
 
 /// What became of one URL of a crawl.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -28,6 +28,7 @@
 
 mod kept;
 mod metrics;
+mod record;
 pub(crate) mod run;
 pub mod scope;
 mod shared;
@@ -50,7 +51,7 @@ use gateway_upstreams::reader::Document;
 pub(crate) use metrics::CrawlMetrics;
 pub use scope::CrawlScope;
 use webhook::Deliveries;
-pub use webhook::{Webhook, WebhookEvent, WebhookRefusal};
+pub use webhook::{Webhook, WebhookRefusal};
 
 /// A crawl or a batch scrape.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -92,6 +93,42 @@ impl JobStatus {
             Self::Failed => "failed",
             Self::Cancelled => "cancelled",
         }
+    }
+}
+
+/// An event a webhook may ask for.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum WebhookEvent {
+    /// The job started.
+    Started,
+    /// A page was read.
+    Page,
+    /// The job ended with what it read.
+    Completed,
+    /// The job ended with nothing read.
+    Failed,
+}
+
+impl WebhookEvent {
+    /// Every event (what a webhook gets when it names none).
+    pub const ALL: [WebhookEvent; 4] = [Self::Started, Self::Page, Self::Completed, Self::Failed];
+
+    /// Firecrawl's word.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Started => "started",
+            Self::Page => "page",
+            Self::Completed => "completed",
+            Self::Failed => "failed",
+        }
+    }
+
+    /// The event named `word`.
+    pub fn parse(word: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|e| e.as_str() == word)
     }
 }
 
@@ -489,8 +526,8 @@ impl Crawls {
                 webhook: request.as_ref().and_then(|r| r.webhook.clone()),
                 links: request.as_ref().is_some_and(|r| r.links),
                 markdown: request.as_ref().is_none_or(|r| r.markdown),
-                created_at: shared::from_unix_ms(snapshot.created_ms),
-                expires_at: shared::from_unix_ms(snapshot.expires_ms),
+                created_at: record::from_unix_ms(snapshot.created_ms),
+                expires_at: record::from_unix_ms(snapshot.expires_ms),
                 cancel: CancellationToken::new(),
                 state: Mutex::new(JobState {
                     status,

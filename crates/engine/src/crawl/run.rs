@@ -15,9 +15,10 @@ use url::Url;
 
 use super::kept::{failure_blob, KeptJobs, Snapshot, SNAPSHOT_EVERY};
 use super::metrics::{CrawlMetrics, FrontierShare, PageOutcome};
+use super::record::{unix_ms, Spec};
 use super::scope::Shapes;
-use super::shared::{unix_ms, Spec};
-use super::webhook::{Deliveries, WebhookEvent};
+use super::webhook::Deliveries;
+use super::WebhookEvent;
 use super::{CrawlFailure, CrawlRequest, CrawlSettings, CrawledPage, Job, JobKind, JobStatus};
 use crate::read::site_map::{MapRequest, SitemapMode, MAX_LINKS};
 use crate::read::{Depth, Freshness, ReadRequest, Reading, Render};
@@ -63,7 +64,7 @@ pub(crate) async fn run(
     resume: Option<Resume>,
 ) -> JobStatus {
     let kept = with.kept.clone();
-    let spec = Spec::of_request(&request);
+    let spec = Spec::of(&request);
     let status = run_job(job, request, with, resume).await;
     if let Some(kept) = kept {
         let snapshot = snapshot(job, spec, Vec::new(), 0, 0);
@@ -86,7 +87,7 @@ pub(crate) fn first_snapshot(job: &Job, request: &CrawlRequest) -> Snapshot {
             (url.to_string(), 0)
         })
         .collect();
-    snapshot(job, Spec::of_request(request), frontier, 0, 0)
+    snapshot(job, Spec::of(request), frontier, 0, 0)
 }
 
 /// A snapshot of `job` as it is now, with what is left to read.
@@ -187,7 +188,7 @@ async fn run_job(
                     .collect();
                 // Reads in flight are read again after a restart: not counted as launched.
                 let taken = launched.saturating_sub(reading_now.len());
-                let snapshot = snapshot(job, Spec::of_request(&request), left, taken, bytes);
+                let snapshot = snapshot(job, Spec::of(&request), left, taken, bytes);
                 let kept = kept.clone();
                 let _ = tokio::task::spawn_blocking(move || kept.write(&snapshot)).await;
             }

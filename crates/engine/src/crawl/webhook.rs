@@ -27,8 +27,8 @@ use serde_json::{json, Value};
 use tokio::sync::Semaphore;
 use url::Url;
 
-use super::metrics::CrawlMetrics;
-use super::{CrawledPage, JobKind};
+use super::metrics::{CrawlMetrics, Delivery};
+use super::{CrawledPage, JobKind, WebhookEvent};
 use crate::read::Reading;
 use crate::settings::WebhookSecret;
 use gateway_core::request::ReadFormat;
@@ -54,40 +54,6 @@ const RESERVED_HEADERS: &[&str] = &[
     "connection",
     "x-firecrawl-signature",
 ];
-
-/// An event a webhook may ask for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum WebhookEvent {
-    /// The job started.
-    Started,
-    /// A page was read.
-    Page,
-    /// The job ended with what it read.
-    Completed,
-    /// The job ended with nothing read.
-    Failed,
-}
-
-impl WebhookEvent {
-    /// Every event (what a webhook gets when it names none).
-    pub const ALL: [WebhookEvent; 4] = [Self::Started, Self::Page, Self::Completed, Self::Failed];
-
-    /// Firecrawl's word.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Started => "started",
-            Self::Page => "page",
-            Self::Completed => "completed",
-            Self::Failed => "failed",
-        }
-    }
-
-    /// The event named `word`.
-    pub fn parse(word: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|e| e.as_str() == word)
-    }
-}
 
 /// Why a webhook was refused at the door.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -342,30 +308,6 @@ fn page_document(page: &CrawledPage) -> Value {
         );
     }
     Value::Object(doc)
-}
-
-/// How a delivery ended: the `outcome` label.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub(crate) enum Delivery {
-    /// The receiver answered 2xx.
-    Delivered,
-    /// The receiver answered 4xx (not tried again).
-    Refused,
-    /// The fence refused the address (it changed since the job started).
-    Fenced,
-    /// Every attempt failed (transport, timeout, 5xx).
-    Failed,
-}
-
-impl Delivery {
-    pub(crate) fn as_str(self) -> &'static str {
-        match self {
-            Self::Delivered => "delivered",
-            Self::Refused => "refused",
-            Self::Fenced => "fenced",
-            Self::Failed => "failed",
-        }
-    }
 }
 
 #[cfg(test)]
