@@ -212,6 +212,62 @@ pub struct JobView {
     pub markdown: bool,
 }
 
+/// A job as the operator sees it (`GET /admin/crawls`): whose, where it is, how far.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct JobSummary {
+    /// Its ID.
+    pub id: String,
+    /// Its client.
+    pub owner: String,
+    /// `crawl` or `batch`.
+    pub kind: &'static str,
+    /// Firecrawl's word for where it is.
+    pub status: &'static str,
+    /// Pages read.
+    pub completed: usize,
+    /// URLs it could not read.
+    pub failed: usize,
+    /// URLs taken on.
+    pub total: usize,
+    /// When it started (unix seconds).
+    pub created_at: u64,
+    /// Pages read per minute since it started.
+    pub pages_per_minute: f64,
+    /// Whether the fleet shares it (Redis) or this process runs it.
+    pub shared: bool,
+}
+
+impl JobSummary {
+    fn new(
+        id: &str,
+        owner: &str,
+        kind: JobKind,
+        status: JobStatus,
+        (completed, failed, total): (usize, usize, usize),
+        created: SystemTime,
+        shared: bool,
+    ) -> Self {
+        let minutes = SystemTime::now()
+            .duration_since(created)
+            .map_or(0.0, |d| d.as_secs_f64() / 60.0)
+            .max(1.0 / 60.0);
+        Self {
+            id: id.to_owned(),
+            owner: owner.to_owned(),
+            kind: kind.as_str(),
+            status: status.as_str(),
+            completed,
+            failed,
+            total,
+            created_at: created
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_secs()),
+            pages_per_minute: (completed as f64 / minutes * 10.0).round() / 10.0,
+            shared,
+        }
+    }
+}
+
 /// Why a job was not started.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum StartRefusal {
@@ -683,6 +739,44 @@ impl Crawls {
         let view = fleet.status(id, owner, 0, usize::MAX).await?;
         let (_, _, discovered) = fleet.lists(id, owner).await?;
         Some((view, discovered))
+    }
+
+    /// Every job, for the operator: this process's (running and kept), then the running jobs
+    /// the fleet shares; newest first.
+    pub async fn overview(&self) -> Vec<JobSummary> {
+        let now = SystemTime::now();
+        let mut all: Vec<JobSummary> = self
+            .jobs()
+            .values()
+            .filter(|job| job.expires_at > now)
+            .map(|job| {
+                let state = job.state();
+                JobSummary::new(
+                    &job.id,
+                    &job.owner,
+                    job.kind,
+                    state.status,
+                    (state.pages.len(), state.failures.len(), state.total),
+                    job.created_at,
+                    false,
+                )
+            })
+            .collect();
+        if let Some(fleet) = &self.inner.fleet {
+            all.extend(fleet.overview().await);
+        }
+        all.sort_by_key(|job| std::cmp::Reverse(job.created_at));
+        all
+    }
+
+    /// Cancels job `id` whoever's it is (the operator's action); its status after.
+    pub async fn cancel_any(&self, id: &str) -> Option<JobStatus> {
+        let local = self.jobs().get(id).map(|job| job.owner.clone());
+        let owner = match local {
+            Some(owner) => owner,
+            None => self.inner.fleet.as_ref()?.owner_of(id).await?,
+        };
+        self.cancel(id, &owner).await
     }
 
     /// The URLs the job could not read, and those `robots.txt` kept it from.

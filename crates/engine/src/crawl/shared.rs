@@ -238,6 +238,40 @@ impl FleetJobs {
         }
     }
 
+    /// The running jobs the fleet shares, for the operator.
+    pub(crate) async fn overview(&self) -> Vec<super::JobSummary> {
+        let Some(running) = self.tier.running_jobs().await else {
+            return Vec::new();
+        };
+        let mut all = Vec::new();
+        for id in running.into_keys() {
+            let Some(record) = self.tier.job_record(&id).await.filter(|r| !r.is_empty()) else {
+                continue;
+            };
+            let kind = record
+                .get("spec")
+                .and_then(|s| serde_json::from_slice::<Spec>(s).ok())
+                .map_or(JobKind::Crawl, |spec| spec.kind());
+            let count = |name| usize::try_from(counter(&record, name)).unwrap_or(usize::MAX);
+            all.push(super::JobSummary::new(
+                &id,
+                field(&record, "owner"),
+                kind,
+                status_of(field(&record, "status")),
+                (count("completed"), count("failed"), count("queued")),
+                from_unix_ms(counter(&record, "created_ms")),
+                true,
+            ));
+        }
+        all
+    }
+
+    /// The client job `id` belongs to, if the fleet has it.
+    pub(crate) async fn owner_of(&self, id: &str) -> Option<String> {
+        let record = self.tier.job_record(id).await?;
+        Some(field(&record, "owner").to_owned()).filter(|o| !o.is_empty())
+    }
+
     /// Job `id` of `owner`: its record (`None`: none of `owner`'s, or Redis is away).
     async fn record(&self, id: &str, owner: &str) -> Option<HashMap<String, Vec<u8>>> {
         let record = self.tier.job_record(id).await?;

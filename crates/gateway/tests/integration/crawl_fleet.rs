@@ -21,6 +21,7 @@ use crate::support::wait;
 
 const ALICE: &str = "alice-fleet-crawl-key-0123456789";
 const BOB: &str = "bob-fleet-crawl-key-0123456789";
+const ADMIN: &str = "fleet-crawl-admin-token-0123456789";
 /// Pages linked from the start page.
 const PAGES: usize = 16;
 /// The gateway's default `REDIS_KEY_PREFIX`.
@@ -102,6 +103,7 @@ impl Fleet {
             ),
             ("LISTEN_ADDR".to_owned(), "127.0.0.1:0".to_owned()),
             ("LOG_LEVEL".to_owned(), "info".to_owned()),
+            ("ADMIN_TOKEN".to_owned(), ADMIN.to_owned()),
             (
                 "CRAWL_WEBHOOK_SECRET".to_owned(),
                 "fleet-webhook-secret-0123456789".to_owned(),
@@ -277,6 +279,27 @@ async fn a_cancel_on_one_replica_ends_the_job_for_all_and_tavily_waits_on_a_shar
         async move { job(&a_url, &id, ALICE).await.1["completed"].as_u64() >= Some(1) }
     })
     .await;
+    // The operator sees it on the other replica, as the fleet's.
+    let (status, listed) = call(
+        reqwest::Method::GET,
+        &format!("{b_url}/admin/crawls"),
+        ADMIN,
+        None,
+    )
+    .await;
+    assert_eq!(status, 200, "{listed}");
+    let shown = listed["jobs"]
+        .as_array()
+        .expect("jobs")
+        .iter()
+        .find(|j| j["id"] == id.as_str())
+        .cloned()
+        .expect("the job is listed on B");
+    assert_eq!(
+        (shown["owner"].as_str(), shown["shared"].as_bool()),
+        (Some("alice"), Some(true)),
+        "{shown}"
+    );
     // Bob cannot cancel it; Alice can, on the other replica.
     let bob_cancel = call(
         reqwest::Method::DELETE,

@@ -531,3 +531,83 @@ async fn a_webhook_behind_the_fence_or_without_a_secret_is_refused_by_name() {
     .await;
     assert_eq!(status, 404);
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_operator_lists_every_clients_crawls_and_cancels_one_with_the_admin_token() {
+    const ADMIN: &str = "crawl-admin-token-0123456789";
+    let keys = keys();
+    let path = keys.path().to_str().expect("utf-8").to_owned();
+    let stack = site(&[
+        ("API_KEYS_FILE", path.as_str()),
+        ("ADMIN_TOKEN", ADMIN),
+        ("CRAWL_CONCURRENCY", "1"),
+    ])
+    .await;
+    let g = &stack.gateway;
+    let origin = stack.site.origin();
+    // A minute between two reads on the host: Alice's crawl waits after its first page.
+    let (_, started) = call(
+        g,
+        reqwest::Method::POST,
+        "/v2/crawl",
+        Some(ALICE),
+        Some(json!({"url": format!("{origin}/"), "delay": 60, "sitemap": "skip"})),
+    )
+    .await;
+    let id = started["id"].as_str().expect("id").to_owned();
+
+    let (status, listed) = call(g, reqwest::Method::GET, "/admin/crawls", Some(ADMIN), None).await;
+    assert_eq!(status, 200, "{listed}");
+    let job = listed["jobs"]
+        .as_array()
+        .expect("jobs")
+        .iter()
+        .find(|j| j["id"] == id.as_str())
+        .cloned()
+        .expect("Alice's job is listed");
+    assert_eq!(
+        (
+            job["owner"].as_str(),
+            job["status"].as_str(),
+            job["kind"].as_str()
+        ),
+        (Some("alice"), Some("scraping"), Some("crawl")),
+        "{job}"
+    );
+    // A client's key is not the admin token.
+    assert_eq!(
+        call(g, reqwest::Method::GET, "/admin/crawls", Some(ALICE), None)
+            .await
+            .0,
+        401
+    );
+
+    let cancel = format!("/admin/crawls/{id}/cancel");
+    let (status, cancelled) = call(g, reqwest::Method::POST, &cancel, Some(ADMIN), None).await;
+    assert_eq!(
+        (status, cancelled["status"].as_str()),
+        (200, Some("cancelled")),
+        "{cancelled}"
+    );
+    let (_, seen) = call(
+        g,
+        reqwest::Method::GET,
+        &format!("/v2/crawl/{id}"),
+        Some(ALICE),
+        None,
+    )
+    .await;
+    assert_eq!(
+        seen["status"], "cancelled",
+        "Alice sees the operator's cancel: {seen}"
+    );
+    let (status, _) = call(
+        g,
+        reqwest::Method::POST,
+        "/admin/crawls/no-such-job/cancel",
+        Some(ADMIN),
+        None,
+    )
+    .await;
+    assert_eq!(status, 404);
+}

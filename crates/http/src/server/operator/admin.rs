@@ -10,7 +10,10 @@
 //! - `POST /admin/breakers/{namespace}/{name}/close` — close it now;
 //! - `POST /admin/cache/purge` — drop every cached answer and page, or with `?q=QUERY` the answers of one query
 //!   (every page, category and language of it);
-//! - `GET /admin/status` — `/status` plus each client's limits and premium usage.
+//! - `GET /admin/status` — `/status` plus each client's limits and premium usage;
+//! - `GET /admin/crawls` — every crawl and batch scrape: whose, where it is, pages read and
+//!   failed, pages per minute, shared by the fleet or not (newest first);
+//! - `POST /admin/crawls/{id}/cancel` — cancel one, whoever's it is.
 //!
 //! Answers are JSON; refusals `{"error":…,"message":…}` (401 with `WWW-Authenticate: Bearer`),
 //! a path or query string that cannot be read included (400, `invalid_path` or `bad_request`).
@@ -67,6 +70,8 @@ where
             )
             .route("/admin/cache/purge", post(purge_cache))
             .route("/admin/status", get(status))
+            .route("/admin/crawls", get(crawls))
+            .route("/admin/crawls/{id}/cancel", post(cancel_crawl))
             .layer(axum::middleware::from_fn_with_state(token, authorize))
             .with_state(admin),
     )
@@ -231,6 +236,24 @@ async fn status(State(admin): State<Admin>) -> Response {
         Err(_) => return ApiError::Internal.into_response(),
     };
     json_ok(json!({"status": status, "clients": admin.clients.usage().await}))
+}
+
+async fn crawls(State(admin): State<Admin>) -> Response {
+    json_ok(json!({"jobs": admin.gateway.crawls().overview().await}))
+}
+
+async fn cancel_crawl(State(admin): State<Admin>, ApiPath(id): ApiPath<String>) -> Response {
+    match admin.gateway.crawls().cancel_any(&id).await {
+        Some(status) => {
+            tracing::info!(job = %id, status = status.as_str(), "admin: crawl cancelled");
+            json_ok(json!({"id": id, "status": status.as_str()}))
+        }
+        None => {
+            let mut response = json_ok(json!({"error": "not_found", "message": "no such crawl"}));
+            *response.status_mut() = StatusCode::NOT_FOUND;
+            response
+        }
+    }
 }
 
 #[cfg(test)]
