@@ -582,6 +582,26 @@ async fn the_operator_lists_every_clients_crawls_and_cancels_one_with_the_admin_
         401
     );
 
+    // The operator's page lists it: to the admin token and to Alice, not to Bob.
+    let listed_to = |key: &'static str| {
+        let id = id.clone();
+        async move {
+            let (_, overview) =
+                call(g, reqwest::Method::GET, "/ui/api/overview", Some(key), None).await;
+            overview["crawls"]
+                .as_array()
+                .expect("crawls")
+                .iter()
+                .any(|j| j["id"] == id.as_str())
+        }
+    };
+    assert!(listed_to(ADMIN).await);
+    assert!(listed_to(ALICE).await);
+    assert!(
+        !listed_to(BOB).await,
+        "another client's crawl is not on Bob's page"
+    );
+
     let cancel = format!("/admin/crawls/{id}/cancel");
     let (status, cancelled) = call(g, reqwest::Method::POST, &cancel, Some(ADMIN), None).await;
     assert_eq!(

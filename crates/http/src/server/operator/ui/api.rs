@@ -4,7 +4,8 @@
 //!   page costs a client's rate limit little): the `/status` document, the last 15 minutes per
 //!   second ([`gateway_engine::operator::traffic`]: searches by outcome, shed, p50/p95 latency, the cache
 //!   hit ratio), each client's premium usage (as `/admin/status` has it), the last 50 searches
-//!   ([`RecentSearches`]), whether queries are shown and whether the admin routes exist;
+//!   ([`RecentSearches`]), the crawls and batch scrapes with their progress, whether queries are
+//!   shown and whether the admin routes exist;
 //! - `GET /ui/api/searches/{request_id}` — one of those searches and its `explain` record (the
 //!   `gateway` object `explain=1` would have added), or 404 once it has left the list.
 //!
@@ -36,6 +37,7 @@ use crate::gateway::Gateway;
 use crate::server::error::{ApiError, ApiPath};
 use crate::server::kit::gate::Admitted;
 use crate::server::kit::recent_searches::{RecentSearches, Row, Viewer};
+use gateway_engine::crawl::JobSummary;
 use gateway_engine::operator::status::Status;
 use gateway_engine::operator::traffic::TrafficWindow;
 
@@ -117,6 +119,8 @@ struct Overview<'a> {
     client: Option<&'a str>,
     clients: Vec<Usage>,
     searches: Vec<Row<'a>>,
+    /// The crawls and batch scrapes (a client key: its own), newest first.
+    crawls: Vec<JobSummary>,
     /// `UI_SHOW_QUERIES`.
     queries_shown: bool,
     /// `ADMIN_TOKEN` is set: the admin routes (the page's actions) exist.
@@ -132,6 +136,8 @@ async fn overview(gateway: Gateway, sources: Sources, viewer: Viewer) -> Respons
     let traffic = gateway.traffic();
     let mut clients = sources.clients.usage().await;
     clients.retain(|usage| viewer.sees(&usage.client));
+    let mut crawls = gateway.crawls().overview().await;
+    crawls.retain(|job| viewer.sees(&job.owner));
     let (scope, client) = match &viewer {
         Viewer::Operator => ("all", None),
         Viewer::Client(name) => ("client", Some(name.as_str())),
@@ -144,6 +150,7 @@ async fn overview(gateway: Gateway, sources: Sources, viewer: Viewer) -> Respons
             client,
             clients,
             searches: rows.collect(),
+            crawls,
             queries_shown: sources.recent.keeps_queries(),
             admin: gateway.server().admin_token.is_some(),
         })

@@ -197,7 +197,35 @@
     renderRedis(status.redis);
     renderPremium(status, overview.clients);
     renderSearches(overview.searches, overview.queries_shown);
+    renderCrawls(overview.crawls || []);
     renderScope(overview.scope, overview.client);
+  }
+
+  function renderCrawls(crawls) {
+    const rows = crawls.map((job) => {
+      const state = job.status === "scraping" ? "half_open"
+        : job.status === "completed" ? "ok" : "bad";
+      const cancel = el("button", { type: "button", class: "small danger" }, "Cancel");
+      cancel.disabled = job.status !== "scraping";
+      cancel.addEventListener("click", () => crawlCancel(job));
+      return el("tr", { "data-crawl": job.id },
+        cell(el("span", { title: job.id }, new Date(job.created_at * 1000).toLocaleTimeString())),
+        cell(job.owner),
+        cell(job.kind),
+        cell(badge(state, job.status)),
+        cell(job.completed + " of " + job.total),
+        cell(job.failed),
+        cell(job.pages_per_minute),
+        cell(job.shared ? "fleet" : "this replica"),
+        cell(cancel, { class: "admin-only" }));
+    });
+    fill($("crawl-table").tBodies[0], rows, 9, "No crawl.");
+  }
+
+  function crawlCancel(job) {
+    adminPost("/admin/crawls/" + encodeURIComponent(job.id) + "/cancel",
+      "Cancel " + job.owner + "'s " + job.kind + " " + job.id + "? What it read is kept.",
+      (body) => "The " + job.kind + " is " + body.status + ".");
   }
 
   // With a client's key, only that client's own searches and usage are listed.
