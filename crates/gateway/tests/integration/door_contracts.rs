@@ -5,6 +5,10 @@
 //! their recorded answers (`provider_contract.rs`), so a door whose answer they read as results
 //! speaks the provider's shape — and one they cannot read fails here. Exa's adapter asks for
 //! `highlights`, which the Exa door answers with the passage ranker's passages (#41).
+//!
+//! And checked against the services' recorded answers directly: every field of a recorded Serper
+//! (search and news) and Jina (reader and search) answer is in the door's answer, with the same
+//! JSON type — what a client written against the real service reads is there.
 
 use std::net::SocketAddr;
 
@@ -13,6 +17,7 @@ use axum::extract::{Request, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Router;
+use serde_json::{json, Value};
 use simulator::site::Page;
 
 use crate::support::gateway::TestGateway;
@@ -117,4 +122,124 @@ async fn the_serper_jina_and_exa_doors_answer_what_the_gateways_own_adapters_rea
         }
         assert_eq!(calls(&second, provider, "ok").await, 1.0, "{provider}");
     }
+}
+
+/// Recorded answers of the real services (docs/providers.md, ../shared/spec/PROVIDERS.md and the
+/// services' documentation), values shortened: the fields a client of each reads.
+mod recorded {
+    /// `POST google.serper.dev/search`.
+    pub(super) const SERPER_SEARCH: &str = r#"{"searchParameters":{"q":"rust async","gl":"us","hl":"en","type":"search","num":10,"page":1},"organic":[{"title":"Async Rust primer","link":"https://example.org/async","snippet":"A short primer.","position":1}],"credits":1}"#;
+    /// `POST google.serper.dev/news` (`date` and `source` are the publisher's; `imageUrl`, when
+    /// Google has a thumbnail, is not in every item and never in the gateway's).
+    pub(super) const SERPER_NEWS: &str = r#"{"searchParameters":{"q":"rust async","type":"news","num":10,"page":1},"news":[{"title":"Rust 2026 ships","link":"https://news.example/rust","snippet":"The release...","source":"News Example","position":1}],"credits":1}"#;
+    /// `GET r.jina.ai/<url>` with `Accept: application/json`.
+    pub(super) const JINA_READ: &str = r##"{"code":200,"status":20000,"data":{"title":"Async Rust primer","description":"A short primer.","url":"https://example.org/async","content":"# Async Rust\n\nFutures are lazy.","usage":{"tokens":812}}}"##;
+    /// `GET s.jina.ai/<query>` with `Accept: application/json`.
+    pub(super) const JINA_SEARCH: &str = r#"{"code":200,"status":20000,"data":[{"title":"Async Rust primer","url":"https://example.org/async","description":"A short primer.","content":"Futures are lazy.","usage":{"tokens":1000}}],"meta":{"usage":{"tokens":10000}}}"#;
+}
+
+/// Every field of `recorded` is in `ours` with the same JSON type (a list's first item stands for
+/// its items; a recorded null takes anything); the first difference, by its path.
+fn uncovered(recorded: &Value, ours: &Value, path: &str) -> Option<String> {
+    match (recorded, ours) {
+        (Value::Null, _) => None,
+        (Value::Object(fields), Value::Object(our_fields)) => {
+            fields.iter().find_map(|(name, value)| {
+                let at = format!("{path}.{name}");
+                match our_fields.get(name) {
+                    Some(our) => uncovered(value, our, &at),
+                    None => Some(format!("{at} is missing")),
+                }
+            })
+        }
+        (Value::Array(items), Value::Array(our_items)) => {
+            match (items.first(), our_items.first()) {
+                (Some(item), Some(our)) => uncovered(item, our, &format!("{path}[0]")),
+                (Some(_), None) => Some(format!("{path} is empty")),
+                (None, _) => None,
+            }
+        }
+        (Value::String(_), Value::String(_))
+        | (Value::Number(_), Value::Number(_))
+        | (Value::Bool(_), Value::Bool(_)) => None,
+        _ => Some(format!(
+            "{path} is {ours}, where the service answers {recorded}"
+        )),
+    }
+}
+
+fn assert_covers(recorded: &str, ours: &Value, door: &str) {
+    let recorded: Value = serde_json::from_str(recorded).expect("a recorded answer is JSON");
+    if let Some(difference) = uncovered(&recorded, ours, "") {
+        panic!("{door}: {difference}\nthe door answered: {ours}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_serper_and_jina_doors_answer_every_field_of_the_services_recorded_answers() {
+    let s = ReadStack::start(&[], &[]).await;
+    s.site.set_default(Page::html(corpus("ars-1").0));
+    let g = &s.gateway;
+    let post = |path: &'static str, body: Value| async move {
+        let answer = g
+            .http
+            .post(format!("{}{path}", g.url))
+            .header("x-api-key", "any")
+            .json(&body)
+            .send()
+            .await
+            .expect("the gateway answers");
+        TestGateway::reply(answer).await
+    };
+    let get_json = |path: String| async move {
+        let answer = g
+            .http
+            .get(format!("{}{path}", g.url))
+            .header("accept", "application/json")
+            .send()
+            .await
+            .expect("the gateway answers");
+        TestGateway::reply(answer).await
+    };
+    let search = post(
+        "/serper/search",
+        json!({"q": "rust async", "gl": "us", "hl": "en"}),
+    )
+    .await;
+    assert_eq!(search.status, 200, "{}", search.text);
+    assert_covers(recorded::SERPER_SEARCH, &search.json, "serper search");
+    let news = post("/serper/news", json!({"q": "rust async"})).await;
+    assert_eq!(news.status, 200, "{}", news.text);
+    assert_covers(recorded::SERPER_NEWS, &news.json, "serper news");
+    assert_eq!(
+        s.searxng.last_request().and_then(|sent| sent
+            .into_iter()
+            .find(|(name, _)| name == "categories")
+            .map(|(_, value)| value)),
+        Some("news".to_owned()),
+        "news is SearXNG's news category"
+    );
+    let read = get_json(format!("/r/{}", s.site.url("/article"))).await;
+    assert_eq!(read.status, 200, "{}", read.text);
+    assert_covers(recorded::JINA_READ, &read.json, "jina reader");
+    assert!(
+        read.json["data"]["usage"]["tokens"]
+            .as_u64()
+            .is_some_and(|t| t > 100),
+        "{}",
+        read.json["data"]["usage"]
+    );
+    let found = get_json("/s/rust%20async?num=2".to_owned()).await;
+    assert_eq!(found.status, 200, "{}", found.text);
+    assert_covers(recorded::JINA_SEARCH, &found.json, "jina search");
+    let per_hit: u64 = found.json["data"]
+        .as_array()
+        .expect("data")
+        .iter()
+        .filter_map(|hit| hit["usage"]["tokens"].as_u64())
+        .sum();
+    assert_eq!(
+        found.json["meta"]["usage"]["tokens"], per_hit,
+        "the search's tokens are its hits'"
+    );
 }

@@ -41,6 +41,7 @@ pub const RESERVED_PATHS: &[&str] = &[
     "/openwebui/loader",
     "/retriever",
     "/serper/search",
+    "/serper/news",
     "/exa/search",
     "/exa/contents",
     "/v1/rerank",

@@ -21,7 +21,7 @@ pub struct ReadStack {
     /// In `READ_PROVIDERS` order.
     pub readers: Vec<SimulatedReader>,
     /// Its results point at the site.
-    pub _searxng: SimulatedSearxng,
+    pub searxng: SimulatedSearxng,
     pub gateway: TestGateway,
 }
 
@@ -68,7 +68,7 @@ impl ReadStack {
         Self {
             site,
             readers: sims,
-            _searxng: searxng,
+            searxng,
             gateway,
         }
     }

@@ -11,7 +11,7 @@
 //! - [`perplexity`]: Perplexity's `POST /perplexity/search`;
 //! - [`openwebui`]: Open WebUI's external web search and external web loader;
 //! - [`retriever`]: gpt-researcher's custom retriever, `GET /retriever`;
-//! - [`serper`]: Serper's Google search API, `POST /serper/search`;
+//! - [`serper`]: Serper's Google search API, `POST /serper/search` and `/serper/news`;
 //! - [`jina`]: Jina Reader's reader and search, `/r/<url>` and `/s/<query>`;
 //! - [`exa`]: Exa's search and contents, `POST /exa/search` and `/exa/contents`;
 //! - [`rerank`]: a reranker in Jina's and Cohere's shape, `POST /v1/rerank`.

@@ -1,4 +1,5 @@
-//! Serper's Google search API: `POST /serper/search`, Serper's request and answer, so the tools
+//! Serper's Google search API: `POST /serper/search` and `POST /serper/news`, Serper's request and
+//! answer, so the tools
 //! built on `google.serper.dev` (LibreChat's search provider, gpt-researcher's serper retriever,
 //! agents' search tools) search through the gateway with their URL changed. The key rides as
 //! `X-API-KEY`, as Serper's does (checked by the gate with `API_KEYS_FILE`; an open gateway takes
@@ -9,7 +10,13 @@
 //! `en`) with `gl` (a country, `us`): SearXNG's `en-US`; `tbs` (`qdr:h`, `qdr:d` → the last day,
 //! `qdr:w`, `qdr:m`, `qdr:y`); `type` (`search` only); `autocorrect` (accepted and not applied:
 //! SearXNG searches the query as written). Any other field — `location`, say — is refused by name:
-//! the door never drops what it was asked.
+//! the door never drops what it was asked. `type` is the endpoint's own (`search` at
+//! `/serper/search`, `news` at `/serper/news`) or absent; another is refused.
+//!
+//! News (`/serper/news`, what LangChain's Serper wrapper calls with `type="news"`): the same request,
+//! searched in SearXNG's `news` category, answered as Serper's `news` list — `title`, `link`,
+//! `snippet`, `date`, `source` (the site's host, `www.` dropped: SearXNG names no publisher) and
+//! `position` — with no `answerBox`, `knowledgeGraph` or `relatedSearches` (Serper's news has none).
 //!
 //! Answer: `{"searchParameters": {q, num, page, type, hl?, gl?, tbs?}, "organic": [{title, link,
 //! snippet, position, date?}], "answerBox"?: {answer}, "knowledgeGraph"?: {title, description,
@@ -40,6 +47,8 @@ use gateway_core::request::{SearchInput, SearchRequest, Surface, TimeRange};
 
 /// Where the search is served; clients use `…/serper` where they used `https://google.serper.dev`.
 pub(crate) const PATH: &str = "/serper/search";
+/// Where news is served (Serper's `/news`).
+pub(crate) const NEWS_PATH: &str = "/serper/news";
 
 /// Serper's limits.
 const MAX_BATCH: usize = 100;
@@ -54,6 +63,10 @@ const FIELDS: [&str; 8] = ["q", "num", "page", "hl", "gl", "tbs", "type", "autoc
 pub(crate) fn routes(gate: &Gate) -> Router<Gateway> {
     Router::new()
         .route(PATH, post(search).fallback(refusal::wrong_method::<Serper>))
+        .route(
+            NEWS_PATH,
+            post(news).fallback(refusal::wrong_method::<Serper>),
+        )
         .layer(crate::server::transport::search_span::TRACED)
         .layer(gate.layer(Serper))
 }
@@ -102,9 +115,29 @@ impl Door for Serper {
     }
 }
 
+/// Which of Serper's endpoints was called.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    /// `/search`: web results as `organic`.
+    Search,
+    /// `/news`: SearXNG's news category as `news`.
+    News,
+}
+
+impl Kind {
+    /// Its `type` in Serper's `searchParameters`.
+    fn name(self) -> &'static str {
+        match self {
+            Self::Search => "search",
+            Self::News => "news",
+        }
+    }
+}
+
 /// One query of a request, read and checked (the query itself is validated as a search).
 #[derive(Debug, Clone)]
 struct Ask {
+    kind: Kind,
     input: SearchInput,
     num: usize,
     /// What `searchParameters` echoes.
@@ -112,8 +145,8 @@ struct Ask {
 }
 
 impl Ask {
-    /// One request object.
-    fn read(fields: &Map<String, Value>) -> Result<Self, SerperError> {
+    /// One request object sent to the `kind` endpoint.
+    fn read(kind: Kind, fields: &Map<String, Value>) -> Result<Self, SerperError> {
         if let Some(name) = fields.keys().find(|name| !FIELDS.contains(&name.as_str())) {
             return Err(Refusal::Own(SerperOwn::Unsupported(name.clone())));
         }
@@ -130,8 +163,9 @@ impl Ask {
         let gl = code("gl", "a country code such as us")?;
         let tbs = code("tbs", "qdr:h, qdr:d, qdr:w, qdr:m or qdr:y")?;
         let time_range = tbs.as_deref().map(time_range).transpose()?;
-        match field::<String>(fields, "type", "search")?.as_deref() {
-            None | Some("search") => {}
+        match field::<String>(fields, "type", kind.name())?.as_deref() {
+            None => {}
+            Some(named) if named == kind.name() => {}
             Some(_) => return Err(Refusal::Own(SerperOwn::Unsupported("type".to_owned()))),
         }
         field::<bool>(fields, "autocorrect", "true or false")?;
@@ -146,7 +180,7 @@ impl Ask {
         };
         let mut echo = Map::new();
         echo.insert("q".into(), Value::from(query.as_str()));
-        echo.insert("type".into(), Value::from("search"));
+        echo.insert("type".into(), Value::from(kind.name()));
         echo.insert("num".into(), Value::from(num));
         echo.insert("page".into(), Value::from(page));
         for (name, value) in [("hl", hl), ("gl", gl), ("tbs", tbs)] {
@@ -154,10 +188,16 @@ impl Ask {
                 echo.insert(name.into(), Value::from(value));
             }
         }
+        let categories = match kind {
+            Kind::Search => Vec::new(),
+            Kind::News => vec!["news".to_owned()],
+        };
         Ok(Self {
+            kind,
             input: SearchInput {
                 query,
                 pageno: (page > 1).then_some(page),
+                categories,
                 language,
                 time_range,
                 ..SearchInput::default()
@@ -169,6 +209,9 @@ impl Ask {
 
     /// One query's answer in Serper's shape.
     fn answer(&self, found: Found) -> Value {
+        if self.kind == Kind::News {
+            return self.news(found);
+        }
         let organic: Vec<Value> = found
             .hits
             .into_iter()
@@ -209,6 +252,41 @@ impl Ask {
     }
 }
 
+impl Ask {
+    /// A news query's answer: Serper's `news` list.
+    fn news(&self, found: Found) -> Value {
+        let news: Vec<Value> = found
+            .hits
+            .into_iter()
+            .take(self.num)
+            .enumerate()
+            .map(|(i, hit)| {
+                let mut item = json!({
+                    "title": hit.title,
+                    "link": hit.url,
+                    "snippet": hit.content,
+                    "source": source(&hit.url),
+                    "position": i + 1,
+                });
+                if let Some(date) = hit.published_date {
+                    item["date"] = Value::from(date);
+                }
+                item
+            })
+            .collect();
+        json!({"searchParameters": self.echo, "news": news, "credits": 1})
+    }
+}
+
+/// A news item's `source`: the host of its link, without `www.` (empty for a link without one).
+fn source(link: &str) -> String {
+    let host = url::Url::parse(link)
+        .ok()
+        .and_then(|url| url.host_str().map(str::to_owned))
+        .unwrap_or_default();
+    host.strip_prefix("www.").map(str::to_owned).unwrap_or(host)
+}
+
 /// An infobox as Serper's `knowledgeGraph`: `title`, `description`, `descriptionLink` and
 /// `website` (the card's page), `imageUrl`, `attributes` (label → value).
 fn knowledge_graph(card: Infobox) -> Value {
@@ -247,15 +325,15 @@ fn time_range(tbs: &str) -> Result<TimeRange, SerperError> {
     })
 }
 
-/// A body: one request, or a batch (whether it was one).
-fn decode(body: &[u8]) -> Result<(Vec<Ask>, bool), SerperError> {
+/// A body sent to the `kind` endpoint: one request, or a batch (whether it was one).
+fn decode(kind: Kind, body: &[u8]) -> Result<(Vec<Ask>, bool), SerperError> {
     match serde_json::from_slice::<Value>(body) {
-        Ok(Value::Object(fields)) => Ok((vec![Ask::read(&fields)?], false)),
+        Ok(Value::Object(fields)) => Ok((vec![Ask::read(kind, &fields)?], false)),
         Ok(Value::Array(list)) if (1..=MAX_BATCH).contains(&list.len()) => {
             let asks = list
                 .iter()
                 .map(|item| match item {
-                    Value::Object(fields) => Ask::read(fields),
+                    Value::Object(fields) => Ask::read(kind, fields),
                     _ => Err(Refusal::Own(SerperOwn::Batch)),
                 })
                 .collect::<Result<Vec<_>, _>>()?;
@@ -270,12 +348,31 @@ fn decode(body: &[u8]) -> Result<(Vec<Ask>, bool), SerperError> {
 async fn search(
     State(gateway): State<Gateway>,
     Extension(admitted): Extension<Admitted>,
+    body: LimitedBody,
+) -> Response {
+    serve(gateway, Kind::Search, admitted, body).await
+}
+
+/// `POST /serper/news`.
+async fn news(
+    State(gateway): State<Gateway>,
+    Extension(admitted): Extension<Admitted>,
+    body: LimitedBody,
+) -> Response {
+    serve(gateway, Kind::News, admitted, body).await
+}
+
+/// One call to either endpoint.
+async fn serve(
+    gateway: Gateway,
+    kind: Kind,
+    admitted: Admitted,
     LimitedBody(body): LimitedBody,
 ) -> Response {
     let max_query_bytes = gateway.server().max_query_bytes;
     let asked = body
         .map_err(SerperError::from)
-        .and_then(|body| decode(&body))
+        .and_then(|body| decode(kind, &body))
         .and_then(|(asks, batch)| {
             let requests = asks
                 .iter()
@@ -317,7 +414,7 @@ async fn search(
 #[cfg(any(test, feature = "fuzzing"))]
 pub(crate) fn exercise(body: &[u8]) -> Result<usize, StatusCode> {
     let refused = |err: SerperError| err.into_response().status();
-    let (asks, _) = decode(body).map_err(refused)?;
+    let (asks, _) = decode(Kind::Search, body).map_err(refused)?;
     for ask in &asks {
         let req = SearchRequest::new(ask.input.clone(), 2048).map_err(|err| refused(err.into()))?;
         let _ = req.cache_key(gateway_core::request::AnswerScope::WithPremium);
@@ -333,7 +430,7 @@ mod tests {
     use crate::server::kit::document::Hit;
 
     fn ask(body: Value) -> Result<(Vec<Ask>, bool), SerperError> {
-        decode(body.to_string().as_bytes())
+        decode(Kind::Search, body.to_string().as_bytes())
     }
 
     #[test]
@@ -416,5 +513,35 @@ mod tests {
         assert_eq!(answer["searchParameters"]["q"], "q");
         let refused = SerperError::NotJson.into_response();
         assert_eq!(refused.status(), StatusCode::BAD_REQUEST);
+    }
+
+    #[test]
+    fn news_searches_the_news_category_and_answers_serpers_news_list() {
+        let (asks, _) = decode(Kind::News, br#"{"q": "rust", "num": 1}"#).unwrap();
+        assert_eq!(asks[0].input.categories, vec!["news".to_owned()]);
+        assert_eq!(asks[0].echo["type"], "news");
+        let hit = |url: &str| Hit {
+            url: url.into(),
+            title: "t".into(),
+            content: "s".into(),
+            engines: vec![],
+            published_date: Some("2026-11-30".into()),
+        };
+        let answer = asks[0].answer(Found {
+            hits: vec![hit("https://www.news.example/a"), hit("https://b.example/")],
+            answers: vec!["not news".into()],
+            ..Found::default()
+        });
+        assert_eq!(
+            answer["news"],
+            json!([{"title": "t", "link": "https://www.news.example/a", "snippet": "s",
+                    "source": "news.example", "position": 1, "date": "2026-11-30"}])
+        );
+        assert!(answer.get("organic").is_none() && answer.get("answerBox").is_none());
+        // `type` names the endpoint's own kind or nothing.
+        assert!(decode(Kind::News, br#"{"q": "q", "type": "news"}"#).is_ok());
+        let refused = decode(Kind::News, br#"{"q": "q", "type": "search"}"#).unwrap_err();
+        assert!(refused.message().contains("type"), "{}", refused.message());
+        assert!(decode(Kind::Search, br#"{"q": "q", "type": "news"}"#).is_err());
     }
 }

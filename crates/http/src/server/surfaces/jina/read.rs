@@ -9,7 +9,9 @@
 //! says, then `Markdown Content:` (or `Content:` for `text` and `html`, whose answer is the
 //! content alone, as Jina's) and the content; the summaries asked for after it (`Links/Buttons:`,
 //! `Images:`). JSON answer: `{"code": 200, "status": 20000, "data": {"title", "description",
-//! "url", "content", "publishedTime"?, "links"?, "images"?}}` — `links` and `images` as Jina's
+//! "url", "content", "publishedTime"?, "links"?, "images"?, "usage": {"tokens"}}}` — `usage` the
+//! content's tokens as the gateway's tokenizer counts them (`TOKENIZER_ENCODING`; Jina bills in
+//! them, and clients such as node-DeepResearch add them up), `links` and `images` as Jina's
 //! objects (name → URL; the gateway keeps no link text, so a link is named by its URL). A page
 //! that could not be read is an error: 422 `AssertionFailureError` naming why (an HTTP error of
 //! the page, a wall, a timeout), 451 `SecurityCompromiseError` for an address the fence refuses.
@@ -151,8 +153,10 @@ async fn answer(
     match options.envelope {
         Envelope::Text => text_response(page_text(document, &options)),
         Envelope::Json => {
-            let mut body =
-                json!({"code": 200, "status": 20000, "data": page_data(document, &options)});
+            let mut data = [page_data(document, &options)];
+            add_usage(gateway, &mut data).await;
+            let [data] = data;
+            let mut body = json!({"code": 200, "status": 20000, "data": data});
             if options.explain {
                 body["gateway"] = explain::read_object(&read, admitted);
             }
@@ -207,6 +211,35 @@ pub(super) fn summaries(text: &mut String, document: &Document, options: &Option
             text.push_str(&format!("- [{link}]({link})\n"));
         }
     }
+}
+
+/// Adds Jina's `usage: {"tokens"}` to each `data` object — the tokens of its `content`, or of its
+/// title and description when it has none — counted on the blocking pool (a long page takes
+/// milliseconds); answers their sum, Jina's `meta.usage.tokens` of a search.
+pub(super) async fn add_usage(gateway: &Gateway, data: &mut [Map<String, Value>]) -> usize {
+    let texts: Vec<String> = data
+        .iter()
+        .map(|object| {
+            let field = |name: &str| object.get(name).and_then(Value::as_str).unwrap_or("");
+            match object.get("content").and_then(Value::as_str) {
+                Some(content) => content.to_owned(),
+                None => format!("{}\n{}", field("title"), field("description")),
+            }
+        })
+        .collect();
+    let counter = gateway.passages().counter();
+    let counts = tokio::task::spawn_blocking(move || {
+        texts
+            .iter()
+            .map(|text| counter.count(text))
+            .collect::<Vec<_>>()
+    })
+    .await
+    .unwrap_or_default();
+    for (object, tokens) in data.iter_mut().zip(&counts) {
+        object.insert("usage".into(), json!({ "tokens": tokens }));
+    }
+    counts.iter().sum()
 }
 
 /// Jina's `data` object for one page.

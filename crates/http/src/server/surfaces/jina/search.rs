@@ -8,7 +8,8 @@
 //! Text answer, per hit `i`: `[i] Title:`, `[i] URL Source:`, `[i] Description:` (the snippet),
 //! `[i] Published Time:` when known, then `[i] Markdown Content:` and the page (unless
 //! `no-content`); a blank line between hits. JSON: `{"code": 200, "status": 20000, "data": [{"title",
-//! "url", "description", "content", "date"?, "warning"?}]}` — a hit whose page could not be read
+//! "url", "description", "content", "date"?, "warning"?, "usage": {"tokens"}}], "meta": {"usage":
+//! {"tokens"}}}` — tokens as the reader's answer counts them, their sum in `meta`; a hit whose page could not be read
 //! keeps an empty `content` and a `warning` saying why, as Jina's does for a target that failed.
 //! No hit at all is Jina's 422 `AssertionFailureError` "No search results available".
 
@@ -19,7 +20,7 @@ use serde_json::{json, Map, Value};
 use tokio::time::Instant;
 
 use super::options::{Api, Envelope, Options, Respond};
-use super::read::{content, page_data, summaries, text_response};
+use super::read::{add_usage, content, page_data, summaries, text_response};
 use super::{JinaError, JinaOwn};
 use crate::gateway::Gateway;
 use crate::server::kit::body::LimitedBody;
@@ -217,12 +218,14 @@ async fn answer(
     let mut response = match options.envelope {
         Envelope::Text => text_response(hits_text(&hits, &reads, &options)),
         Envelope::Json => {
-            let data: Vec<Value> = hits
+            let mut data: Vec<Map<String, Value>> = hits
                 .iter()
                 .zip(&reads)
                 .map(|(hit, read)| hit_data(hit, read.as_ref(), &options))
                 .collect();
-            let mut body = json!({"code": 200, "status": 20000, "data": data});
+            let tokens = add_usage(gateway, &mut data).await;
+            let mut body = json!({"code": 200, "status": 20000, "data": data,
+                "meta": {"usage": {"tokens": tokens}}});
             if options.explain {
                 body["gateway"] = explain::object(&served, admitted);
             }
@@ -234,7 +237,7 @@ async fn answer(
 }
 
 /// One hit in Jina's JSON.
-fn hit_data(hit: &Hit, read: Option<&PageRead>, options: &Options) -> Value {
+fn hit_data(hit: &Hit, read: Option<&PageRead>, options: &Options) -> Map<String, Value> {
     let mut data = match read.map(|read| &read.result) {
         Some(Ok(done)) => page_data(&done.document, options),
         _ => Map::new(),
@@ -262,7 +265,7 @@ fn hit_data(hit: &Hit, read: Option<&PageRead>, options: &Options) -> Value {
             );
         }
     }
-    Value::Object(data)
+    data
 }
 
 /// Jina's text answer for the hits.
@@ -371,7 +374,7 @@ mod tests {
         );
         let data = hit_data(&hits[0], None, &options);
         assert_eq!(
-            data,
+            Value::Object(data),
             json!({"title": "X", "url": "https://a.example/x", "description": "About x."})
         );
     }
