@@ -5,7 +5,8 @@
 //! bodies) that either fake serves. [`script`] makes them misbehave over time — latency distributions, error
 //! rates, quotas, and spells (a CAPTCHA wall, a 429 burst, a slow patch) that lift by themselves.
 //!
-//! [`site`] is a web site for the gateway's page reads (pages, redirects, walls, trickles), and
+//! [`site`] is a web site for the gateway's page reads (pages, redirects, walls, trickles); [`site_graph`]
+//! generates one of hundreds of pages with a known link graph and a crawler's traps; and
 //! [`readers`] fakes the premium page readers (Jina Reader, Tavily extract, Exa contents,
 //! Firecrawl scrape). [`reranker`] fakes a reranker in Jina's and Cohere's shape (`RERANK_URL`).
 //!
@@ -20,6 +21,7 @@ pub mod reranker;
 pub mod script;
 pub mod searxng;
 pub mod site;
+pub mod site_graph;
 mod transport;
 
 pub use transport::LifetimeStats;

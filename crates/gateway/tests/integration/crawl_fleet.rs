@@ -84,6 +84,11 @@ struct Fleet {
 
 impl Fleet {
     async fn new(redis_url: String) -> Self {
+        Self::with(redis_url, &[]).await
+    }
+
+    /// The fleet's environment with `vars` on top.
+    async fn with(redis_url: String, vars: &[(&str, &str)]) -> Self {
         let searxng = SimulatedSearxng::start(&["google"])
             .await
             .expect("simulated SearXNG starts");
@@ -109,6 +114,11 @@ impl Fleet {
                 "fleet-webhook-secret-0123456789".to_owned(),
             ),
         ];
+        let mut env = env;
+        for (name, value) in vars {
+            env.retain(|(set, _)| set != name);
+            env.push(((*name).to_owned(), (*value).to_owned()));
+        }
         Self {
             _searxng: searxng,
             _keys: keys,
@@ -146,6 +156,27 @@ async fn job(base: &str, id: &str, key: &str) -> (u16, Value) {
         None,
     )
     .await
+}
+
+/// A job's status and every page it lists, `next` followed.
+async fn whole_job(base: &str, id: &str, key: &str) -> (Value, Vec<String>) {
+    let (_, first) = job(base, id, key).await;
+    let mut urls = Vec::new();
+    let mut page = first.clone();
+    loop {
+        urls.extend(
+            page["data"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|d| d["metadata"]["sourceURL"].as_str().expect("url").to_owned()),
+        );
+        let Some(next) = page["next"].as_str().map(str::to_owned) else {
+            break;
+        };
+        page = call(reqwest::Method::GET, &next, key, None).await.1;
+    }
+    (first, urls)
 }
 
 /// The replicas holding entries of `frontier` given to them and not handed in.
@@ -491,4 +522,143 @@ async fn without_redis_a_crawl_resumes_after_a_restart_from_state_dir() {
     );
     // Another client still has no such job after the restart.
     assert_eq!(job(&second_url, &id, BOB).await.0, 404);
+}
+
+/// Point 6 of #43: a generated site of about 130 pages with a crawler's traps — `robots.txt`
+/// disallowing a path every article links to, with a crawl delay; a sitemap index; a calendar of
+/// 480 months; session ids in links; a page that 500s; a redirect to another host — crawled by
+/// three replicas, one SIGKILLed while all three hold URLs: the job completes with every page of
+/// the graph listed exactly once, no disallowed page ever requested, the calendar held to the
+/// trap guard's cap, the 500 among the errors, nothing beyond the other host's landing page read.
+#[tokio::test(flavor = "multi_thread")]
+async fn three_replicas_crawl_a_site_full_of_traps_each_page_once_through_a_replicas_death() {
+    use simulator::site_graph::{
+        GraphSpec, SiteGraph, AWAY_PATH, BROKEN_PATH, CALENDAR_PREFIX, DISALLOWED_PREFIX,
+    };
+    needs!(RedisServer);
+    let redis = RedisServer::start().await;
+    let site = SimulatedSite::start().await.expect("site starts");
+    let elsewhere = SimulatedSite::start().await.expect("site starts");
+    let graph = SiteGraph::build(
+        &site,
+        &elsewhere,
+        &GraphSpec {
+            pace: Some(Duration::from_millis(40)),
+            ..GraphSpec::default()
+        },
+    );
+    let origin = site.origin();
+    let fleet = Fleet::with(redis.url(), &[("CRAWL_PER_HOST_CONCURRENCY", "6")]).await;
+    let (mut a, a_url) = fleet.replica().await;
+    let (_b, b_url) = fleet.replica().await;
+    let (_c, c_url) = fleet.replica().await;
+
+    let (status, started) = call(
+        reqwest::Method::POST,
+        &format!("{a_url}/v2/crawl"),
+        ALICE,
+        Some(json!({"url": format!("{origin}/"), "limit": 1000, "maxDiscoveryDepth": 40})),
+    )
+    .await;
+    assert_eq!(status, 200, "{started}");
+    let id = started["id"].as_str().expect("id").to_owned();
+    let frontier = format!("{PREFIX}{{j:{id}}}:frontier");
+    wait::until("the three replicas to hold URLs of the job", || {
+        let holders = holders(&redis, &frontier);
+        async move { holders >= 3 }
+    })
+    .await;
+    a.kill().await;
+
+    wait::until("the job to end on C", || {
+        let (c_url, id) = (c_url.clone(), id.clone());
+        async move { job(&c_url, &id, ALICE).await.1["status"] != "scraping" }
+    })
+    .await;
+    let (done, urls) = whole_job(&b_url, &id, ALICE).await;
+    assert_eq!(done["status"], "completed", "{done}");
+    assert_eq!(
+        done["completed"],
+        urls.len(),
+        "the count is the pages listed"
+    );
+    let mut unique = urls.clone();
+    unique.sort();
+    unique.dedup();
+    assert_eq!(unique.len(), urls.len(), "each page listed once");
+    let (calendar, rest): (Vec<&String>, Vec<&String>) =
+        unique.iter().partition(|url| graph.is_calendar(url));
+    let mut expected = graph.urls();
+    expected.sort();
+    let rest: Vec<String> = rest.into_iter().cloned().collect();
+    // The redirect's page may be listed (under its own URL or where it landed); nothing else
+    // beyond the graph.
+    let off_site = [
+        format!("{origin}{AWAY_PATH}"),
+        SiteGraph::landing(&elsewhere),
+    ];
+    let graph_pages: Vec<String> = rest
+        .iter()
+        .filter(|u| !off_site.contains(u))
+        .cloned()
+        .collect();
+    assert_eq!(
+        graph_pages, expected,
+        "every page of the graph (the sitemap's hidden one too), and no other"
+    );
+    assert!(
+        !calendar.is_empty() && calendar.len() <= gateway_engine::crawl::scope::MAX_PER_PATTERN,
+        "the calendar held to the trap guard: {} of its pages",
+        calendar.len()
+    );
+    assert!(calendar.iter().all(|url| url.contains(CALENDAR_PREFIX)));
+    // robots.txt: nothing disallowed was ever asked for, by any replica.
+    let asked: usize = (0..6)
+        .flat_map(|k| (0..20).map(move |j| format!("{DISALLOWED_PREFIX}{k}-{j}")))
+        .map(|path| site.hits(&path))
+        .sum();
+    assert_eq!(asked, 0, "no disallowed page requested");
+    assert_eq!(
+        elsewhere.hits("/onward"),
+        0,
+        "the other host's links are not followed"
+    );
+    // Session ids: one page, one read per replica at most (a dead replica's page is read again).
+    assert_eq!(
+        site.hits("/s/3/7?sid=s3x7") + site.hits("/s/3/7"),
+        site.hits("/s/3/7")
+    );
+    let (_, errors) = call(
+        reqwest::Method::GET,
+        &format!("{c_url}/v2/crawl/{id}/errors"),
+        ALICE,
+        None,
+    )
+    .await;
+    let broken = format!("{origin}{BROKEN_PATH}");
+    assert!(
+        errors["errors"]
+            .as_array()
+            .is_some_and(|list| list.iter().any(|e| e["url"] == broken.as_str())),
+        "the 500 is an error: {errors}"
+    );
+    // B and C both read pages of it; a claim took what A held.
+    let mut read_by = Vec::new();
+    for url in [&b_url, &c_url] {
+        let text = reqwest::get(format!("{url}/metrics"))
+            .await
+            .expect("metrics")
+            .text()
+            .await
+            .expect("text");
+        read_by.push(metric_value(
+            &text,
+            "searxng_gateway_crawl_pages_total",
+            &[("outcome", "read")],
+        ));
+    }
+    assert!(
+        read_by.iter().all(|&n| n > 0.0),
+        "both survivors read: {read_by:?}"
+    );
 }

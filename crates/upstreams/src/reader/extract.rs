@@ -264,6 +264,9 @@ fn article(html: &str, url: &Url, format: ReadFormat) -> Option<Extracted> {
         ..Config::default()
     };
     let mut readability = Readability::new(html, Some(url.as_str()), Some(config)).ok()?;
+    // The page's links, navigation included (a crawl follows them, Firecrawl's `links` lists
+    // them): taken from the whole page before the article is cut out of it.
+    let page_links = links(&readability.doc, url);
     match readability.parse() {
         Ok(article) => {
             let mut images = Absolute::new(url, MAX_IMAGES);
@@ -287,7 +290,7 @@ fn article(html: &str, url: &Url, format: ReadFormat) -> Option<Extracted> {
                 published: article.published_time.as_deref().and_then(non_empty),
                 language: article.lang.as_deref().and_then(non_empty),
                 images: images.list,
-                links: links(&content, url),
+                links: page_links,
             })
         }
         Err(dom_smoothie::ReadabilityError::TooManyElements(..)) => None,

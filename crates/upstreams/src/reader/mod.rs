@@ -69,7 +69,8 @@ pub struct Document {
     pub language: Option<String>,
     /// Images of the article (absolute URLs).
     pub images: Vec<String>,
-    /// Links of the content kept (absolute URLs): Firecrawl's `links`.
+    /// The page's links, navigation included (absolute URLs, each once, at most a bound of them):
+    /// Firecrawl's `links`, what a crawl follows.
     #[serde(default)]
     pub links: Vec<String>,
     /// Its media type (`text/html`, `application/pdf`, …).
