@@ -10,7 +10,8 @@
 //!
 //! Every page is read through [`crate::read`] as any page is — the page cache, the address fence
 //! for every URL, the host's breaker — at the basic depth (the direct reader only: a crawl never
-//! spends the premium readers' money).
+//! spends the premium readers' money), each counted against its client's rate first
+//! ([`admission`]).
 //!
 //! Doors: Firecrawl's `/crawl` and `/batch/scrape` (polled), Tavily's `/crawl` and `/map`
 //! (waited for, [`Crawls::wait`]).
@@ -26,6 +27,7 @@
 //! Without Redis, with `STATE_DIR`, this process's jobs are kept there ([`kept`]) and a restart
 //! resumes them ([`Crawls::keep_under`]).
 
+pub mod admission;
 mod kept;
 mod metrics;
 mod record;
@@ -363,6 +365,8 @@ struct Inner {
     kept: std::sync::OnceLock<kept::KeptJobs>,
     /// The jobs the fleet shares, when `REDIS_URL` is set.
     fleet: Option<shared::FleetJobs>,
+    /// How a page is counted against its client's rate ([`admission`]).
+    pages: admission::PageGate,
 }
 
 impl std::fmt::Debug for Crawls {
@@ -381,6 +385,7 @@ impl Crawls {
     ) -> Self {
         let metrics = CrawlMetrics::new(registry);
         let deliveries = Deliveries::new(reading.clone(), webhook_secret, metrics.clone());
+        let pages = admission::PageGate::default();
         let fleet = tier.map(|tier| {
             shared::FleetJobs::new(
                 tier,
@@ -388,6 +393,7 @@ impl Crawls {
                 settings,
                 metrics.clone(),
                 deliveries.clone(),
+                pages.clone(),
             )
         });
         Self {
@@ -399,8 +405,16 @@ impl Crawls {
                 deliveries,
                 kept: std::sync::OnceLock::new(),
                 fleet,
+                pages,
             }),
         }
+    }
+
+    /// Counts every page a job reads against its client's rate through `admit` (the door
+    /// layer's clients), here and in the fleet's jobs this replica works on. Called once, before
+    /// any job runs.
+    pub fn count_pages_with(&self, admit: Arc<dyn admission::AdmitPages>) {
+        self.inner.pages.set(admit);
     }
 
     /// Works, forever, on the jobs the fleet shares (nothing without `REDIS_URL`).
@@ -535,6 +549,7 @@ impl Crawls {
                 metrics: &inner.metrics,
                 deliveries: &inner.deliveries,
                 kept: inner.kept.get().cloned(),
+                pages: inner.pages.clone(),
             };
             let status = run::run(&job, request, with, resume).await;
             inner.metrics.running.dec();

@@ -13,6 +13,7 @@ use tokio::task::JoinSet;
 use tokio::time::Instant;
 use url::Url;
 
+use super::admission::PageGate;
 use super::kept::{failure_blob, KeptJobs, Snapshot, SNAPSHOT_EVERY};
 use super::metrics::{CrawlMetrics, FrontierShare, PageOutcome};
 use super::record::{unix_ms, Spec};
@@ -53,6 +54,8 @@ pub(crate) struct RunWith<'a> {
     pub(crate) metrics: &'a CrawlMetrics,
     pub(crate) deliveries: &'a Deliveries,
     pub(crate) kept: Option<KeptJobs>,
+    /// Each page counted against the job's client's rate first.
+    pub(crate) pages: PageGate,
 }
 
 /// Runs `request` as `job` (from `resume` after a restart); its final status, kept under
@@ -129,6 +132,7 @@ async fn run_job(
         metrics,
         deliveries,
         kept,
+        pages: with_pages,
     } = with;
     let ran_for = resume
         .as_ref()
@@ -256,8 +260,10 @@ async fn run_job(
             let reading = reading.clone();
             let formats = request.formats.clone();
             let timeout = read_timeout.min(left(deadline));
+            let (pages, owner) = (with_pages.clone(), job.owner.clone());
             reading_now.push((url.clone(), depth));
             in_flight.spawn(async move {
+                pages.turn(&owner).await;
                 let reads = read_all(&reading, &url, &formats, timeout).await;
                 (url, depth, reads)
             });

@@ -26,6 +26,7 @@ use std::time::{Duration, SystemTime};
 use tokio::task::JoinSet;
 use url::Url;
 
+use super::admission::PageGate;
 use super::metrics::{CrawlMetrics, FrontierShare, PageOutcome};
 use super::record::{
     decode, encode, from_unix_ms, status_of, unix_ms, FailureBlob, PageBlob, Spec,
@@ -85,6 +86,8 @@ pub(crate) struct FleetJobs {
     pub(crate) metrics: CrawlMetrics,
     deliveries: Deliveries,
     working: Arc<Mutex<HashSet<String>>>,
+    /// Each page counted against the job's client's rate first.
+    pages: PageGate,
 }
 
 impl FleetJobs {
@@ -94,6 +97,7 @@ impl FleetJobs {
         settings: CrawlSettings,
         metrics: CrawlMetrics,
         deliveries: Deliveries,
+        pages: PageGate,
     ) -> Self {
         Self {
             tier,
@@ -102,6 +106,7 @@ impl FleetJobs {
             metrics,
             deliveries,
             working: Arc::new(Mutex::new(HashSet::new())),
+            pages,
         }
     }
 
@@ -548,6 +553,7 @@ async fn take_on(fleet: &FleetJobs, worker: &Worker, entry: FrontierEntry) {
         .into_iter()
         .chain(worker.spec.delay_ms.map(Duration::from_millis))
         .max();
+    fleet.pages.turn(&worker.owner).await;
     let host = host_of(&url);
     loop {
         match fleet

@@ -631,3 +631,59 @@ async fn the_operator_lists_every_clients_crawls_and_cancels_one_with_the_admin_
     .await;
     assert_eq!(status, 404);
 }
+
+/// Each page a job reads is one of its client's requests: a client allowed four a minute that
+/// starts a batch of six pages (one request) has three pages read and is then over its rate — its
+/// next search is refused (429) while another client searches on. Without the count, all six pages
+/// would be read and the search answered.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_crawls_pages_count_against_its_clients_rate() {
+    let mut file = tempfile::NamedTempFile::new().expect("temp file");
+    for (name, key, rate) in [("alice", ALICE, ":4"), ("bob", BOB, "")] {
+        let line = searxng_gateway::clients::keys_file::hash_line(name, key).expect("valid");
+        writeln!(file, "{line}{rate}").expect("write");
+    }
+    let path = file.path().to_str().expect("utf-8").to_owned();
+    let stack = site(&[("API_KEYS_FILE", path.as_str())]).await;
+    let g = &stack.gateway;
+    let pages: Vec<String> = (1..=6).map(|i| format!("/batch/{i}")).collect();
+    for page in &pages {
+        stack.site.set(page, article(page, &[]));
+    }
+    let urls: Vec<String> = pages.iter().map(|p| stack.site.url(p)).collect();
+    let (status, started) = call(
+        g,
+        reqwest::Method::POST,
+        "/firecrawl/v2/batch/scrape",
+        Some(ALICE),
+        Some(json!({"urls": urls})),
+    )
+    .await;
+    assert_eq!(status, 200, "{started}");
+    let read = || pages.iter().map(|p| stack.site.hits(p)).sum::<usize>();
+    crate::support::wait::until("three of the batch's pages to be read", || {
+        let n = read();
+        async move { n >= 3 }
+    })
+    .await;
+    let search = |key: &'static str| {
+        g.http
+            .get(format!("{}/search?q=rate&format=json", g.url))
+            .bearer_auth(key)
+            .send()
+    };
+    let alice = search(ALICE).await.expect("the gateway answers");
+    assert_eq!(
+        alice.status().as_u16(),
+        429,
+        "the batch's pages spent Alice's rate ({} pages read)",
+        read()
+    );
+    assert!(alice.headers().contains_key("retry-after"));
+    let bob = search(BOB).await.expect("the gateway answers");
+    assert_eq!(
+        bob.status().as_u16(),
+        200,
+        "another client's rate is its own"
+    );
+}

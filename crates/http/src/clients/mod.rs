@@ -5,6 +5,7 @@
 //! - [`rate_limit`]: one token bucket per client (`governor`).
 //! - [`budget`]: premium calls per client in a rolling 24 h.
 //! - [`metrics`]: requests, premium calls and refusals per client.
+//! - [`crawl_pages`]: a crawl's pages taken from its client's rate, as its own calls are.
 //!
 //! [`Clients`] is the handle the server holds: the current [`Registry`] (swapped whole, atomically,
 //! when SIGHUP re-reads the file — requests in flight keep the generation they started with), the
@@ -23,6 +24,7 @@
 //! plaintext keys are never stored or logged.
 
 pub(crate) mod budget;
+pub(crate) mod crawl_pages;
 pub(crate) mod end_users;
 pub mod keys_file;
 pub(crate) mod metrics;

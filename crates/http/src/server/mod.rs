@@ -235,6 +235,11 @@ impl Running {
             client_metrics,
             gateway.shared_tier(),
         );
+        // Before any job runs (the state file's resume included): a crawl's pages are its
+        // client's requests.
+        gateway.crawls().count_pages_with(std::sync::Arc::new(
+            crate::clients::crawl_pages::CrawlPages(clients.clone()),
+        ));
         let oauth = oauth_settings.map(|settings| {
             Authorization::new(
                 settings,
