@@ -61,12 +61,13 @@ end
 return {n, out}";
 
 /// KEYS: job, frontier, done, pages, errors, robots. ARGV: entry, expiry (unix ms), what
-/// (`page`, `failure`, `robots`, `skip`), url, blob, bytes. 1 when handed in now, 0 when another
-/// replica had.
+/// (`page`, `failure`, `robots`, `skip`), url, blob, bytes, now (unix ms: the job's last
+/// progress, which the reaper reads). 1 when handed in now, 0 when another replica had.
 const HAND_IN: &str = "\
 if redis.call('XACK', KEYS[2], 'readers', ARGV[1]) == 0 then return 0 end
 redis.call('XDEL', KEYS[2], ARGV[1])
 redis.call('HINCRBY', KEYS[1], 'handled', 1)
+redis.call('HSET', KEYS[1], 'progress_ms', ARGV[7])
 local what = ARGV[3]
 if what == 'page' then
   if redis.call('SADD', KEYS[3], ARGV[4]) == 1 then
@@ -342,6 +343,24 @@ impl SharedTier {
         now
     }
 
+    /// Adds `blob` to job `id`'s errors (one that is no URL's hand-in: the reaper's), kept until
+    /// `expires_at_ms`.
+    pub async fn add_job_error(&self, id: &str, blob: &[u8], expires_at_ms: u64) {
+        let key = self.job_key(id, "errors");
+        let mut pipe = redis::pipe();
+        pipe.cmd("RPUSH")
+            .arg(&key)
+            .arg(blob)
+            .ignore()
+            .cmd("PEXPIREAT")
+            .arg(&key)
+            .arg(expires_at_ms)
+            .ignore();
+        let _: Option<()> = self
+            .run(Operation::JobWrite, &pipe, self.inner.timeout)
+            .await;
+    }
+
     /// Sets field `name` of job `id`'s record.
     pub async fn set_job_field(&self, id: &str, name: &str, value: &[u8]) {
         let mut pipe = redis::pipe();
@@ -530,7 +549,8 @@ impl SharedTier {
             .arg(kind)
             .arg(url)
             .arg(blob)
-            .arg(bytes);
+            .arg(bytes)
+            .arg(now_unix_ms());
         let (handed,): (i64,) = self
             .run(Operation::JobWrite, &pipe, self.inner.timeout)
             .await?;
@@ -545,4 +565,11 @@ pub fn counter(record: &HashMap<String, Vec<u8>>, name: &str) -> u64 {
         .and_then(|v| std::str::from_utf8(v).ok())
         .and_then(|v| v.parse().ok())
         .unwrap_or(0)
+}
+
+/// Now, in unix milliseconds.
+fn now_unix_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, millis)
 }

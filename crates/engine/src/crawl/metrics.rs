@@ -1,6 +1,7 @@
 //! The crawls' families: `crawl_jobs_total{kind, status}` (each job counted once, when it ends),
 //! `crawl_pages_total{outcome}` (read, failed, robots_blocked), `crawl_jobs_running`,
-//! `crawl_frontier_urls`, `crawl_claims_total` and `crawl_webhooks_total{event, outcome}`.
+//! `crawl_frontier_urls`, `crawl_claims_total`, `crawl_stalled_jobs_total` (ended by the reaper)
+//! and `crawl_webhooks_total{event, outcome}`.
 
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
@@ -80,6 +81,7 @@ pub(crate) struct CrawlMetrics {
     /// URLs taken on and not yet handed in, over the jobs this replica works on.
     pub(crate) frontier: Gauge,
     claims: Counter,
+    stalled: Counter,
     webhooks: Family<WebhookLabels, Counter>,
 }
 
@@ -116,7 +118,17 @@ impl CrawlMetrics {
                 "URLs of shared crawls this replica took over after they went unacknowledged past the claim time (a replica that died or hung)",
                 Counter::default(),
             ),
+            stalled: registry.registered(
+                "crawl_stalled_jobs",
+                "Crawls and batch scrapes the reaper ended (failed) after CRAWL_STALL_SECONDS without a URL read or failed",
+                Counter::default(),
+            ),
         }
+    }
+
+    /// A job ended by the reaper.
+    pub(crate) fn stalled(&self) {
+        self.stalled.inc();
     }
 
     pub(crate) fn ended(&self, kind: JobKind, status: JobStatus) {

@@ -3,7 +3,8 @@
 //! crawl delay a host's `robots.txt` asks (or the job's own `delay`) between two reads on it,
 //! `robots.txt` honoured for every URL, each read page's links followed in scope; until the
 //! frontier is empty, the limit reached, the job cancelled, or `CRAWL_MAX_SECONDS` /
-//! `CRAWL_MAX_BYTES` spent (then it ends `completed` with what it read).
+//! `CRAWL_MAX_BYTES` spent (then it ends `completed` with what it read), or no URL read or
+//! failed for `CRAWL_STALL_SECONDS` (the reaper: it ends `failed`, `no_progress` among its errors).
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::Arc;
@@ -180,6 +181,8 @@ async fn run_job(
         asked.clamp(1, settings.concurrency)
     });
     let mut share = FrontierShare::new(metrics);
+    // The reaper: a job that hands in no URL for `CRAWL_STALL_SECONDS` ends, failed.
+    let mut progressed = Instant::now();
     loop {
         share.set((frontier.len() + in_flight.len()) as u64);
         if let Some(kept) = &kept {
@@ -204,6 +207,15 @@ async fn run_job(
         if Instant::now() >= deadline || bytes >= settings.max_bytes {
             in_flight.abort_all();
             break;
+        }
+        if progressed.elapsed() >= settings.stall {
+            in_flight.abort_all();
+            metrics.stalled();
+            job.state()
+                .failures
+                .push(no_progress(&start, settings.stall));
+            tracing::warn!(job = %job.id, stall_seconds = settings.stall.as_secs(), "crawl ended by the reaper: no progress");
+            return finish(job, JobStatus::Failed);
         }
         // Launch what may go now.
         let mut waited_for: Option<Instant> = None;
@@ -281,11 +293,13 @@ async fn run_job(
         }
         let joined = tokio::select! {
             () = job.cancel.cancelled() => continue,
+            () = tokio::time::sleep_until(deadline.min(progressed + settings.stall)) => continue,
             joined = in_flight.join_next() => joined,
         };
         let Some(Ok((url, depth, reads))) = joined else {
             continue;
         };
+        progressed = Instant::now();
         if let Some(at) = reading_now
             .iter()
             .position(|(u, d)| *u == url && *d == depth)
@@ -369,6 +383,18 @@ async fn run_job(
         }
     };
     finish(job, status)
+}
+
+/// The error a job ended by the reaper lists, at its start URL.
+pub(super) fn no_progress(start: &Url, stall: Duration) -> CrawlFailure {
+    CrawlFailure {
+        url: start.to_string(),
+        error: format!(
+            "no page read or failed for {} s (CRAWL_STALL_SECONDS): the job was ended (no_progress)",
+            stall.as_secs()
+        ),
+        at: SystemTime::now(),
+    }
 }
 
 /// The first URLs of a job: its own (normalised for a crawl) and, for a crawl that asks, its

@@ -13,8 +13,10 @@
 //!
 //! A job ends when every URL taken on was handed in, when `CRAWL_MAX_SECONDS` or
 //! `CRAWL_MAX_BYTES` is spent (then `completed` with what it read), or when cancelled. Whoever
-//! sees the end first writes it — a worker, or a status read after the time is spent (the
-//! reaper: a job whose replicas all died is ended by the next look at it).
+//! sees the end first writes it — a worker, or the reaper: every replica looks at every running
+//! job each second (and a status read looks at its job), ending one whose time is spent, or —
+//! `failed` — one that handed no URL in for `CRAWL_STALL_SECONDS` (its replicas all died, its
+//! reads all hang, its client's rate is spent).
 //!
 //! Within a replica the trap guard per path shape counts what this replica saw (an approximation
 //! fleet-wide: the cap on URLs a job takes on, [`max_urls`], holds for all).
@@ -221,6 +223,13 @@ impl FleetJobs {
                 continue;
             };
             for id in running.into_keys() {
+                // The reaper, each second, on every replica: a job whose replicas all died or
+                // whose reads all hang is ended here.
+                if let Some(record) = self.tier.job_record(&id).await.filter(|r| !r.is_empty()) {
+                    if self.reap(&id, &record).await != JobStatus::Scraping {
+                        continue;
+                    }
+                }
                 let fresh = self
                     .working
                     .lock()
@@ -283,22 +292,40 @@ impl FleetJobs {
         (field(&record, "owner") == owner && !record.is_empty()).then_some(record)
     }
 
-    /// Ends the job if its time is spent (the reaper for jobs no replica works on); its status.
+    /// The reaper, for jobs no replica finishes: ends the job if its time is spent, or — failed —
+    /// if no URL of it was handed in for `CRAWL_STALL_SECONDS` (at least the claim time, after
+    /// which a dead replica's URLs are taken over); its status.
     async fn reap(&self, id: &str, record: &HashMap<String, Vec<u8>>) -> JobStatus {
         let status = status_of(field(record, "status"));
+        if status != JobStatus::Scraping {
+            return status;
+        }
+        let now = SystemTime::now();
+        let claim = claim_idle(self.reading.read_timeout());
         let created = from_unix_ms(counter(record, "created_ms"));
-        let spent = SystemTime::now().duration_since(created).is_ok_and(|age| {
-            age > self.settings.max_time + claim_idle(self.reading.read_timeout())
-        });
-        if status == JobStatus::Scraping && spent {
-            return self.end(id, record).await;
+        let spent = now
+            .duration_since(created)
+            .is_ok_and(|age| age > self.settings.max_time + claim);
+        if spent {
+            return self.end(id, record, Ending::Done).await;
+        }
+        let progressed =
+            from_unix_ms(counter(record, "progress_ms").max(counter(record, "created_ms")));
+        let stalled = now
+            .duration_since(progressed)
+            .is_ok_and(|quiet| quiet > self.settings.stall.max(claim));
+        if stalled {
+            return self.end(id, record, Ending::Stalled).await;
         }
         status
     }
 
-    /// Writes the job's final status from its counters (a cancel written first wins).
-    async fn end(&self, id: &str, record: &HashMap<String, Vec<u8>>) -> JobStatus {
-        let final_status = if counter(record, "completed") == 0 && counter(record, "failed") > 0 {
+    /// Writes the job's final status from its counters, or failed when the reaper ends it (a
+    /// cancel written first wins).
+    async fn end(&self, id: &str, record: &HashMap<String, Vec<u8>>, ending: Ending) -> JobStatus {
+        let final_status = if ending == Ending::Stalled
+            || (counter(record, "completed") == 0 && counter(record, "failed") > 0)
+        {
             JobStatus::Failed
         } else {
             JobStatus::Completed
@@ -307,6 +334,28 @@ impl FleetJobs {
             Some(now) => {
                 let now = status_of(&now);
                 if now == final_status {
+                    if ending == Ending::Stalled {
+                        self.metrics.stalled();
+                        let start =
+                            serde_json::from_slice::<Spec>(record.get("spec").map_or(&[], |v| v))
+                                .ok()
+                                .and_then(|spec| {
+                                    spec.urls.first().and_then(|u| Url::parse(u).ok())
+                                });
+                        let failure =
+                            start.map(|start| super::run::no_progress(&start, self.settings.stall));
+                        if let Some(failure) = failure {
+                            let blob = encode(&FailureBlob {
+                                url: failure.url,
+                                error: failure.error,
+                                at_ms: unix_ms(failure.at),
+                            });
+                            self.tier
+                                .add_job_error(id, &blob, counter(record, "expires_ms"))
+                                .await;
+                        }
+                        tracing::warn!(job = %id, "shared crawl ended by the reaper: no progress");
+                    }
                     let spec =
                         serde_json::from_slice::<Spec>(record.get("spec").map_or(&[], |v| v)).ok();
                     let kind = spec.as_ref().map_or(JobKind::Crawl, Spec::kind);
@@ -415,6 +464,15 @@ struct Worker {
     shapes: Mutex<Shapes>,
 }
 
+/// Why a job is ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Ending {
+    /// Every URL handed in, or its time or bytes spent: its status from its counters.
+    Done,
+    /// The reaper: no URL handed in for `CRAWL_STALL_SECONDS` — failed.
+    Stalled,
+}
+
 /// This replica's part of job `id`, until it ends.
 async fn work(fleet: &FleetJobs, id: &str) {
     let Some(record) = fleet.tier.job_record(id).await else {
@@ -429,14 +487,14 @@ async fn work(fleet: &FleetJobs, id: &str) {
         .get("spec")
         .and_then(|s| serde_json::from_slice::<Spec>(s).ok())
     else {
-        fleet.end(id, &record).await;
+        fleet.end(id, &record, Ending::Done).await;
         return;
     };
     let (Some(scope), Some(start)) = (
         spec.scope(),
         spec.urls.first().and_then(|u| Url::parse(u).ok()),
     ) else {
-        fleet.end(id, &record).await;
+        fleet.end(id, &record, Ending::Done).await;
         return;
     };
     let worker = Arc::new(Worker {
@@ -475,14 +533,14 @@ async fn work(fleet: &FleetJobs, id: &str) {
             .is_ok_and(|age| age >= settings.max_time);
         if out_of_time || counter(&record, "bytes") >= settings.max_bytes {
             in_flight.abort_all();
-            fleet.end(id, &record).await;
+            fleet.end(id, &record, Ending::Done).await;
             return;
         }
         if in_flight.is_empty()
             && counter(&record, "seeding") == 0
             && counter(&record, "queued") == counter(&record, "handled")
         {
-            fleet.end(id, &record).await;
+            fleet.end(id, &record, Ending::Done).await;
             return;
         }
         share.set(counter(&record, "queued").saturating_sub(counter(&record, "handled")));

@@ -1,6 +1,6 @@
 //! The crawls' limits, read by their owner: `CRAWL_MAX_PAGES`, `CRAWL_MAX_SECONDS`,
 //! `CRAWL_MAX_BYTES`, `CRAWL_CONCURRENCY`, `CRAWL_PER_HOST_CONCURRENCY`,
-//! `CRAWL_MAX_JOBS_PER_CLIENT`, `CRAWL_RESULT_TTL_SECONDS`, and `CRAWL_WEBHOOK_SECRET` (the
+//! `CRAWL_MAX_JOBS_PER_CLIENT`, `CRAWL_RESULT_TTL_SECONDS`, `CRAWL_STALL_SECONDS`, and `CRAWL_WEBHOOK_SECRET` (the
 //! key each client's webhook secret is derived from; never shown).
 
 use std::fmt;
@@ -64,6 +64,9 @@ pub struct CrawlSettings {
     pub jobs_per_client: usize,
     /// `CRAWL_RESULT_TTL_SECONDS`: how long a job and its pages are kept after it started.
     pub result_ttl: Duration,
+    /// `CRAWL_STALL_SECONDS`: a running job that hands in no URL for this long is ended, failed
+    /// (the reaper).
+    pub stall: Duration,
 }
 
 impl CrawlSettings {
@@ -77,6 +80,7 @@ impl CrawlSettings {
             per_host: env.integer("CRAWL_PER_HOST_CONCURRENCY", 1usize, 64)?,
             jobs_per_client: env.integer("CRAWL_MAX_JOBS_PER_CLIENT", 1usize, 1000)?,
             result_ttl: env.seconds("CRAWL_RESULT_TTL_SECONDS")?,
+            stall: env.seconds("CRAWL_STALL_SECONDS")?,
         })
     }
 }

@@ -687,3 +687,69 @@ async fn a_crawls_pages_count_against_its_clients_rate() {
         "another client's rate is its own"
     );
 }
+
+/// The reaper (#43): a job that reads or fails no page for `CRAWL_STALL_SECONDS` ends `failed` —
+/// here a batch whose client's rate (two a minute) is spent by its start and its first page, so
+/// its second page waits; in this process, and shared on Redis (where the reaper waits at least
+/// the claim time, 2 × `FETCH_TIMEOUT_SECONDS` + 5 s, before it calls a job stalled). Without it
+/// the job would wait until `CRAWL_MAX_SECONDS`.
+async fn a_job_without_progress_is_ended_by_the_reaper(redis_url: Option<String>) {
+    let mut file = tempfile::NamedTempFile::new().expect("temp file");
+    let line = searxng_gateway::clients::keys_file::hash_line("alice", ALICE).expect("valid");
+    writeln!(file, "{line}:2").expect("write");
+    let path = file.path().to_str().expect("utf-8").to_owned();
+    let mut vars = vec![
+        ("API_KEYS_FILE", path.as_str()),
+        ("CRAWL_STALL_SECONDS", "1"),
+        ("FETCH_TIMEOUT_SECONDS", "1"),
+    ];
+    if let Some(url) = &redis_url {
+        vars.push(("REDIS_URL", url.as_str()));
+    }
+    let stack = site(&vars).await;
+    let g = &stack.gateway;
+    let urls: Vec<String> = ["/docs/a", "/docs/b", "/docs/c"]
+        .iter()
+        .map(|p| stack.site.url(p))
+        .collect();
+    let (status, started) = call(
+        g,
+        reqwest::Method::POST,
+        "/firecrawl/v2/batch/scrape",
+        Some(ALICE),
+        Some(json!({"urls": urls})),
+    )
+    .await;
+    assert_eq!(status, 200, "{started}");
+    crate::support::wait::until("the reaper to end the job", || async move {
+        g.metric("searxng_gateway_crawl_stalled_jobs_total", &[])
+            .await
+            >= 1.0
+    })
+    .await;
+    assert_eq!(
+        g.metric(
+            "searxng_gateway_crawl_jobs_total",
+            &[("kind", "batch"), ("status", "failed")]
+        )
+        .await,
+        1.0,
+        "ended failed"
+    );
+    crate::support::wait::until("its workers to stop", || async move {
+        g.metric("searxng_gateway_crawl_jobs_running", &[]).await == 0.0
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_job_without_progress_is_ended_by_the_reaper_in_this_process() {
+    a_job_without_progress_is_ended_by_the_reaper(None).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_shared_job_without_progress_is_ended_by_the_reaper() {
+    crate::support::external::needs!(RedisServer);
+    let redis = crate::support::redis::RedisServer::start().await;
+    a_job_without_progress_is_ended_by_the_reaper(Some(redis.url())).await;
+}
