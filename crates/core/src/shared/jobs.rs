@@ -83,6 +83,7 @@ elseif what == 'failure' then
   redis.call('PEXPIREAT', KEYS[5], ARGV[2])
 elseif what == 'robots' then
   redis.call('RPUSH', KEYS[6], ARGV[4])
+  redis.call('HINCRBY', KEYS[1], 'robots_blocked', 1)
   redis.call('PEXPIREAT', KEYS[6], ARGV[2])
 end
 return 1";

@@ -28,6 +28,7 @@
 //! resumes them ([`Crawls::keep_under`]).
 
 pub mod admission;
+pub mod explain;
 mod kept;
 mod metrics;
 mod record;
@@ -212,6 +213,8 @@ pub struct JobView {
     pub links: bool,
     /// Whether the client asked for Markdown.
     pub markdown: bool,
+    /// What the gateway does with it and why (`explain=1`).
+    pub explain: explain::JobExplain,
 }
 
 /// A job as the operator sees it (`GET /admin/crawls`): whose, where it is, how far.
@@ -290,6 +293,8 @@ pub(crate) struct Job {
     pub(crate) id: String,
     pub(crate) owner: String,
     pub(crate) kind: JobKind,
+    /// Its request as kept (what `explain` shows).
+    pub(crate) spec: record::Spec,
     pub(crate) webhook: Option<Webhook>,
     pub(crate) links: bool,
     pub(crate) markdown: bool,
@@ -497,6 +502,7 @@ impl Crawls {
                 id: uuid::Uuid::new_v4().to_string(),
                 owner: request.owner.clone(),
                 kind: request.kind,
+                spec: record::Spec::of(&request),
                 webhook: request.webhook.clone(),
                 links: request.links,
                 markdown: request.markdown,
@@ -594,6 +600,7 @@ impl Crawls {
                 id: snapshot.id.clone(),
                 owner: snapshot.owner.clone(),
                 kind: snapshot.spec.kind(),
+                spec: snapshot.spec.clone(),
                 webhook: request.as_ref().and_then(|r| r.webhook.clone()),
                 links: request.as_ref().is_some_and(|r| r.links),
                 markdown: request.as_ref().is_none_or(|r| r.markdown),
@@ -678,7 +685,27 @@ impl Crawls {
         let job = self.job(id, owner)?;
         let state = job.state();
         let pages: Vec<CrawledPage> = state.pages.iter().skip(skip).take(take).cloned().collect();
+        let urls = explain::UrlCounts {
+            taken_on: state.total as u64,
+            read: state.pages.len() as u64,
+            failed: state.failures.len() as u64,
+            robots_blocked: state.robots_blocked.len() as u64,
+            bytes: state
+                .pages
+                .iter()
+                .flat_map(|page| page.reads.iter())
+                .map(|(_, doc)| doc.content.len() as u64)
+                .sum(),
+        };
+        let kept = self.inner.kept.get().is_some();
         Some(JobView {
+            explain: explain::JobExplain::new(
+                &job.spec,
+                &self.inner.settings,
+                (explain::Runs::Process, kept),
+                urls,
+                job.created_at,
+            ),
             id: job.id.clone(),
             kind: job.kind,
             status: state.status,
@@ -814,6 +841,32 @@ mod tests {
             id: format!("{owner}-{at}"),
             owner: owner.to_owned(),
             kind: JobKind::Crawl,
+            spec: record::Spec::of(&CrawlRequest {
+                owner: owner.to_owned(),
+                kind: JobKind::Crawl,
+                urls: vec![url::Url::parse("http://example.test/").expect("a URL")],
+                scope: scope::CrawlScope {
+                    allow_external: false,
+                    allow_subdomains: false,
+                    include: Vec::new(),
+                    exclude: Vec::new(),
+                    on_full_url: false,
+                    max_depth: 1,
+                    ignore_query: false,
+                    max_breadth: None,
+                    include_hosts: Vec::new(),
+                    exclude_hosts: Vec::new(),
+                },
+                formats: Vec::new(),
+                limit: 1,
+                delay: None,
+                concurrency: None,
+                sitemap: false,
+                discover_only: false,
+                links: false,
+                markdown: true,
+                webhook: None,
+            }),
             webhook: None,
             links: false,
             markdown: true,

@@ -29,6 +29,7 @@ use tokio::task::JoinSet;
 use url::Url;
 
 use super::admission::PageGate;
+use super::explain::{JobExplain, Runs, UrlCounts};
 use super::metrics::{CrawlMetrics, FrontierShare, PageOutcome};
 use super::record::{
     decode, encode, from_unix_ms, status_of, unix_ms, FailureBlob, PageBlob, Spec,
@@ -405,7 +406,16 @@ impl FleetJobs {
             .collect();
         let completed = usize::try_from(counter(&record, "completed")).unwrap_or(usize::MAX);
         let queued = usize::try_from(counter(&record, "queued")).unwrap_or(usize::MAX);
+        let urls = UrlCounts {
+            taken_on: counter(&record, "queued"),
+            read: counter(&record, "completed"),
+            failed: counter(&record, "failed"),
+            robots_blocked: counter(&record, "robots_blocked"),
+            bytes: counter(&record, "bytes"),
+        };
+        let created = from_unix_ms(counter(&record, "created_ms"));
         Some(JobView {
+            explain: JobExplain::new(&spec, &self.settings, (Runs::Fleet, false), urls, created),
             id: id.to_owned(),
             kind: spec.kind(),
             status,

@@ -582,6 +582,20 @@ async fn three_replicas_crawl_a_site_full_of_traps_each_page_once_through_a_repl
         urls.len(),
         "the count is the pages listed"
     );
+    let (_, explained) = call(
+        reqwest::Method::GET,
+        &format!("{b_url}/v2/crawl/{id}?explain=1"),
+        ALICE,
+        None,
+    )
+    .await;
+    let why = &explained["gateway"];
+    assert_eq!(why["runs"], "fleet", "{why}");
+    assert_eq!(why["urls"]["read"], urls.len(), "{why}");
+    assert_eq!(
+        why["urls"]["robots_blocked"], 120,
+        "every article's /private/ link refused by robots.txt: {why}"
+    );
     let mut unique = urls.clone();
     unique.sort();
     unique.dedup();

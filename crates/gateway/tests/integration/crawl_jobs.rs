@@ -174,6 +174,32 @@ async fn a_crawl_follows_links_and_sitemap_in_scope_and_honours_robots() {
     );
     // Each page read once.
     assert_eq!(stack.site.hits("/docs/a"), 1);
+    // explain=1: what the gateway did with the job and why.
+    let (_, explained) = call(
+        g,
+        reqwest::Method::GET,
+        &format!("{status_url}?explain=1"),
+        None,
+        None,
+    )
+    .await;
+    let why = &explained["gateway"];
+    assert_eq!(why["runs"], "process", "{why}");
+    assert_eq!(why["asked"]["start"], format!("{origin}/"));
+    assert_eq!(why["asked"]["formats"], json!(["markdown"]));
+    assert_eq!(
+        (
+            why["urls"]["read"].as_u64(),
+            why["urls"]["robots_blocked"].as_u64()
+        ),
+        (Some(5), Some(1)),
+        "{why}"
+    );
+    assert!(why["held_to"]["max_pages"].as_u64() >= Some(1));
+    assert!(why["reads"]
+        .as_str()
+        .is_some_and(|r| r.contains("never a premium reader")));
+    assert!(done.get("gateway").is_none(), "only when asked");
 
     // A limit stops it.
     let (_, small) = call(

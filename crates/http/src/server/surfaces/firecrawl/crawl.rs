@@ -162,11 +162,13 @@ pub(crate) async fn start(
     }
 }
 
-/// `?skip=` of a status page.
+/// `?skip=` of a status page, and `explain=1` for the `gateway` object (what the gateway does
+/// with the job and why: [`gateway_engine::crawl::explain`]).
 #[derive(Debug, serde::Deserialize)]
-pub(crate) struct Skip {
+pub(crate) struct StatusQuery {
     #[serde(default)]
     skip: usize,
+    explain: Option<String>,
 }
 
 /// `GET …/{id}`.
@@ -176,8 +178,15 @@ pub(crate) async fn status(
     Extension(admitted): Extension<Admitted>,
     headers: HeaderMap,
     Path(id): Path<String>,
-    Query(Skip { skip }): Query<Skip>,
+    Query(StatusQuery { skip, explain }): Query<StatusQuery>,
 ) -> Response {
+    let Ok(explain) = crate::server::kit::explain::wanted(explain.as_deref()) else {
+        return Refusal::<super::Firecrawl>::InvalidField(InvalidField {
+            name: "explain",
+            expected: "1, true, 0 or false",
+        })
+        .into_response();
+    };
     let owner = admitted.caller.name.as_str();
     let Some(view) = gateway.crawls().status(&id, owner, skip, PAGE_SIZE).await else {
         return no_such_job();
@@ -194,20 +203,20 @@ pub(crate) async fn status(
         .iter()
         .map(|page| document(page, view.markdown, view.links))
         .collect();
-    json_response(
-        StatusCode::OK,
-        json!({
-            "success": true,
-            "status": view.status.as_str(),
-            "total": view.total.max(view.completed),
-            "completed": view.completed,
-            "creditsUsed": view.completed,
-            "expiresAt": rfc3339(view.expires_at),
-            "next": next,
-            "data": data,
-        })
-        .to_string(),
-    )
+    let mut body = json!({
+        "success": true,
+        "status": view.status.as_str(),
+        "total": view.total.max(view.completed),
+        "completed": view.completed,
+        "creditsUsed": view.completed,
+        "expiresAt": rfc3339(view.expires_at),
+        "next": next,
+        "data": data,
+    });
+    if explain {
+        body["gateway"] = serde_json::to_value(&view.explain).unwrap_or(Value::Null);
+    }
+    json_response(StatusCode::OK, body.to_string())
 }
 
 /// `DELETE …/{id}`.

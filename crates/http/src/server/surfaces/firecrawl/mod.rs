@@ -134,7 +134,7 @@ pub(crate) fn routes(gate: &Gate) -> Router<Gateway> {
                   admitted: Extension<Admitted>,
                   headers: axum::http::HeaderMap,
                   id: axum::extract::Path<String>,
-                  skip: axum::extract::Query<crawl::Skip>| {
+                  skip: axum::extract::Query<crawl::StatusQuery>| {
                 crawl::status(route, state, admitted, headers, id, skip)
             },
         )
