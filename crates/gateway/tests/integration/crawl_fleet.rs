@@ -460,6 +460,57 @@ async fn on_a_redis_cluster_a_crawl_is_shared_by_the_replicas() {
     assert_eq!(events.len(), 7, "no event twice: {events:?}");
 }
 
+/// Behind Sentinel (`redis+sentinel://`), as for the rest of the shared tier: a crawl started on
+/// one replica is worked on by both (each takes URLs from its frontier), through the master the
+/// Sentinels name, and completes.
+#[tokio::test(flavor = "multi_thread")]
+async fn behind_redis_sentinel_a_crawl_is_shared_by_the_replicas() {
+    needs!(RedisServer);
+    needs!(RedisSentinel);
+    let sentinels = crate::support::redis_sentinel::RedisSentinels::start().await;
+    let site = slow_site().await;
+    let origin = site.origin();
+    let fleet = Fleet::new(sentinels.url()).await;
+    let (_a, a_url) = fleet.replica().await;
+    let (_b, b_url) = fleet.replica().await;
+    let (status, started) = call(
+        reqwest::Method::POST,
+        &format!("{a_url}/v2/crawl"),
+        ALICE,
+        Some(json!({"url": format!("{origin}/"), "limit": 50, "sitemap": "skip"})),
+    )
+    .await;
+    assert_eq!(status, 200, "{started}");
+    let id = started["id"].as_str().expect("id").to_owned();
+    wait::until("the job to end", || {
+        let (b_url, id) = (b_url.clone(), id.clone());
+        async move { job(&b_url, &id, ALICE).await.1["status"] != "scraping" }
+    })
+    .await;
+    let (done, urls) = whole_job(&b_url, &id, ALICE).await;
+    assert_eq!(
+        (done["status"].as_str(), urls.len()),
+        (Some("completed"), PAGES + 1),
+        "{done}"
+    );
+    for replica in [&a_url, &b_url] {
+        let text = reqwest::get(format!("{replica}/metrics"))
+            .await
+            .expect("metrics")
+            .text()
+            .await
+            .expect("text");
+        assert!(
+            metric_value(
+                &text,
+                "searxng_gateway_redis_operations_total",
+                &[("operation", "frontier"), ("result", "ok")]
+            ) > 0.0,
+            "{replica} took URLs from the job's shared frontier"
+        );
+    }
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn without_redis_a_crawl_resumes_after_a_restart_from_state_dir() {
     let site = slow_site().await;
