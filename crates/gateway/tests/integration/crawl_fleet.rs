@@ -158,6 +158,16 @@ async fn job(base: &str, id: &str, key: &str) -> (u16, Value) {
     .await
 }
 
+/// A replica's `/metrics`.
+async fn metrics_text(base: &str) -> String {
+    reqwest::get(format!("{base}/metrics"))
+        .await
+        .expect("metrics")
+        .text()
+        .await
+        .expect("text")
+}
+
 /// A job's status and every page it lists, `next` followed.
 async fn whole_job(base: &str, id: &str, key: &str) -> (Value, Vec<String>) {
     let (_, first) = job(base, id, key).await;
@@ -262,12 +272,7 @@ async fn a_crawl_survives_the_replica_that_took_it_and_reads_each_page_once() {
     expected.sort();
     assert_eq!(urls, expected, "every page read, none lost with A");
     assert_eq!(done["completed"], PAGES + 1);
-    let text = reqwest::get(format!("{b_url}/metrics"))
-        .await
-        .expect("metrics")
-        .text()
-        .await
-        .expect("text");
+    let text = metrics_text(&b_url).await;
     assert!(
         metric_value(
             &text,
@@ -415,12 +420,7 @@ async fn on_a_redis_cluster_a_crawl_is_shared_by_the_replicas() {
         (Some("completed"), Some(6)),
         "{done}"
     );
-    let text = reqwest::get(format!("{b_url}/metrics"))
-        .await
-        .expect("metrics")
-        .text()
-        .await
-        .expect("text");
+    let text = metrics_text(&b_url).await;
     assert_eq!(
         metric_value(
             &text,
@@ -494,12 +494,7 @@ async fn behind_redis_sentinel_a_crawl_is_shared_by_the_replicas() {
         "{done}"
     );
     for replica in [&a_url, &b_url] {
-        let text = reqwest::get(format!("{replica}/metrics"))
-            .await
-            .expect("metrics")
-            .text()
-            .await
-            .expect("text");
+        let text = metrics_text(replica).await;
         assert!(
             metric_value(
                 &text,
@@ -708,22 +703,19 @@ async fn three_replicas_crawl_a_site_full_of_traps_each_page_once_through_a_repl
         "the 500 is an error: {errors}"
     );
     // B and C both read pages of it; a claim took what A held.
-    let mut read_by = Vec::new();
+    let (mut read_by, mut claims) = (Vec::new(), 0.0);
     for url in [&b_url, &c_url] {
-        let text = reqwest::get(format!("{url}/metrics"))
-            .await
-            .expect("metrics")
-            .text()
-            .await
-            .expect("text");
+        let text = metrics_text(url).await;
         read_by.push(metric_value(
             &text,
             "searxng_gateway_crawl_pages_total",
             &[("outcome", "read")],
         ));
+        claims += metric_value(&text, "searxng_gateway_crawl_claims_total", &[]);
     }
     assert!(
         read_by.iter().all(|&n| n > 0.0),
         "both survivors read: {read_by:?}"
     );
+    assert!(claims >= 1.0, "a survivor claimed what A held when it died");
 }
