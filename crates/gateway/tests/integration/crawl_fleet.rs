@@ -1,9 +1,12 @@
-//! Crawls the fleet works on together (issue #43), with two real gateway binaries and a real
+//! Crawls the fleet works on together (issue #43), with real gateway binaries and a real
 //! `redis-server`: a crawl started on one replica is read by both, its status answered by either;
 //! the replica that took it killed mid-crawl (SIGKILL, URLs in its hands), the other claims what
 //! it held and finishes the job — every page read, each listed once; a cancel on one replica ends
 //! the job for both; another client never sees the job on any replica; Tavily's crawl, which waits
-//! for its job, answers from a shared job too; on a Redis Cluster, a job's keys share one slot.
+//! for its job, answers from a shared job too; on a Redis Cluster, a job's keys share one slot;
+//! behind Sentinel it is shared the same way. A generated site full of crawler's traps
+//! (`simulator::site_graph`) crawled by three replicas, one SIGKILLed, on one Redis and on a
+//! Cluster; and without Redis, a job resumed from `STATE_DIR` after a restart.
 
 use std::io::Write as _;
 use std::time::Duration;
@@ -578,11 +581,71 @@ async fn without_redis_a_crawl_resumes_after_a_restart_from_state_dir() {
 /// trap guard's cap, the 500 among the errors, nothing beyond the other host's landing page read.
 #[tokio::test(flavor = "multi_thread")]
 async fn three_replicas_crawl_a_site_full_of_traps_each_page_once_through_a_replicas_death() {
+    needs!(RedisServer);
+    let redis = RedisServer::start().await;
+    let url = redis.url();
+    three_replicas_through_a_death(&url, || async {
+        redis::Client::open(url.as_str())
+            .expect("a client")
+            .get_multiplexed_async_connection()
+            .await
+            .expect("a connection")
+    })
+    .await;
+}
+
+/// The same on a Redis Cluster: the job's keys in one slot, the frontier's pending entries
+/// read where the cluster keeps them.
+#[tokio::test(flavor = "multi_thread")]
+async fn on_a_redis_cluster_three_replicas_crawl_a_site_full_of_traps_through_a_replicas_death() {
+    needs!(RedisServer);
+    let cluster = RedisCluster::start().await;
+    let url = cluster.url();
+    let nodes: Vec<String> = url
+        .trim_start_matches("redis+cluster://")
+        .split(',')
+        .map(|node| format!("redis://{node}"))
+        .collect();
+    three_replicas_through_a_death(&url, || async {
+        redis::cluster::ClusterClient::new(nodes.clone())
+            .expect("a cluster client")
+            .get_async_connection()
+            .await
+            .expect("a cluster connection")
+    })
+    .await;
+}
+
+/// The replicas holding entries of `frontier` given to them and not handed in, over `connection`.
+async fn pending_holders(
+    connection: &mut impl redis::aio::ConnectionLike,
+    frontier: &str,
+) -> usize {
+    let summary: redis::Value = redis::cmd("XPENDING")
+        .arg(frontier)
+        .arg("readers")
+        .query_async(connection)
+        .await
+        .unwrap_or(redis::Value::Nil);
+    let Ok((_, _, _, consumers)) = redis::from_redis_value::<(
+        u64,
+        Option<String>,
+        Option<String>,
+        Option<Vec<(String, String)>>,
+    )>(summary) else {
+        return 0;
+    };
+    consumers.map_or(0, |c| c.len())
+}
+
+async fn three_replicas_through_a_death<C, F>(redis_url: &str, connect: impl Fn() -> F)
+where
+    C: redis::aio::ConnectionLike,
+    F: std::future::Future<Output = C>,
+{
     use simulator::site_graph::{
         GraphSpec, SiteGraph, AWAY_PATH, BROKEN_PATH, CALENDAR_PREFIX, DISALLOWED_PREFIX,
     };
-    needs!(RedisServer);
-    let redis = RedisServer::start().await;
     let site = SimulatedSite::start().await.expect("site starts");
     let elsewhere = SimulatedSite::start().await.expect("site starts");
     let graph = SiteGraph::build(
@@ -594,7 +657,7 @@ async fn three_replicas_crawl_a_site_full_of_traps_each_page_once_through_a_repl
         },
     );
     let origin = site.origin();
-    let fleet = Fleet::with(redis.url(), &[("CRAWL_PER_HOST_CONCURRENCY", "6")]).await;
+    let fleet = Fleet::with(redis_url.to_owned(), &[("CRAWL_PER_HOST_CONCURRENCY", "6")]).await;
     let (mut a, a_url) = fleet.replica().await;
     let (_b, b_url) = fleet.replica().await;
     let (_c, c_url) = fleet.replica().await;
@@ -609,11 +672,17 @@ async fn three_replicas_crawl_a_site_full_of_traps_each_page_once_through_a_repl
     assert_eq!(status, 200, "{started}");
     let id = started["id"].as_str().expect("id").to_owned();
     let frontier = format!("{PREFIX}{{j:{id}}}:frontier");
-    wait::until("the three replicas to hold URLs of the job", || {
-        let holders = holders(&redis, &frontier);
-        async move { holders >= 3 }
-    })
-    .await;
+    let mut connection = connect().await;
+    for _ in 0..3000 {
+        if pending_holders(&mut connection, &frontier).await >= 3 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert!(
+        pending_holders(&mut connection, &frontier).await >= 3,
+        "the three replicas hold URLs of the job"
+    );
     a.kill().await;
 
     wait::until("the job to end on C", || {
