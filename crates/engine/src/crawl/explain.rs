@@ -111,9 +111,10 @@ pub struct JobExplain {
 }
 
 /// How a crawl reads, whatever it asked.
-const READS: &str = "each page through the page cache and the address fence, by the direct \
-    reader only (the local browser when a page needs it; never a premium reader), robots.txt \
-    honoured for FETCH_USER_AGENT, each page one of the client's requests";
+const READS: &str = "each page through the page cache and the address fence, direct first (the \
+    local browser when a page needs it), a premium reader only for a page neither reads and only \
+    while the client's premium budget allows, robots.txt honoured for FETCH_USER_AGENT, each page \
+    one of the client's requests";
 
 impl JobExplain {
     /// The explanation of a job of `spec`, started at `created`.

@@ -9,9 +9,9 @@
 //! `crate::settings::CrawlSettings`.
 //!
 //! Every page is read through [`crate::read`] as any page is — the page cache, the address fence
-//! for every URL, the host's breaker — at the basic depth (the direct reader only: a crawl never
-//! spends the premium readers' money), each counted against its client's rate first
-//! ([`admission`]).
+//! for every URL, the host's breaker — at the basic depth, each counted against its client's rate
+//! first, with the premium readers only while the client's premium budget allows them and the
+//! calls charged to it after ([`admission`]).
 //!
 //! Doors: Firecrawl's `/crawl` and `/batch/scrape` (polled), Tavily's `/crawl` and `/map`
 //! (waited for, [`Crawls::wait`]).

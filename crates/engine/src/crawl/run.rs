@@ -275,8 +275,10 @@ async fn run_job(
             let (pages, owner) = (with_pages.clone(), job.owner.clone());
             reading_now.push((url.clone(), depth));
             in_flight.spawn(async move {
-                pages.turn(&owner).await;
-                let reads = read_all(&reading, &url, &formats, timeout).await;
+                let premium = pages.turn(&owner).await;
+                let (reads, premium_calls) =
+                    read_all(&reading, &url, &formats, premium, timeout).await;
+                pages.charge(&owner, premium_calls).await;
                 (url, depth, reads)
             });
         }
@@ -461,14 +463,18 @@ fn finish(job: &Job, status: JobStatus) -> JobStatus {
     state.status
 }
 
-/// Reads `url` in each of `formats`, one after the other (the first, Markdown, gives the links).
+/// Reads `url` in each of `formats`, one after the other (the first, Markdown, gives the links),
+/// with the premium readers when `premium` allows them (the client's budget: [`PageGate::turn`]);
+/// the reads, and the premium calls they made (to charge the client).
 pub(super) async fn read_all(
     reading: &Reading,
     url: &Url,
     formats: &[ReadFormat],
+    premium: Premium,
     timeout: Duration,
-) -> Reads {
+) -> (Reads, u32) {
     let mut reads = Vec::with_capacity(formats.len());
+    let mut premium_calls = 0u32;
     for format in formats {
         let read = reading
             .read(
@@ -480,17 +486,17 @@ pub(super) async fn read_all(
                     render: Render::Auto,
                     wait_for: None,
                 },
-                // The direct reader only: a crawl never calls a premium reader.
-                Premium::BudgetSpent,
+                premium,
                 timeout,
             )
             .await;
+        premium_calls = premium_calls.saturating_add(read.premium_calls);
         match read.result {
             Ok(done) => reads.push((*format, done.document)),
-            Err(failed) => return Err(failed.failure),
+            Err(failed) => return (Err(failed.failure), premium_calls),
         }
     }
-    Ok(reads)
+    (Ok(reads), premium_calls)
 }
 
 pub(super) fn host_of(url: &Url) -> String {

@@ -298,7 +298,8 @@ impl FleetJobs {
     /// which a dead replica's URLs are taken over); its status.
     async fn reap(&self, id: &str, record: &HashMap<String, Vec<u8>>) -> JobStatus {
         let status = status_of(field(record, "status"));
-        if status != JobStatus::Scraping {
+        if status != JobStatus::Scraping || !record.contains_key("created_ms") {
+            // Ended, or a record still being written (its index entry comes first): nothing to reap.
             return status;
         }
         let now = SystemTime::now();
@@ -335,6 +336,22 @@ impl FleetJobs {
             Some(now) => {
                 let now = status_of(&now);
                 if now == final_status {
+                    let spec =
+                        serde_json::from_slice::<Spec>(record.get("spec").map_or(&[], |v| v)).ok();
+                    let kind = spec.as_ref().map_or(JobKind::Crawl, Spec::kind);
+                    self.metrics.ended(kind, now);
+                    let webhook = spec.as_ref().and_then(|spec| spec.webhook.as_ref());
+                    if let (Some(webhook), Some(event)) = (webhook, super::ended_event(now)) {
+                        self.deliveries.send(
+                            webhook,
+                            field(record, "owner"),
+                            kind,
+                            id,
+                            event,
+                            None,
+                        );
+                    }
+                    tracing::info!(job = %id, status = now.as_str(), pages = counter(record, "completed"), failed = counter(record, "failed"), "crawl ended");
                     if ending == Ending::Stalled {
                         self.metrics.stalled();
                         let start =
@@ -357,22 +374,6 @@ impl FleetJobs {
                         }
                         tracing::warn!(job = %id, "shared crawl ended by the reaper: no progress");
                     }
-                    let spec =
-                        serde_json::from_slice::<Spec>(record.get("spec").map_or(&[], |v| v)).ok();
-                    let kind = spec.as_ref().map_or(JobKind::Crawl, Spec::kind);
-                    self.metrics.ended(kind, now);
-                    let webhook = spec.as_ref().and_then(|spec| spec.webhook.as_ref());
-                    if let (Some(webhook), Some(event)) = (webhook, super::ended_event(now)) {
-                        self.deliveries.send(
-                            webhook,
-                            field(record, "owner"),
-                            kind,
-                            id,
-                            event,
-                            None,
-                        );
-                    }
-                    tracing::info!(job = %id, status = now.as_str(), pages = counter(record, "completed"), failed = counter(record, "failed"), "crawl ended");
                 }
                 now
             }
@@ -621,7 +622,7 @@ async fn take_on(fleet: &FleetJobs, worker: &Worker, entry: FrontierEntry) {
         .into_iter()
         .chain(worker.spec.delay_ms.map(Duration::from_millis))
         .max();
-    fleet.pages.turn(&worker.owner).await;
+    let premium = fleet.pages.turn(&worker.owner).await;
     let host = host_of(&url);
     loop {
         match fleet
@@ -634,8 +635,16 @@ async fn take_on(fleet: &FleetJobs, worker: &Worker, entry: FrontierEntry) {
             _ => tokio::time::sleep(POLL).await,
         }
     }
-    let reads: Reads = read_all(&fleet.reading, &url, &worker.spec.formats, read_timeout).await;
+    let (reads, premium_calls): (Reads, u32) = read_all(
+        &fleet.reading,
+        &url,
+        &worker.spec.formats,
+        premium,
+        read_timeout,
+    )
+    .await;
     fleet.tier.host_done(id, &host).await;
+    fleet.pages.charge(&worker.owner, premium_calls).await;
     match reads {
         Ok(reads) => {
             fleet.metrics.page(PageOutcome::Read);

@@ -198,7 +198,7 @@ async fn a_crawl_follows_links_and_sitemap_in_scope_and_honours_robots() {
     assert!(why["held_to"]["max_pages"].as_u64() >= Some(1));
     assert!(why["reads"]
         .as_str()
-        .is_some_and(|r| r.contains("never a premium reader")));
+        .is_some_and(|r| r.contains("premium budget allows")));
     assert!(done.get("gateway").is_none(), "only when asked");
 
     // A limit stops it.
@@ -778,4 +778,64 @@ async fn a_shared_job_without_progress_is_ended_by_the_reaper() {
     crate::support::external::needs!(RedisServer);
     let redis = crate::support::redis::RedisServer::start().await;
     a_job_without_progress_is_ended_by_the_reaper(Some(redis.url())).await;
+}
+
+/// A page of a job the direct reader cannot read (a wall) goes to a premium reader while its
+/// client's premium budget allows — here one call a day — and the call is charged to the client;
+/// past the budget the next such page fails instead of spending more.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_jobs_walled_pages_go_to_a_premium_reader_within_its_clients_budget() {
+    use simulator::readers::Reader;
+    let mut file = tempfile::NamedTempFile::new().expect("temp file");
+    let line = searxng_gateway::clients::keys_file::hash_line("alice", ALICE).expect("valid");
+    writeln!(file, "{line}:0:1").expect("write");
+    let path = file.path().to_str().expect("utf-8").to_owned();
+    let stack = ReadStack::start(&[Reader::Jina], &[("API_KEYS_FILE", path.as_str())]).await;
+    let g = &stack.gateway;
+    for path in ["/wall/1", "/wall/2"] {
+        stack.site.set(path, Page::cloudflare_challenge());
+    }
+    let urls = [stack.site.url("/wall/1"), stack.site.url("/wall/2")];
+    let (status, started) = call(
+        g,
+        reqwest::Method::POST,
+        "/firecrawl/v2/batch/scrape",
+        Some(ALICE),
+        Some(json!({"urls": urls, "maxConcurrency": 1})),
+    )
+    .await;
+    assert_eq!(status, 200, "{started}");
+    let status_url = started["url"].as_str().expect("url").to_owned();
+    let done = finished(g, &status_url, Some(ALICE)).await;
+    assert_eq!(
+        done["completed"], 1,
+        "one page through the premium reader: {done}"
+    );
+    let (_, errors) = call(
+        g,
+        reqwest::Method::GET,
+        &format!("{status_url}/errors"),
+        Some(ALICE),
+        None,
+    )
+    .await;
+    assert_eq!(
+        errors["errors"].as_array().map(Vec::len),
+        Some(1),
+        "the other failed, the budget spent: {errors}"
+    );
+    assert_eq!(
+        stack.reader(Reader::Jina).calls(),
+        1,
+        "one premium call, no more"
+    );
+    assert_eq!(
+        g.metric(
+            "searxng_gateway_client_premium_calls_total",
+            &[("client", "alice")]
+        )
+        .await,
+        1.0,
+        "charged to the job's client"
+    );
 }

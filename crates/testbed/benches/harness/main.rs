@@ -32,6 +32,9 @@
 //!   in-process beside candidate extractors and through `POST /tavily/extract`; and the passages
 //!   of WCXB's long pages that answer hand-written questions (Tavily's 3 chunks of ≤ 500
 //!   characters against truncation and BM25 windows; `HARNESS_ONLY=passages` runs it alone).
+//! - **m. crawls** — a generated site of 30 kB pages crawled through Firecrawl's `/v2/crawl`: pages
+//!   per second with one replica and with three on one Redis, each replica's share, Redis memory
+//!   per page, and the time from a replica's SIGKILL to its URLs claimed by another.
 //!
 //! `HARNESS_GATEWAY=/path/to/searxng-gateway` measures another build (before/after a change),
 //! `HARNESS_ONLY=a,f` runs only those measurements (report in `target/harness/BENCHMARKS.only.md`),
@@ -348,6 +351,11 @@ async fn run(plan: Plan) -> usize {
                 println!("== l. fleet limits (Redis)");
                 let result = bench.fleet_limits(&searxng).await;
                 bench.settle("l. fleet limits", result);
+            }
+            if wants("m") {
+                println!("== m. crawls");
+                let result = bench.crawls(&searxng).await;
+                bench.settle("m. crawls", result);
             }
             if wants("k") {
                 println!("== k. reading pages");

@@ -18,6 +18,10 @@ use super::wait;
 /// A running `redis-server`; killed when dropped.
 pub struct RedisServer {
     port: u16,
+    /// Its working directory, its own: `--save ""` stops Redis writing a dump, not reading one at
+    /// start, and a replica's full sync writes one — in a shared directory a server would start
+    /// with another test's (or an earlier run's) data.
+    dir: tempfile::TempDir,
     /// Arguments after the port and the defaults (a Cluster node's, a replica's).
     extra: Vec<String>,
     child: Option<Child>,
@@ -36,6 +40,7 @@ impl RedisServer {
             let port = unused_loopback_port();
             let mut server = Self {
                 port,
+                dir: tempfile::tempdir().expect("a directory for redis-server"),
                 extra: extra
                     .iter()
                     .map(|a| a.replace("{port}", &port.to_string()))
@@ -102,6 +107,8 @@ impl RedisServer {
             .args(["--port", &self.port.to_string()])
             .args(["--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
             .args(["--protected-mode", "no", "--loglevel", "warning"])
+            .arg("--dir")
+            .arg(self.dir.path())
             .args(&self.extra)
             .stdout(Stdio::null())
             .stderr(Stdio::null())

@@ -5,11 +5,12 @@
 //! [`shared_tier`] (j, several replicas on one Redis), [`extraction`] (k, the page reader on
 //! the Readability corpus), [`large_pages`] and [`wcxb`] (k, the reader on WCXB's pages of seven
 //! types, beside candidate extractors), [`passages`] (k, query-relevant passages of WCXB's long
-//! pages against truncation and BM25 windows) and [`fleet_limits`] (l, one client's limits over three
-//! replicas).
+//! pages against truncation and BM25 windows), [`fleet_limits`] (l, one client's limits over three
+//! replicas) and [`crawls`] (m, a generated site crawled by one replica and by three on Redis).
 
 mod cache_hits;
 mod coalescing;
+mod crawls;
 mod day;
 mod extraction;
 mod fault_soak;
