@@ -9,6 +9,7 @@
 //! - [`fence`]: every request a page makes, checked and fetched by the direct reader's client.
 //! - [`metrics`]: `browser_reads_total{outcome}`, `browser_read_seconds`, `browser_tabs_in_use`,
 //!   `browser_restarts_total{reason}`.
+//! - [`screenshot`]: a rendered page as a PNG ([`Browser::screenshot`]), its size bounded.
 //!
 //! **One render.** A tab lease (`BROWSER_TABS`, a semaphore; a render that gets none within its
 //! time fails `busy`), a fresh browser context (an incognito profile: no cookie, storage or cache
@@ -51,6 +52,7 @@
 mod fence;
 mod metrics;
 mod process;
+mod screenshot;
 mod settings;
 mod supervisor;
 #[cfg(test)]
@@ -78,6 +80,7 @@ use tokio::time::Instant;
 use url::Url;
 
 pub use metrics::BrowserMetrics;
+pub use screenshot::{Screenshot, Shot};
 pub use settings::{BrowserMode, BrowserSettings, ModeOrigin};
 
 use super::fetch::Fetcher;
@@ -182,6 +185,21 @@ pub(crate) struct Rendered {
     pub(crate) html: String,
 }
 
+/// What a render takes from the settled page.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Take {
+    /// The DOM as HTML.
+    Dom,
+    /// A PNG of the page.
+    Screenshot(Shot),
+}
+
+/// What a render took.
+enum Taken {
+    Dom(String),
+    Png(Vec<u8>),
+}
+
 /// The local browser. Cheap to clone.
 #[derive(Clone)]
 pub struct Browser {
@@ -266,10 +284,42 @@ impl Browser {
         options: RenderOptions,
         timeout: Duration,
     ) -> Result<Rendered, RenderOutcome> {
+        match self.counted(url, options, Take::Dom, timeout).await? {
+            (final_url, Taken::Dom(html)) => Ok(Rendered { final_url, html }),
+            (_, Taken::Png(_)) => Err(RenderOutcome::Failed),
+        }
+    }
+
+    /// Renders `url` as [`Browser::render`] does (the same fence, tab lease and time) and takes
+    /// a PNG of it ([`screenshot`]).
+    pub(crate) async fn screenshot(
+        &self,
+        url: &Url,
+        shot: Shot,
+        options: RenderOptions,
+        timeout: Duration,
+    ) -> Result<Screenshot, RenderOutcome> {
+        match self
+            .counted(url, options, Take::Screenshot(shot), timeout)
+            .await?
+        {
+            (final_url, Taken::Png(png)) => Ok(Screenshot { final_url, png }),
+            (_, Taken::Dom(_)) => Err(RenderOutcome::Failed),
+        }
+    }
+
+    /// One render, counted in `browser_reads_total` and `browser_read_seconds`.
+    async fn counted(
+        &self,
+        url: &Url,
+        options: RenderOptions,
+        take: Take,
+        timeout: Duration,
+    ) -> Result<(Url, Taken), RenderOutcome> {
         let timeout = timeout.min(self.inner.timeout);
         let started = std::time::Instant::now();
         let deadline = Instant::now() + timeout;
-        let result = self.lease_and_render(url, options, deadline).await;
+        let result = self.lease_and_render(url, options, take, deadline).await;
         let outcome = match &result {
             Ok(_) => RenderOutcome::Ok,
             Err(outcome) => *outcome,
@@ -284,8 +334,9 @@ impl Browser {
         &self,
         url: &Url,
         options: RenderOptions,
+        take: Take,
         deadline: Instant,
-    ) -> Result<Rendered, RenderOutcome> {
+    ) -> Result<(Url, Taken), RenderOutcome> {
         let inner = &self.inner;
         let _tab = tokio::time::timeout_at(deadline, inner.tabs.acquire())
             .await
@@ -321,7 +372,7 @@ impl Browser {
         );
         let rendered = tokio::time::timeout_at(deadline, async {
             tokio::select! {
-                rendered = in_context(devtools, context.clone(), url, options, &fence, inner.max_bytes) => rendered,
+                rendered = in_context(devtools, context.clone(), url, options, take, &fence, inner.max_bytes) => rendered,
                 () = instance.gone() => Err(RenderOutcome::Crashed),
             }
         })
@@ -359,16 +410,17 @@ async fn answers(instance: &supervisor::Instance) -> bool {
     false
 }
 
-/// The render inside its browser context: a tab with the fence, the navigation, the settle,
-/// the DOM.
+/// The render inside its browser context: a tab with the fence and the viewport, the
+/// navigation, the settle, then what `take` asks for.
 async fn in_context(
     devtools: &chromiumoxide::Browser,
     context: chromiumoxide::cdp::browser_protocol::browser::BrowserContextId,
     url: &Url,
     options: RenderOptions,
+    take: Take,
     fence: &Fence,
     max_bytes: usize,
-) -> Result<Rendered, RenderOutcome> {
+) -> Result<(Url, Taken), RenderOutcome> {
     let failed = |_| RenderOutcome::Failed;
     devtools
         .execute(
@@ -386,6 +438,7 @@ async fn in_context(
         .build()
         .map_err(|_| RenderOutcome::Failed)?;
     let page = devtools.new_page(target).await.map_err(failed)?;
+    screenshot::set_viewport(&page).await?;
     let mut paused = page
         .event_listener::<EventRequestPaused>()
         .await
@@ -453,6 +506,22 @@ async fn in_context(
     }
     let _ = tokio::time::timeout(SETTLE, loaded.next()).await;
     settle(fence, options.wait_for).await;
+    let taken = match take {
+        Take::Dom => Taken::Dom(dom(&page, max_bytes).await?),
+        Take::Screenshot(shot) => Taken::Png(screenshot::capture(&page, shot).await?),
+    };
+    let final_url = page
+        .url()
+        .await
+        .ok()
+        .flatten()
+        .and_then(|u| Url::parse(&u).ok())
+        .unwrap_or_else(|| url.clone());
+    Ok((final_url, taken))
+}
+
+/// The page's DOM as HTML, at most `max_bytes`.
+async fn dom(page: &chromiumoxide::Page, max_bytes: usize) -> Result<String, RenderOutcome> {
     let limit = max_bytes;
     // The raw command, not the crate's `evaluate`, which waits for its frame tracking as `goto`.
     let expression = format!(
@@ -467,7 +536,7 @@ async fn in_context(
                 .map_err(|_| RenderOutcome::Failed)?,
         )
         .await
-        .map_err(failed)?;
+        .map_err(|_| RenderOutcome::Failed)?;
     let html = match evaluated.result.result.value {
         Some(serde_json::Value::String(html)) => html,
         Some(serde_json::Value::Null) => return Err(RenderOutcome::TooLarge),
@@ -476,14 +545,7 @@ async fn in_context(
     if html.len() > max_bytes {
         return Err(RenderOutcome::TooLarge);
     }
-    let final_url = page
-        .url()
-        .await
-        .ok()
-        .flatten()
-        .and_then(|u| Url::parse(&u).ok())
-        .unwrap_or_else(|| url.clone());
-    Ok(Rendered { final_url, html })
+    Ok(html)
 }
 
 /// Waits `wait_for`, or until the page's requests have been quiet for [`QUIET`] (at most
