@@ -310,3 +310,26 @@ async fn a_page_allocating_without_bound_gets_the_browser_restarted_and_the_next
     let (text, outcome) = render(&reader, &site.url("/app"), Duration::from_secs(30)).await;
     assert_eq!(outcome, RenderOutcome::Ok, "{text:?}");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_refusing_proxy_port_stays_taken_for_the_browsers_whole_life() {
+    if !chromium_present() {
+        return;
+    }
+    let program = read_settings(&[]).browser.program.expect("a Chromium");
+    let chromium = process::launch(&program, HANG_GUARD)
+        .await
+        .expect("Chromium starts");
+    let cmdline = std::fs::read(format!("/proc/{}/cmdline", chromium.pid)).expect("its cmdline");
+    let port: u16 = cmdline
+        .split(|b| *b == 0)
+        .filter_map(|arg| std::str::from_utf8(arg).ok())
+        .find_map(|arg| arg.strip_prefix("--proxy-server=http://127.0.0.1:"))
+        .and_then(|port| port.parse().ok())
+        .expect("Chromium's proxy is a loopback port");
+    let refused = std::net::TcpStream::connect(("127.0.0.1", port)).expect_err("nothing answers");
+    assert_eq!(refused.kind(), std::io::ErrorKind::ConnectionRefused);
+    let taken = std::net::TcpListener::bind(("127.0.0.1", port)).expect_err("the port is held");
+    assert_eq!(taken.kind(), std::io::ErrorKind::AddrInUse);
+    drop(chromium);
+}
