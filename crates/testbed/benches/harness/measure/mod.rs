@@ -5,7 +5,8 @@
 //! [`shared_tier`] (j, several replicas on one Redis), [`extraction`] (k, the page reader on
 //! the Readability corpus), [`large_pages`] and [`wcxb`] (k, the reader on WCXB's pages of seven
 //! types, beside candidate extractors), [`passages`] (k, query-relevant passages of WCXB's long
-//! pages against truncation and BM25 windows) and [`fleet_limits`] (l, one client's limits over three
+//! pages against truncation and BM25 windows), [`rendered_reads`] (k, single-page apps read by
+//! the local browser) and [`fleet_limits`] (l, one client's limits over three
 //! replicas).
 
 mod cache_hits;
@@ -20,6 +21,7 @@ mod miss_path;
 mod passages;
 mod pool;
 mod redis_process;
+mod rendered_reads;
 mod shared_tier;
 mod t1;
 mod tracing_cost;
