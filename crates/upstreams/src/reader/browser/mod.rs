@@ -36,18 +36,33 @@
 //! sets live in its context only; a request's `Cookie` header is not among the paused headers,
 //! so pages that need their own cookies sent back may render without them.
 //!
-//! **Why chromiumoxide.** It is async on tokio (the gateway's runtime; `headless_chrome` drives
-//! the protocol from blocking threads, a thread per browser plus blocking calls to wrap), typed
-//! for the whole protocol (the `Fetch` domain, browser contexts), and maintained. It connects to
-//! a Chromium the supervisor starts itself (its own process group, its own flags). Measured on
-//! this machine by hand (2 cores, Chromium 156, 2026-12-05, `cargo test` debug build, loopback
-//! app page): start-up to a connected DevTools session 0.48 s (the first render, start-up
-//! included, 1.4 s); a page rendered in a fresh context 0.68–0.87 s over ten in a row (p50
-//! 0.78 s — of which the 0.3 s quiet settle); the process tree's own memory (anonymous and shared
-//! pages) 212 MB idle after one page, 523 MB with four tabs open on it: about 78 MB per tab.
-//! `headless_chrome` 1.0.22 was not built and measured against it in the time this change had:
-//! start-up and memory are Chromium's own and would not differ; its page time is the open
-//! question, left for the harness's benchmark row.
+//! **Why chromiumoxide.** It is async on tokio (the gateway's runtime), typed for the whole
+//! protocol (the `Fetch` domain, browser contexts), maintained, and it connects to a Chromium the
+//! supervisor starts itself (its own process group, its own flags). Measured against
+//! `headless_chrome` 1.0.22, the synchronous Rust client, in a scratch crate outside the
+//! repository (2026-12-05, 2 shared cores, Chromium 156, release builds of both, the same loopback
+//! app page — a shell whose script fetches its article as JSON —, each crate in its own idiom;
+//! the book's "Reading pages" benchmarks have the method):
+//!
+//! | | chromiumoxide 0.9.1 | headless_chrome 1.0.22 |
+//! |---|---|---|
+//! | start-up to an answering DevTools session, median of 5 | 466–559 ms | 820–877 ms |
+//! | browser tree's own memory, idle / 4 tabs open | 239–254 / 355–368 MB | 253–256 / 363–367 MB |
+//! | memory per tab | 28–29 MB | 28 MB |
+//! | page (new tab, navigate, script's text there, close), p50 of 30 | 194 ms | 1208–1275 ms |
+//! | client process: own RSS, threads | 10 MB, 5 | 53 MB, 41 |
+//!
+//! The browser's memory is Chromium's whichever client drives it (these tabs share one context;
+//! the gateway's render opens a fresh context per page, about 78 MB a tab when measured through
+//! it by hand earlier). The page time and the client's weight are the client's: `headless_chrome`
+//! drives the protocol from blocking calls on threads of its own (41 in the client after the run;
+//! the gateway would wrap every call in `spawn_blocking`), and its
+//! `new_tab` (477 ms at p50) and `close` (107 ms) wait for the target's whole attach and teardown,
+//! its `wait_for_element` polls with its own sleeps; chromiumoxide's commands are awaited messages
+//! on one connection task. Through the gateway a rendered read takes longer than the bare page
+//! above — the fence fetches every request, the settle waits for 300 ms of quiet, the parse runs
+//! in a worker: p50 1.0–1.1 s for two at once on the shared cores (the harness's row k.,
+//! rendered reads).
 
 mod fence;
 mod metrics;
