@@ -296,6 +296,21 @@ impl Engine {
         self.inner.reading.renders()
     }
 
+    /// The screenshot of `url` in the local browser, given `wait_for` after its load, within
+    /// `budget` ([`crate::read`]'s screenshot: never cached).
+    pub async fn screenshot(
+        &self,
+        url: &url::Url,
+        shot: gateway_upstreams::reader::Shot,
+        wait_for: Option<Duration>,
+        budget: Duration,
+    ) -> Result<gateway_upstreams::reader::Screenshot, gateway_upstreams::reader::ReadFailure> {
+        self.inner
+            .reading
+            .screenshot(url, shot, wait_for, budget)
+            .await
+    }
+
     /// The crawls and batch scrapes of this process ([`crate::crawl`]).
     pub fn crawls(&self) -> &crate::crawl::Crawls {
         &self.inner.crawls

@@ -37,7 +37,7 @@
 //! (the cache in front of a read, the outcome counted), [`compute`] (one read: the shared tier,
 //! the direct read ([`direct`]), the local browser ([`rendered`]), the premium fallback), [`stored`] (a page in the shared tier),
 //! [`hosts`] and [`walls`] (per-host slots and breakers), [`record`] (what `explain` shows), [`state`] (what every read shares),
-//! [`metrics`]; [`passages`], the passages of a read page that answer a query (#41); and
+//! [`metrics`]; [`screenshot`], a page's screenshot (never cached); [`passages`], the passages of a read page that answer a query (#41); and
 //! [`site_map`], a site's URLs from its sitemaps and start page (#43's map).
 
 mod compute;
@@ -50,6 +50,7 @@ pub mod passages;
 mod reading;
 mod record;
 mod rendered;
+mod screenshot;
 pub mod site_map;
 mod state;
 mod stored;

@@ -268,3 +268,143 @@ async fn mcps_render_never_keeps_the_browser_out_and_always_needs_one() {
     assert_eq!(always["result"]["isError"], true, "{always}");
     assert!(always.to_string().contains("render: always"), "{always}");
 }
+
+/// A page four times as tall as the viewport, its text in the HTML (a direct read reads it).
+fn serve_tall_page(s: &ReadStack) {
+    s.site.set(
+        "/tall",
+        Page::html(format!(
+            "<!DOCTYPE html><html><head><title>Tall</title></head>\
+             <body style=\"margin:0\"><article style=\"height:3200px;background:#cde\">\
+             <h1>Restoring the tides</h1><p>{ARTICLE}</p></article></body></html>"
+        )),
+    );
+}
+
+/// The width and height in a PNG's header, or why it is not one.
+fn png_size(data_url: &str) -> Result<(u32, u32), String> {
+    use base64::Engine as _;
+    let encoded = data_url
+        .strip_prefix("data:image/png;base64,")
+        .ok_or_else(|| format!("not a PNG data URL: {:.80}", data_url))?;
+    let png = base64::engine::general_purpose::STANDARD
+        .decode(encoded)
+        .map_err(|err| format!("not base64: {err}"))?;
+    if !png.starts_with(b"\x89PNG\r\n\x1a\n") || png.get(12..16) != Some(b"IHDR".as_slice()) {
+        return Err("no PNG signature and IHDR".to_owned());
+    }
+    let word = |at: usize| u32::from_be_bytes([png[at], png[at + 1], png[at + 2], png[at + 3]]);
+    Ok((word(16), word(20)))
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn firecrawls_screenshots_are_pngs_of_the_viewport_or_the_whole_page() {
+    needs!(HeadlessChromium);
+    let s = ReadStack::start(&[], &[("BROWSER", "auto"), ("BROWSER_TABS", "2")]).await;
+    serve_tall_page(&s);
+    serve_app(&s);
+    let url = s.site.url("/tall");
+    for (path, formats, size) in [
+        (
+            "/firecrawl/v1/scrape",
+            json!(["screenshot"]),
+            Some((1280, 800)),
+        ),
+        (
+            "/firecrawl/v1/scrape",
+            json!(["markdown", "screenshot@fullPage"]),
+            None,
+        ),
+        (
+            "/firecrawl/v2/scrape",
+            json!([{"type": "screenshot"}]),
+            Some((1280, 800)),
+        ),
+        (
+            "/firecrawl/v2/scrape",
+            json!([{"type": "screenshot", "fullPage": true}]),
+            None,
+        ),
+    ] {
+        let reply = post(&s, path, json!({"url": url, "formats": formats})).await;
+        assert_eq!(reply.status, 200, "{path} {formats}: {}", reply.text);
+        let data = &reply.json["data"];
+        let (width, height) = png_size(data["screenshot"].as_str().unwrap_or(""))
+            .unwrap_or_else(|why| panic!("{path} {formats}: {why}"));
+        match size {
+            Some(viewport) => assert_eq!((width, height), viewport, "{path} {formats}"),
+            None => {
+                assert_eq!(width, 1280, "{path} {formats}");
+                assert!(
+                    height >= 3200,
+                    "the whole page, taller than the viewport: {height} ({path} {formats})"
+                );
+            }
+        }
+        assert_eq!(data["metadata"]["sourceURL"], url.as_str(), "{data}");
+    }
+    // With text asked for too, the text is there beside the picture.
+    let both = post(
+        &s,
+        "/firecrawl/v2/scrape",
+        json!({"url": s.site.url("/app"), "formats": ["markdown", "screenshot"]}),
+    )
+    .await;
+    assert_eq!(both.status, 200, "{}", both.text);
+    assert!(
+        both.json["data"]["markdown"]
+            .as_str()
+            .unwrap_or("")
+            .contains("cheapest climate measures"),
+        "{}",
+        both.json
+    );
+    assert!(png_size(both.json["data"]["screenshot"].as_str().unwrap_or("")).is_ok());
+    assert_eq!(
+        s.gateway
+            .metric("searxng_gateway_browser_reads_total", &[("outcome", "ok")])
+            .await,
+        6.0,
+        "four screenshots, one of the app, the app's text rendered"
+    );
+    let capabilities = s.gateway.get("/v1/capabilities").await;
+    assert_eq!(
+        capabilities.json["read"]["screenshot_formats"],
+        json!(["screenshot", "screenshot@fullPage"])
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn without_the_browser_a_screenshot_is_refused_by_name() {
+    let s = ReadStack::start(&[], &[("BROWSER", "off")]).await;
+    serve_tall_page(&s);
+    for (path, formats, named) in [
+        (
+            "/firecrawl/v1/scrape",
+            json!(["screenshot"]),
+            "\"screenshot\"",
+        ),
+        (
+            "/firecrawl/v2/scrape",
+            json!([{"type": "screenshot", "fullPage": true}]),
+            "\"screenshot@fullPage\"",
+        ),
+    ] {
+        let reply = post(
+            &s,
+            path,
+            json!({"url": s.site.url("/tall"), "formats": formats}),
+        )
+        .await;
+        assert_eq!(reply.status, 400, "{}", reply.text);
+        let error = reply.json["error"].as_str().unwrap_or("");
+        assert!(
+            error.contains(named) && error.contains("BROWSER is off"),
+            "{}",
+            reply.text
+        );
+    }
+    assert_eq!(s.site.hits("/tall"), 0, "nothing was read");
+    let capabilities = s.gateway.get("/v1/capabilities").await;
+    assert_eq!(capabilities.json["read"]["screenshot_formats"], json!([]));
+}

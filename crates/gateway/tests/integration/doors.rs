@@ -867,6 +867,7 @@ async fn capabilities_say_what_this_configuration_serves() {
         json!(["markdown", "text", "html", "raw_html"])
     );
     assert_eq!(doc["read"]["browser"], false);
+    assert_eq!(doc["read"]["screenshot_formats"], json!([]));
     assert_eq!(
         doc["read"]["passages"], true,
         "Tavily's extract chooses passages"

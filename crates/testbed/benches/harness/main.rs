@@ -31,7 +31,10 @@
 //!   reader on WCXB's development split (pages of seven types): word F1 overall and per type,
 //!   in-process beside candidate extractors and through `POST /tavily/extract`; and the passages
 //!   of WCXB's long pages that answer hand-written questions (Tavily's 3 chunks of ≤ 500
-//!   characters against truncation and BM25 windows; `HARNESS_ONLY=passages` runs it alone).
+//!   characters against truncation and BM25 windows; `HARNESS_ONLY=passages` runs it alone); and
+//!   single-page apps made of WCXB articles read by the local headless Chromium (`BROWSER_TABS=2`):
+//!   rendered reads per second, time per page, the browser's memory, the share read locally
+//!   (`HARNESS_ONLY=browser` runs it alone; without a Chromium it says so and is skipped).
 //! - **m. crawls** — a generated site of 30 kB pages crawled through Firecrawl's `/v2/crawl`: pages
 //!   per second with one replica and with three on one Redis, each replica's share, Redis memory
 //!   per page, and the time from a replica's SIGKILL to its URLs claimed by another.
@@ -365,6 +368,11 @@ async fn run(plan: Plan) -> usize {
                 bench.settle("k. large pages", result);
                 let result = bench.wcxb(&repo).await;
                 bench.settle("k. WCXB dev", result);
+            }
+            if wants("k") || wants("browser") {
+                println!("== k. rendered reads (local browser)");
+                let result = bench.rendered_reads(&repo).await;
+                bench.settle("k. rendered reads", result);
             }
             if wants("k") || wants("passages") {
                 println!("== k. query-relevant passages");

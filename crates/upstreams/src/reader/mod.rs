@@ -39,7 +39,7 @@ use serde::{Deserialize, Serialize};
 use url::Url;
 
 pub(crate) use address::AddressPolicy;
-pub use browser::{BrowserMode, BrowserSettings, RenderOptions, RenderOutcome};
+pub use browser::{BrowserMode, BrowserSettings, RenderOptions, RenderOutcome, Screenshot, Shot};
 pub use metrics::ReaderMetrics;
 pub use resolve::{GuardedResolver, Lookup, SystemLookup};
 pub use sandbox::{run_worker, ParseLimit, SandboxSettings, WorkerLimits, WORKER_COMMAND};
@@ -268,6 +268,36 @@ impl Reader {
             .extraction
             .observe(started.elapsed().as_secs_f64());
         (parsed, RenderOutcome::Ok)
+    }
+
+    /// Renders `url` in the local browser within `timeout` (as [`Reader::render`]: the same
+    /// fence, tab leases and time) and takes its screenshot; `connect` when there is no browser.
+    /// Counted in `browser_reads_total` as a render.
+    pub async fn screenshot(
+        &self,
+        url: &Url,
+        shot: Shot,
+        options: RenderOptions,
+        timeout: Duration,
+    ) -> (Result<Screenshot, ReadFailure>, RenderOutcome) {
+        if let Err(failure) = Self::admits(url) {
+            return (Err(failure), RenderOutcome::Forbidden);
+        }
+        let Some(browser) = &self.browser else {
+            return (
+                Err(ReadFailure::Upstream(ErrorClass::Connect)),
+                RenderOutcome::Unavailable,
+            );
+        };
+        match browser.screenshot(url, shot, options, timeout).await {
+            Ok(screenshot) => (Ok(screenshot), RenderOutcome::Ok),
+            // An image over the cap is the page's size, not a cut-off transfer.
+            Err(RenderOutcome::TooLarge) => (
+                Err(ReadFailure::Upstream(ErrorClass::TooLarge)),
+                RenderOutcome::TooLarge,
+            ),
+            Err(outcome) => (Err(render_failure(outcome)), outcome),
+        }
     }
 
     /// The agent `robots.txt` rules are read for.

@@ -1,6 +1,7 @@
 //! `GET /v1/capabilities`: which doors, read formats, options and engines this build and
-//! configuration serve — the premium providers and readers that have keys, whether a browser, a
-//! reranker or the passage ranker exists, the SearXNG engines seen so far — so a client can ask
+//! configuration serve — the premium providers and readers that have keys, whether a browser (and
+//! with it Firecrawl's screenshot formats, `read.screenshot_formats`), a reranker or the passage
+//! ranker exists, the SearXNG engines seen so far — so a client can ask
 //! instead of guess. Behind the gate, as `/status`; nothing secret in it (no key, no upstream URL).
 //!
 //! `refused` lists the options whose answer depends on what this gateway has: an option a door
@@ -103,7 +104,7 @@ fn document(gateway: &Gateway, doors: &Map<String, Value>, oauth: &Value) -> Val
         "exa: type neural, deep, deep-lite, deep-reasoning (SearXNG is a keyword metasearch)",
         "jina: X-Target-Selector, X-Remove-Selector, X-Wait-For-Selector, X-Set-Cookie, X-Proxy-Url, X-Token-Budget",
         "tavily: include_images, include_image_descriptions, include_favicon, auto_parameters, exact_match (true); country, start_date, end_date, max_age_hours",
-        "firecrawl: actions, waitFor, mobile, headers, includeTags, excludeTags, onlyMainContent: false, location",
+        "firecrawl: actions, mobile, headers, includeTags, excludeTags, onlyMainContent: false, location",
         // The passage ranker answers Tavily's extract and advanced search, Perplexity's token
         // caps, Exa's highlights, MCP's web_fetch and web_research, and /v1/rerank (#41).
         "tavily: chunks_per_source on a search that is not search_depth advanced",
@@ -113,7 +114,14 @@ fn document(gateway: &Gateway, doors: &Map<String, Value>, oauth: &Value) -> Val
     } else {
         refused
             .push("jina: X-Engine: browser, X-Return-Format: screenshot or pageshot (no browser)");
+        refused.push("firecrawl: waitFor, formats screenshot and screenshot@fullPage (no browser)");
     }
+    // Firecrawl's screenshot formats: a single scrape's, with the local browser.
+    let screenshots: &[&str] = if engine.browser {
+        &["screenshot", "screenshot@fullPage"]
+    } else {
+        &[]
+    };
     json!({
         "name": "searxng-gateway",
         "version": env!("CARGO_PKG_VERSION"),
@@ -128,6 +136,7 @@ fn document(gateway: &Gateway, doors: &Map<String, Value>, oauth: &Value) -> Val
             "formats": engine.read_formats,
             "pdf": engine.pdf,
             "browser": engine.browser,
+            "screenshot_formats": screenshots,
             "reranker": engine.reranker,
             "passages": engine.passages,
             "premium_readers": engine.premium_readers,

@@ -5,8 +5,9 @@
 //! [`shared_tier`] (j, several replicas on one Redis), [`extraction`] (k, the page reader on
 //! the Readability corpus), [`large_pages`] and [`wcxb`] (k, the reader on WCXB's pages of seven
 //! types, beside candidate extractors), [`passages`] (k, query-relevant passages of WCXB's long
-//! pages against truncation and BM25 windows), [`fleet_limits`] (l, one client's limits over three
-//! replicas) and [`crawls`] (m, a generated site crawled by one replica and by three on Redis).
+//! pages against truncation and BM25 windows), [`rendered_reads`] (k, single-page apps read by
+//! the local browser), [`fleet_limits`] (l, one client's limits over three replicas) and
+//! [`crawls`] (m, a generated site crawled by one replica and by three on Redis).
 
 mod cache_hits;
 mod coalescing;
@@ -21,6 +22,7 @@ mod miss_path;
 mod passages;
 mod pool;
 mod redis_process;
+mod rendered_reads;
 mod shared_tier;
 mod t1;
 mod tracing_cost;

@@ -9,6 +9,7 @@
 //! - [`fence`]: every request a page makes, checked and fetched by the direct reader's client.
 //! - [`metrics`]: `browser_reads_total{outcome}`, `browser_read_seconds`, `browser_tabs_in_use`,
 //!   `browser_restarts_total{reason}`.
+//! - [`screenshot`]: a rendered page as a PNG ([`Browser::screenshot`]), its size bounded.
 //!
 //! **One render.** A tab lease (`BROWSER_TABS`, a semaphore; a render that gets none within its
 //! time fails `busy`), a fresh browser context (an incognito profile: no cookie, storage or cache
@@ -35,22 +36,38 @@
 //! sets live in its context only; a request's `Cookie` header is not among the paused headers,
 //! so pages that need their own cookies sent back may render without them.
 //!
-//! **Why chromiumoxide.** It is async on tokio (the gateway's runtime; `headless_chrome` drives
-//! the protocol from blocking threads, a thread per browser plus blocking calls to wrap), typed
-//! for the whole protocol (the `Fetch` domain, browser contexts), and maintained. It connects to
-//! a Chromium the supervisor starts itself (its own process group, its own flags). Measured on
-//! this machine by hand (2 cores, Chromium 156, 2026-12-05, `cargo test` debug build, loopback
-//! app page): start-up to a connected DevTools session 0.48 s (the first render, start-up
-//! included, 1.4 s); a page rendered in a fresh context 0.68–0.87 s over ten in a row (p50
-//! 0.78 s — of which the 0.3 s quiet settle); the process tree's own memory (anonymous and shared
-//! pages) 212 MB idle after one page, 523 MB with four tabs open on it: about 78 MB per tab.
-//! `headless_chrome` 1.0.22 was not built and measured against it in the time this change had:
-//! start-up and memory are Chromium's own and would not differ; its page time is the open
-//! question, left for the harness's benchmark row.
+//! **Why chromiumoxide.** It is async on tokio (the gateway's runtime), typed for the whole
+//! protocol (the `Fetch` domain, browser contexts), maintained, and it connects to a Chromium the
+//! supervisor starts itself (its own process group, its own flags). Measured against
+//! `headless_chrome` 1.0.22, the synchronous Rust client, in a scratch crate outside the
+//! repository (2026-12-05, 2 shared cores, Chromium 156, release builds of both, the same loopback
+//! app page — a shell whose script fetches its article as JSON —, each crate in its own idiom;
+//! the book's "Reading pages" benchmarks have the method):
+//!
+//! | | chromiumoxide 0.9.1 | headless_chrome 1.0.22 |
+//! |---|---|---|
+//! | start-up to an answering DevTools session, median of 5 | 466–559 ms | 820–877 ms |
+//! | browser tree's own memory, idle / 4 tabs open | 239–254 / 355–368 MB | 253–256 / 363–367 MB |
+//! | memory per tab | 28–29 MB | 28 MB |
+//! | page (new tab, navigate, script's text there, close), p50 of 30 | 194 ms | 1208–1275 ms |
+//! | client process: own RSS, threads | 10 MB, 5 | 53 MB, 41 |
+//!
+//! The browser's memory is Chromium's whichever client drives it (these tabs share one context;
+//! the gateway's render opens a fresh context per page, about 78 MB a tab when measured through
+//! it by hand earlier). The page time and the client's weight are the client's: `headless_chrome`
+//! drives the protocol from blocking calls on threads of its own (41 in the client after the run;
+//! the gateway would wrap every call in `spawn_blocking`), and its
+//! `new_tab` (477 ms at p50) and `close` (107 ms) wait for the target's whole attach and teardown,
+//! its `wait_for_element` polls with its own sleeps; chromiumoxide's commands are awaited messages
+//! on one connection task. Through the gateway a rendered read takes longer than the bare page
+//! above — the fence fetches every request, the settle waits for 300 ms of quiet, the parse runs
+//! in a worker: p50 1.0–1.1 s for two at once on the shared cores (the harness's row k.,
+//! rendered reads).
 
 mod fence;
 mod metrics;
 mod process;
+mod screenshot;
 mod settings;
 mod supervisor;
 #[cfg(test)]
@@ -78,6 +95,7 @@ use tokio::time::Instant;
 use url::Url;
 
 pub use metrics::BrowserMetrics;
+pub use screenshot::{Screenshot, Shot};
 pub use settings::{BrowserMode, BrowserSettings, ModeOrigin};
 
 use super::fetch::Fetcher;
@@ -182,6 +200,21 @@ pub(crate) struct Rendered {
     pub(crate) html: String,
 }
 
+/// What a render takes from the settled page.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Take {
+    /// The DOM as HTML.
+    Dom,
+    /// A PNG of the page.
+    Screenshot(Shot),
+}
+
+/// What a render took.
+enum Taken {
+    Dom(String),
+    Png(Vec<u8>),
+}
+
 /// The local browser. Cheap to clone.
 #[derive(Clone)]
 pub struct Browser {
@@ -266,10 +299,42 @@ impl Browser {
         options: RenderOptions,
         timeout: Duration,
     ) -> Result<Rendered, RenderOutcome> {
+        match self.counted(url, options, Take::Dom, timeout).await? {
+            (final_url, Taken::Dom(html)) => Ok(Rendered { final_url, html }),
+            (_, Taken::Png(_)) => Err(RenderOutcome::Failed),
+        }
+    }
+
+    /// Renders `url` as [`Browser::render`] does (the same fence, tab lease and time) and takes
+    /// a PNG of it ([`screenshot`]).
+    pub(crate) async fn screenshot(
+        &self,
+        url: &Url,
+        shot: Shot,
+        options: RenderOptions,
+        timeout: Duration,
+    ) -> Result<Screenshot, RenderOutcome> {
+        match self
+            .counted(url, options, Take::Screenshot(shot), timeout)
+            .await?
+        {
+            (final_url, Taken::Png(png)) => Ok(Screenshot { final_url, png }),
+            (_, Taken::Dom(_)) => Err(RenderOutcome::Failed),
+        }
+    }
+
+    /// One render, counted in `browser_reads_total` and `browser_read_seconds`.
+    async fn counted(
+        &self,
+        url: &Url,
+        options: RenderOptions,
+        take: Take,
+        timeout: Duration,
+    ) -> Result<(Url, Taken), RenderOutcome> {
         let timeout = timeout.min(self.inner.timeout);
         let started = std::time::Instant::now();
         let deadline = Instant::now() + timeout;
-        let result = self.lease_and_render(url, options, deadline).await;
+        let result = self.lease_and_render(url, options, take, deadline).await;
         let outcome = match &result {
             Ok(_) => RenderOutcome::Ok,
             Err(outcome) => *outcome,
@@ -284,8 +349,9 @@ impl Browser {
         &self,
         url: &Url,
         options: RenderOptions,
+        take: Take,
         deadline: Instant,
-    ) -> Result<Rendered, RenderOutcome> {
+    ) -> Result<(Url, Taken), RenderOutcome> {
         let inner = &self.inner;
         let _tab = tokio::time::timeout_at(deadline, inner.tabs.acquire())
             .await
@@ -321,7 +387,7 @@ impl Browser {
         );
         let rendered = tokio::time::timeout_at(deadline, async {
             tokio::select! {
-                rendered = in_context(devtools, context.clone(), url, options, &fence, inner.max_bytes) => rendered,
+                rendered = in_context(devtools, context.clone(), url, options, take, &fence, inner.max_bytes) => rendered,
                 () = instance.gone() => Err(RenderOutcome::Crashed),
             }
         })
@@ -359,16 +425,17 @@ async fn answers(instance: &supervisor::Instance) -> bool {
     false
 }
 
-/// The render inside its browser context: a tab with the fence, the navigation, the settle,
-/// the DOM.
+/// The render inside its browser context: a tab with the fence and the viewport, the
+/// navigation, the settle, then what `take` asks for.
 async fn in_context(
     devtools: &chromiumoxide::Browser,
     context: chromiumoxide::cdp::browser_protocol::browser::BrowserContextId,
     url: &Url,
     options: RenderOptions,
+    take: Take,
     fence: &Fence,
     max_bytes: usize,
-) -> Result<Rendered, RenderOutcome> {
+) -> Result<(Url, Taken), RenderOutcome> {
     let failed = |_| RenderOutcome::Failed;
     devtools
         .execute(
@@ -386,6 +453,7 @@ async fn in_context(
         .build()
         .map_err(|_| RenderOutcome::Failed)?;
     let page = devtools.new_page(target).await.map_err(failed)?;
+    screenshot::set_viewport(&page).await?;
     let mut paused = page
         .event_listener::<EventRequestPaused>()
         .await
@@ -453,6 +521,22 @@ async fn in_context(
     }
     let _ = tokio::time::timeout(SETTLE, loaded.next()).await;
     settle(fence, options.wait_for).await;
+    let taken = match take {
+        Take::Dom => Taken::Dom(dom(&page, max_bytes).await?),
+        Take::Screenshot(shot) => Taken::Png(screenshot::capture(&page, shot).await?),
+    };
+    let final_url = page
+        .url()
+        .await
+        .ok()
+        .flatten()
+        .and_then(|u| Url::parse(&u).ok())
+        .unwrap_or_else(|| url.clone());
+    Ok((final_url, taken))
+}
+
+/// The page's DOM as HTML, at most `max_bytes`.
+async fn dom(page: &chromiumoxide::Page, max_bytes: usize) -> Result<String, RenderOutcome> {
     let limit = max_bytes;
     // The raw command, not the crate's `evaluate`, which waits for its frame tracking as `goto`.
     let expression = format!(
@@ -467,7 +551,7 @@ async fn in_context(
                 .map_err(|_| RenderOutcome::Failed)?,
         )
         .await
-        .map_err(failed)?;
+        .map_err(|_| RenderOutcome::Failed)?;
     let html = match evaluated.result.result.value {
         Some(serde_json::Value::String(html)) => html,
         Some(serde_json::Value::Null) => return Err(RenderOutcome::TooLarge),
@@ -476,14 +560,7 @@ async fn in_context(
     if html.len() > max_bytes {
         return Err(RenderOutcome::TooLarge);
     }
-    let final_url = page
-        .url()
-        .await
-        .ok()
-        .flatten()
-        .and_then(|u| Url::parse(&u).ok())
-        .unwrap_or_else(|| url.clone());
-    Ok(Rendered { final_url, html })
+    Ok(html)
 }
 
 /// Waits `wait_for`, or until the page's requests have been quiet for [`QUIET`] (at most

@@ -32,8 +32,10 @@ pub(crate) struct Process {
     pub(crate) devtools: String,
     pub(crate) pid: u32,
     profile: PathBuf,
-    /// Bound, never listening: the proxy every request Chromium would make itself goes to, so
-    /// it fails at once ([`super`]'s fence).
+    /// Bound, never listening, for as long as this process lives: the proxy every request
+    /// Chromium would make itself goes to, so it fails at once ([`super`]'s fence). Held here,
+    /// not bound then released, so nothing else can take the port and answer Chromium
+    /// ([`dead_port`]); [`Drop`] kills the browser before this field closes.
     _dead_proxy: socket2::Socket,
 }
 
@@ -96,7 +98,14 @@ pub(crate) async fn launch(program: &Path, timeout: Duration) -> Result<Process,
     Ok(process)
 }
 
-/// A loopback port that is bound but never listens: a connection to it is refused at once.
+/// A loopback port that is bound but never listens: a connection to it is refused at once (a
+/// TCP reset, Chromium's `ERR_PROXY_CONNECTION_FAILED`, and a fixed `--proxy-server` has no
+/// fallback to direct connections). While the socket is open nothing else can have the port:
+/// it sets neither `SO_REUSEADDR` nor `SO_REUSEPORT`, and Linux lets a second socket bind a
+/// bound port only when both set one of them (a wildcard or IPv6 dual-stack bind conflicts
+/// too); nor does the kernel hand a bound port out as a connection's ephemeral source port.
+/// Rather than a listener that accepts and closes (a task to own, and a connection that did
+/// reach something), the refusal is the kernel's, with nothing running.
 fn dead_port() -> std::io::Result<socket2::Socket> {
     let socket = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None)?;
     socket.bind(&std::net::SocketAddr::from(([127, 0, 0, 1], 0)).into())?;
@@ -235,7 +244,8 @@ pub(crate) fn kill_group(pid: u32) {
     }
 }
 
-/// A port nothing listens on (for tests of a refused connection).
+/// A port nothing listens on, released at once (for the command line's test only; the browser's
+/// own is [`dead_port`], held).
 #[cfg(test)]
 pub(crate) fn closed_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
@@ -244,6 +254,7 @@ pub(crate) fn closed_port() -> u16 {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 
@@ -251,6 +262,33 @@ mod tests {
     fn the_tree_of_this_process_has_its_memory() {
         assert!(tree_rss(std::process::id()) > 0);
         assert_eq!(tree_rss(u32::MAX - 1), 0);
+    }
+
+    /// A socket asking for every reuse there is, bound to `port` on `ip`.
+    fn contender(ip: [u8; 4], port: u16) -> std::io::Result<socket2::Socket> {
+        let socket = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None)?;
+        socket.set_reuse_address(true)?;
+        socket.set_reuse_port(true)?;
+        socket.bind(&std::net::SocketAddr::from((ip, port)).into())?;
+        Ok(socket)
+    }
+
+    #[test]
+    fn the_dead_proxy_refuses_and_no_one_else_can_take_its_port() {
+        let dead = dead_port().unwrap();
+        let port = dead.local_addr().unwrap().as_socket().unwrap().port();
+        let refused = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap_err();
+        assert_eq!(refused.kind(), std::io::ErrorKind::ConnectionRefused);
+        for ip in [[127, 0, 0, 1], [0, 0, 0, 0]] {
+            let taken = contender(ip, port).unwrap_err();
+            assert_eq!(taken.kind(), std::io::ErrorKind::AddrInUse, "{ip:?}");
+        }
+        assert!(std::net::TcpListener::bind(("127.0.0.1", port)).is_err());
+        drop(dead);
+        assert!(
+            contender([127, 0, 0, 1], port).is_ok(),
+            "the port is free again once the browser is gone"
+        );
     }
 
     #[test]

@@ -192,16 +192,18 @@ impl Supervisor {
                 } else {
                     reason
                 };
-                ended.store(true, Ordering::Release);
-                let _ = gone_tx.send(true);
-                tracing::warn!(
-                    reason = reason.as_str(),
-                    "local browser ended; the next render starts it again"
-                );
+                // Counted before anyone waiting on its end is told: a render that ends with it
+                // finds the restart already in `browser_restarts_total`.
                 metrics
                     .restarts
                     .get_or_create(&RestartLabels { reason })
                     .inc();
+                tracing::warn!(
+                    reason = reason.as_str(),
+                    "local browser ended; the next render starts it again"
+                );
+                ended.store(true, Ordering::Release);
+                let _ = gone_tx.send(true);
                 drop(child);
             })
         };

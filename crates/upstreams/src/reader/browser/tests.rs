@@ -63,6 +63,23 @@ fn read_settings(vars: &[(&str, &str)]) -> ReaderSettings {
     ReaderSettings::read(&Env::new(&lookup)).expect("valid settings")
 }
 
+/// How long any wait of these tests may take before the test fails as hung: so generous that
+/// only a hang reaches it, never a slow machine.
+const HANG_GUARD: Duration = Duration::from_secs(30);
+
+/// Polls `condition` every 20 ms until it holds; fails the test naming `what` after
+/// [`HANG_GUARD`] (real time, whatever tokio's clock does).
+async fn until(what: &str, mut condition: impl FnMut() -> bool) {
+    let deadline = std::time::Instant::now() + HANG_GUARD;
+    while !condition() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "waited {HANG_GUARD:?} for {what}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
 /// A reader with the browser on, loopback 127.0.0.1 allowed (and no other private address).
 fn reader(vars: &[(&str, &str)]) -> (Reader, ReaderMetrics) {
     let mut all = vec![
@@ -243,9 +260,11 @@ async fn a_browser_killed_mid_read_is_started_again_for_the_next() {
         let reader = reader.clone();
         async move { render(&reader, &url, Duration::from_secs(60)).await }
     });
-    while site.hits("/slow.json") == 0 && !reading.is_finished() {
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    until(
+        "the page to request /slow.json (or its render to end)",
+        || site.hits("/slow.json") > 0 || reading.is_finished(),
+    )
+    .await;
     let pid = browser
         .inner
         .supervisor
@@ -290,4 +309,27 @@ async fn a_page_allocating_without_bound_gets_the_browser_restarted_and_the_next
     assert_eq!(restarts(&metrics, RestartReason::Memory), 1);
     let (text, outcome) = render(&reader, &site.url("/app"), Duration::from_secs(30)).await;
     assert_eq!(outcome, RenderOutcome::Ok, "{text:?}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_refusing_proxy_port_stays_taken_for_the_browsers_whole_life() {
+    if !chromium_present() {
+        return;
+    }
+    let program = read_settings(&[]).browser.program.expect("a Chromium");
+    let chromium = process::launch(&program, HANG_GUARD)
+        .await
+        .expect("Chromium starts");
+    let cmdline = std::fs::read(format!("/proc/{}/cmdline", chromium.pid)).expect("its cmdline");
+    let port: u16 = cmdline
+        .split(|b| *b == 0)
+        .filter_map(|arg| std::str::from_utf8(arg).ok())
+        .find_map(|arg| arg.strip_prefix("--proxy-server=http://127.0.0.1:"))
+        .and_then(|port| port.parse().ok())
+        .expect("Chromium's proxy is a loopback port");
+    let refused = std::net::TcpStream::connect(("127.0.0.1", port)).expect_err("nothing answers");
+    assert_eq!(refused.kind(), std::io::ErrorKind::ConnectionRefused);
+    let taken = std::net::TcpListener::bind(("127.0.0.1", port)).expect_err("the port is held");
+    assert_eq!(taken.kind(), std::io::ErrorKind::AddrInUse);
+    drop(chromium);
 }

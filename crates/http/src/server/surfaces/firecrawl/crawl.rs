@@ -317,7 +317,8 @@ fn scrape_formats(options: Option<Map<String, Value>>) -> Result<Formats, Firecr
         &options,
         "formats",
         "a list of markdown, html, rawHtml and links",
-    )?)
+    )?)?
+    .without_screenshot("a crawl or a batch scrape")
 }
 
 fn formats_of(formats: &Formats) -> Vec<ReadFormat> {

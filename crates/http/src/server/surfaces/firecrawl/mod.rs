@@ -49,7 +49,7 @@ use crate::server::kit::refusal::{self, Door, OwnRefusal, Refusal};
 use crate::server::kit::search_call::Unanswered;
 use gateway_core::request::ReadFormat;
 use gateway_engine::read::PageRead;
-use gateway_upstreams::reader::{Document, ReadFailure};
+use gateway_upstreams::reader::{Document, ReadFailure, Shot};
 
 /// A body through a Firecrawl decoder (`which`: 0 the v1 search, 1 the v2 search, 2 the scrape;
 /// the body's first byte then picks the scrape, the v1 map, the v2 map or (`c`) the crawl and
@@ -307,7 +307,8 @@ fn page_status(failure: ReadFailure) -> StatusCode {
     }
 }
 
-/// One entry of Firecrawl's `formats` or `sources`: a name, or an object with a `type`.
+/// One entry of Firecrawl's `formats` or `sources`: a name, or an object with a `type` (and
+/// the type's options, such as a screenshot's `fullPage`).
 #[derive(Debug, Clone, Deserialize)]
 #[serde(untagged)]
 enum Named {
@@ -315,14 +316,24 @@ enum Named {
     Typed {
         #[serde(rename = "type")]
         kind: String,
+        #[serde(flatten)]
+        options: Map<String, Value>,
     },
 }
 
 impl Named {
     fn name(&self) -> &str {
         match self {
-            Self::Name(name) | Self::Typed { kind: name } => name,
+            Self::Name(name) | Self::Typed { kind: name, .. } => name,
         }
+    }
+}
+
+/// The name of a screenshot format as a client asks for it.
+fn shot_name(shot: Shot) -> &'static str {
+    match shot {
+        Shot::Viewport => "screenshot",
+        Shot::FullPage => "screenshot@fullPage",
     }
 }
 
@@ -333,6 +344,9 @@ pub(crate) struct Formats {
     pub(crate) content: Vec<ReadFormat>,
     /// `links`.
     pub(crate) links: bool,
+    /// `screenshot` (the viewport), `screenshot@fullPage` or `{"type": "screenshot",
+    /// "fullPage": true}` (the whole page): a render of its own, beside the reads.
+    pub(crate) screenshot: Option<Shot>,
 }
 
 impl Formats {
@@ -341,6 +355,7 @@ impl Formats {
         Self {
             content: vec![ReadFormat::Markdown],
             links: false,
+            screenshot: None,
         }
     }
 
@@ -359,9 +374,23 @@ impl Formats {
                     formats.links = true;
                     continue;
                 }
+                "screenshot" | "screenshot@fullPage" => {
+                    let shot = Self::shot(entry)?;
+                    match formats.screenshot {
+                        Some(asked) if asked != shot => {
+                            return Err(unsupported(format!(
+                                "formats {:?} and {:?} together are not supported (one screenshot a page)",
+                                shot_name(asked),
+                                shot_name(shot)
+                            )))
+                        }
+                        _ => formats.screenshot = Some(shot),
+                    }
+                    continue;
+                }
                 other => {
                     return Err(unsupported(format!(
-                    "format {:?} is not one this gateway gives (markdown, html, rawHtml, links)",
+                    "format {:?} is not one this gateway gives (markdown, html, rawHtml, links, screenshot, screenshot@fullPage)",
                     truncated(other)
                 )))
                 }
@@ -373,8 +402,63 @@ impl Formats {
         Ok(formats)
     }
 
+    /// The screenshot a `screenshot` entry asks for: v1's names, or v2's object, whose
+    /// `fullPage` is honoured and whose `quality` (a JPEG's) and `viewport` are refused by name.
+    fn shot(entry: &Named) -> Result<Shot, FirecrawlError> {
+        let (kind, options) = match entry {
+            Named::Name(name) => (name.as_str(), None),
+            Named::Typed { kind, options } => (kind.as_str(), Some(options)),
+        };
+        let mut shot = if kind == "screenshot@fullPage" {
+            Shot::FullPage
+        } else {
+            Shot::Viewport
+        };
+        for (name, value) in options.into_iter().flatten() {
+            match (name.as_str(), value) {
+                (_, Value::Null) => {}
+                ("fullPage", Value::Bool(full)) => {
+                    if *full {
+                        shot = Shot::FullPage;
+                    }
+                }
+                ("fullPage", _) => {
+                    return Err(InvalidField {
+                        name: "fullPage",
+                        expected: "true or false",
+                    }
+                    .into())
+                }
+                (name, _) => {
+                    let why = match name {
+                        "quality" => "screenshots are PNG",
+                        "viewport" => "the viewport is 1280 x 800",
+                        _ => "not an option of a screenshot here",
+                    };
+                    return Err(unsupported(format!(
+                        "screenshot option {:?} is not supported by this gateway ({why})",
+                        truncated(name)
+                    )));
+                }
+            }
+        }
+        Ok(shot)
+    }
+
+    /// These formats where only a single scrape gives a screenshot (`door`: where they were
+    /// asked for): a screenshot is refused by name.
+    pub(crate) fn without_screenshot(self, door: &str) -> Result<Self, FirecrawlError> {
+        match self.screenshot {
+            None => Ok(self),
+            Some(shot) => Err(unsupported(format!(
+                "format {:?} is not supported in {door} (a single scrape gives screenshots)",
+                shot_name(shot)
+            ))),
+        }
+    }
+
     /// The reads a page needs: each content format, or Markdown alone when only `links` was
-    /// asked for (the links come from the read).
+    /// asked for (the links come from the read); none for a screenshot alone.
     pub(crate) fn reads(&self) -> Vec<ReadFormat> {
         if self.content.is_empty() && self.links {
             vec![ReadFormat::Markdown]
@@ -385,7 +469,7 @@ impl Formats {
 
     /// Whether nothing is to be read.
     pub(crate) fn is_empty(&self) -> bool {
-        self.content.is_empty() && !self.links
+        self.content.is_empty() && !self.links && self.screenshot.is_none()
     }
 }
 
@@ -490,13 +574,74 @@ mod tests {
         let links_only = Formats::read(Some(named(json!(["links"])))).unwrap();
         assert_eq!(links_only.reads(), [ReadFormat::Markdown]);
         assert!(links_only.content.is_empty());
-        match Formats::read(Some(named(json!(["screenshot"])))) {
+        match Formats::read(Some(named(json!(["markdown", "pdf"])))) {
             Err(Refusal::Own(FirecrawlOwn::Unsupported(message))) => {
-                assert!(message.contains("\"screenshot\""), "{message}")
+                assert!(message.contains("\"pdf\""), "{message}")
             }
             other => panic!("{other:?}"),
         }
         assert!(Formats::read(Some(Vec::new())).unwrap().is_empty());
+    }
+
+    fn refusal(raw: Value) -> String {
+        match Formats::read(Some(named(raw.clone()))) {
+            Err(Refusal::Own(FirecrawlOwn::Unsupported(message))) => message,
+            Err(Refusal::InvalidField(field)) => field.name.to_owned(),
+            other => panic!("{raw}: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn screenshots_are_v1_names_or_v2_objects_with_full_page() {
+        for (raw, shot) in [
+            (json!(["screenshot"]), Shot::Viewport),
+            (json!(["screenshot@fullPage"]), Shot::FullPage),
+            (json!([{"type": "screenshot"}]), Shot::Viewport),
+            (
+                json!([{"type": "screenshot", "fullPage": false}]),
+                Shot::Viewport,
+            ),
+            (
+                json!([{"type": "screenshot", "fullPage": true}]),
+                Shot::FullPage,
+            ),
+            (
+                json!([{"type": "screenshot", "fullPage": true, "quality": null}]),
+                Shot::FullPage,
+            ),
+            (json!(["screenshot", "screenshot"]), Shot::Viewport),
+        ] {
+            let formats = Formats::read(Some(named(raw.clone()))).unwrap();
+            assert_eq!(formats.screenshot, Some(shot), "{raw}");
+            assert!(
+                formats.reads().is_empty(),
+                "a screenshot alone reads nothing: {raw}"
+            );
+            assert!(!formats.is_empty());
+        }
+        let with_text =
+            Formats::read(Some(named(json!(["markdown", "screenshot@fullPage"])))).unwrap();
+        assert_eq!(with_text.reads(), [ReadFormat::Markdown]);
+        assert_eq!(with_text.screenshot, Some(Shot::FullPage));
+        assert!(refusal(json!([{"type": "screenshot", "quality": 80}])).contains("\"quality\""));
+        assert!(
+            refusal(json!([{"type": "screenshot", "viewport": {"width": 1}}]))
+                .contains("\"viewport\"")
+        );
+        assert_eq!(
+            refusal(json!([{"type": "screenshot", "fullPage": "yes"}])),
+            "fullPage"
+        );
+        assert!(refusal(json!(["screenshot", "screenshot@fullPage"])).contains("together"));
+        let elsewhere = Formats::read(Some(named(json!(["screenshot@fullPage"]))))
+            .unwrap()
+            .without_screenshot("a search's scrapeOptions");
+        match elsewhere {
+            Err(Refusal::Own(FirecrawlOwn::Unsupported(message))) => {
+                assert!(message.contains("\"screenshot@fullPage\""), "{message}")
+            }
+            other => panic!("{other:?}"),
+        }
     }
 
     #[test]

@@ -7,11 +7,19 @@
 //! is its own read, run at once); `timeout` in milliseconds (the budget of the reads; default
 //! `FALLBACK_TIMEOUT_SECONDS`); `waitFor` in milliseconds (the page rendered by the local browser
 //! and given that long after its load; refused by name when `BROWSER` is off). With the browser,
-//! `rawHtml` of a rendered page is its rendered DOM. The other page options (`maxAge`,
+//! `rawHtml` of a rendered page is its rendered DOM. `screenshot` (the 1280 × 800 viewport),
+//! `screenshot@fullPage` and v2's `{"type": "screenshot", "fullPage": true}` (the whole page, cut at
+//! 10,000 pixels) are a render of their own beside the reads, in the local browser — the same
+//! fence, tab leases and time — refused by name when `BROWSER` is off; never cached. The image
+//! is `data.screenshot`, a `data:image/png;base64,…` URL: what Firecrawl's self-hosted API
+//! answers, which uploads a screenshot and answers its URL only with its hosted storage (its
+//! `uploadScreenshot` step runs with `USE_DB_AUTHENTICATION`) — the gateway has no storage to
+//! serve an image from, and a data URL is what firecrawl-py hands its caller unchanged. The
+//! other page options (`maxAge`,
 //! `onlyMainContent`, `actions`, `mobile`, `headers`, …) are honoured, taken as harmless, or refused by name
 //! ([`super::page_options`]).
 //!
-//! Answer: `{"success": true, "data": {"markdown", "html", "rawHtml", "links", "metadata":
+//! Answer: `{"success": true, "data": {"markdown", "html", "rawHtml", "links", "screenshot", "metadata":
 //! {"title", "sourceURL", "url", "statusCode", "contentType", "language", "publishedTime"}}}` with
 //! the formats asked for. A page that answered an HTTP error (404, 410, …) is, as on Firecrawl, a
 //! success whose `metadata.statusCode` says so and whose content is empty; every other failure is
@@ -66,11 +74,7 @@ pub(crate) async fn scrape(
             return err.into_response();
         }
     };
-    if let (Some(wait), false) = (ask.wait_for, gateway.renders()) {
-        let err = super::unsupported(format!(
-            "waitFor: {} is not supported by this gateway (no browser renders pages here: BROWSER is off)",
-            wait.as_millis()
-        ));
+    if let Err(err) = needs_browser(&ask, gateway.renders()) {
         tracing::info!(error = err.code(), "scrape refused");
         return err.into_response();
     }
@@ -88,10 +92,21 @@ pub(crate) async fn scrape(
     };
     let reads = futures::future::join_all(ask.formats.reads().into_iter().map(|format| {
         read_call::run_asking(&gateway, &admitted, ask.url.clone(), format, asked, budget)
-    }))
-    .await;
-    if reads.iter().all(|read| read.result.is_err()) {
-        let page_said_no = reads.first().is_some_and(|read| {
+    }));
+    let screenshot = async {
+        match ask.formats.screenshot {
+            Some(shot) => Some(
+                gateway
+                    .screenshot(&ask.url, shot, ask.wait_for, budget)
+                    .await,
+            ),
+            None => None,
+        }
+    };
+    let (reads, screenshot) = tokio::join!(reads, screenshot);
+    let mut page_said_no = false;
+    if !reads.is_empty() && reads.iter().all(|read| read.result.is_err()) {
+        page_said_no = reads.first().is_some_and(|read| {
             matches!(&read.result, Err(failed) if matches!(failed.failure, ReadFailure::HttpStatus(_)))
         });
         if !page_said_no {
@@ -100,10 +115,55 @@ pub(crate) async fn scrape(
             }
         }
     }
-    let data: Map<String, Value> = document(&ask.as_sent, &ask.formats, &reads);
+    let mut data: Map<String, Value> = document(&ask.as_sent, &ask.formats, &reads);
+    match screenshot {
+        None => {}
+        Some(Ok(shot)) => {
+            if reads.is_empty() {
+                // A screenshot alone: its page's address is the metadata.
+                if let Some(Value::Object(metadata)) = data.get_mut("metadata") {
+                    metadata.insert("url".into(), Value::from(shot.final_url.as_str()));
+                    metadata.insert("statusCode".into(), Value::from(200));
+                }
+            }
+            data.insert("screenshot".into(), Value::from(data_url(&shot.png)));
+        }
+        // The page answered an HTTP error: the document says so, without a picture of it.
+        Some(Err(_)) if page_said_no => {}
+        Some(Err(failure)) => {
+            let err = FirecrawlError::Own(super::FirecrawlOwn::Page(failure));
+            tracing::info!(error = err.code(), "screenshot failed");
+            return err.into_response();
+        }
+    }
     json_response(
         StatusCode::OK,
         json!({ "success": true, "data": data }).to_string(),
+    )
+}
+
+/// The scrape refused when it needs the local browser (`waitFor`, a screenshot) and there is
+/// none (`renders` false).
+fn needs_browser(ask: &ScrapeAsk, renders: bool) -> Result<(), FirecrawlError> {
+    if renders {
+        return Ok(());
+    }
+    let asked = match (ask.wait_for, ask.formats.screenshot) {
+        (Some(wait), _) => format!("waitFor: {}", wait.as_millis()),
+        (None, Some(shot)) => format!("format {:?}", super::shot_name(shot)),
+        (None, None) => return Ok(()),
+    };
+    Err(super::unsupported(format!(
+        "{asked} is not supported by this gateway (no browser renders pages here: BROWSER is off)"
+    )))
+}
+
+/// A PNG as Firecrawl's self-hosted API gives it when no storage is configured: a `data:` URL.
+fn data_url(png: &[u8]) -> String {
+    use base64::Engine as _;
+    format!(
+        "data:image/png;base64,{}",
+        base64::engine::general_purpose::STANDARD.encode(png)
     )
 }
 
@@ -135,12 +195,12 @@ impl ScrapeAsk {
         let formats = Formats::read(field::<Vec<Named>>(
             fields,
             "formats",
-            "a list of markdown, html, rawHtml and links",
+            "a list of markdown, html, rawHtml, links and screenshot",
         )?)?;
         if formats.is_empty() {
             return Err(InvalidField {
                 name: "formats",
-                expected: "a list of markdown, html, rawHtml and links",
+                expected: "a list of markdown, html, rawHtml, links and screenshot",
             }
             .into());
         }
@@ -194,6 +254,44 @@ mod tests {
         );
         assert!(full.formats.links);
         assert_eq!(full.timeout, Some(Duration::from_secs(10)));
+    }
+
+    #[test]
+    fn without_the_browser_a_screenshot_or_a_wait_is_refused_by_name() {
+        for (body, named) in [
+            (
+                json!({"url": "https://a.example/", "formats": ["screenshot"]}),
+                "format \"screenshot\"",
+            ),
+            (
+                json!({"url": "https://a.example/", "formats": [{"type": "screenshot", "fullPage": true}]}),
+                "format \"screenshot@fullPage\"",
+            ),
+            (
+                json!({"url": "https://a.example/", "waitFor": 300}),
+                "waitFor: 300",
+            ),
+        ] {
+            let ask = ScrapeAsk::read(&fields(body.clone())).unwrap();
+            assert!(needs_browser(&ask, true).is_ok(), "{body}");
+            match needs_browser(&ask, false) {
+                Err(Refusal::Own(own)) => {
+                    let message = own.to_string();
+                    assert!(
+                        message.contains(named) && message.contains("BROWSER is off"),
+                        "{message}"
+                    );
+                }
+                other => panic!("{body}: {other:?}"),
+            }
+        }
+        let plain = ScrapeAsk::read(&fields(json!({"url": "https://a.example/"}))).unwrap();
+        assert!(needs_browser(&plain, false).is_ok());
+    }
+
+    #[test]
+    fn a_screenshot_is_a_png_data_url() {
+        assert_eq!(data_url(b"\x89PNG"), "data:image/png;base64,iVBORw==");
     }
 
     #[test]

@@ -280,6 +280,7 @@ impl SearchAsk {
                         )?
                         .unwrap_or_else(|| vec![Named::Name("markdown".to_owned())]),
                     ))?
+                    .without_screenshot("a search's scrapeOptions")?
                 }
             };
         let mut input = SearchInput {
