@@ -2,7 +2,9 @@
 //! [`SimulatedSite`] and the traps a crawler meets on real sites.
 //!
 //! The graph: a home page linking to `sections` section pages (`/s/<k>/`), each linking to its
-//! `per_section` articles (`/s/<k>/<j>`); an article links to its section, the next article of its
+//! `per_section` articles (`/s/<k>/page-<letters>`: named without digits, as a site's slugs are,
+//! so a crawler's guard against endless numbered paths leaves them alone; [`article_path`]); an
+//! article links to its section, the next article of its
 //! section, the same article of the next section, and itself with a session id (`?sid=…`, one
 //! page under two URLs). A page only the sitemap lists (`/hidden`). Every page is found within
 //! three links of the home page or through the sitemap.
@@ -85,7 +87,7 @@ impl SiteGraph {
                     section.clone(),
                     article_path(k, (j + 1) % spec.per_section),
                     article_path((k + 1) % spec.sections, j),
-                    format!("{path}?sid=s{k}x{j}"),
+                    session_path(k, j),
                     format!("{DISALLOWED_PREFIX}{k}-{j}"),
                 ];
                 match (k, j) {
@@ -181,8 +183,32 @@ impl SiteGraph {
     }
 }
 
-fn article_path(section: usize, article: usize) -> String {
-    format!("/s/{section}/{article}")
+/// The path of article `article` of section `section`: `/s/<section>/page-<letters>`, the letters
+/// `article` in base 26 (`a`, …, `z`, `ba`, …).
+pub fn article_path(section: usize, article: usize) -> String {
+    let mut letters = Vec::new();
+    let mut n = article;
+    loop {
+        letters.push(char::from(b'a' + (n % 26) as u8));
+        n /= 26;
+        if n == 0 {
+            break;
+        }
+    }
+    letters.reverse();
+    format!(
+        "/s/{section}/page-{}",
+        letters.into_iter().collect::<String>()
+    )
+}
+
+/// Article `article` of section `section` as its links name it once more, with a session id:
+/// the same page under another URL.
+pub fn session_path(section: usize, article: usize) -> String {
+    format!(
+        "{}?sid=s{section}x{article}",
+        article_path(section, article)
+    )
 }
 
 /// The calendar page of month `n` after January 2000.
@@ -260,14 +286,16 @@ mod tests {
         let (status, robots) = text("/robots.txt").await;
         assert_eq!(status, 200);
         assert!(robots.contains("Disallow: /private/") && robots.contains("Crawl-delay: 0.01"));
-        let (_, article) = text("/s/0/0").await;
+        let (_, article) = text(&article_path(0, 0)).await;
+        assert_eq!(article_path(0, 0), "/s/0/page-a");
+        assert_eq!(article_path(2, 27), "/s/2/page-bb");
         for link in [
-            "/s/0/",
-            "/s/0/1",
-            "/s/1/0",
-            "/s/0/0?sid=s0x0",
-            "/private/0-0",
-            "/events/2025/01/",
+            "/s/0/".to_owned(),
+            article_path(0, 1),
+            article_path(1, 0),
+            session_path(0, 0),
+            "/private/0-0".to_owned(),
+            "/events/2025/01/".to_owned(),
         ] {
             assert!(
                 article.contains(&format!("href=\"{link}\"")),
@@ -284,6 +312,6 @@ mod tests {
             "twelve months either side"
         );
         assert!(graph.is_calendar(&site.url("/events/2000/01/")));
-        assert!(!graph.is_calendar(&site.url("/s/0/0")));
+        assert!(!graph.is_calendar(&site.url(&article_path(0, 0))));
     }
 }

@@ -53,7 +53,7 @@ use gateway_upstreams::reader::site::Robots;
 use gateway_upstreams::reader::Document;
 
 /// How often a worker looks for new URLs when it has none, and a waiting read for its host's turn.
-const POLL: Duration = Duration::from_millis(200);
+const POLL: Duration = Duration::from_millis(50);
 /// The longest crawl delay honoured (as in the local run).
 const MAX_DELAY: Duration = Duration::from_secs(30);
 
