@@ -26,14 +26,31 @@ use super::{millis, SharedTier};
 /// The consumer group every replica joins.
 const GROUP: &str = "readers";
 
-/// KEYS: job, frontier, seen, found. ARGV: expiry (unix ms), the most URLs taken on, then
-/// url, depth pairs. Adds each URL not seen to the frontier; returns how many were added.
+/// KEYS: job, frontier, seen, found, shapes. ARGV: expiry (unix ms), the most URLs taken on, the
+/// most URLs per path shape, then url, depth, shape triples (shape `""`: not counted). Adds each
+/// URL not seen yet whose shape has room to the frontier, counting its shape fleet-wide; returns
+/// how many were added.
 const PUSH: &str = "\
 local cap = tonumber(ARGV[2])
+local per_shape = tonumber(ARGV[3])
+local seen = redis.call('SCARD', KEYS[3])
+local first = seen == 0
+local shapes = {}
 local added = 0
-for i = 3, #ARGV, 2 do
-  if redis.call('SCARD', KEYS[3]) >= cap then break end
-  if redis.call('SADD', KEYS[3], ARGV[i]) == 1 then
+for i = 4, #ARGV, 3 do
+  if seen >= cap then break end
+  local shape = ARGV[i + 2]
+  local room = true
+  if shape ~= '' then
+    if shapes[shape] == nil then shapes[shape] = tonumber(redis.call('HGET', KEYS[5], shape) or '0') end
+    room = shapes[shape] < per_shape
+  end
+  if room and redis.call('SADD', KEYS[3], ARGV[i]) == 1 then
+    seen = seen + 1
+    if shape ~= '' then
+      shapes[shape] = redis.call('HINCRBY', KEYS[5], shape, 1)
+      if shapes[shape] == 1 then redis.call('PEXPIREAT', KEYS[5], ARGV[1]) end
+    end
     redis.call('XADD', KEYS[2], '*', 'u', ARGV[i], 'd', ARGV[i + 1])
     redis.call('RPUSH', KEYS[4], ARGV[i])
     added = added + 1
@@ -41,22 +58,28 @@ for i = 3, #ARGV, 2 do
 end
 if added > 0 then
   redis.call('HINCRBY', KEYS[1], 'queued', added)
-  for k = 2, 4 do redis.call('PEXPIREAT', KEYS[k], ARGV[1]) end
+  if first then
+    for k = 2, 4 do redis.call('PEXPIREAT', KEYS[k], ARGV[1]) end
+  end
 end
 return added";
 
-/// KEYS: job, frontier. ARGV: consumer, claim idle (ms), count. The entries silent longer than
-/// the idle time (claimed), then new ones, after how many were claimed; `{0, {}}` when the job is
-/// gone.
+/// KEYS: job, frontier. ARGV: consumer, claim idle (ms; 0: claim none this time), count. The
+/// entries silent longer than the idle time (claimed), then new ones, after how many were claimed;
+/// `{0, {}}` when the job is gone.
 const TAKE: &str = "\
 if redis.call('EXISTS', KEYS[1]) == 0 or redis.call('EXISTS', KEYS[2]) == 0 then return {0, {}} end
-local claimed = redis.call('XAUTOCLAIM', KEYS[2], 'readers', ARGV[1], ARGV[2], '0-0', 'COUNT', ARGV[3])
-local fresh = redis.call('XREADGROUP', 'GROUP', 'readers', ARGV[1], 'COUNT', ARGV[3], 'STREAMS', KEYS[2], '>')
 local out = {}
-for _, e in ipairs(claimed[2]) do table.insert(out, e) end
+if tonumber(ARGV[2]) > 0 then
+  local claimed = redis.call('XAUTOCLAIM', KEYS[2], 'readers', ARGV[1], ARGV[2], '0-0', 'COUNT', ARGV[3])
+  for _, e in ipairs(claimed[2]) do table.insert(out, e) end
+end
 local n = #out
-if fresh then
-  for _, e in ipairs(fresh[1][2]) do table.insert(out, e) end
+if n < tonumber(ARGV[3]) then
+  local fresh = redis.call('XREADGROUP', 'GROUP', 'readers', ARGV[1], 'COUNT', ARGV[3] - n, 'STREAMS', KEYS[2], '>')
+  if fresh then
+    for _, e in ipairs(fresh[1][2]) do table.insert(out, e) end
+  end
 end
 return {n, out}";
 
@@ -71,11 +94,12 @@ redis.call('HSET', KEYS[1], 'progress_ms', ARGV[7])
 local what = ARGV[3]
 if what == 'page' then
   if redis.call('SADD', KEYS[3], ARGV[4]) == 1 then
-    redis.call('RPUSH', KEYS[4], ARGV[5])
+    if redis.call('RPUSH', KEYS[4], ARGV[5]) == 1 then
+      redis.call('PEXPIREAT', KEYS[3], ARGV[2])
+      redis.call('PEXPIREAT', KEYS[4], ARGV[2])
+    end
     redis.call('HINCRBY', KEYS[1], 'completed', 1)
     redis.call('HINCRBY', KEYS[1], 'bytes', ARGV[6])
-    redis.call('PEXPIREAT', KEYS[3], ARGV[2])
-    redis.call('PEXPIREAT', KEYS[4], ARGV[2])
   end
 elseif what == 'failure' then
   redis.call('RPUSH', KEYS[5], ARGV[5])
@@ -128,14 +152,30 @@ pub struct JobCreate<'a> {
     pub fields: Vec<(&'static str, Vec<u8>)>,
     /// When every key of it expires (unix ms).
     pub expires_at_ms: u64,
-    /// The URLs it starts from, with their depth.
-    pub seeds: Vec<(String, u32)>,
+    /// The URLs it starts from.
+    pub seeds: Vec<NewUrl>,
     /// The most URLs it takes on.
     pub max_urls: u64,
+    /// The most URLs it takes on per path shape (the trap guard, counted fleet-wide).
+    pub per_shape: u64,
+}
+
+/// A URL a job found, for its frontier.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewUrl {
+    /// The URL, canonical.
+    pub url: String,
+    /// Links from the start to it.
+    pub depth: u32,
+    /// Its path shape, counted against the job's cap per shape (`None`: not counted — a batch's
+    /// URLs, a crawl's start).
+    pub shape: Option<String>,
 }
 
 /// A stream entry as Redis gives it: its ID, its fields and values in turn.
 type RawEntry = (String, Vec<String>);
+/// An HMGET's answer: each field's value, if the hash has it.
+type HmGet = Vec<Option<Vec<u8>>>;
 
 /// What a take found: URLs given to this replica.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -195,6 +235,45 @@ pub enum HostTurn {
     Delay,
 }
 
+impl HostTurn {
+    /// The answer of the host-turn script.
+    fn of(answer: i64) -> Self {
+        match answer {
+            1 => Self::Go,
+            0 => Self::Busy,
+            _ => Self::Delay,
+        }
+    }
+}
+
+/// A host's limits for a job's reads on it.
+#[derive(Debug, Clone, Copy)]
+pub struct HostLimits<'a> {
+    /// The host.
+    pub host: &'a str,
+    /// Reads at once on it, fleet-wide (`CRAWL_PER_HOST_CONCURRENCY`).
+    pub per_host: usize,
+    /// How long a turn is held at most (a replica that dies gives it back so).
+    pub hold: Duration,
+    /// Its crawl delay, started by each turn.
+    pub delay: Option<Duration>,
+}
+
+/// What a read of a job left, handed in at once ([`SharedTier::read_done`]).
+#[derive(Debug, Clone, Copy)]
+pub struct ReadDone<'a> {
+    /// The frontier entry read.
+    pub entry: &'a str,
+    /// What became of it.
+    pub what: HandIn<'a>,
+    /// The links it found for the frontier.
+    pub found: &'a [NewUrl],
+    /// The most URLs the job takes on, in all and per path shape.
+    pub caps: (u64, u64),
+    /// When the job's keys expire (unix ms).
+    pub expires_at_ms: u64,
+}
+
 impl SharedTier {
     fn job_key(&self, id: &str, part: &str) -> String {
         self.inner.keys.job(id, part)
@@ -247,7 +326,7 @@ impl SharedTier {
             job.id,
             &job.seeds,
             job.expires_at_ms,
-            job.max_urls,
+            (job.max_urls, job.per_shape),
         );
         pipe.ignore();
         if self
@@ -287,6 +366,21 @@ impl SharedTier {
             .run(Operation::JobRead, &pipe, self.inner.timeout)
             .await?;
         Some(record)
+    }
+
+    /// Fields `names` of job `id`'s record, those it has (a worker's look at its counters, without
+    /// the request it carries); `Some(empty)` when there is no such job.
+    pub async fn job_fields(
+        &self,
+        id: &str,
+        names: &[&'static str],
+    ) -> Option<HashMap<String, Vec<u8>>> {
+        let mut pipe = redis::pipe();
+        pipe.cmd("HMGET").arg(self.job_key(id, "job")).arg(names);
+        let (values,): (HmGet,) = self
+            .run(Operation::JobRead, &pipe, self.inner.timeout)
+            .await?;
+        Some(fields_of(names, values))
     }
 
     /// Job `id`'s pages from `skip`, at most `take`, and how many it has.
@@ -387,68 +481,76 @@ impl SharedTier {
             .await;
     }
 
+    /// `caps`: the most URLs the job takes on, and per path shape.
     fn push_script(
         &self,
         pipe: &mut redis::Pipeline,
         id: &str,
-        links: &[(String, u32)],
+        links: &[NewUrl],
         expires_at_ms: u64,
-        max_urls: u64,
+        (max_urls, per_shape): (u64, u64),
     ) {
         let eval = pipe
             .cmd("EVAL")
             .arg(PUSH)
-            .arg(4)
+            .arg(5)
             .arg(self.job_key(id, "job"))
             .arg(self.job_key(id, "frontier"))
             .arg(self.job_key(id, "seen"))
             .arg(self.job_key(id, "found"))
+            .arg(self.job_key(id, "shapes"))
             .arg(expires_at_ms)
-            .arg(max_urls);
-        for (url, depth) in links {
-            eval.arg(url).arg(*depth);
+            .arg(max_urls)
+            .arg(per_shape);
+        for link in links {
+            eval.arg(&link.url)
+                .arg(link.depth)
+                .arg(link.shape.as_deref().unwrap_or_default());
         }
     }
 
     /// Adds the links not seen yet to job `id`'s frontier, while it has taken on fewer than
-    /// `max_urls`; how many were added.
+    /// `max_urls` and fewer than `per_shape` of the link's path shape; how many were added.
     pub async fn push_frontier(
         &self,
         id: &str,
-        links: &[(String, u32)],
+        links: &[NewUrl],
         expires_at_ms: u64,
-        max_urls: u64,
+        caps: (u64, u64),
     ) -> Option<u64> {
         if links.is_empty() {
             return Some(0);
         }
         let mut pipe = redis::pipe();
-        self.push_script(&mut pipe, id, links, expires_at_ms, max_urls);
+        self.push_script(&mut pipe, id, links, expires_at_ms, caps);
         let (added,): (u64,) = self
             .run(Operation::Frontier, &pipe, self.inner.timeout)
             .await?;
         Some(added)
     }
 
-    /// At most `count` URLs of job `id`'s frontier for this replica (`consumer`): those another
-    /// replica left unacknowledged for `claim_idle` first, then new ones.
+    /// Fields `look_at` of job `id`'s record (as [`SharedTier::job_fields`], read first) and at
+    /// most `count` URLs of its frontier for this replica (`consumer`): those another replica left
+    /// unacknowledged for `claim_idle` first (none when `None`), then new ones — in one round trip.
     pub async fn take_frontier(
         &self,
         id: &str,
+        look_at: &[&'static str],
         consumer: &str,
         count: usize,
-        claim_idle: Duration,
-    ) -> Option<FrontierTake> {
+        claim_idle: Option<Duration>,
+    ) -> Option<(HashMap<String, Vec<u8>>, FrontierTake)> {
         let mut pipe = redis::pipe();
+        pipe.cmd("HMGET").arg(self.job_key(id, "job")).arg(look_at);
         pipe.cmd("EVAL")
             .arg(TAKE)
             .arg(2)
             .arg(self.job_key(id, "job"))
             .arg(self.job_key(id, "frontier"))
             .arg(consumer)
-            .arg(millis(claim_idle))
+            .arg(claim_idle.map_or(0, |idle| millis(idle).max(1)))
             .arg(count.max(1));
-        let ((claimed, entries),): ((usize, Vec<RawEntry>),) = self
+        let (values, (claimed, entries)): (HmGet, (usize, Vec<RawEntry>)) = self
             .run(Operation::Frontier, &pipe, self.inner.timeout)
             .await?;
         let entries = entries
@@ -465,61 +567,42 @@ impl SharedTier {
                 })
             })
             .collect();
-        Some(FrontierTake { entries, claimed })
+        Some((
+            fields_of(look_at, values),
+            FrontierTake { entries, claimed },
+        ))
     }
 
-    /// Counts one more read started for job `id`; how many have been (the job's page limit is
-    /// held against it).
-    pub async fn launch_page(&self, id: &str) -> Option<u64> {
+    /// Counts one more read started for job `id` (its page limit is held against how many have)
+    /// and asks for the host's turn ([`SharedTier::host_turn`]), in one round trip: how many reads
+    /// have started, this one counted, and the turn (one taken past the job's page limit is the
+    /// caller's to give back).
+    pub async fn launch_page_on(&self, id: &str, host: &HostLimits<'_>) -> Option<(u64, HostTurn)> {
         let mut pipe = redis::pipe();
-        pipe.cmd("HINCRBY")
-            .arg(self.job_key(id, "job"))
-            .arg("launched")
-            .arg(1);
-        let (launched,): (u64,) = self
-            .run(Operation::JobWrite, &pipe, self.inner.timeout)
+        self.launch_command(&mut pipe, id);
+        self.host_turn_script(&mut pipe, id, host);
+        let (launched, turn): (u64, i64) = self
+            .run(Operation::Frontier, &pipe, self.inner.timeout)
             .await?;
-        Some(launched)
+        Some((launched, HostTurn::of(turn)))
     }
 
-    /// Whether a read of job `id` on `host` may start: at most `per_host` at once fleet-wide (a
-    /// turn held at most `hold`, so a replica that dies gives it back), and not within the
+    /// Whether a read of job `id` may start on `host.host`: at most `per_host` at once fleet-wide
+    /// (a turn held at most `hold`, so a replica that dies gives it back), and not within the
     /// host's crawl delay (`delay`, started by this turn).
-    pub async fn host_turn(
-        &self,
-        id: &str,
-        host: &str,
-        per_host: usize,
-        hold: Duration,
-        delay: Option<Duration>,
-    ) -> Option<HostTurn> {
+    pub async fn host_turn(&self, id: &str, host: &HostLimits<'_>) -> Option<HostTurn> {
         let mut pipe = redis::pipe();
-        pipe.cmd("EVAL")
-            .arg(HOST_TURN)
-            .arg(2)
-            .arg(self.job_key(id, &format!("host:{host}")))
-            .arg(self.job_key(id, &format!("delay:{host}")))
-            .arg(per_host.max(1))
-            .arg(millis(hold).max(1))
-            .arg(delay.map_or(0, millis));
+        self.host_turn_script(&mut pipe, id, host);
         let (turn,): (i64,) = self
             .run(Operation::Frontier, &pipe, self.inner.timeout)
             .await?;
-        Some(match turn {
-            1 => HostTurn::Go,
-            0 => HostTurn::Busy,
-            _ => HostTurn::Delay,
-        })
+        Some(HostTurn::of(turn))
     }
 
     /// Gives back a turn [`SharedTier::host_turn`] gave.
     pub async fn host_done(&self, id: &str, host: &str) {
         let mut pipe = redis::pipe();
-        pipe.cmd("EVAL")
-            .arg(HOST_DONE)
-            .arg(1)
-            .arg(self.job_key(id, &format!("host:{host}")))
-            .ignore();
+        self.host_done_script(&mut pipe, id, host);
         let _: Option<()> = self
             .run(Operation::Frontier, &pipe, self.inner.timeout)
             .await;
@@ -534,13 +617,71 @@ impl SharedTier {
         what: HandIn<'_>,
         expires_at_ms: u64,
     ) -> Option<bool> {
+        let mut pipe = redis::pipe();
+        self.hand_in_script(&mut pipe, id, entry, what, expires_at_ms);
+        let (handed,): (i64,) = self
+            .run(Operation::JobWrite, &pipe, self.inner.timeout)
+            .await?;
+        Some(handed == 1)
+    }
+
+    /// A read of job `id` is over, in one round trip: `host`'s turn given back, the links it
+    /// found added to the frontier (as [`SharedTier::push_frontier`]), `entry` handed in (as
+    /// [`SharedTier::hand_in`], whose answer this is).
+    pub async fn read_done(&self, id: &str, host: &str, read: ReadDone<'_>) -> Option<bool> {
+        let mut pipe = redis::pipe();
+        self.host_done_script(&mut pipe, id, host);
+        if !read.found.is_empty() {
+            self.push_script(&mut pipe, id, read.found, read.expires_at_ms, read.caps);
+            pipe.ignore();
+        }
+        self.hand_in_script(&mut pipe, id, read.entry, read.what, read.expires_at_ms);
+        let (handed,): (i64,) = self
+            .run(Operation::JobWrite, &pipe, self.inner.timeout)
+            .await?;
+        Some(handed == 1)
+    }
+
+    fn launch_command(&self, pipe: &mut redis::Pipeline, id: &str) {
+        pipe.cmd("HINCRBY")
+            .arg(self.job_key(id, "job"))
+            .arg("launched")
+            .arg(1);
+    }
+
+    fn host_turn_script(&self, pipe: &mut redis::Pipeline, id: &str, host: &HostLimits<'_>) {
+        pipe.cmd("EVAL")
+            .arg(HOST_TURN)
+            .arg(2)
+            .arg(self.job_key(id, &format!("host:{}", host.host)))
+            .arg(self.job_key(id, &format!("delay:{}", host.host)))
+            .arg(host.per_host.max(1))
+            .arg(millis(host.hold).max(1))
+            .arg(host.delay.map_or(0, millis));
+    }
+
+    fn host_done_script(&self, pipe: &mut redis::Pipeline, id: &str, host: &str) {
+        pipe.cmd("EVAL")
+            .arg(HOST_DONE)
+            .arg(1)
+            .arg(self.job_key(id, &format!("host:{host}")))
+            .ignore();
+    }
+
+    fn hand_in_script(
+        &self,
+        pipe: &mut redis::Pipeline,
+        id: &str,
+        entry: &str,
+        what: HandIn<'_>,
+        expires_at_ms: u64,
+    ) {
         let (kind, url, blob, bytes): (&str, &str, &[u8], u64) = match what {
             HandIn::Page { url, blob, bytes } => ("page", url, blob, bytes),
             HandIn::Failure { blob } => ("failure", "", blob, 0),
             HandIn::Robots { url } => ("robots", url, b"", 0),
             HandIn::Skipped => ("skip", "", b"", 0),
         };
-        let mut pipe = redis::pipe();
         pipe.cmd("EVAL").arg(HAND_IN).arg(6);
         for part in ["job", "frontier", "done", "pages", "errors", "robots"] {
             pipe.arg(self.job_key(id, part));
@@ -552,10 +693,6 @@ impl SharedTier {
             .arg(blob)
             .arg(bytes)
             .arg(now_unix_ms());
-        let (handed,): (i64,) = self
-            .run(Operation::JobWrite, &pipe, self.inner.timeout)
-            .await?;
-        Some(handed == 1)
     }
 }
 
@@ -566,6 +703,15 @@ pub fn counter(record: &HashMap<String, Vec<u8>>, name: &str) -> u64 {
         .and_then(|v| std::str::from_utf8(v).ok())
         .and_then(|v| v.parse().ok())
         .unwrap_or(0)
+}
+
+/// An HMGET's answer as the fields it found.
+fn fields_of(names: &[&str], values: HmGet) -> HashMap<String, Vec<u8>> {
+    names
+        .iter()
+        .zip(values)
+        .filter_map(|(name, value)| Some(((*name).to_owned(), value?)))
+        .collect()
 }
 
 /// Now, in unix milliseconds.

@@ -33,7 +33,9 @@ use redis::{FromRedisValue, Pipeline};
 use tracing::field::Empty;
 use tracing::Instrument;
 
-pub use jobs::{counter, FrontierEntry, FrontierTake, HandIn, HostTurn, JobCreate};
+pub use jobs::{
+    counter, FrontierEntry, FrontierTake, HandIn, HostLimits, HostTurn, JobCreate, NewUrl, ReadDone,
+};
 pub use keys::Board;
 pub use metrics::{SharedLookup, SharedMetrics};
 

@@ -175,26 +175,31 @@ pub struct Shapes {
 impl Shapes {
     /// Whether one more URL of `url`'s shape may be taken (and counts it).
     pub fn admit(&mut self, url: &Url) -> bool {
-        let shape: String = url
-            .path_segments()
-            .map(|segments| {
-                segments
-                    .map(|s| {
-                        if s.chars().any(|c| c.is_ascii_digit()) {
-                            "#"
-                        } else {
-                            s
-                        }
-                    })
-                    .collect::<Vec<_>>()
-                    .join("/")
-            })
-            .unwrap_or_default();
-        let key = format!("{}/{shape}", url.host_str().unwrap_or_default());
-        let count = self.seen.entry(key).or_insert(0);
+        let count = self.seen.entry(shape(url)).or_insert(0);
         *count += 1;
         *count <= MAX_PER_PATTERN
     }
+}
+
+/// `url`'s path shape: its host and path, each segment with a digit as `#` (what [`Shapes`]
+/// counts; a job the fleet shares counts it in Redis).
+pub fn shape(url: &Url) -> String {
+    let shape: String = url
+        .path_segments()
+        .map(|segments| {
+            segments
+                .map(|s| {
+                    if s.chars().any(|c| c.is_ascii_digit()) {
+                        "#"
+                    } else {
+                        s
+                    }
+                })
+                .collect::<Vec<_>>()
+                .join("/")
+        })
+        .unwrap_or_default();
+    format!("{}/{shape}", url.host_str().unwrap_or_default())
 }
 
 #[cfg(test)]

@@ -18,13 +18,16 @@
 //! `failed` — one that handed no URL in for `CRAWL_STALL_SECONDS` (its replicas all died, its
 //! reads all hang, its client's rate is spent).
 //!
-//! Within a replica the trap guard per path shape counts what this replica saw (an approximation
-//! fleet-wide: the cap on URLs a job takes on, [`max_urls`], holds for all).
+//! The trap guard per path shape counts in Redis, beside the seen-set: a URL is taken on only
+//! while its shape has room fleet-wide, as in the local run.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, SystemTime};
 
+use tokio::time::Instant;
+
+use tokio::sync::Notify;
 use tokio::task::JoinSet;
 use url::Url;
 
@@ -32,10 +35,10 @@ use super::admission::PageGate;
 use super::explain::{JobExplain, Runs, UrlCounts};
 use super::metrics::{CrawlMetrics, FrontierShare, PageOutcome};
 use super::record::{
-    decode, encode, from_unix_ms, status_of, unix_ms, FailureBlob, PageBlob, Spec,
+    decode, encode, from_unix_ms, status_of, unix_ms, FailureBlob, PageBlob, PageBlobOf, Spec,
 };
 use super::run::{host_of, read_all, Reads};
-use super::scope::Shapes;
+use super::scope::{shape, MAX_PER_PATTERN};
 use super::webhook::Deliveries;
 use super::WebhookEvent;
 use super::{
@@ -47,7 +50,8 @@ use crate::read::Reading;
 use crate::search::Premium;
 use gateway_core::request::ReadFormat;
 use gateway_core::shared::{
-    counter, FrontierEntry, FrontierTake, HandIn, HostTurn, JobCreate, SharedTier,
+    counter, FrontierEntry, FrontierTake, HandIn, HostLimits, HostTurn, JobCreate, NewUrl,
+    ReadDone, SharedTier,
 };
 use gateway_upstreams::reader::site::Robots;
 use gateway_upstreams::reader::Document;
@@ -56,6 +60,16 @@ use gateway_upstreams::reader::Document;
 const POLL: Duration = Duration::from_millis(50);
 /// The longest crawl delay honoured (as in the local run).
 const MAX_DELAY: Duration = Duration::from_secs(30);
+/// How often a replica looks for jobs it does not work on yet: a job started on another replica
+/// is joined within this (a crawl of a thousand pages takes about two seconds).
+const JOIN_EVERY: Duration = Duration::from_millis(50);
+/// The reaper looks at every running job every this many looks for jobs (each second).
+const REAP_EVERY: u32 = 20;
+/// How often a worker takes over the URLs other replicas left silent past the claim time (a scan
+/// of the frontier's pending entries): not at each take, the claim time is seconds.
+const CLAIM_EVERY: Duration = Duration::from_secs(1);
+/// What a worker looks at in its job's record between takes (not the request it carries).
+const LOOKED_AT: &[&str] = &["status", "bytes", "seeding", "queued", "handled"];
 
 /// The most URLs a job takes on: four times its page limit (links found beyond what is read are
 /// still reported by a map), at most [`MAX_LINKS`] more than the limit.
@@ -127,7 +141,7 @@ impl FleetJobs {
         let now = SystemTime::now();
         let expires = unix_ms(now + self.settings.result_ttl);
         let crawling = request.kind == JobKind::Crawl;
-        let seeds: Vec<(String, u32)> = request
+        let seeds: Vec<NewUrl> = request
             .urls
             .iter()
             .map(|url| {
@@ -136,7 +150,11 @@ impl FleetJobs {
                 } else {
                     url.clone()
                 };
-                (url.to_string(), 0)
+                NewUrl {
+                    url: url.to_string(),
+                    depth: 0,
+                    shape: None,
+                }
             })
             .collect();
         let seeding = crawling && request.sitemap;
@@ -155,6 +173,7 @@ impl FleetJobs {
                 expires_at_ms: expires,
                 seeds,
                 max_urls: max_urls(request.limit),
+                per_shape: MAX_PER_PATTERN as u64,
             })
             .await;
         if !created {
@@ -198,37 +217,42 @@ impl FleetJobs {
                 (self.reading.read_timeout() * 3).min(self.settings.max_time),
             )
             .await;
-        let mut shapes = Shapes::default();
-        let links: Vec<(String, u32)> = mapped
+        let links: Vec<NewUrl> = mapped
             .map(|m| m.links)
             .unwrap_or_default()
             .into_iter()
             .filter_map(|link| Url::parse(&link.url).ok())
             .map(|url| request.scope.normalise(&url))
-            .filter(|url| request.scope.follows(start, url, 1) && shapes.admit(url))
-            .map(|url| (url.to_string(), 1))
+            .filter(|url| request.scope.follows(start, url, 1))
+            .map(|url| new_url(&url, 1))
             .collect();
         self.tier
-            .push_frontier(id, &links, expires, max_urls(request.limit))
+            .push_frontier(id, &links, expires, caps(request.limit))
             .await;
         self.tier.set_job_field(id, "seeding", b"0").await;
     }
 
     /// Joins, forever, every running job this replica does not work on yet.
     pub(crate) async fn join_jobs(&self) {
-        let mut every = tokio::time::interval(Duration::from_secs(1));
+        let mut every = tokio::time::interval(JOIN_EVERY);
         every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut ticks = 0u32;
         loop {
             every.tick().await;
+            ticks = ticks.wrapping_add(1);
+            let reaping = ticks.is_multiple_of(REAP_EVERY);
             let Some(running) = self.tier.running_jobs().await else {
                 continue;
             };
             for id in running.into_keys() {
                 // The reaper, each second, on every replica: a job whose replicas all died or
                 // whose reads all hang is ended here.
-                if let Some(record) = self.tier.job_record(&id).await.filter(|r| !r.is_empty()) {
-                    if self.reap(&id, &record).await != JobStatus::Scraping {
-                        continue;
+                if reaping {
+                    if let Some(record) = self.tier.job_record(&id).await.filter(|r| !r.is_empty())
+                    {
+                        if self.reap(&id, &record).await != JobStatus::Scraping {
+                            continue;
+                        }
                     }
                 }
                 let fresh = self
@@ -472,7 +496,9 @@ struct Worker {
     start: Url,
     expires: u64,
     robots: Mutex<HashMap<String, Arc<Robots>>>,
-    shapes: Mutex<Shapes>,
+    /// Told when this replica gives a host's turn back, so its own reads waiting for that host
+    /// take the turn at once rather than at their next look ([`POLL`]).
+    turns: Notify,
 }
 
 /// Why a job is ended.
@@ -515,7 +541,7 @@ async fn work(fleet: &FleetJobs, id: &str) {
         start,
         expires: counter(&record, "expires_ms"),
         robots: Mutex::new(HashMap::new()),
-        shapes: Mutex::new(Shapes::default()),
+        turns: Notify::new(),
         spec,
     });
     let settings = fleet.settings;
@@ -529,42 +555,59 @@ async fn work(fleet: &FleetJobs, id: &str) {
     let claim = claim_idle(fleet.reading.read_timeout());
     let mut in_flight: JoinSet<()> = JoinSet::new();
     let mut share = FrontierShare::new(&fleet.metrics);
+    let mut last_claim = Instant::now();
     loop {
-        let Some(record) = fleet.tier.job_record(id).await else {
+        // The job's counters, and URLs when there is room, in one round trip.
+        let room = concurrency.saturating_sub(in_flight.len());
+        let looked = if room > 0 {
+            let claiming = last_claim.elapsed() >= CLAIM_EVERY;
+            if claiming {
+                last_claim = Instant::now();
+            }
+            fleet
+                .tier
+                .take_frontier(
+                    id,
+                    LOOKED_AT,
+                    fleet.tier.replica(),
+                    room,
+                    claiming.then_some(claim),
+                )
+                .await
+        } else {
+            fleet
+                .tier
+                .job_fields(id, LOOKED_AT)
+                .await
+                .map(|counters| (counters, FrontierTake::default()))
+        };
+        let Some((counters, taken)) = looked else {
             // Redis is away: wait for it, reads in flight go on.
             tokio::time::sleep(POLL * 5).await;
             continue;
         };
-        if record.is_empty() || field(&record, "status") != "scraping" {
+        if counters.is_empty() || field(&counters, "status") != "scraping" {
             in_flight.abort_all();
             return;
         }
         let out_of_time = SystemTime::now()
             .duration_since(created)
             .is_ok_and(|age| age >= settings.max_time);
-        if out_of_time || counter(&record, "bytes") >= settings.max_bytes {
+        let spent = out_of_time || counter(&counters, "bytes") >= settings.max_bytes;
+        // Nothing read anywhere: every URL taken on was handed in (a URL's links are added before
+        // it is handed in, so `queued` counts them by then).
+        let finished = in_flight.is_empty()
+            && taken.entries.is_empty()
+            && counter(&counters, "seeding") == 0
+            && counter(&counters, "queued") == counter(&counters, "handled");
+        if spent || finished {
             in_flight.abort_all();
-            fleet.end(id, &record, Ending::Done).await;
+            if let Some(record) = fleet.tier.job_record(id).await.filter(|r| !r.is_empty()) {
+                fleet.end(id, &record, Ending::Done).await;
+            }
             return;
         }
-        if in_flight.is_empty()
-            && counter(&record, "seeding") == 0
-            && counter(&record, "queued") == counter(&record, "handled")
-        {
-            fleet.end(id, &record, Ending::Done).await;
-            return;
-        }
-        share.set(counter(&record, "queued").saturating_sub(counter(&record, "handled")));
-        let room = concurrency.saturating_sub(in_flight.len());
-        let taken = if room > 0 {
-            fleet
-                .tier
-                .take_frontier(id, fleet.tier.replica(), room, claim)
-                .await
-                .unwrap_or_default()
-        } else {
-            FrontierTake::default()
-        };
+        share.set(counter(&counters, "queued").saturating_sub(counter(&counters, "handled")));
         if taken.claimed > 0 {
             fleet.metrics.claimed(taken.claimed);
             tracing::info!(job = %id, urls = taken.claimed, "crawl URLs claimed after going silent elsewhere");
@@ -594,14 +637,6 @@ async fn take_on(fleet: &FleetJobs, worker: &Worker, entry: FrontierEntry) {
         hand_in(fleet, worker, &entry.entry, HandIn::Skipped).await;
         return;
     }
-    let Some(launched) = fleet.tier.launch_page(id).await else {
-        // Redis is away: the entry stays given to this replica and is claimed again later.
-        return;
-    };
-    if launched > worker.spec.limit as u64 {
-        hand_in(fleet, worker, &entry.entry, HandIn::Skipped).await;
-        return;
-    }
     let read_timeout = fleet.reading.read_timeout();
     let rules = robots_for(fleet, worker, &url, read_timeout).await;
     if !rules.allows(url.as_str()) {
@@ -624,16 +659,42 @@ async fn take_on(fleet: &FleetJobs, worker: &Worker, entry: FrontierEntry) {
         .max();
     let premium = fleet.pages.turn(&worker.owner).await;
     let host = host_of(&url);
-    loop {
-        match fleet
-            .tier
-            .host_turn(id, &host, fleet.settings.per_host, read_timeout * 2, delay)
-            .await
-        {
-            Some(HostTurn::Go) => break,
-            // Busy, in its delay, or Redis away: wait a moment.
-            _ => tokio::time::sleep(POLL).await,
+    let limits = HostLimits {
+        host: &host,
+        per_host: fleet.settings.per_host,
+        hold: read_timeout * 2,
+        delay,
+    };
+    // The read is counted against the job's page limit with its first ask for the host's turn.
+    let Some((launched, mut turn)) = fleet.tier.launch_page_on(id, &limits).await else {
+        // Redis is away: the entry stays given to this replica and is claimed again later.
+        return;
+    };
+    if launched > worker.spec.limit as u64 {
+        if turn == HostTurn::Go {
+            fleet.tier.host_done(id, &host).await;
+            worker.turns.notify_one();
         }
+        hand_in(fleet, worker, &entry.entry, HandIn::Skipped).await;
+        return;
+    }
+    while turn != HostTurn::Go {
+        if turn == HostTurn::Busy {
+            // Until this replica gives a turn back, or a moment (another's may be free).
+            tokio::select! {
+                () = worker.turns.notified() => {}
+                () = tokio::time::sleep(POLL) => {}
+            }
+        } else {
+            // In its delay: a moment.
+            tokio::time::sleep(POLL).await;
+        }
+        // Redis away: as busy.
+        turn = fleet
+            .tier
+            .host_turn(id, &limits)
+            .await
+            .unwrap_or(HostTurn::Busy);
     }
     let (reads, premium_calls): (Reads, u32) = read_all(
         &fleet.reading,
@@ -643,38 +704,37 @@ async fn take_on(fleet: &FleetJobs, worker: &Worker, entry: FrontierEntry) {
         read_timeout,
     )
     .await;
-    fleet.tier.host_done(id, &host).await;
     fleet.pages.charge(&worker.owner, premium_calls).await;
     match reads {
         Ok(reads) => {
             fleet.metrics.page(PageOutcome::Read);
-            if worker.spec.kind() == JobKind::Crawl && depth < worker.scope.max_depth {
-                let links = follow(worker, &reads, depth);
-                fleet
-                    .tier
-                    .push_frontier(id, &links, worker.expires, max_urls(worker.spec.limit))
-                    .await;
-            }
+            let found = if worker.spec.kind() == JobKind::Crawl && depth < worker.scope.max_depth {
+                follow(worker, &reads, depth)
+            } else {
+                Vec::new()
+            };
             let bytes = reads
                 .iter()
                 .map(|(_, doc)| doc.content.len() as u64)
                 .sum::<u64>();
-            let blob = encode(&PageBlob {
-                url: url.to_string(),
+            let blob = encode(&PageBlobOf {
+                url: url.as_str(),
                 reads: reads
                     .iter()
-                    .map(|(format, doc)| (*format, (**doc).clone()))
+                    .map(|(format, doc)| (*format, &**doc))
                     .collect(),
             });
-            let handed = hand_in(
+            let handed = read_done(
                 fleet,
                 worker,
+                &host,
                 &entry.entry,
                 HandIn::Page {
                     url: url.as_str(),
                     blob: &blob,
                     bytes,
                 },
+                &found,
             )
             .await;
             if let (Some(true), Some(webhook)) = (handed, &worker.spec.webhook) {
@@ -700,9 +760,46 @@ async fn take_on(fleet: &FleetJobs, worker: &Worker, entry: FrontierEntry) {
                 error: failure.to_string(),
                 at_ms: unix_ms(SystemTime::now()),
             });
-            hand_in(fleet, worker, &entry.entry, HandIn::Failure { blob: &blob }).await;
+            read_done(
+                fleet,
+                worker,
+                &host,
+                &entry.entry,
+                HandIn::Failure { blob: &blob },
+                &[],
+            )
+            .await;
         }
     }
+}
+
+/// A read is over: its host's turn given back, what it found and what became of it handed in, in
+/// one round trip (see [`SharedTier::read_done`]); this replica's reads waiting for the host are
+/// told.
+async fn read_done(
+    fleet: &FleetJobs,
+    worker: &Worker,
+    host: &str,
+    entry: &str,
+    what: HandIn<'_>,
+    found: &[NewUrl],
+) -> Option<bool> {
+    let handed = fleet
+        .tier
+        .read_done(
+            &worker.id,
+            host,
+            ReadDone {
+                entry,
+                what,
+                found,
+                caps: caps(worker.spec.limit),
+                expires_at_ms: worker.expires,
+            },
+        )
+        .await;
+    worker.turns.notify_one();
+    handed
 }
 
 /// Hands frontier entry `entry` in (see [`SharedTier::hand_in`]).
@@ -718,26 +815,36 @@ async fn hand_in(
         .await
 }
 
-/// The links of a read page the job follows, at the next depth.
-fn follow(
-    worker: &Worker,
-    reads: &[(ReadFormat, Arc<Document>)],
-    depth: usize,
-) -> Vec<(String, u32)> {
+/// The links of a read page the job follows, at the next depth (the trap guard per path shape is
+/// Redis's, fleet-wide: [`caps`]).
+fn follow(worker: &Worker, reads: &[(ReadFormat, Arc<Document>)], depth: usize) -> Vec<NewUrl> {
     let breadth = worker.scope.max_breadth.unwrap_or(usize::MAX);
     let Some((_, doc)) = reads.iter().find(|(f, _)| *f == ReadFormat::Markdown) else {
         return Vec::new();
     };
     let next = u32::try_from(depth + 1).unwrap_or(u32::MAX);
-    let mut shapes = worker.shapes.lock().unwrap_or_else(PoisonError::into_inner);
     doc.links
         .iter()
         .filter_map(|link| Url::parse(link).ok())
         .map(|link| worker.scope.normalise(&link))
-        .filter(|link| worker.scope.follows(&worker.start, link, depth + 1) && shapes.admit(link))
+        .filter(|link| worker.scope.follows(&worker.start, link, depth + 1))
         .take(breadth)
-        .map(|link| (link.to_string(), next))
+        .map(|link| new_url(&link, next))
         .collect()
+}
+
+/// A URL found at `depth`, its path shape counted.
+fn new_url(url: &Url, depth: u32) -> NewUrl {
+    NewUrl {
+        url: url.to_string(),
+        depth,
+        shape: Some(shape(url)),
+    }
+}
+
+/// A job's caps on the URLs it takes on: in all (for its page `limit`), and per path shape.
+fn caps(limit: usize) -> (u64, u64) {
+    (max_urls(limit), MAX_PER_PATTERN as u64)
 }
 
 /// The `robots.txt` of `url`'s origin, read once per worker.
