@@ -9,16 +9,16 @@
 //! encodings, `TOKENIZER_ENCODING`). It works on a document already read — the cached one when
 //! there is one —, so a query never costs a second fetch.
 //!
-//! Crates, not hand-written: `bm25` (the scorer and the term weights; its own tokenizer and
-//! stemmer left out for [`terms`]), `unicode-segmentation` (word and sentence boundaries),
-//! `tiktoken-rs` (the encodings, vocabularies built in).
+//! Crates, not hand-written: `unicode-segmentation` (word and sentence boundaries), `tiktoken-rs`
+//! (the encodings, vocabularies built in). BM25 itself is counted for the query's terms alone
+//! ([`rank`] says why the `bm25` crate, used before, is not).
 //!
 //! Measured (2026-12-05, release build without LTO on the shared two-core machine, 300 runs each,
-//! four 56–57 kB Markdown pages of the WCXB dev corpus): Tavily's 3 × 500 characters take 2.3–3.2
-//! ms p50 on the three prose pages (the split 0.2–0.55 ms of it, the rest cutting words and the
-//! `bm25` crate's hashing), 4.1 ms on a page that is one JSON blob; with a 1,000-token budget
-//! 4.5–5.8 ms (tiktoken counting each candidate). Above #41's 2 ms target: the `bm25` crate's
-//! per-passage hash maps are the next place to look. A door runs a selection on the blocking pool.
+//! four 56–57 kB Markdown pages of the WCXB dev corpus, with the `bm25` crate): Tavily's 3 × 500
+//! characters took 2.3–3.2 ms p50 on the three prose pages (the split 0.2–0.55 ms of it, the rest
+//! cutting words and the crate's hashing), 4.1 ms on a page that is one JSON blob; with a
+//! 1,000-token budget 4.5–5.8 ms (tiktoken counting each candidate). The harness's row k.
+//! passages has the time now. A door runs a selection on the blocking pool.
 //!
 //! Surfaces: Tavily's extract (`query`, `chunks_per_source`) and advanced search (each result's
 //! chunks), Exa's highlights, Perplexity's `max_tokens_per_page` and `max_tokens`, MCP's

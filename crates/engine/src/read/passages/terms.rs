@@ -1,5 +1,6 @@
 //! The words a passage or a query is matched on: Unicode words (UAX #29, through
-//! `unicode-segmentation`), lower-cased, without a short list of English stop words and without
+//! `unicode-segmentation`), lower-cased (each word segmented once, handed to its counter without a
+//! string of its own), without a short list of English stop words and without
 //! the targets of Markdown links and images (`](https://…)`: a URL's pieces match every query
 //! that names its host). No stemming, by measurement: Snowball English (`rust-stemmers`) on the
 //! harness's passage row lost a question net (33 of 48 against 34) and took the ranking of a 50 kB
@@ -19,47 +20,26 @@ const STOP_WORDS: &[&str] = &[
     "where", "which", "who", "whom", "why", "will", "with", "would", "you", "your",
 ];
 
-/// The tokenizer BM25 is fed with: texts already made of [`terms`] joined by spaces
-/// ([`spaced`]), so each text is segmented once although the `bm25` crate tokenizes it twice (to
-/// fit the mean length, then to weigh its terms).
-#[derive(Debug, Clone, Copy, Default)]
-pub(super) struct Spaced;
-
-impl bm25::Tokenizer for Spaced {
-    fn tokenize(&self, input_text: &str) -> Vec<String> {
-        input_text
-            .split(' ')
-            .filter(|t| !t.is_empty())
-            .map(str::to_owned)
-            .collect()
-    }
-}
-
-/// `text`'s terms joined by spaces (a term never holds one), for [`Spaced`]: written into one
-/// string, without a string per word.
-pub(super) fn spaced(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
+/// Calls `each` with each of `text`'s terms, in order (repeats kept: BM25 counts them), without
+/// a string per term: a term that needs lower-casing is written into `scratch`.
+pub(super) fn each_term(text: &str, scratch: &mut String, mut each: impl FnMut(&str)) {
     for part in without_link_targets(text) {
         for word in part.unicode_words() {
-            let start = out.len();
-            if start > 0 {
-                out.push(' ');
-            }
-            let term_start = out.len();
-            if word
+            let term = if word
                 .bytes()
                 .any(|b| b.is_ascii_uppercase() || !b.is_ascii())
             {
-                out.extend(word.chars().flat_map(char::to_lowercase));
+                scratch.clear();
+                scratch.extend(word.chars().flat_map(char::to_lowercase));
+                scratch.as_str()
             } else {
-                out.push_str(word);
-            }
-            if is_stop_word(&out[term_start..]) {
-                out.truncate(start);
+                word
+            };
+            if !is_stop_word(term) {
+                each(term);
             }
         }
     }
-    out
 }
 
 /// [`STOP_WORDS`] as [`key`]s, in the same (sorted) order.
@@ -97,11 +77,9 @@ fn is_stop_word(term: &str) -> bool {
 
 /// `text`'s terms, in order (repeats kept: BM25 counts them).
 pub(super) fn terms(text: &str) -> Vec<String> {
-    spaced(text)
-        .split(' ')
-        .filter(|t| !t.is_empty())
-        .map(str::to_owned)
-        .collect()
+    let mut all = Vec::new();
+    each_term(text, &mut String::new(), |term| all.push(term.to_owned()));
+    all
 }
 
 /// `text` without the `(target)` of each `[label](target)`: the pieces between them.
@@ -158,14 +136,6 @@ mod tests {
             "keys sort as words"
         );
         assert!(is_stop_word("the") && !is_stop_word("then's") && !is_stop_word("thé"));
-    }
-
-    #[test]
-    fn spaced_terms_are_tokenized_back_as_they_were() {
-        use bm25::Tokenizer;
-        let text = "Zürich's trams — at 5:30, every day";
-        assert_eq!(Spaced.tokenize(&spaced(text)), terms(text));
-        assert!(Spaced.tokenize(&spaced("the of")).is_empty());
     }
 
     #[test]
