@@ -20,6 +20,7 @@ use serde_json::{json, Value};
 
 use super::redis_process::RedisProcess;
 use crate::loadgen::{self, BoxError};
+use crate::processes::Server;
 use crate::report::Row;
 use crate::{gateway_env, Bench};
 use simulator::searxng::SimulatedSearxng;
@@ -105,13 +106,7 @@ impl Bench {
         };
         let mut shared_env = env.clone();
         shared_env.push(("REDIS_URL".into(), redis.url()));
-        let mut replicas = Vec::new();
-        for i in 0..3 {
-            replicas.push(
-                self.gateway(&shared_env, &format!("gateway-crawl-{i}"))
-                    .await?,
-            );
-        }
+        let replicas = self.three(&shared_env, "gateway-crawl").await?;
         // The same job in turns, one replica then three, ROUNDS times: a crawl of the site takes
         // about a second and a half, so one run of each is within the machine's noise.
         let mut ones = Vec::new();
@@ -150,13 +145,7 @@ impl Bench {
         // site at once fleet-wide, as one replica has.
         let mut capped_env = shared_env.clone();
         capped_env.push(("CRAWL_PER_HOST_CONCURRENCY".into(), CONCURRENCY.to_string()));
-        let mut replicas = Vec::new();
-        for i in 0..3 {
-            replicas.push(
-                self.gateway(&capped_env, &format!("gateway-crawl-capped-{i}"))
-                    .await?,
-            );
-        }
+        let replicas = self.three(&capped_env, "gateway-crawl-capped").await?;
         let mut capped = Vec::new();
         for round in 0..ROUNDS {
             let (pages, took) = crawl(replicas[0].addr, &origin(2 * ROUNDS + round)).await?;
@@ -253,6 +242,15 @@ impl Bench {
             met: Some(claim <= 2 * idle),
         });
         Ok(())
+    }
+
+    /// Three gateways with `env`, logging to `<label>-<i>.log`.
+    async fn three(&self, env: &[(String, String)], label: &str) -> Result<Vec<Server>, BoxError> {
+        let mut replicas = Vec::new();
+        for i in 0..3 {
+            replicas.push(self.gateway(env, &format!("{label}-{i}")).await?);
+        }
+        Ok(replicas)
     }
 
     /// Two replicas on Redis crawl a slow copy of the site; one is killed while both hold URLs;
