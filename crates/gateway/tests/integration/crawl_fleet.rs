@@ -141,6 +141,20 @@ impl Fleet {
     }
 }
 
+/// Starts a crawl through `base`'s Firecrawl door (`path`: `/v1/crawl` or `/v2/crawl`) as `key`;
+/// its ID.
+async fn start_crawl(base: &str, path: &str, key: &str, body: Value) -> String {
+    let (status, started) = call(
+        reqwest::Method::POST,
+        &format!("{base}{path}"),
+        key,
+        Some(body),
+    )
+    .await;
+    assert_eq!(status, 200, "{started}");
+    started["id"].as_str().expect("id").to_owned()
+}
+
 async fn call(method: reqwest::Method, url: &str, key: &str, body: Option<Value>) -> (u16, Value) {
     let mut request = reqwest::Client::new().request(method, url).bearer_auth(key);
     if let Some(body) = body {
@@ -221,15 +235,13 @@ async fn a_crawl_survives_the_replica_that_took_it_and_reads_each_page_once() {
     let (mut a, a_url) = fleet.replica().await;
     let (_b, b_url) = fleet.replica().await;
 
-    let (status, started) = call(
-        reqwest::Method::POST,
-        &format!("{a_url}/v2/crawl"),
+    let id = start_crawl(
+        &a_url,
+        "/v2/crawl",
         ALICE,
-        Some(json!({"url": format!("{origin}/"), "limit": 50, "sitemap": "skip"})),
+        json!({"url": format!("{origin}/"), "limit": 50, "sitemap": "skip"}),
     )
     .await;
-    assert_eq!(status, 200, "{started}");
-    let id = started["id"].as_str().expect("id").to_owned();
 
     // Both replicas hold URLs of the job (its frontier's pending entries, per consumer).
     let frontier = format!("{PREFIX}{{j:{id}}}:frontier");
@@ -305,14 +317,13 @@ async fn a_cancel_on_one_replica_ends_the_job_for_all_and_tavily_waits_on_a_shar
     let (_a, a_url) = fleet.replica().await;
     let (_b, b_url) = fleet.replica().await;
 
-    let (_, started) = call(
-        reqwest::Method::POST,
-        &format!("{a_url}/v2/crawl"),
+    let id = start_crawl(
+        &a_url,
+        "/v2/crawl",
         ALICE,
-        Some(json!({"url": format!("{origin}/"), "limit": 50, "sitemap": "skip"})),
+        json!({"url": format!("{origin}/"), "limit": 50, "sitemap": "skip"}),
     )
     .await;
-    let id = started["id"].as_str().expect("id").to_owned();
     wait::until("the job's first page", || {
         let (a_url, id) = (a_url.clone(), id.clone());
         async move { job(&a_url, &id, ALICE).await.1["completed"].as_u64() >= Some(1) }
@@ -476,15 +487,13 @@ async fn behind_redis_sentinel_a_crawl_is_shared_by_the_replicas() {
     let fleet = Fleet::new(sentinels.url()).await;
     let (_a, a_url) = fleet.replica().await;
     let (_b, b_url) = fleet.replica().await;
-    let (status, started) = call(
-        reqwest::Method::POST,
-        &format!("{a_url}/v2/crawl"),
+    let id = start_crawl(
+        &a_url,
+        "/v2/crawl",
         ALICE,
-        Some(json!({"url": format!("{origin}/"), "limit": 50, "sitemap": "skip"})),
+        json!({"url": format!("{origin}/"), "limit": 50, "sitemap": "skip"}),
     )
     .await;
-    assert_eq!(status, 200, "{started}");
-    let id = started["id"].as_str().expect("id").to_owned();
     wait::until("the job to end", || {
         let (b_url, id) = (b_url.clone(), id.clone());
         async move { job(&b_url, &id, ALICE).await.1["status"] != "scraping" }
@@ -662,15 +671,13 @@ where
     let (_b, b_url) = fleet.replica().await;
     let (_c, c_url) = fleet.replica().await;
 
-    let (status, started) = call(
-        reqwest::Method::POST,
-        &format!("{a_url}/v2/crawl"),
+    let id = start_crawl(
+        &a_url,
+        "/v2/crawl",
         ALICE,
-        Some(json!({"url": format!("{origin}/"), "limit": 1000, "maxDiscoveryDepth": 40})),
+        json!({"url": format!("{origin}/"), "limit": 1000, "maxDiscoveryDepth": 40}),
     )
     .await;
-    assert_eq!(status, 200, "{started}");
-    let id = started["id"].as_str().expect("id").to_owned();
     let frontier = format!("{PREFIX}{{j:{id}}}:frontier");
     let mut connection = connect().await;
     for _ in 0..3000 {

@@ -38,7 +38,7 @@ use serde_json::{json, Map, Value};
 
 use crate::gateway::Gateway;
 use crate::server::kit::body::LimitedBody;
-use crate::server::kit::document::{Found, Infobox};
+use crate::server::kit::document::{Found, Hit, Infobox};
 use crate::server::kit::gate::{Admitted, Gate};
 use crate::server::kit::json_fields::{field, number_in, InvalidField};
 use crate::server::kit::refusal::{self, json_response, Door, OwnRefusal, Refusal};
@@ -212,24 +212,7 @@ impl Ask {
         if self.kind == Kind::News {
             return self.news(found);
         }
-        let organic: Vec<Value> = found
-            .hits
-            .into_iter()
-            .take(self.num)
-            .enumerate()
-            .map(|(i, hit)| {
-                let mut result = json!({
-                    "title": hit.title,
-                    "link": hit.url,
-                    "snippet": hit.content,
-                    "position": i + 1,
-                });
-                if let Some(date) = hit.published_date {
-                    result["date"] = Value::from(date);
-                }
-                result
-            })
-            .collect();
+        let organic = self.items(found.hits);
         let mut answer = json!({
             "searchParameters": self.echo,
             "organic": organic,
@@ -255,26 +238,31 @@ impl Ask {
 impl Ask {
     /// A news query's answer: Serper's `news` list.
     fn news(&self, found: Found) -> Value {
-        let news: Vec<Value> = found
-            .hits
-            .into_iter()
+        json!({"searchParameters": self.echo, "news": self.items(found.hits), "credits": 1})
+    }
+
+    /// The first `num` hits as Serper's list items: `title`, `link`, `snippet`, a news item's
+    /// `source`, `position` (from 1), and `date` when the hit has one.
+    fn items(&self, hits: Vec<Hit>) -> Vec<Value> {
+        hits.into_iter()
             .take(self.num)
             .enumerate()
             .map(|(i, hit)| {
-                let mut item = json!({
-                    "title": hit.title,
-                    "link": hit.url,
-                    "snippet": hit.content,
-                    "source": source(&hit.url),
-                    "position": i + 1,
-                });
-                if let Some(date) = hit.published_date {
-                    item["date"] = Value::from(date);
+                let mut item = Map::new();
+                let source = (self.kind == Kind::News).then(|| source(&hit.url));
+                item.insert("title".into(), Value::from(hit.title));
+                item.insert("link".into(), Value::from(hit.url));
+                item.insert("snippet".into(), Value::from(hit.content));
+                if let Some(source) = source {
+                    item.insert("source".into(), Value::from(source));
                 }
-                item
+                item.insert("position".into(), Value::from(i + 1));
+                if let Some(date) = hit.published_date {
+                    item.insert("date".into(), Value::from(date));
+                }
+                Value::Object(item)
             })
-            .collect();
-        json!({"searchParameters": self.echo, "news": news, "credits": 1})
+            .collect()
     }
 }
 
