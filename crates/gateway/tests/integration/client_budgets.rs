@@ -3,26 +3,16 @@
 //! so) while another still gets premium results; `explain` reports what the fakes saw; admin
 //! actions change what the next request does.
 
-use std::io::Write;
-
 use serde_json::Value;
 use simulator::Provider::Brave;
 
 use crate::support::gateway::Reply;
+use crate::support::keys::keys_file;
 use crate::support::stack::SimStack;
 
 const ALICE_KEY: &str = "alice-key-0123456789";
 const BOB_KEY: &str = "bob-key-0123456789";
 const ADMIN: &str = "admin-token-0123456789";
-
-fn keys_file(lines: &[(&str, &str, &str)]) -> tempfile::NamedTempFile {
-    let mut file = tempfile::NamedTempFile::new().expect("temp file");
-    for (name, key, limits) in lines {
-        let line = searxng_gateway::clients::keys_file::hash_line(name, key).expect("valid");
-        writeln!(file, "{line}{limits}").expect("write");
-    }
-    file
-}
 
 async fn search(s: &SimStack, key: &str, query: &str) -> (Reply, reqwest::header::HeaderMap) {
     let response = s

@@ -4,8 +4,6 @@
 //! and mapped onto each upstream that takes them; and how each door that reads pages says a page
 //! could not be read.
 
-use std::io::Write;
-
 use serde_json::{json, Value};
 use simulator::readers::Reader;
 use simulator::searxng::SearxngMode;
@@ -13,6 +11,7 @@ use simulator::site::Page;
 use simulator::Provider;
 
 use crate::support::gateway::{metric_value, Reply, TestGateway};
+use crate::support::keys::keys_file;
 use crate::support::reading::{corpus, ReadStack};
 use crate::support::stack::SimStack;
 
@@ -62,15 +61,6 @@ fn sent(requests: Option<Vec<(String, String)>>, name: &str) -> Option<String> {
         .into_iter()
         .find(|(k, _)| k == name)
         .map(|(_, v)| v)
-}
-
-fn keys_file(lines: &[(&str, &str, &str)]) -> tempfile::NamedTempFile {
-    let mut file = tempfile::NamedTempFile::new().expect("temp file");
-    for (name, key, limits) in lines {
-        let line = searxng_gateway::clients::keys_file::hash_line(name, key).expect("valid");
-        writeln!(file, "{line}{limits}").expect("write");
-    }
-    file
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -5,7 +5,6 @@
 //! share, `1/N` of the limit, `N` being the replicas it last saw; once Redis is back they count
 //! together again.
 
-use std::io::Write as _;
 use std::time::Instant;
 
 use simulator::Provider::Brave;
@@ -30,12 +29,9 @@ fn keys_file(limits: &str) -> tempfile::NamedTempFile {
 
 /// A keys file naming each of `clients` (name, key, limits) and the watcher.
 pub(crate) fn clients_file(clients: &[(&str, &str, &str)]) -> tempfile::NamedTempFile {
-    let mut file = tempfile::NamedTempFile::new().expect("temp file");
-    for (name, key, limits) in clients.iter().chain([&("watcher", WATCHER_KEY, "")]) {
-        let line = searxng_gateway::clients::keys_file::hash_line(name, key).expect("valid");
-        writeln!(file, "{line}{limits}").expect("write the keys file");
-    }
-    file
+    let mut lines = clients.to_vec();
+    lines.push(("watcher", WATCHER_KEY, ""));
+    crate::support::keys::keys_file(&lines)
 }
 
 /// Three replicas sharing `redis`, client `fleet` limited by `limits`, each replica having seen

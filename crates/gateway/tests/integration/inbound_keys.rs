@@ -9,22 +9,12 @@ use serde_json::{json, Value};
 use simulator::searxng::SearxngMode;
 
 use crate::support::gateway::{Reply, TestGateway};
+use crate::support::keys::keys_file;
 use crate::support::process::{command, GatewayProcess};
 use crate::support::stack::SimStack;
 
 const ALICE_KEY: &str = "alice-key-0123456789";
 const BOB_KEY: &str = "bob-key-0123456789";
-
-/// A keys file with `lines` (each `NAME:KEY[:limits]`, hashed here).
-fn keys_file(lines: &[(&str, &str, &str)]) -> tempfile::NamedTempFile {
-    let mut file = tempfile::NamedTempFile::new().expect("temp file");
-    writeln!(file, "# test clients").expect("write");
-    for (name, key, limits) in lines {
-        let line = searxng_gateway::clients::keys_file::hash_line(name, key).expect("valid");
-        writeln!(file, "{line}{limits}").expect("write");
-    }
-    file
-}
 
 async fn send(
     gateway: &TestGateway,

@@ -1,7 +1,8 @@
 //! What protects the gateway and SearXNG from their clients: load shedding of cache misses
 //! (`MAX_CONCURRENT_MISSES`, `MAX_MISS_WAIT_MS`) and the server limits (`MAX_CONNECTIONS`,
 //! `REQUEST_READ_TIMEOUT_SECONDS`, `KEEPALIVE_IDLE_SECONDS`, `MAX_URL_BYTES`, `MAX_HEADER_BYTES`,
-//! `MAX_BODY_BYTES`). Each is proven from outside: the status and JSON body a client gets, the
+//! `MAX_BODY_BYTES`), and `Connection: close` on an answer that left its request's body unread. Each
+//! is proven from outside: the status and JSON body a client gets, the
 //! connection closing, `http_rejections_total` / `requests_shed_total`, and what SearXNG saw.
 
 use serde_json::Value;
@@ -10,6 +11,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 use crate::support::gateway::{metric_value, TestGateway};
+use crate::support::keys::keys_file;
 use crate::support::stack::SimStack;
 use crate::support::wait;
 
@@ -320,4 +322,85 @@ async fn health(stream: &mut TcpStream) -> String {
         .await
         .expect("read");
     String::from_utf8_lossy(&buf[..n]).into_owned()
+}
+
+/// A refusal from the head, before the body was read (here a `POST /mcp` without its key), says
+/// `Connection: close` and the connection closes after it: hyper does not keep a connection whose
+/// body it has not read, and a client that pooled it would send its next request into the close
+/// (the MCP SDK's OAuth client did: "Server disconnected without sending a response"). An answer
+/// to a request whose body was read keeps its connection for the next request.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_refusal_that_leaves_the_body_unread_says_connection_close_and_a_read_body_keeps_it() {
+    const KEY: &str = "unread-body-key-0123456789";
+    let keys = keys_file(&[("alice", KEY, "")]);
+    let path = keys.path().to_str().expect("utf-8 path").to_owned();
+    let s = stack(&[("API_KEYS_FILE", &path), ("TEST_CLIENT_KEY", KEY)]).await;
+    let addr = s.gateway.url.trim_start_matches("http://").to_owned();
+    let call = br#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#;
+    let head = |key: &str| {
+        format!(
+            "POST /mcp HTTP/1.1\r\nHost: gw\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n{key}Content-Length: {}\r\n\r\n",
+            call.len()
+        )
+    };
+
+    // The head alone; the body is held back until the answer is in.
+    let mut refused = TcpStream::connect(&addr).await.expect("connect");
+    refused
+        .write_all(head("").as_bytes())
+        .await
+        .expect("send the head");
+    let (answer, _) = read_one_answer(&mut refused).await;
+    assert!(answer.starts_with("http/1.1 401"), "{answer}");
+    assert!(answer.contains("\r\nconnection: close"), "{answer}");
+    // Whatever comes next on it is not served.
+    let _ = refused.write_all(call).await;
+    let rest = read_until_closed(&mut refused).await;
+    assert_eq!(rest.status, 0, "nothing more was answered: {}", rest.head);
+
+    // The same request with its key and its body: read, answered, and the connection stays open.
+    let mut kept = TcpStream::connect(&addr).await.expect("connect");
+    let authorized = head(&format!("Authorization: Bearer {KEY}\r\n"));
+    kept.write_all(&[authorized.as_bytes(), call].concat())
+        .await
+        .expect("send the request");
+    let (answer, body) = read_one_answer(&mut kept).await;
+    assert!(answer.starts_with("http/1.1 200"), "{answer}\n{body}");
+    assert!(!answer.contains("connection: close"), "{answer}");
+    assert!(body.contains("web_search"), "{body}");
+    assert!(health(&mut kept).await.starts_with("HTTP/1.1 200"));
+}
+
+/// One answer (a `Content-Length` or chunked body) on a kept-alive raw connection: its head (lower-cased)
+/// and its body.
+async fn read_one_answer(stream: &mut TcpStream) -> (String, String) {
+    let mut bytes = Vec::new();
+    wait::guarded("one whole answer", async {
+        let mut chunk = [0u8; 4096];
+        loop {
+            let text = String::from_utf8_lossy(&bytes).into_owned();
+            if let Some((head, body)) = text.split_once("\r\n\r\n") {
+                let head = head.to_ascii_lowercase();
+                let whole = if head.contains("\r\ntransfer-encoding: chunked") {
+                    body.ends_with("0\r\n\r\n")
+                } else {
+                    let length = head
+                        .lines()
+                        .find_map(|line| line.strip_prefix("content-length: ")?.trim().parse().ok())
+                        .unwrap_or(0usize);
+                    body.len() >= length
+                };
+                if whole {
+                    return;
+                }
+            }
+            let n = stream.read(&mut chunk).await.expect("read the answer");
+            assert!(n > 0, "the connection closed before the whole answer");
+            bytes.extend_from_slice(&chunk[..n]);
+        }
+    })
+    .await;
+    let text = String::from_utf8_lossy(&bytes).into_owned();
+    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+    (head.to_ascii_lowercase(), body.to_owned())
 }

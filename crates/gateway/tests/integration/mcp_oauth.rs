@@ -3,8 +3,6 @@
 //! page and its key, PKCE, codes used once, tokens at `/mcp`, refresh, revocation —, the same
 //! across two replicas sharing Redis; and an external issuer's JWTs checked against its JWKS.
 
-use std::io::Write;
-
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine as _;
 use serde_json::{json, Value};
@@ -25,10 +23,7 @@ fn challenge(verifier: &str) -> String {
 }
 
 fn keys_file() -> tempfile::NamedTempFile {
-    let mut file = tempfile::NamedTempFile::new().expect("temp file");
-    let line = searxng_gateway::clients::keys_file::hash_line("person", PERSON_KEY).expect("valid");
-    writeln!(file, "{line}").expect("write");
-    file
+    crate::support::keys::keys_file(&[("person", PERSON_KEY, "")])
 }
 
 async fn keyed_stack(keys: &tempfile::NamedTempFile, extra: &[(&str, &str)]) -> SimStack {

@@ -37,10 +37,7 @@ async fn overview(gateway: &TestGateway) -> Value {
 }
 
 fn keys_file() -> tempfile::NamedTempFile {
-    let mut file = tempfile::NamedTempFile::new().expect("temp file");
-    let line = searxng_gateway::clients::keys_file::hash_line("operator", KEY).expect("a line");
-    writeln!(file, "{line}").expect("write the keys file");
-    file
+    crate::support::keys::keys_file(&[("operator", KEY, "")])
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -10,6 +10,8 @@
 //!   (both limits plus 4 KiB) never gets parsed: hyper answers that one itself, with a bare 431;
 //! - the form body (`MAX_BODY_BYTES`, 413; its read time, 408) is the `/search` handler's, the
 //!   only one that reads a body.
+//! - an answer that left its request's body unread (a refusal from the head) says
+//!   `Connection: close` ([`unread_body`]), since hyper will not keep that connection.
 //!
 //! Every rejection is counted in `http_rejections_total{reason}`: here, or from the marker an
 //! [`ApiError`] leaves on its response. Shutdown is graceful: the listener closes, idle connections
@@ -44,6 +46,7 @@ use crate::server::error::{ApiError, ApiOwn};
 use crate::server::front::Front;
 use crate::server::transport::metrics::{Rejection, ServerMetrics};
 use crate::server::transport::read_guard::ReadGuard;
+use crate::server::transport::unread_body::{self, BodyWatch, WatchedBody};
 use crate::settings::limits::ServerLimits;
 use gateway_core::runtime::Runtime;
 
@@ -300,34 +303,39 @@ impl Service<Request<Incoming>> for LimitedService {
     type Error = Infallible;
     type Future = Either<
         futures::future::Ready<Result<Response, Infallible>>,
-        CountRejection<<TowerToHyperService<Front> as Service<Request<Incoming>>>::Future>,
+        Answer<<TowerToHyperService<Front> as Service<Request<WatchedBody>>>::Future>,
     >;
 
     fn call(&self, req: Request<Incoming>) -> Self::Future {
+        let (req, body) = unread_body::watch(req);
         if let Err(error) = check_head(&req, &self.limits) {
             if let Some(reason) = error.rejection() {
                 self.metrics.count(reason);
             }
-            return Either::Left(ready(Ok(error.into_response())));
+            let mut response = error.into_response();
+            body.close_if_unread(&mut response);
+            return Either::Left(ready(Ok(response)));
         }
-        Either::Right(CountRejection {
+        Either::Right(Answer {
             answer: self.inner.call(req),
             metrics: self.metrics.clone(),
+            body,
         })
     }
 }
 
 pin_project_lite::pin_project! {
     /// The router's answer, with a rejection a handler answered counted (an [`ApiError`] marks its
-    /// response).
-    struct CountRejection<F> {
+    /// response) and `Connection: close` if it left the request's body unread.
+    struct Answer<F> {
         #[pin]
         answer: F,
         metrics: ServerMetrics,
+        body: BodyWatch,
     }
 }
 
-impl<F: Future<Output = Result<Response, Infallible>>> Future for CountRejection<F> {
+impl<F: Future<Output = Result<Response, Infallible>>> Future for Answer<F> {
     type Output = F::Output;
 
     fn poll(
@@ -335,11 +343,12 @@ impl<F: Future<Output = Result<Response, Infallible>>> Future for CountRejection
         cx: &mut std::task::Context<'_>,
     ) -> std::task::Poll<Self::Output> {
         let this = self.project();
-        let answered = std::task::ready!(this.answer.poll(cx));
-        if let Ok(response) = &answered {
+        let mut answered = std::task::ready!(this.answer.poll(cx));
+        if let Ok(response) = &mut answered {
             if let Some(reason) = response.extensions().get::<Rejection>() {
                 this.metrics.count(*reason);
             }
+            this.body.close_if_unread(response);
         }
         std::task::Poll::Ready(answered)
     }

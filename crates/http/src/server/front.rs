@@ -19,10 +19,10 @@ use axum::response::Response;
 use axum::routing::future::RouteFuture;
 use axum::Router;
 use futures::future::Either;
-use hyper::body::Incoming;
 use tower_service::Service;
 
 use crate::server::surfaces::searxng::{self, SearchStack};
+use crate::server::transport::unread_body::WatchedBody;
 
 /// The router, with `GET /search` taken before it.
 #[derive(Clone)]
@@ -37,7 +37,7 @@ impl Front {
     }
 }
 
-impl Service<Request<Incoming>> for Front {
+impl Service<Request<WatchedBody>> for Front {
     type Response = Response;
     type Error = Infallible;
     type Future =
@@ -49,7 +49,7 @@ impl Service<Request<Incoming>> for Front {
         Poll::Ready(Ok(()))
     }
 
-    fn call(&mut self, request: Request<Incoming>) -> Self::Future {
+    fn call(&mut self, request: Request<WatchedBody>) -> Self::Future {
         if request.method() == Method::GET && request.uri().path() == searxng::SEARCH_PATH {
             Either::Left(self.search.call(request.map(Body::new)))
         } else {
