@@ -36,6 +36,8 @@ struct Stack {
     listen: String,
     /// Each SearXNG instance's URL, as printed.
     searxng_urls: Vec<String>,
+    /// `XDG_STATE_HOME`, under which the script keeps its logs.
+    state: PathBuf,
 }
 
 impl Stack {
@@ -43,7 +45,11 @@ impl Stack {
     /// the URL to query.
     async fn start(instances: u32, extra: &[String], state: &Path) -> Self {
         let listen = format!("127.0.0.1:{}", unused_loopback_port());
-        let mut child = Command::new("bash")
+        // SIGINT at its default action, as in a terminal: a test run started in the background of a
+        // shell without job control inherits SIGINT ignored, and a shell cannot trap a signal
+        // ignored on entry (its Ctrl-C trap would never run).
+        let mut child = Command::new("env")
+            .args(["--default-signal=INT", "bash"])
             .arg(repo().join("scripts/stack.sh"))
             .args(["--instances", &instances.to_string(), "--listen", &listen])
             .args(["--gateway", BIN])
@@ -58,7 +64,7 @@ impl Stack {
             .stderr(Stdio::piped())
             .kill_on_drop(true)
             .spawn()
-            .expect("bash runs scripts/stack.sh");
+            .expect("env runs bash with scripts/stack.sh");
         let mut stdout = BufReader::new(child.stdout.take().expect("stdout is piped")).lines();
         let mut stderr = BufReader::new(child.stderr.take().expect("stderr is piped")).lines();
         tokio::spawn(async move {
@@ -91,6 +97,7 @@ impl Stack {
             stdout,
             listen,
             searxng_urls,
+            state: state.to_owned(),
         }
     }
 
@@ -117,9 +124,14 @@ impl Stack {
             .await
             .expect("run kill");
         assert!(sent.success());
-        let exit = wait::guarded("stack.sh to stop after SIGINT", self.child.wait())
-            .await
-            .expect("wait for stack.sh");
+        let exit = match tokio::time::timeout(wait::HANG_GUARD, self.child.wait()).await {
+            Ok(exit) => exit.expect("wait for stack.sh"),
+            Err(_) => panic!(
+                "stack.sh did not stop within {:?} after SIGINT\n{}",
+                wait::HANG_GUARD,
+                self.what_is_still_running().await
+            ),
+        };
         assert!(exit.success(), "stack.sh exits 0 after Ctrl-C: {exit}");
         assert!(
             refuses_connections(&format!("http://{}", self.listen)).await,
@@ -136,6 +148,43 @@ impl Stack {
             }
         }
         kept.expect("stack.sh says where it kept the logs when it stops")
+    }
+
+    /// What a stop that hangs leaves to read: what the script printed since the URL to query, the
+    /// processes still running, and the end of every log it keeps.
+    async fn what_is_still_running(&mut self) -> String {
+        let mut report = String::from("stack.sh printed:\n");
+        while let Ok(Ok(Some(line))) =
+            tokio::time::timeout(std::time::Duration::from_secs(1), self.stdout.next_line()).await
+        {
+            report.push_str(&format!("  {line}\n"));
+        }
+        if let Ok(ps) = Command::new("ps")
+            .args(["-eo", "pid,ppid,pgid,stat,etime,args", "--forest"])
+            .output()
+            .await
+        {
+            report.push_str("processes:\n");
+            report.push_str(&String::from_utf8_lossy(&ps.stdout));
+        }
+        let mut logs = vec![self.state.clone()];
+        while let Some(dir) = logs.pop() {
+            let Ok(entries) = std::fs::read_dir(&dir) else {
+                continue;
+            };
+            for entry in entries.flatten() {
+                let path = entry.path();
+                if path.is_dir() {
+                    logs.push(path);
+                } else if path.extension().is_some_and(|ext| ext == "log") {
+                    let text = std::fs::read_to_string(&path).unwrap_or_default();
+                    let lines: Vec<&str> = text.lines().collect();
+                    let tail = &lines[lines.len().saturating_sub(30)..];
+                    report.push_str(&format!("{}:\n  {}\n", path.display(), tail.join("\n  ")));
+                }
+            }
+        }
+        report
     }
 }
 
