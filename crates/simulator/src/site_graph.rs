@@ -2,8 +2,8 @@
 //! [`SimulatedSite`] and the traps a crawler meets on real sites.
 //!
 //! The graph: a home page linking to `sections` section pages (`/s/<k>/`), each linking to its
-//! `per_section` articles (`/s/<k>/page-<letters>`: named without digits, as a site's slugs are,
-//! so a crawler's guard against endless numbered paths leaves them alone; [`article_path`]); an
+//! `per_section` articles (`/s/<k>/page-<letters>`: named by words, as a site's slugs are;
+//! [`article_path`]); an
 //! article links to its section, the next article of its
 //! section, the same article of the next section, and itself with a session id (`?sid=…`, one
 //! page under two URLs). A page only the sitemap lists (`/hidden`). Every page is found within

@@ -2,7 +2,9 @@
 //! paths matching the include patterns and none of the exclude patterns (regular expressions, as
 //! Firecrawl's; on the path, or the whole URL by option), at most so many links away from the
 //! start, and the trap guards — fragments dropped, query strings dropped by option, session-id
-//! and calendar-like parameters always dropped, at most [`MAX_PER_PATTERN`] URLs per path shape.
+//! and calendar-like parameters always dropped, at most [`MAX_PER_PATTERN`] URLs per path shape
+//! (the path with its dates as placeholders: a calendar's endless pages are one shape, a forum's
+//! numbered topics are not).
 //!
 //! Bounded: patterns are compiled by the `regex` crate (linear time, no backtracking) with a size
 //! limit, at most [`MAX_PATTERNS`] of at most [`MAX_PATTERN_CHARS`] characters each.
@@ -16,8 +18,8 @@ use url::Url;
 pub const MAX_PATTERNS: usize = 50;
 /// The longest pattern taken.
 pub const MAX_PATTERN_CHARS: usize = 500;
-/// URLs taken at most per path shape (the path with its numbers and IDs replaced): a calendar or
-/// a listing of endless pages stops there.
+/// URLs taken at most per path shape (the path with its dates replaced, [`shape`]): a calendar's
+/// endless pages stop there.
 pub const MAX_PER_PATTERN: usize = 200;
 
 /// Query parameters that name a session or a tracking campaign, never a page: always dropped.
@@ -165,8 +167,8 @@ fn same_site(start: &Url, url: &Url, subdomains: bool) -> bool {
             .is_some_and(|rest| rest.ends_with('.'))
 }
 
-/// Counts URLs per path shape: `/events/2026/12/05` and `/events/2031/01/17` are one shape, so
-/// a calendar's endless days stop at [`MAX_PER_PATTERN`].
+/// Counts URLs per path shape ([`shape`]): `/events/2026/12/05` and `/events/2031/01/17` are one
+/// shape, so a calendar's endless days stop at [`MAX_PER_PATTERN`].
 #[derive(Debug, Default)]
 pub struct Shapes {
     seen: HashMap<String, usize>,
@@ -181,25 +183,80 @@ impl Shapes {
     }
 }
 
-/// `url`'s path shape: its host and path, each segment with a digit as `#` (what [`Shapes`]
-/// counts; a job the fleet shares counts it in Redis).
+/// `url`'s path shape: its host and path, each date-like segment as `#` — a year (`2026`), a
+/// month or a day right after one (`/2026/12/05`), a whole date (`2026-12`, `2026-12-05`,
+/// `20261205`, `2026-12-05.html`) — what a calendar's endless pages differ in. What [`Shapes`]
+/// counts; a job the fleet shares counts it in Redis.
+///
+/// Other numbers stay as they are: `/t/48213` and `/t/48214` are two topics of a forum, two
+/// products of a shop, not one trap, and a crawl of such a site is held by its page limit and its
+/// depth, not by a calendar's cap.
 pub fn shape(url: &Url) -> String {
-    let shape: String = url
-        .path_segments()
-        .map(|segments| {
-            segments
-                .map(|s| {
-                    if s.chars().any(|c| c.is_ascii_digit()) {
-                        "#"
-                    } else {
-                        s
-                    }
-                })
-                .collect::<Vec<_>>()
-                .join("/")
-        })
-        .unwrap_or_default();
-    format!("{}/{shape}", url.host_str().unwrap_or_default())
+    let host = url.host_str().unwrap_or_default();
+    let mut shape = String::with_capacity(host.len() + url.path().len() + 1);
+    shape.push_str(host);
+    let mut after_date = false;
+    for segment in url.path_segments().into_iter().flatten() {
+        shape.push('/');
+        // After a year, a month; after a month, a day (`is_day` takes both).
+        let dated = is_date(segment) || (after_date && is_day(segment));
+        shape.push_str(if dated { "#" } else { segment });
+        after_date = dated;
+    }
+    shape
+}
+
+/// A year (1900–2099), a year and month, or a whole date: digits alone (`2026`, `202612`,
+/// `20261205`) or joined by `-` or `_`, with or without a file extension after them.
+fn is_date(segment: &str) -> bool {
+    let stem = match segment.rsplit_once('.') {
+        Some((stem, ext)) if !ext.is_empty() && ext.bytes().all(|b| b.is_ascii_alphabetic()) => {
+            stem
+        }
+        _ => segment,
+    };
+    let mut parts = stem.split(['-', '_']);
+    let (Some(first), second, third, None) =
+        (parts.next(), parts.next(), parts.next(), parts.next())
+    else {
+        return false;
+    };
+    match (second, third) {
+        (None, None) => match first.len() {
+            4 => is_year(first),
+            6 => is_year(&first[..4]) && is_month(&first[4..]),
+            8 => is_year(&first[..4]) && is_month(&first[4..6]) && is_day(&first[6..]),
+            _ => false,
+        },
+        (Some(month), None) => is_year(first) && is_month(month),
+        (Some(month), Some(day)) => is_year(first) && is_month(month) && is_day(day),
+        (None, Some(_)) => false,
+    }
+}
+
+/// The number `segment` spells with one or two digits, if it is one.
+fn small_number(segment: &str) -> Option<u8> {
+    if (1..=2).contains(&segment.len()) && segment.bytes().all(|b| b.is_ascii_digit()) {
+        segment.parse().ok()
+    } else {
+        None
+    }
+}
+
+fn is_year(segment: &str) -> bool {
+    segment.len() == 4
+        && segment.bytes().all(|b| b.is_ascii_digit())
+        && segment
+            .parse::<u16>()
+            .is_ok_and(|year| (1900..=2099).contains(&year))
+}
+
+fn is_month(segment: &str) -> bool {
+    small_number(segment).is_some_and(|month| (1..=12).contains(&month))
+}
+
+fn is_day(segment: &str) -> bool {
+    small_number(segment).is_some_and(|day| (1..=31).contains(&day))
 }
 
 #[cfg(test)]
@@ -260,12 +317,75 @@ mod tests {
     fn a_calendar_stops_at_the_shape_limit() {
         let mut shapes = Shapes::default();
         let taken = (0..1000)
-            .filter(|day| {
-                shapes.admit(&Url::parse(&format!("https://a.example/events/2026/{day}")).unwrap())
+            .filter(|month| {
+                let (year, month) = (2000 + month / 12, month % 12 + 1);
+                let url = format!("https://a.example/events/{year}/{month:02}/");
+                shapes.admit(&Url::parse(&url).unwrap())
             })
             .count();
         assert_eq!(taken, MAX_PER_PATTERN);
         assert!(shapes.admit(&Url::parse("https://a.example/about").unwrap()));
+        // A calendar of whole dates in one segment, with an extension: one shape too.
+        let days = (0..400)
+            .filter(|day| {
+                let url = format!(
+                    "https://a.example/archive/20{:02}-{:02}-{:02}.html",
+                    10 + day / 336,
+                    day / 28 % 12 + 1,
+                    day % 28 + 1
+                );
+                shapes.admit(&Url::parse(&url).unwrap())
+            })
+            .count();
+        assert_eq!(days, MAX_PER_PATTERN);
+    }
+
+    #[test]
+    fn numbered_pages_that_are_not_dates_are_each_their_own_shape() {
+        let mut shapes = Shapes::default();
+        let topics = (0..1000)
+            .filter(|id| {
+                let url = format!("https://forum.example/t/{}", 48_000 + id);
+                shapes.admit(&Url::parse(&url).unwrap())
+            })
+            .count();
+        assert_eq!(topics, 1000, "a forum's topics are not a trap");
+        let products = (0..500)
+            .filter(|id| {
+                shapes.admit(&Url::parse(&format!("https://shop.example/p/sku-{id}")).unwrap())
+            })
+            .count();
+        assert_eq!(products, 500);
+    }
+
+    #[test]
+    fn a_shape_replaces_dates_and_keeps_everything_else() {
+        let shape_of = |u: &str| shape(&Url::parse(u).unwrap());
+        assert_eq!(
+            shape_of("https://a.example/events/2026/12/05/"),
+            "a.example/events/#/#/#/"
+        );
+        assert_eq!(
+            shape_of("https://a.example/blog/2026/12/a-post"),
+            "a.example/blog/#/#/a-post"
+        );
+        assert_eq!(shape_of("https://a.example/d/202612"), "a.example/d/#");
+        assert_eq!(shape_of("https://a.example/d/2026_12_05"), "a.example/d/#");
+        // Not dates: an ID, a version, a number after a word, a year out of range, a month 13.
+        assert_eq!(shape_of("https://a.example/t/48213"), "a.example/t/48213");
+        assert_eq!(
+            shape_of("https://a.example/docs/v2/page/3"),
+            "a.example/docs/v2/page/3"
+        );
+        assert_eq!(
+            shape_of("https://a.example/x/1850/12"),
+            "a.example/x/1850/12"
+        );
+        assert_eq!(
+            shape_of("https://a.example/x/2026-13"),
+            "a.example/x/2026-13"
+        );
+        assert_eq!(shape_of("https://a.example/"), "a.example/");
     }
 
     #[test]
