@@ -1,6 +1,7 @@
 //! Crawls and batch scrapes through Firecrawl's doors (issue #43): a crawl follows the site's
 //! links and sitemap in scope, honours `robots.txt` (the blocked URL listed in its errors), stops
-//! at its limit; its status pages its documents; a cancel ends it; a batch reads its list; one
+//! at its limit, holds a calendar (not a forum's numbered topics) to the trap guard; its status
+//! pages its documents; a cancel ends it; a batch reads its list; one
 //! client never sees another's job; what a crawl cannot honour is refused by name.
 
 use std::io::Write;
@@ -61,12 +62,7 @@ async fn site(vars: &[(&str, &str)]) -> ReadStack {
 }
 
 fn keys() -> tempfile::NamedTempFile {
-    let mut file = tempfile::NamedTempFile::new().expect("temp file");
-    for (name, key) in [("alice", ALICE), ("bob", BOB)] {
-        let line = searxng_gateway::clients::keys_file::hash_line(name, key).expect("valid");
-        writeln!(file, "{line}").expect("write");
-    }
-    file
+    crate::support::keys::keys_file(&[("alice", ALICE, ""), ("bob", BOB, "")])
 }
 
 async fn call(
@@ -216,6 +212,54 @@ async fn a_crawl_follows_links_and_sitemap_in_scope_and_honours_robots() {
         done["data"][0].get("links").is_none(),
         "links only when asked"
     );
+}
+
+/// The trap guard takes a path shape with its dates as placeholders: a calendar's months, linked
+/// from the home page, stop at `MAX_PER_PATTERN`; a forum's numbered topics, more of them than
+/// that, are each a shape of their own and all read.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_calendar_is_held_to_the_trap_guard_and_a_forums_numbered_topics_are_all_read() {
+    const TOPICS: usize = 250;
+    const MONTHS: usize = 300;
+    let cap = gateway_engine::crawl::scope::MAX_PER_PATTERN;
+    assert!(TOPICS.min(MONTHS) > cap, "both past the cap");
+    let stack = ReadStack::start(&[], &[]).await;
+    let site = &stack.site;
+    let origin = site.origin();
+    let month = |n: usize| format!("/events/{}/{:02}/", 2000 + n / 12, n % 12 + 1);
+    let months: Vec<String> = (0..MONTHS).map(month).collect();
+    let mut home: Vec<&str> = vec!["/forum"];
+    home.extend(months.iter().map(String::as_str));
+    site.set("/", article("Home", &home));
+    let topics: Vec<String> = (0..TOPICS).map(|i| format!("/t/{}", 48_000 + i)).collect();
+    let topic_links: Vec<&str> = topics.iter().map(String::as_str).collect();
+    site.set("/forum", article("Forum", &topic_links));
+    for (i, topic) in topics.iter().enumerate() {
+        site.set(topic, article(&format!("Topic {i}"), &["/forum"]));
+    }
+    for (i, path) in months.iter().enumerate() {
+        site.set(path, article(&format!("Month {i}"), &["/"]));
+    }
+    let g = &stack.gateway;
+    let (status, started) = call(
+        g,
+        reqwest::Method::POST,
+        "/firecrawl/v2/crawl",
+        None,
+        Some(json!({"url": format!("{origin}/"), "limit": 1000, "sitemap": "skip"})),
+    )
+    .await;
+    assert_eq!(status, 200, "{started}");
+    let done = finished(g, started["url"].as_str().expect("url"), None).await;
+    assert_eq!(done["status"], "completed", "{done}");
+    assert_eq!(
+        done["completed"],
+        2 + TOPICS + cap,
+        "home, forum, every topic and the calendar's cap"
+    );
+    assert!(topics.iter().all(|topic| site.hits(topic) == 1));
+    let months_read = months.iter().filter(|path| site.hits(path) == 1).count();
+    assert_eq!(months_read, cap, "the calendar held to the trap guard");
 }
 
 #[tokio::test(flavor = "multi_thread")]
