@@ -73,14 +73,16 @@ MODULES = {
         "settings": set(),
         # What upstream facts mean for breakers: the one policy every floor below applies.
         "breaker_signals": set(),
+        # The versioned, compressed JSON blobs kept outside the process.
+        "packed": set(),
         # The SearXNG instances, their engines and the probes of blocked ones.
         "searxng_pool": {"settings", "breaker_signals"},
         # A search's fan-out: it calls the pool's instances and the premium providers.
         "search": {"settings", "breaker_signals", "searxng_pool"},
         # Reading pages: a client's premium budget is the search's `Premium`.
-        "read": {"settings", "breaker_signals", "search"},
+        "read": {"settings", "breaker_signals", "search", "packed"},
         # Whole sites: crawls and batch scrapes read their pages as any read.
-        "crawl": {"settings", "read", "search"},
+        "crawl": {"settings", "read", "search", "packed"},
         # What replicas share through the Redis tier: a miss, the breakers, the quota windows.
         "fleet": {"search", "searxng_pool"},
         # What the operator sees.

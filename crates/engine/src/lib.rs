@@ -14,6 +14,8 @@
 //! - `fleet`: what replicas share through the Redis/Valkey tier (a miss, breakers, quotas);
 //! - [`operator`]: what the operator sees (`/status`, the traffic of the last 15 minutes);
 //! - `breaker_signals`: what upstream facts mean for breakers, for every floor;
+//! - `packed`: the versioned, compressed JSON blobs the crawls and the page cache keep outside
+//!   the process;
 //! - [`settings`]: [`EngineSettings`](settings::EngineSettings), read from the environment by the
 //!   engine itself, never the binary's whole configuration.
 //!
@@ -32,6 +34,7 @@ pub mod crawl;
 mod engine;
 mod fleet;
 pub mod operator;
+mod packed;
 pub mod read;
 pub mod search;
 mod searxng_pool;

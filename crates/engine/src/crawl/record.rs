@@ -1,8 +1,7 @@
 //! A job as bytes: its request ([`Spec`], patterns as their source), a page and a failure as
-//! versioned, zstd-compressed JSON, times as unix milliseconds — what a job the fleet shares keeps in Redis
+//! versioned, zstd-compressed JSON (`crate::packed`), times as unix milliseconds — what a job the fleet shares keeps in Redis
 //! ([`super::shared`]) and what a job of this process keeps under `STATE_DIR` ([`super::kept`]).
 
-use std::cell::RefCell;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -12,22 +11,12 @@ use url::Url;
 use super::scope;
 use super::webhook::Webhook;
 use super::{CrawlRequest, CrawlScope, CrawledPage, JobKind, JobStatus};
+use crate::packed;
 use gateway_core::request::ReadFormat;
 use gateway_upstreams::reader::Document;
 
-/// The first bytes of a page or failure blob, then its version.
+/// The first bytes of a page or failure blob (`crate::packed`), then its version.
 const MAGIC: &[u8; 4] = b"sxgc";
-/// Blobs written now: zstd-compressed JSON. A page's text is a third of its JSON or less once
-/// compressed (pages of the crawl row: 66.7 kB of Redis per page kept before), which Redis copies
-/// and keeps for `CRAWL_RESULT_TTL_SECONDS`.
-const VERSION: u8 = 2;
-/// Blobs of the first version, plain JSON: still read, a fleet being upgraded has them.
-const PLAIN: u8 = 1;
-/// zstd's fastest level but one: compresses text about 3× at a few hundred MB/s.
-const LEVEL: i32 = 1;
-/// The most bytes a blob's JSON may take once decompressed (a page is at most `FETCH_MAX_BYTES`
-/// of HTML; what is kept of it is less).
-const MAX_JSON: u64 = 256 << 20;
 /// A job's request as kept in its record: patterns as their source.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub(crate) struct Spec {
@@ -181,54 +170,14 @@ pub(crate) struct FailureBlob {
     pub(crate) at_ms: u64,
 }
 
+/// `value` as a job's blob: compressed JSON ([`crate::packed`]).
 pub(crate) fn encode<T: Serialize>(value: &T) -> Vec<u8> {
-    thread_local! {
-        /// This thread's compression context: making one allocates and clears about a megabyte.
-        static PACKER: RefCell<Option<zstd::bulk::Compressor<'static>>> =
-            RefCell::new(zstd::bulk::Compressor::new(LEVEL).ok());
-    }
-    // Serialising owned strings and documents to a vector cannot fail.
-    let json = serde_json::to_vec(value).unwrap_or_default();
-    let packed = PACKER.with(|packer| {
-        packer
-            .borrow_mut()
-            .as_mut()
-            .and_then(|packer| packer.compress(&json).ok())
-    });
-    let mut blob =
-        Vec::with_capacity(MAGIC.len() + 1 + packed.as_ref().map_or(json.len(), Vec::len));
-    blob.extend_from_slice(MAGIC);
-    match packed {
-        Some(packed) => {
-            blob.push(VERSION);
-            blob.extend_from_slice(&packed);
-        }
-        // zstd refused (it allocates): the JSON as it is.
-        None => {
-            blob.push(PLAIN);
-            blob.extend_from_slice(&json);
-        }
-    }
-    blob
+    packed::pack(MAGIC, value)
 }
 
+/// A job's blob, compressed or (written before) plain.
 pub(crate) fn decode<T: for<'de> Deserialize<'de>>(blob: &[u8]) -> Option<T> {
-    use std::io::Read as _;
-    let rest = blob.strip_prefix(MAGIC.as_slice())?;
-    let (&version, body) = rest.split_first()?;
-    match version {
-        PLAIN => serde_json::from_slice(body).ok(),
-        VERSION => {
-            let mut json = Vec::new();
-            zstd::stream::read::Decoder::with_buffer(body)
-                .ok()?
-                .take(MAX_JSON)
-                .read_to_end(&mut json)
-                .ok()?;
-            serde_json::from_slice(&json).ok()
-        }
-        _ => None,
-    }
+    packed::unpack(MAGIC, blob)
 }
 
 pub(crate) fn unix_ms(at: SystemTime) -> u64 {
@@ -315,7 +264,7 @@ mod tests {
         });
         assert_eq!(decode::<FailureBlob>(&blob).unwrap().at_ms, 5);
         let mut other = blob.clone();
-        other[4] = VERSION + 1;
+        other[4] = packed::PACKED + 1;
         assert!(decode::<FailureBlob>(&other).is_none());
     }
 
@@ -327,20 +276,12 @@ mod tests {
             error: text.clone(),
             at_ms: 5,
         });
-        assert_eq!(blob[4], VERSION);
-        assert!(
-            blob.len() < text.len() / 4,
-            "{} bytes kept for {} of text",
-            blob.len(),
-            text.len()
-        );
+        assert_eq!(blob[..4], *MAGIC);
+        assert_eq!(blob[4], packed::PACKED);
         assert_eq!(decode::<FailureBlob>(&blob).unwrap().error, text);
         let mut plain = MAGIC.to_vec();
-        plain.push(PLAIN);
+        plain.push(packed::PLAIN);
         plain.extend(br#"{"url":"http://a.test/","error":"old","at_ms":7}"#);
         assert_eq!(decode::<FailureBlob>(&plain).unwrap().at_ms, 7);
-        let mut broken = blob.clone();
-        broken.truncate(blob.len() / 2);
-        assert!(decode::<FailureBlob>(&broken).is_none());
     }
 }

@@ -3,8 +3,8 @@
 //! a Cloudflare challenge, a 429, a script shell, a PDF, a trickle, a huge body, a wrong charset —
 //! with the simulated premium readers as the fallback; when walls shut a host out (walls on
 //! several paths, or a 429 that says how long — never one page's wall); the address policy
-//! (nothing private is contacted unless allowed); the page cache; and `include_raw_content` on
-//! `/tavily/search`.
+//! (nothing private is contacted unless allowed); the page cache, and the Redis tier replicas share
+//! it through (pages kept compressed); and `include_raw_content` on `/tavily/search`.
 
 use std::collections::HashSet;
 use std::time::Duration;
@@ -13,8 +13,10 @@ use serde_json::{json, Value};
 use simulator::readers::{page_text, Reader, ReaderBehaviour};
 use simulator::site::{pdf_with_text, Page};
 
+use crate::support::external::needs;
 use crate::support::gateway::TestGateway;
 use crate::support::reading::{corpus, words, ReadStack};
+use crate::support::redis::RedisServer;
 
 /// The share of `expected`'s distinct words found in `got`.
 fn recall(got: &str, expected: &str) -> f64 {
@@ -757,4 +759,48 @@ async fn a_search_with_raw_content_reads_the_results_it_returns() {
             );
         }
     }
+}
+
+/// A page one replica read is served to another sharing its Redis, not read again; Redis keeps it
+/// compressed (`packed`: the blob is shorter than the page's text alone).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_page_one_replica_read_is_served_by_another_from_redis_kept_compressed() {
+    needs!(RedisServer);
+    let redis = RedisServer::start().await;
+    let s = ReadStack::start(&[], &[("REDIS_URL", &redis.url())]).await;
+    let other = s.replica().await;
+    let (source, _) = corpus("ars-1");
+    s.site.set("/shared", Page::html(source));
+    let url = s.site.url("/shared");
+    let body = json!({"urls": [url], "format": "text"});
+    let first = s.extract(body.clone(), "").await;
+    assert_eq!(first.status, 200, "{}", first.text);
+    let text = first.json["results"][0]["raw_content"]
+        .as_str()
+        .expect("the page's text")
+        .to_owned();
+    let second = ReadStack::extract_on(&other, body, "").await;
+    assert_eq!(second.status, 200, "{}", second.text);
+    assert_eq!(second.json["results"][0]["raw_content"], text.as_str());
+    assert_eq!(s.site.hits("/shared"), 1, "the replica read it from Redis");
+
+    let mut connection = redis.connection();
+    let keys: Vec<String> = redis::cmd("KEYS")
+        .arg("*page*")
+        .query(&mut connection)
+        .expect("KEYS");
+    let blobs: Vec<Vec<u8>> = keys
+        .iter()
+        .filter_map(|key| redis::cmd("GET").arg(key).query(&mut connection).ok())
+        .filter(|blob: &Vec<u8>| blob.starts_with(b"sxgp"))
+        .collect();
+    assert_eq!(blobs.len(), 1, "one page kept: {keys:?}");
+    assert_eq!(blobs[0][4], 2, "the compressed version");
+    // Plain JSON of the document would be longer than its text alone.
+    assert!(
+        blobs[0].len() < text.len(),
+        "{} bytes kept for {} of text",
+        blobs[0].len(),
+        text.len()
+    );
 }

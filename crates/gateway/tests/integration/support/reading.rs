@@ -23,6 +23,8 @@ pub struct ReadStack {
     /// Its results point at the site.
     pub searxng: SimulatedSearxng,
     pub gateway: TestGateway,
+    /// The gateway's environment, for a replica of it.
+    env: Vec<(String, String)>,
 }
 
 impl ReadStack {
@@ -70,7 +72,18 @@ impl ReadStack {
             readers: sims,
             searxng,
             gateway,
+            env,
         }
+    }
+
+    /// Another gateway with the same environment (with `REDIS_URL`, a replica sharing its tier).
+    pub async fn replica(&self) -> TestGateway {
+        let borrowed: Vec<(&str, &str)> = self
+            .env
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect();
+        TestGateway::start(&borrowed).await
     }
 
     /// The simulator of `kind`.
@@ -83,10 +96,14 @@ impl ReadStack {
 
     /// `POST /tavily/extract` (with a Bearer key, as tavily-python sends) of `body`, with `query`.
     pub async fn extract(&self, body: Value, query: &str) -> Reply {
-        let response = self
-            .gateway
+        Self::extract_on(&self.gateway, body, query).await
+    }
+
+    /// [`Self::extract`] on `gateway` (a replica).
+    pub async fn extract_on(gateway: &TestGateway, body: Value, query: &str) -> Reply {
+        let response = gateway
             .http
-            .post(format!("{}/tavily/extract{query}", self.gateway.url))
+            .post(format!("{}/tavily/extract{query}", gateway.url))
             .bearer_auth("any-key")
             .json(&body)
             .send()
