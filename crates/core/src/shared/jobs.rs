@@ -131,15 +131,35 @@ if tonumber(redis.call('GET', KEYS[1]) or '0') > 0 then redis.call('DECR', KEYS[
 return 1";
 
 /// KEYS: job, `{jobs}` is not here (another slot). ARGV: the final status. Writes it if the
-/// job is still running; the status after.
+/// job is still running; the status after, and 1 if this call wrote it (0: it had ended).
 const END: &str = "\
 local now = redis.call('HGET', KEYS[1], 'status')
 if not now then return false end
 if now == 'scraping' then
   redis.call('HSET', KEYS[1], 'status', ARGV[1])
-  return ARGV[1]
+  return {ARGV[1], 1}
 end
-return now";
+return {now, 0}";
+
+/// What [`SharedTier::end_job`] found: whether this call ended the job, and its status after.
+/// Only the call that wrote the end acts on it (the webhook's last event, the metrics): two
+/// replicas seeing the end at once both ask, one writes it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum JobEnd {
+    /// This call wrote the job's final status (the one it asked for).
+    Wrote(String),
+    /// The job had ended already, or is still running: its status.
+    Was(String),
+}
+
+impl JobEnd {
+    /// The job's status after the call.
+    pub fn status(&self) -> &str {
+        match self {
+            Self::Wrote(status) | Self::Was(status) => status,
+        }
+    }
+}
 
 /// A new job.
 #[derive(Debug)]
@@ -421,21 +441,27 @@ impl SharedTier {
     }
 
     /// Ends job `id` with `status` unless it has ended already, and takes it off the running
-    /// jobs; its status after (`None`: no such job, or Redis is away).
-    pub async fn end_job(&self, id: &str, status: &str) -> Option<String> {
+    /// jobs; whether this call ended it, and its status after (`None`: no such job, or Redis is
+    /// away).
+    pub async fn end_job(&self, id: &str, status: &str) -> Option<JobEnd> {
         let mut pipe = redis::pipe();
         pipe.cmd("EVAL")
             .arg(END)
             .arg(1)
             .arg(self.job_key(id, "job"))
             .arg(status);
-        let (now,): (Option<String>,) = self
+        let (ended,): (Option<(String, i64)>,) = self
             .run(Operation::JobWrite, &pipe, self.inner.timeout)
             .await?;
-        if now.as_deref() != Some("scraping") {
+        let (now, wrote) = ended?;
+        if now != "scraping" {
             self.forget_job(id).await;
         }
-        now
+        Some(if wrote == 1 {
+            JobEnd::Wrote(now)
+        } else {
+            JobEnd::Was(now)
+        })
     }
 
     /// Adds `blob` to job `id`'s errors (one that is no URL's hand-in: the reaper's), kept until

@@ -34,7 +34,8 @@ use tracing::field::Empty;
 use tracing::Instrument;
 
 pub use jobs::{
-    counter, FrontierEntry, FrontierTake, HandIn, HostLimits, HostTurn, JobCreate, NewUrl, ReadDone,
+    counter, FrontierEntry, FrontierTake, HandIn, HostLimits, HostTurn, JobCreate, JobEnd, NewUrl,
+    ReadDone,
 };
 pub use keys::Board;
 pub use metrics::{SharedLookup, SharedMetrics};

@@ -50,7 +50,7 @@ use crate::read::Reading;
 use crate::search::Premium;
 use gateway_core::request::ReadFormat;
 use gateway_core::shared::{
-    counter, FrontierEntry, FrontierTake, HandIn, HostLimits, HostTurn, JobCreate, NewUrl,
+    counter, FrontierEntry, FrontierTake, HandIn, HostLimits, HostTurn, JobCreate, JobEnd, NewUrl,
     ReadDone, SharedTier,
 };
 use gateway_upstreams::reader::site::Robots;
@@ -357,7 +357,10 @@ impl FleetJobs {
             JobStatus::Completed
         };
         match self.tier.end_job(id, final_status.as_str()).await {
-            Some(now) => {
+            // Another replica (or this one's reaper) wrote the end first: it sent the webhook's
+            // event and counted it.
+            Some(JobEnd::Was(now)) => status_of(&now),
+            Some(JobEnd::Wrote(now)) => {
                 let now = status_of(&now);
                 if now == final_status {
                     let spec =
@@ -458,12 +461,11 @@ impl FleetJobs {
     /// Cancels the job; its status after.
     pub(crate) async fn cancel(&self, id: &str, owner: &str) -> Option<JobStatus> {
         self.record(id, owner).await?;
-        let now = self.tier.end_job(id, JobStatus::Cancelled.as_str()).await?;
-        let now = status_of(&now);
-        if now == JobStatus::Cancelled {
+        let ended = self.tier.end_job(id, JobStatus::Cancelled.as_str()).await?;
+        if matches!(ended, JobEnd::Wrote(_)) {
             tracing::info!(job = %id, "crawl cancelled");
         }
-        Some(now)
+        Some(status_of(ended.status()))
     }
 
     /// The URLs the job could not read, those `robots.txt` kept it from, and every URL it took on.
