@@ -148,7 +148,7 @@ return {now, 0}";
 pub enum JobEnd {
     /// This call wrote the job's final status (the one it asked for).
     Wrote(String),
-    /// The job had ended already, or is still running: its status.
+    /// The job had ended already (another call wrote its end): its status.
     Was(String),
 }
 
