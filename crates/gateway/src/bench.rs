@@ -84,20 +84,50 @@ impl ReadDocument {
     pub fn title(&self) -> Option<&str> {
         self.0.title.as_deref()
     }
+
+    /// Who it says wrote it.
+    pub fn author(&self) -> Option<&str> {
+        self.0.author.as_deref()
+    }
+
+    /// When it says it was published.
+    pub fn published(&self) -> Option<&str> {
+        self.0.published.as_deref()
+    }
+
+    /// The language it says it is in.
+    pub fn language(&self) -> Option<&str> {
+        self.0.language.as_deref()
+    }
+
+    /// The site it says it is part of.
+    pub fn site_name(&self) -> Option<&str> {
+        self.0.site_name.as_deref()
+    }
 }
 
 /// A page's body (read from `url`, declared as `content_type`) read as Tavily's extract reads it
 /// (Markdown), `None` when the read would fail.
 pub fn read_document(body: &[u8], content_type: &str, url: &str) -> Option<ReadDocument> {
-    gateway_upstreams::reader::extract_body(
-        body,
-        Some(content_type),
-        url,
-        url,
-        gateway_core::request::ReadFormat::Markdown,
-    )
-    .ok()
-    .map(ReadDocument)
+    read_document_as(body, content_type, url, false)
+}
+
+/// A page's body read as [`read_page`] reads it — plain text (`text`) or Markdown — with the
+/// metadata the page declares.
+pub fn read_document_as(
+    body: &[u8],
+    content_type: &str,
+    url: &str,
+    text: bool,
+) -> Option<ReadDocument> {
+    let format = if text {
+        gateway_core::request::ReadFormat::Text
+    } else {
+        gateway_core::request::ReadFormat::Markdown
+    };
+    gateway_upstreams::reader::extract_body(body, Some(content_type), url, url, format)
+        .ok()
+        .map(ReadDocument)
 }
 
 /// Tavily's query-relevant chunks of a page's `content` (titled `title`), as its extract chooses

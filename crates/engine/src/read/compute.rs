@@ -173,6 +173,8 @@ fn premium_document(req: &ReadRequest, page: PremiumPage) -> Document {
         format: req.format,
         published: page.published,
         language: page.language,
+        author: None,
+        site_name: None,
         images: page.images,
         links: Vec::new(),
         content_type: content_type.to_owned(),

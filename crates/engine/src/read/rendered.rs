@@ -131,6 +131,8 @@ mod tests {
             format: ReadFormat::Text,
             published: None,
             language: None,
+            author: None,
+            site_name: None,
             images: Vec::new(),
             links: Vec::new(),
             content_type: "text/html".into(),

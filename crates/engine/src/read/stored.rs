@@ -66,6 +66,8 @@ mod tests {
                 format: ReadFormat::Text,
                 published: None,
                 language: None,
+                author: None,
+                site_name: None,
                 images: Vec::new(),
                 links: Vec::new(),
                 content_type: "text/plain".into(),

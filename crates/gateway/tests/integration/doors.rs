@@ -214,6 +214,26 @@ async fn firecrawl_scrape_gives_each_format_asked_and_firecrawls_metadata() {
     assert_eq!(metadata["url"], ars);
     assert_eq!(metadata["statusCode"], 200);
     assert!(metadata["title"].is_string());
+    // The byline and the site's name the page declares (#40 point 5).
+    assert_eq!(metadata["author"], "Dan Goodin", "{metadata}");
+    assert_eq!(metadata["ogSiteName"], "Ars Technica", "{metadata}");
+    // MCP's web_fetch gives them too, in its structured content.
+    let call = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+        "name": "web_fetch", "arguments": {"url": ars}}});
+    let mcp: Value = g
+        .http
+        .post(format!("{}/mcp", g.url))
+        .header("accept", "application/json, text/event-stream")
+        .json(&call)
+        .send()
+        .await
+        .expect("the gateway answers")
+        .json()
+        .await
+        .expect("a JSON-RPC answer");
+    let structured = &mcp["result"]["structuredContent"];
+    assert_eq!(structured["author"], "Dan Goodin", "{mcp}");
+    assert_eq!(structured["site_name"], "Ars Technica", "{mcp}");
     // What firecrawl-py's v2 client sends by default: Markdown alone.
     let default = post(
         g,

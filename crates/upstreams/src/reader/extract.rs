@@ -51,6 +51,8 @@ pub(crate) struct Extracted {
     pub(crate) content: String,
     pub(crate) published: Option<String>,
     pub(crate) language: Option<String>,
+    pub(crate) author: Option<String>,
+    pub(crate) site_name: Option<String>,
     pub(crate) images: Vec<String>,
     /// The links of the content kept (absolute http and https URLs, each once).
     pub(crate) links: Vec<String>,
@@ -267,6 +269,7 @@ fn article(html: &str, url: &Url, format: ReadFormat) -> Option<Extracted> {
     // The page's links, navigation included (a crawl follows them, Firecrawl's `links` lists
     // them): taken from the whole page before the article is cut out of it.
     let page_links = links(&readability.doc, url);
+    let page_words = super::page_types::page_words(&readability.doc);
     match readability.parse() {
         Ok(article) => {
             let mut images = Absolute::new(url, MAX_IMAGES);
@@ -280,7 +283,7 @@ fn article(html: &str, url: &Url, format: ReadFormat) -> Option<Extracted> {
                 }
             }
             let text = tidy(article.text_content.as_ref());
-            Some(Extracted {
+            let mut extracted = Extracted {
                 title: non_empty(article.title.as_ref()),
                 words: words(&text),
                 content: match format {
@@ -289,9 +292,24 @@ fn article(html: &str, url: &Url, format: ReadFormat) -> Option<Extracted> {
                 },
                 published: article.published_time.as_deref().and_then(non_empty),
                 language: article.lang.as_deref().and_then(non_empty),
+                author: article.byline.as_deref().and_then(non_empty),
+                site_name: article.site_name.as_deref().and_then(non_empty),
                 images: images.list,
                 links: page_links,
-            })
+            };
+            if super::page_types::thin(extracted.words, page_words) {
+                if let Some(second) = super::page_types::read(html, url, format) {
+                    let second_words = words(&second.text);
+                    if super::page_types::keeps_second(extracted.words, second_words) {
+                        extracted.content = match format {
+                            ReadFormat::Html => second.content,
+                            _ => tidy(&second.content),
+                        };
+                        extracted.words = second_words;
+                    }
+                }
+            }
+            Some(extracted)
         }
         Err(dom_smoothie::ReadabilityError::TooManyElements(..)) => None,
         Err(_) => Some(whole(html, url, format)),
@@ -367,6 +385,8 @@ fn whole(html: &str, url: &Url, format: ReadFormat) -> Extracted {
         content,
         published: None,
         language,
+        author: None,
+        site_name: None,
         images: Vec::new(),
         links: links(&dom, url),
     }

@@ -9,7 +9,9 @@
 //!   body cap.
 //! - [`wall`]: whether the answer is a wall (403, 429, a bot challenge, an empty script shell).
 //! - [`content`]: the media type and the character encoding.
-//! - [`extract`]: HTML → the readable article → Markdown or text; [`pdf`]: a PDF's text.
+//! - [`extract`]: HTML → the readable article → Markdown or text; [`page_types`]: forums,
+//!   products, grids and listings Readability read thin, read again by a page-type-aware
+//!   extractor; [`pdf`]: a PDF's text.
 //! - [`sandbox`]: where those parsers run — a bounded pool of worker processes, each job with the
 //!   read's deadline, each worker with a memory cap and a large stack, so nothing a page contains
 //!   can abort the gateway or outlive the request's budget.
@@ -25,6 +27,7 @@ mod content;
 mod extract;
 mod fetch;
 mod metrics;
+mod page_types;
 mod pdf;
 mod resolve;
 mod sandbox;
@@ -67,6 +70,12 @@ pub struct Document {
     pub published: Option<String>,
     /// The language it says it is in.
     pub language: Option<String>,
+    /// Who it says wrote it (its JSON-LD, its `author` meta or its byline).
+    #[serde(default)]
+    pub author: Option<String>,
+    /// The site it says it is part of (JSON-LD's publisher, `og:site_name`).
+    #[serde(default)]
+    pub site_name: Option<String>,
     /// Images of the article (absolute URLs).
     pub images: Vec<String>,
     /// The page's links, navigation included (absolute URLs, each once, at most a bound of them):
@@ -483,6 +492,8 @@ fn into_document(
         format,
         published: extracted.published,
         language: extracted.language,
+        author: extracted.author,
+        site_name: extracted.site_name,
         images: extracted.images,
         links: extracted.links,
         content_type,

@@ -675,7 +675,7 @@ async fn contents(
                     "url": done.document.final_url,
                     "title": done.document.title,
                     "publishedDate": done.document.published,
-                    "author": null,
+                    "author": done.document.author,
                 }));
                 documents.push(done.document);
                 statuses.push(json!({"id": id, "status": "success"}));

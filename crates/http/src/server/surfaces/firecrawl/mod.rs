@@ -501,12 +501,18 @@ pub(crate) fn page_metadata(as_sent: &str, page: &Document) -> Map<String, Value
     if let Some(published) = &page.published {
         metadata.insert("publishedTime".into(), Value::from(published.as_str()));
     }
+    if let Some(author) = &page.author {
+        metadata.insert("author".into(), Value::from(author.as_str()));
+    }
+    if let Some(site_name) = &page.site_name {
+        metadata.insert("ogSiteName".into(), Value::from(site_name.as_str()));
+    }
     metadata
 }
 
 /// A page read in several formats, as Firecrawl's document: `markdown`, `html`, `rawHtml`,
 /// `links` as asked, and `metadata` (`title`, `sourceURL`, `url`, `statusCode`, `language`,
-/// `publishedTime` when known). `reads` are in the order of `formats.reads()`; the first read
+/// `publishedTime`, `author`, `ogSiteName` when known). `reads` are in the order of `formats.reads()`; the first read
 /// that succeeded gives the metadata.
 pub(crate) fn document(as_sent: &str, formats: &Formats, reads: &[PageRead]) -> Map<String, Value> {
     let mut doc = Map::new();

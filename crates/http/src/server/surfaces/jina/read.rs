@@ -347,6 +347,8 @@ mod tests {
             format: ReadFormat::Markdown,
             published: Some("2026-11-30".into()),
             language: None,
+            author: None,
+            site_name: None,
             images: vec!["https://a.example/l.png".into()],
             links: vec!["https://a.example/next".into()],
             content_type: "text/html".into(),

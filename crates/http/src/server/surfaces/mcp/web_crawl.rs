@@ -314,6 +314,8 @@ mod tests {
                 format: ReadFormat::Markdown,
                 published: None,
                 language: None,
+                author: None,
+                site_name: None,
                 images: Vec::new(),
                 links: Vec::new(),
                 content_type: "text/html".into(),

@@ -185,6 +185,12 @@ pub(crate) struct WebFetchOutput {
     /// When the page says it was published.
     #[serde(skip_serializing_if = "Option::is_none")]
     published: Option<String>,
+    /// Who the page says wrote it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    author: Option<String>,
+    /// The site the page says it is part of.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    site_name: Option<String>,
     /// With `query`: the passages returned, in page order.
     #[serde(skip_serializing_if = "Option::is_none")]
     passages: Option<Vec<PagePassage>>,
@@ -317,6 +323,8 @@ impl WebFetchOutput {
             total_length,
             next_start_index: (next < total_length).then_some(next),
             published: document.published.clone(),
+            author: document.author.clone(),
+            site_name: document.site_name.clone(),
             passages: None,
             tokens: None,
             title_in_text: true,
@@ -405,6 +413,8 @@ impl WebFetchOutput {
             total_length: document.content.chars().count(),
             next_start_index: None,
             published: document.published.clone(),
+            author: document.author.clone(),
+            site_name: document.site_name.clone(),
             passages,
             tokens: Some(tokens),
             title_in_text,
@@ -468,6 +478,8 @@ mod tests {
             format: ReadFormat::Markdown,
             published: None,
             language: None,
+            author: None,
+            site_name: None,
             images: Vec::new(),
             links: Vec::new(),
             content_type: "text/html".into(),

@@ -87,6 +87,10 @@ pub(in crate::measure) struct Truth {
     pub(in crate::measure) with: Vec<String>,
     /// Boilerplate snippets it must not contain.
     pub(in crate::measure) without: Vec<String>,
+    /// The page's title, author and publication date (`YYYY-MM-DD`), empty when unknown.
+    pub(in crate::measure) title: String,
+    pub(in crate::measure) author: String,
+    pub(in crate::measure) date: String,
 }
 
 /// The split's ground truth (all of it, or every `every`-th page in name order), and where its
@@ -148,6 +152,9 @@ impl Corpus {
                 main_content: text("main_content").to_owned(),
                 with: snippets("with"),
                 without: snippets("without"),
+                title: text("title").to_owned(),
+                author: text("author").to_owned(),
+                date: text("publish_date").to_owned(),
                 id,
             });
         }

@@ -1,5 +1,5 @@
 //! The extractors the WCXB row scores, behind one call: the gateway's reader — the code a direct
-//! read runs (`searxng_gateway::bench::read_page`), plain text — and the candidates of issue #40,
+//! read runs (`searxng_gateway::bench::read_document_as`), plain text, with its metadata — and the candidates of issue #40,
 //! each with its own defaults and the page's URL, its plain-text output (`content_text`):
 //! `rs-trafilatura` (the benchmark's best published extractor; it decodes the bytes itself) and
 //! `trafilatura` (a port of go-trafilatura; given the bytes as UTF-8, which every page of the
@@ -10,6 +10,8 @@
 //! gateway's reader alone and never compile them.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
+
+use super::metadata::Declared;
 
 /// The content type every page is served and read with (every page of the split is UTF-8).
 pub(super) const CONTENT_TYPE: &str = "text/html; charset=utf-8";
@@ -58,11 +60,19 @@ impl Extractor {
         }
     }
 
-    /// The text of `html` (fetched from `url`), or why there is none.
-    pub(super) fn read(self, html: &[u8], url: &str) -> Result<String, String> {
+    /// The text of `html` (fetched from `url`), or why there is none; with the metadata the
+    /// gateway's reader took from the page (`None` from the candidates and for a page not read).
+    pub(super) fn read(self, html: &[u8], url: &str) -> (Result<String, String>, Option<Declared>) {
+        let mut declared = None;
         let text = catch_unwind(AssertUnwindSafe(|| match self {
-            Self::Gateway => searxng_gateway::bench::read_page(html, CONTENT_TYPE, url, true)
-                .ok_or_else(|| "no readable text".to_owned()),
+            Self::Gateway => {
+                searxng_gateway::bench::read_document_as(html, CONTENT_TYPE, url, true)
+                    .map(|document| {
+                        declared = Some(Declared::of(&document));
+                        document.content().to_owned()
+                    })
+                    .ok_or_else(|| "no readable text".to_owned())
+            }
             #[cfg(feature = "candidates")]
             Self::RsTrafilatura => {
                 let options = rs_trafilatura::Options {
@@ -84,10 +94,11 @@ impl Extractor {
                     .map_err(|err| err.to_string())
             }
         }))
-        .unwrap_or_else(|_| Err("panicked".to_owned()))?;
-        if text.trim().is_empty() {
-            return Err("no readable text".to_owned());
+        .unwrap_or_else(|_| Err("panicked".to_owned()));
+        match text {
+            Ok(text) if text.trim().is_empty() => (Err("no readable text".to_owned()), None),
+            Ok(text) => (Ok(text), declared),
+            Err(why) => (Err(why), None),
         }
-        Ok(text)
     }
 }

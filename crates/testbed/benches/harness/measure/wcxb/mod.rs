@@ -8,7 +8,8 @@
 //! In-process: every page ([`corpus`]) through each [`extractors::Extractor`] — the gateway's
 //! reader as a direct read runs it, and the candidates `rs-trafilatura` and `trafilatura` side by
 //! side — one after the other per page, on one thread, each read timed alone. `--smoke` takes
-//! every tenth page.
+//! every tenth page. The title, author and date the reader takes from each page are compared
+//! with the truth's ([`metadata`], #40 point 5).
 //!
 //! Through the gateway (full run only): each page served from a loopback address of its own
 //! (`127.10.x.y`, one `SimulatedSite` per page, kernel-chosen port, the page's original path), so
@@ -22,6 +23,7 @@
 
 pub(super) mod corpus;
 mod extractors;
+mod metadata;
 mod score;
 
 use std::net::SocketAddr;
@@ -37,6 +39,7 @@ use crate::report::Row;
 use crate::{ms, Bench};
 use corpus::{Corpus, PageType, Truth};
 use extractors::{Extractor, CONTENT_TYPE};
+use metadata::Agreement;
 use score::Scorecard;
 
 /// #40's targets for word F1: overall, the floor for every type, articles.
@@ -128,8 +131,9 @@ impl Run {
     }
 }
 
-/// Every page through every extractor, on this thread.
-fn read_in_process(corpus: &Corpus) -> Result<Vec<(Extractor, Run)>, BoxError> {
+/// Every page through every extractor, on this thread; the gateway's metadata against the truth.
+fn read_in_process(corpus: &Corpus) -> Result<(Vec<(Extractor, Run)>, Agreement), BoxError> {
+    let mut agreement = Agreement::default();
     let mut runs: Vec<(Extractor, Run)> = Extractor::ALL
         .iter()
         .copied()
@@ -144,12 +148,15 @@ fn read_in_process(corpus: &Corpus) -> Result<Vec<(Extractor, Run)>, BoxError> {
         let html = corpus.html(truth)?;
         for (extractor, run) in &mut runs {
             let started = Instant::now();
-            let read = extractor.read(&html, &truth.url);
+            let (read, declared) = extractor.read(&html, &truth.url);
             let took = started.elapsed();
+            if *extractor == Extractor::Gateway {
+                agreement.add(truth, declared.as_ref());
+            }
             run.add(truth, read, took);
         }
     }
-    Ok(runs)
+    Ok((runs, agreement))
 }
 
 /// Page `n`'s own loopback address (127.10.0.1, 127.10.0.2, …, 250 to a block), port 0.
@@ -179,7 +186,7 @@ impl Bench {
             String::new()
         };
         let started = Instant::now();
-        let in_process = {
+        let (in_process, agreement) = {
             let corpus = Arc::clone(&corpus);
             tokio::task::spawn_blocking(move || read_in_process(&corpus)).await??
         };
@@ -225,6 +232,13 @@ impl Bench {
                 serde_json::to_vec(&run.texts)?,
             )?;
         }
+        println!("   the reader's metadata: {}", agreement.summary());
+        self.rows.push(Row {
+            name: "k. reader on WCXB dev: metadata against the truth".into(),
+            result: agreement.summary(),
+            target: "report".into(),
+            met: None,
+        });
         self.wcxb_report(&corpus, &subset, &reader, through.as_ref(), &candidates);
         Ok(())
     }
