@@ -270,6 +270,7 @@ fn article(html: &str, url: &Url, format: ReadFormat) -> Option<Extracted> {
     // them): taken from the whole page before the article is cut out of it.
     let page_links = links(&readability.doc, url);
     let page_words = super::page_types::page_words(&readability.doc);
+    let declared = super::declared::Declared::of(&readability.doc);
     match readability.parse() {
         Ok(article) => {
             let mut images = Absolute::new(url, MAX_IMAGES);
@@ -290,10 +291,22 @@ fn article(html: &str, url: &Url, format: ReadFormat) -> Option<Extracted> {
                     ReadFormat::Html => article.content.to_string(),
                     _ => text,
                 },
-                published: article.published_time.as_deref().and_then(non_empty),
+                published: article
+                    .published_time
+                    .as_deref()
+                    .and_then(non_empty)
+                    .or(declared.published),
                 language: article.lang.as_deref().and_then(non_empty),
-                author: article.byline.as_deref().and_then(non_empty),
-                site_name: article.site_name.as_deref().and_then(non_empty),
+                author: article
+                    .byline
+                    .as_deref()
+                    .and_then(non_empty)
+                    .or(declared.author),
+                site_name: article
+                    .site_name
+                    .as_deref()
+                    .and_then(non_empty)
+                    .or(declared.site_name),
                 images: images.list,
                 links: page_links,
             };

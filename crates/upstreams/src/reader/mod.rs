@@ -11,7 +11,8 @@
 //! - [`content`]: the media type and the character encoding.
 //! - [`extract`]: HTML → the readable article → Markdown or text; [`page_types`]: forums,
 //!   products, grids and listings Readability read thin, read again by a page-type-aware
-//!   extractor; [`pdf`]: a PDF's text.
+//!   extractor; [`declared`]: the date, author and site name a page declares where Readability
+//!   does not look; [`pdf`]: a PDF's text.
 //! - [`sandbox`]: where those parsers run — a bounded pool of worker processes, each job with the
 //!   read's deadline, each worker with a memory cap and a large stack, so nothing a page contains
 //!   can abort the gateway or outlive the request's budget.
@@ -24,6 +25,7 @@
 mod address;
 pub mod browser;
 mod content;
+mod declared;
 mod extract;
 mod fetch;
 mod metrics;
