@@ -171,6 +171,56 @@ async fn firecrawl_errors_have_its_shape_and_the_statuses_its_clients_know() {
         .contains("searxng"));
 }
 
+/// An article whose markup carries handlers, script links and a script.
+fn article_with_scripts() -> String {
+    let paragraph = "The council met on Tuesday to discuss the new library, its opening hours and \
+        the reading rooms on the second floor, which will stay open late on weekdays for students.";
+    format!(
+        r#"<!DOCTYPE html><html><head><title>The new library</title></head><body>
+        <nav><a href="/">Home</a></nav><article><h1>The new library</h1>
+        <p onclick="track('p1')">{paragraph} <a href="javascript:share()" onmouseover="steal()">Share this</a></p>
+        <p>{paragraph} <a href="https://town.example/minutes">The minutes</a>.</p>
+        <p>{paragraph} <img src="/hall.jpg" onerror="steal()" alt="the hall"></p>
+        <script>steal()</script><p>{paragraph}</p></article></body></html>"#
+    )
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn what_a_page_would_run_never_reaches_its_html_or_markdown() {
+    let s = ReadStack::start(&[], &[]).await;
+    s.site.set("/library", Page::html(article_with_scripts()));
+    let page = s.site.url("/library");
+    let reply = post(
+        &s.gateway,
+        "/firecrawl/v1/scrape",
+        None,
+        json!({"url": page, "formats": ["markdown", "html"]}),
+    )
+    .await;
+    assert_eq!(reply.status, 200, "{}", reply.text);
+    let data = &reply.json["data"];
+    for format in ["markdown", "html"] {
+        let text = data[format].as_str().expect("the format asked");
+        assert!(
+            text.contains("Share this") && text.contains("reading rooms"),
+            "{format}: {text}"
+        );
+        assert!(
+            text.contains("https://town.example/minutes"),
+            "{format}: {text}"
+        );
+        for gone in [
+            "javascript:",
+            "onclick",
+            "onmouseover",
+            "onerror",
+            "steal()",
+        ] {
+            assert!(!text.contains(gone), "{format} carries {gone}: {text}");
+        }
+    }
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn firecrawl_scrape_gives_each_format_asked_and_firecrawls_metadata() {
     let s = ReadStack::start(&[], &[]).await;

@@ -112,9 +112,11 @@ pub(crate) fn html(html: &str, url: &Url, format: ReadFormat) -> Option<Extracte
     if nesting_depth(html, MAX_NESTING) > MAX_NESTING {
         return None;
     }
-    std::panic::catch_unwind(|| article(html, url, format))
+    let mut extracted = std::panic::catch_unwind(|| article(html, url, format))
         .ok()
-        .flatten()
+        .flatten()?;
+    extracted.content = super::inert::content(extracted.content, format);
+    Some(extracted)
 }
 
 /// Elements that never have content ([void elements]), and elements whose end tag a page may

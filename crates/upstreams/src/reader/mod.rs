@@ -12,7 +12,8 @@
 //! - [`extract`]: HTML → the readable article → Markdown or text; [`page_types`]: forums,
 //!   products, grids and listings Readability read thin, read again by a page-type-aware
 //!   extractor; [`declared`]: the date, author and site name a page declares where Readability
-//!   does not look; [`pdf`]: a PDF's text.
+//!   does not look; [`inert`]: what is handed out runs nothing (no `javascript:` link, no event
+//!   attribute); [`pdf`]: a PDF's text.
 //! - [`sandbox`]: where those parsers run — a bounded pool of worker processes, each job with the
 //!   read's deadline, each worker with a memory cap and a large stack, so nothing a page contains
 //!   can abort the gateway or outlive the request's budget.
@@ -28,6 +29,7 @@ mod content;
 mod declared;
 mod extract;
 mod fetch;
+mod inert;
 mod metrics;
 mod page_types;
 mod pdf;

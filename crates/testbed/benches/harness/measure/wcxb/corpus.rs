@@ -144,9 +144,11 @@ impl Corpus {
                 .unwrap_or_default();
             truths.push(Truth {
                 page_type: PageType::of(&file).map_err(|err| format!("{id}: {err}"))?,
+                // Four pages have an empty `url`: read as from a neutral address.
                 url: file
                     .get("url")
                     .and_then(Value::as_str)
+                    .filter(|url| !url.is_empty())
                     .unwrap_or("https://wcxb.example/")
                     .to_owned(),
                 main_content: text("main_content").to_owned(),
