@@ -14,7 +14,7 @@
 //!
 //! Measured on WCXB's development split (1,497 pages, word F1 as the benchmark scores; BENCHMARKS.md
 //! k. has the run): Readability alone 0.788, rs-trafilatura alone 0.847 at four times the time,
-//! this combination ≈ 0.854 with the second read on a third of the pages. Routing by
+//! this combination 0.855 with the second read on a third of the pages. Routing by
 //! rs-trafilatura's own page type instead (every page read by both) scored 0.841; the share of the
 //! page kept is the better signal and costs a walk over the parsed tree.
 //!
