@@ -84,47 +84,92 @@ impl Declared {
         declared
     }
 
-    /// Takes the first `datePublished` (with its object's author), publisher and site name.
+    /// Takes the date and author of the first article-like object (`…Article`, `…Posting`), else
+    /// of the first object with a `datePublished`; the publisher's or the `WebSite`'s name. What
+    /// a page says about other things — a product's reviews, comments, citations — is not
+    /// looked into.
     fn take_json_ld(&mut self, root: &Value) {
+        let (mut date, mut author, mut other_date, mut other_author) = (None, None, None, None);
         let mut stack = vec![(root, 0usize)];
         let mut seen = 0;
         while let Some((value, depth)) = stack.pop() {
             seen += 1;
-            if seen > MAX_VALUES || depth > MAX_DEPTH {
+            if seen > MAX_VALUES {
                 break;
+            }
+            if depth > MAX_DEPTH {
+                continue;
             }
             match value {
                 Value::Array(items) => stack.extend(items.iter().rev().map(|v| (v, depth + 1))),
                 Value::Object(object) => {
-                    if self.published.is_none() {
-                        if let Some(date) = object.get("datePublished").and_then(string) {
-                            self.published = Some(date);
-                            if self.author.is_none() {
-                                self.author = object.get("author").and_then(names);
-                            }
-                        }
+                    let (found_date, found_author) = (
+                        object.get("datePublished").and_then(string),
+                        object.get("author").and_then(names),
+                    );
+                    if article_like(object.get("@type")) {
+                        date = date.or(found_date);
+                        author = author.or(found_author);
+                    } else {
+                        other_date = other_date.or(found_date);
+                        other_author = other_author.or(found_author);
                     }
                     if self.site_name.is_none() {
-                        self.site_name = object
-                            .get("publisher")
-                            .and_then(|publisher| publisher.get("name"))
-                            .and_then(string)
-                            .or_else(|| {
-                                let website = object
-                                    .get("@type")
-                                    .and_then(Value::as_str)
-                                    .is_some_and(|kind| kind == "WebSite");
-                                website
-                                    .then(|| object.get("name").and_then(string))
-                                    .flatten()
-                            });
+                        self.site_name = site_name(object);
                     }
-                    stack.extend(object.values().rev().map(|v| (v, depth + 1)));
+                    stack.extend(
+                        object
+                            .iter()
+                            .rev()
+                            .filter(|(key, _)| !ABOUT_OTHERS.contains(&key.as_str()))
+                            .map(|(_, v)| (v, depth + 1)),
+                    );
                 }
                 _ => {}
             }
         }
+        if self.published.is_none() {
+            self.published = date.or(other_date);
+        }
+        if self.author.is_none() {
+            self.author = author.or(other_author);
+        }
     }
+}
+
+/// JSON-LD keys whose objects are about something else than the page.
+const ABOUT_OTHERS: &[&str] = &[
+    "review",
+    "reviews",
+    "comment",
+    "citation",
+    "mentions",
+    "itemReviewed",
+    "subjectOf",
+];
+
+/// Whether a JSON-LD `@type` (a string or a list) names an article or a post.
+fn article_like(kind: Option<&Value>) -> bool {
+    let like = |kind: &str| kind.ends_with("Article") || kind.ends_with("Posting");
+    match kind {
+        Some(Value::String(kind)) => like(kind),
+        Some(Value::Array(kinds)) => kinds.iter().filter_map(Value::as_str).any(like),
+        _ => false,
+    }
+}
+
+/// The publisher's name, or a `WebSite`'s own.
+fn site_name(object: &serde_json::Map<String, Value>) -> Option<String> {
+    object
+        .get("publisher")
+        .and_then(|publisher| publisher.get("name"))
+        .and_then(string)
+        .or_else(|| {
+            let website = object.get("@type").and_then(Value::as_str) == Some("WebSite");
+            website
+                .then(|| object.get("name").and_then(string))
+                .flatten()
+        })
 }
 
 /// A date from a `<meta>` `name`, `property` or `itemprop` of [`DATE_METAS`].
@@ -185,6 +230,34 @@ mod tests {
             Some("Ada Lovelace, Grace Hopper")
         );
         assert_eq!(declared.site_name.as_deref(), Some("Garden Notes"));
+    }
+
+    #[test]
+    fn an_article_wins_over_a_page_and_reviews_are_not_the_pages() {
+        // Rank Math writes the page's date on the WebPage and the author on the Article after it.
+        let graph = r#"<html><head><script type="application/ld+json">{"@graph":[
+            {"@type":"WebPage","datePublished":"2024-01-01"},
+            {"@type":["Article","BlogPosting"],"datePublished":"2024-01-02","author":{"name":"Ada"}}]}</script></head><body></body></html>"#;
+        let declared = Declared::of(&Dom::from(graph));
+        assert_eq!(declared.published.as_deref(), Some("2024-01-02"));
+        assert_eq!(declared.author.as_deref(), Some("Ada"));
+        let product = r#"<html><head><script type="application/ld+json">{"@type":"Product","name":"Lamp",
+            "review":[{"@type":"Review","datePublished":"2023-05-05","author":{"name":"A buyer"}}]}</script></head><body></body></html>"#;
+        let declared = Declared::of(&Dom::from(product));
+        assert!(
+            declared.published.is_none() && declared.author.is_none(),
+            "{declared:?}"
+        );
+        // A branch deeper than the walk goes does not end the walk: the next object is read.
+        let deep = format!(
+            r#"<script type="application/ld+json">[{}1{}, {{"@type":"NewsArticle","datePublished":"2022-02-02"}}]</script>"#,
+            "[".repeat(MAX_DEPTH + 5),
+            "]".repeat(MAX_DEPTH + 5)
+        );
+        assert_eq!(
+            Declared::of(&Dom::from(deep.as_str())).published.as_deref(),
+            Some("2022-02-02")
+        );
     }
 
     #[test]

@@ -112,11 +112,9 @@ pub(crate) fn html(html: &str, url: &Url, format: ReadFormat) -> Option<Extracte
     if nesting_depth(html, MAX_NESTING) > MAX_NESTING {
         return None;
     }
-    let mut extracted = std::panic::catch_unwind(|| article(html, url, format))
+    std::panic::catch_unwind(|| article(html, url, format))
         .ok()
-        .flatten()?;
-    extracted.content = super::inert::content(extracted.content, format);
-    Some(extracted)
+        .flatten()
 }
 
 /// Elements that never have content ([void elements]), and elements whose end tag a page may
@@ -268,10 +266,12 @@ fn article(html: &str, url: &Url, format: ReadFormat) -> Option<Extracted> {
         ..Config::default()
     };
     let mut readability = Readability::new(html, Some(url.as_str()), Some(config)).ok()?;
+    // Nothing the page would run reaches either read's output (`inert`).
+    super::inert::page(&readability.doc);
     // The page's links, navigation included (a crawl follows them, Firecrawl's `links` lists
     // them): taken from the whole page before the article is cut out of it.
     let page_links = links(&readability.doc, url);
-    let page_words = super::page_types::page_words(&readability.doc);
+    let page_words = super::second_read::page_words(&readability.doc);
     let declared = super::declared::Declared::of(&readability.doc);
     match readability.parse() {
         Ok(article) => {
@@ -312,10 +312,10 @@ fn article(html: &str, url: &Url, format: ReadFormat) -> Option<Extracted> {
                 images: images.list,
                 links: page_links,
             };
-            if super::page_types::thin(extracted.words, page_words) {
-                if let Some(second) = super::page_types::read(html, url, format) {
+            if super::second_read::thin(extracted.words, page_words) {
+                if let Some(second) = super::second_read::read(html, url, format) {
                     let second_words = words(&second.text);
-                    if super::page_types::keeps_second(extracted.words, second_words) {
+                    if super::second_read::keeps_second(extracted.words, second_words) {
                         extracted.content = match format {
                             ReadFormat::Html => second.content,
                             _ => tidy(&second.content),
@@ -327,7 +327,13 @@ fn article(html: &str, url: &Url, format: ReadFormat) -> Option<Extracted> {
             Some(extracted)
         }
         Err(dom_smoothie::ReadabilityError::TooManyElements(..)) => None,
-        Err(_) => Some(whole(html, url, format)),
+        Err(_) => {
+            let mut page = whole(html, url, format);
+            page.published = declared.published;
+            page.author = declared.author;
+            page.site_name = declared.site_name;
+            Some(page)
+        }
     }
 }
 
@@ -376,6 +382,7 @@ fn links(dom: &Dom, base: &Url) -> Vec<String> {
 /// A page without an article: its title and its body's text.
 fn whole(html: &str, url: &Url, format: ReadFormat) -> Extracted {
     let dom = Dom::from(html);
+    super::inert::page(&dom);
     let title = non_empty(dom.select("title").text().as_ref());
     let language = dom
         .select("html")
@@ -537,6 +544,37 @@ mod tests {
             text.content
         );
         assert!(!text.content.contains("]("));
+    }
+
+    #[test]
+    fn what_the_page_would_run_is_in_neither_markdown_nor_html() {
+        let para = "A paragraph of the article, long enough that Readability keeps it as content \
+            and not as chrome, with plain words about the town library and its reading rooms.";
+        let page = format!(
+            r#"<html><head><title>Library</title></head><body><article><h1>Library</h1>
+            <p>{para} <a href="javascript:void(0)"><img src="https://x.example/a.png" alt="A"></a></p>
+            <p>{para} <a href="javascript:alert(1)">a](b</a> and <a href=" java&#x09;script:x()">c</a></p>
+            <p onclick="x()">{para} <a href="https://x.example/more">more</a></p>
+            <template shadowrootmode="open"><img src=x onerror=alert(1)></template></article></body></html>"#
+        );
+        for format in [ReadFormat::Markdown, ReadFormat::Html] {
+            let read = html(&page, &url(), format).unwrap().content;
+            assert!(read.contains("reading rooms"), "{format:?}: {read}");
+            assert!(
+                read.contains("https://x.example/more"),
+                "{format:?}: {read}"
+            );
+            assert!(
+                read.contains("https://x.example/a.png"),
+                "{format:?}: {read}"
+            );
+            for gone in ["javascript", "onclick", "onerror", "alert"] {
+                assert!(
+                    !read.to_lowercase().contains(gone),
+                    "{format:?} carries {gone}: {read}"
+                );
+            }
+        }
     }
 
     #[test]

@@ -9,7 +9,7 @@
 //!   body cap.
 //! - [`wall`]: whether the answer is a wall (403, 429, a bot challenge, an empty script shell).
 //! - [`content`]: the media type and the character encoding.
-//! - [`extract`]: HTML → the readable article → Markdown or text; [`page_types`]: forums,
+//! - [`extract`]: HTML → the readable article → Markdown or text; [`second_read`]: forums,
 //!   products, grids and listings Readability read thin, read again by a page-type-aware
 //!   extractor; [`declared`]: the date, author and site name a page declares where Readability
 //!   does not look; [`inert`]: what is handed out runs nothing (no `javascript:` link, no event
@@ -31,10 +31,10 @@ mod extract;
 mod fetch;
 mod inert;
 mod metrics;
-mod page_types;
 mod pdf;
 mod resolve;
 mod sandbox;
+mod second_read;
 mod settings;
 pub mod site;
 mod wall;

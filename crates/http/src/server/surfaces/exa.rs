@@ -21,7 +21,8 @@
 //! this door does not take (`userLocation`, `moderation`, `includeText`, …).
 //!
 //! Answer: `{"requestId", "resolvedSearchType": "keyword", "results": [{"id", "url", "title",
-//! "publishedDate", "author": null, "text"?}], "searchTime", "costDollars": {"total": 0}}`; the
+//! "publishedDate", "author", "text"?}], "searchTime", "costDollars": {"total": 0}}` (`author` the page's
+//! own when it was read and names one, else `null`); the
 //! contents API adds `statuses` (`{"id", "status": "success"}`, or `"error"` with Exa's
 //! `{"tag", "httpStatusCode"}`: `CRAWL_NOT_FOUND`, `CRAWL_TIMEOUT`, `SOURCE_NOT_AVAILABLE`,
 //! `CRAWL_UNKNOWN_ERROR`) and lists only the pages read in `results`. Errors are Exa's
@@ -549,6 +550,9 @@ impl Contents {
         query: &str,
         limit: Duration,
     ) {
+        if let Some(author) = document.as_ref().and_then(|d| d.author.as_deref()) {
+            result["author"] = Value::from(author);
+        }
         if let Some(cut) = self.text {
             result["text"] = document
                 .as_ref()

@@ -60,24 +60,31 @@ pub(super) fn thin(article_words: usize, page_words: usize) -> bool {
     page_words >= MIN_PAGE_WORDS && (article_words as f64) < THIN * page_words as f64
 }
 
-/// The second read: its content in `format` and its plain text — `None` when it failed or found
-/// no text.
+/// The second read: its content in `format` (rendered from its article's markup, made inert, by
+/// the same Markdown writer as the first read's) and its plain text — `None` when it failed or
+/// found no text.
 pub(super) fn read(html: &str, url: &Url, format: ReadFormat) -> Option<SecondRead> {
+    let markup = matches!(format, ReadFormat::Markdown | ReadFormat::Html);
     let options = rs_trafilatura::Options {
         url: Some(url.as_str().to_owned()),
-        output_markdown: format == ReadFormat::Markdown,
-        // Markdown keeps the content's links, as the first read's does.
-        include_links: format == ReadFormat::Markdown,
+        // The markup keeps the content's links and images, as the first read's does.
+        include_links: markup,
+        include_images: markup,
         ..rs_trafilatura::Options::default()
     };
     let result = rs_trafilatura::extract_with_options(html, &options).ok()?;
     if result.content_text.trim().is_empty() {
         return None;
     }
-    let content = match format {
-        ReadFormat::Markdown => result.content_markdown?,
-        ReadFormat::Html => result.content_html?,
-        ReadFormat::Text | ReadFormat::RawHtml => result.content_text.clone(),
+    let content = if markup {
+        let article = super::inert::fragment(&result.content_html?);
+        let root = article.html_root();
+        match format {
+            ReadFormat::Markdown => root.md(None).to_string(),
+            _ => root.inner_html().to_string(),
+        }
+    } else {
+        result.content_text.clone()
     };
     Some(SecondRead {
         content,
