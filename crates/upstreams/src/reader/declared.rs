@@ -51,7 +51,7 @@ pub(super) struct Declared {
 impl Declared {
     /// Reads `dom`.
     pub(super) fn of(dom: &Dom) -> Self {
-        let mut declared = Self::default();
+        let mut found = JsonLd::default();
         for script in dom
             .select(r#"script[type="application/ld+json" i]"#)
             .iter()
@@ -62,9 +62,14 @@ impl Declared {
                 continue;
             }
             if let Ok(value) = serde_json::from_str::<Value>(text.trim()) {
-                declared.take_json_ld(&value);
+                found.take(&value);
             }
         }
+        let mut declared = Self {
+            published: found.article_date.or(found.other_date),
+            author: found.article_author.or(found.other_author),
+            site_name: found.site_name,
+        };
         if declared.published.is_none() {
             declared.published = meta_date(dom);
         }
@@ -83,13 +88,25 @@ impl Declared {
         }
         declared
     }
+}
 
-    /// Takes the date and author of the first article-like object (`…Article`, `…Posting`), else
-    /// of the first object with a `datePublished`; the publisher's or the `WebSite`'s name. What
-    /// a page says about other things — a product's reviews, comments, citations — is not
-    /// looked into.
-    fn take_json_ld(&mut self, root: &Value) {
-        let (mut date, mut author, mut other_date, mut other_author) = (None, None, None, None);
+/// What a page's JSON-LD scripts say, over all of them: an article-like object's date and author
+/// win over any other object's, whichever script comes first.
+#[derive(Default)]
+struct JsonLd {
+    article_date: Option<String>,
+    article_author: Option<String>,
+    other_date: Option<String>,
+    other_author: Option<String>,
+    site_name: Option<String>,
+}
+
+impl JsonLd {
+    /// Takes from one script the date and author of the first article-like object (`…Article`,
+    /// `…Posting`) and of the first other object with them, and the publisher's or the
+    /// `WebSite`'s name. What a page says about other things — a product's reviews, comments,
+    /// citations — is not looked into.
+    fn take(&mut self, root: &Value) {
         let mut stack = vec![(root, 0usize)];
         let mut seen = 0;
         while let Some((value, depth)) = stack.pop() {
@@ -103,16 +120,16 @@ impl Declared {
             match value {
                 Value::Array(items) => stack.extend(items.iter().rev().map(|v| (v, depth + 1))),
                 Value::Object(object) => {
-                    let (found_date, found_author) = (
+                    let (date, author) = (
                         object.get("datePublished").and_then(string),
                         object.get("author").and_then(names),
                     );
                     if article_like(object.get("@type")) {
-                        date = date.or(found_date);
-                        author = author.or(found_author);
+                        self.article_date = self.article_date.take().or(date);
+                        self.article_author = self.article_author.take().or(author);
                     } else {
-                        other_date = other_date.or(found_date);
-                        other_author = other_author.or(found_author);
+                        self.other_date = self.other_date.take().or(date);
+                        self.other_author = self.other_author.take().or(author);
                     }
                     if self.site_name.is_none() {
                         self.site_name = site_name(object);
@@ -127,12 +144,6 @@ impl Declared {
                 }
                 _ => {}
             }
-        }
-        if self.published.is_none() {
-            self.published = date.or(other_date);
-        }
-        if self.author.is_none() {
-            self.author = author.or(other_author);
         }
     }
 }
@@ -241,6 +252,12 @@ mod tests {
         let declared = Declared::of(&Dom::from(graph));
         assert_eq!(declared.published.as_deref(), Some("2024-01-02"));
         assert_eq!(declared.author.as_deref(), Some("Ada"));
+        // The same across two scripts: the article's date, though the page's script comes first.
+        let two = r#"<html><head><script type="application/ld+json">{"@type":"WebPage","datePublished":"2020-01-01"}</script>
+            <script type="application/ld+json">{"@type":"NewsArticle","datePublished":"2024-05-05","author":"Grace"}</script></head><body></body></html>"#;
+        let declared = Declared::of(&Dom::from(two));
+        assert_eq!(declared.published.as_deref(), Some("2024-05-05"));
+        assert_eq!(declared.author.as_deref(), Some("Grace"));
         let product = r#"<html><head><script type="application/ld+json">{"@type":"Product","name":"Lamp",
             "review":[{"@type":"Review","datePublished":"2023-05-05","author":{"name":"A buyer"}}]}</script></head><body></body></html>"#;
         let declared = Declared::of(&Dom::from(product));

@@ -555,6 +555,8 @@ mod tests {
             <p>{para} <a href="javascript:void(0)"><img src="https://x.example/a.png" alt="A"></a></p>
             <p>{para} <a href="javascript:alert(1)">a](b</a> and <a href=" java&#x09;script:x()">c</a></p>
             <p onclick="x()">{para} <a href="https://x.example/more">more</a></p>
+            <p>{para} <img data-src="javascript:alert(2)" alt="lazy"> <img class="lazy" data-original="javascript:alert(3)//.png"></p>
+            <figure data-x="data:text/html,x.png"></figure><meta http-equiv="refresh" content="0;url=https://x.example/away">
             <template shadowrootmode="open"><img src=x onerror=alert(1)></template></article></body></html>"#
         );
         for format in [ReadFormat::Markdown, ReadFormat::Html] {

@@ -7,15 +7,18 @@
 //! be a way past a text scan):
 //!
 //! - [`page`], on the whole page before the first read: every `on…` event attribute and `srcdoc`
-//!   goes; a URL attribute (`href`, `src`, `srcset`, `action`, `formaction`, `poster`, …) holding
-//!   a `javascript:`, `vbscript:` or `data:` URL goes (a lazy image's `data:` placeholder too:
-//!   Readability then takes its `data-src`, the real image), and `<template>` (its content is out of the tree's reach and written back verbatim),
+//!   goes; any attribute whose value is a `javascript:`, `vbscript:` or `data:` URL (or a
+//!   `srcset`-like list holding one) goes, whatever its name — `href`, `src`, `action`, and the
+//!   `data-src`/`data-original` a lazy image keeps, which Readability and the Markdown writer
+//!   promote to its `src` —, and `<template>` (its content is out of the tree's reach and written back verbatim),
 //!   `<object>`, `<embed>` and SVG's animation elements (`<set>`, `<animate…>`, which can write a
 //!   `javascript:` URL into a link) go. A link without its target is its text: the Markdown of
 //!   `<a href="javascript:…">Share</a>` is `Share`.
 //! - [`fragment`], on an article's markup from the second read: the same, and `<script>`,
-//!   `<style>`, `<base>`, `<meta>` and `<link>` too (the first read's article never has them:
-//!   Readability drops them, and the page keeps them until then for its metadata).
+//!   `<style>`, `<base>`, `<meta>`, `<link>` and `<noscript>` too (the page keeps its scripts and
+//!   metas until the first read has taken its metadata; Readability drops scripts, styles and
+//!   links from its article, and [`page`] takes the acting `<meta http-equiv>` and a body's
+//!   `<base>`).
 //!
 //! Embedded videos (`<iframe src="https://…">`) stay, as the article shows them. Readability kept
 //! a page's `onclick` handlers and `javascript:` links in the article (29 of WCXB's first 400
@@ -34,36 +37,29 @@ const PAGE_ELEMENTS: &str =
      animatemotion, animatetransform";
 
 /// Elements removed from an article's markup as well.
-const FRAGMENT_ELEMENTS: &str = "script, style, base, meta, link";
-
-/// Attributes that hold a URL (`xlink:href` is `href` to the parser).
-const URL_ATTRIBUTES: &[&str] = &[
-    "href",
-    "src",
-    "action",
-    "formaction",
-    "poster",
-    "background",
-    "data",
-    "cite",
-];
+const FRAGMENT_ELEMENTS: &str = "script, style, base, meta, link, noscript";
 
 /// Whether `url` uses an active scheme, compared as a browser reads it: without the whitespace
-/// and control characters it skips, in any case.
+/// and control characters it skips, in any case (no allocation: attributes are many).
 fn active(url: &str) -> bool {
-    let mut scheme = String::with_capacity(12);
+    let mut scheme = [0u8; 12];
+    let mut len = 0;
     for c in url.chars() {
         if c.is_whitespace() || c.is_control() {
             continue;
         }
-        scheme.extend(c.to_lowercase());
-        if c == ':' || scheme.len() >= 12 {
+        if !c.is_ascii() || len == scheme.len() {
+            break;
+        }
+        scheme[len] = c.to_ascii_lowercase() as u8;
+        len += 1;
+        if c == ':' {
             break;
         }
     }
     ACTIVE_SCHEMES
         .iter()
-        .any(|active| scheme.starts_with(active))
+        .any(|active| scheme[..len].starts_with(active.as_bytes()))
 }
 
 /// Whether a `srcset` has an active candidate.
@@ -85,17 +81,21 @@ pub(super) fn fragment(html: &str) -> Dom {
     dom
 }
 
-/// Drops event attributes, `srcdoc` and active URLs from every element of `dom`.
+/// Drops event attributes, `srcdoc`, and every attribute whose value is an active URL or a list
+/// holding one, whatever its name: Readability copies a lazy image's `data-src`, `data-original` or
+/// any attribute that looks like an image path into `src`, and the Markdown writer prints a
+/// `data-src` when an image has no `src`. Only `alt` and `title` (text, never followed) are kept
+/// as they are.
 fn attributes(dom: &Dom) {
     for element in dom.select("*").nodes() {
         for attribute in element.attrs() {
             let local: &str = &attribute.name.local;
             let lower = local.to_ascii_lowercase();
-            let url = URL_ATTRIBUTES.contains(&lower.as_str());
+            let value: &str = &attribute.value;
+            let text = matches!(lower.as_str(), "alt" | "title");
             let drop = lower.starts_with("on")
                 || lower == "srcdoc"
-                || (url && active(&attribute.value))
-                || (lower == "srcset" && active_srcset(&attribute.value));
+                || (!text && value.contains(':') && (active(value) || active_srcset(value)));
             if drop {
                 element.remove_attr(local);
             }
@@ -115,7 +115,9 @@ mod tests {
             <img src=" java&#x09;script:alert(1)" alt="a"><img src="/ok.png" srcset="data:image/png;base64,AA 2x" alt="b">
             <form action="javascript:go()"><button formaction="vbscript:x">b</button></form>
             <template shadowrootmode="open"><img src=x onerror=alert(1)></template>
-            <svg><a href="/s"><set attributeName="href" to="javascript:alert(1)"/><text>svg link</text></a></svg>"#;
+            <svg><a href="/s"><set attributeName="href" to="javascript:alert(1)"/><text>svg link</text></a></svg>
+            <img data-src="javascript:alert(1)" data-original="javascript:alert(2)//.png" alt="lazy">
+            <figure data-x="data:text/html,x.png"></figure><meta http-equiv="refresh" content="0;url=javascript:x">"#;
         let out = fragment(article).html_root().inner_html().to_string();
         assert!(out.starts_with("<p>Text"), "the fragment as it was: {out}");
         for gone in [
