@@ -60,14 +60,7 @@ pub fn miss_answer(
 /// as a direct read takes it: its text as Markdown (`text = false`) or plain text, `None` when the
 /// read would fail.
 pub fn read_page(body: &[u8], content_type: &str, url: &str, text: bool) -> Option<String> {
-    let format = if text {
-        gateway_core::request::ReadFormat::Text
-    } else {
-        gateway_core::request::ReadFormat::Markdown
-    };
-    gateway_upstreams::reader::extract_body(body, Some(content_type), url, url, format)
-        .ok()
-        .map(|document| document.content)
+    read_document_as(body, content_type, url, text).map(|document| document.0.content)
 }
 
 /// A page as the reader read it, in Markdown (Tavily's extract's default format): what a query's

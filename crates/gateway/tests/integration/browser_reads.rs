@@ -223,35 +223,24 @@ async fn jinas_browser_engine_renders_the_page_first() {
     );
 }
 
-/// MCP's `web_fetch` with `arguments`: the JSON-RPC answer.
-async fn web_fetch(s: &ReadStack, arguments: Value) -> Value {
-    let call = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
-        "name": "web_fetch", "arguments": arguments}});
-    s.gateway
-        .http
-        .post(format!("{}/mcp", s.gateway.url))
-        .header("accept", "application/json, text/event-stream")
-        .json(&call)
-        .send()
-        .await
-        .expect("the gateway answers")
-        .json()
-        .await
-        .expect("a JSON-RPC answer")
-}
-
 #[tokio::test(flavor = "multi_thread")]
 async fn mcps_render_never_keeps_the_browser_out_and_always_needs_one() {
     needs!(HeadlessChromium);
     let s = ReadStack::start(&[], &[("BROWSER", "auto")]).await;
     serve_app(&s);
-    let never = web_fetch(&s, json!({"url": s.site.url("/app"), "render": "never"})).await;
+    let never = s
+        .gateway
+        .web_fetch(json!({"url": s.site.url("/app"), "render": "never"}))
+        .await;
     assert!(
         !never.to_string().contains("cheapest climate measures"),
         "{never}"
     );
     assert_eq!(s.site.hits("/data.json"), 0, "the app's script never ran");
-    let auto = web_fetch(&s, json!({"url": s.site.url("/app"), "render": "auto"})).await;
+    let auto = s
+        .gateway
+        .web_fetch(json!({"url": s.site.url("/app"), "render": "auto"}))
+        .await;
     assert!(
         auto["result"]["structuredContent"]["content"]
             .as_str()
@@ -260,11 +249,10 @@ async fn mcps_render_never_keeps_the_browser_out_and_always_needs_one() {
         "{auto}"
     );
     let off = ReadStack::start(&[], &[("BROWSER", "off")]).await;
-    let always = web_fetch(
-        &off,
-        json!({"url": off.site.url("/app"), "render": "always"}),
-    )
-    .await;
+    let always = off
+        .gateway
+        .web_fetch(json!({"url": off.site.url("/app"), "render": "always"}))
+        .await;
     assert_eq!(always["result"]["isError"], true, "{always}");
     assert!(always.to_string().contains("render: always"), "{always}");
 }

@@ -268,19 +268,7 @@ async fn firecrawl_scrape_gives_each_format_asked_and_firecrawls_metadata() {
     assert_eq!(metadata["author"], "Dan Goodin", "{metadata}");
     assert_eq!(metadata["ogSiteName"], "Ars Technica", "{metadata}");
     // MCP's web_fetch gives them too, in its structured content.
-    let call = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
-        "name": "web_fetch", "arguments": {"url": ars}}});
-    let mcp: Value = g
-        .http
-        .post(format!("{}/mcp", g.url))
-        .header("accept", "application/json, text/event-stream")
-        .json(&call)
-        .send()
-        .await
-        .expect("the gateway answers")
-        .json()
-        .await
-        .expect("a JSON-RPC answer");
+    let mcp = g.web_fetch(json!({"url": ars})).await;
     let structured = &mcp["result"]["structuredContent"];
     assert_eq!(structured["author"], "Dan Goodin", "{mcp}");
     assert_eq!(structured["site_name"], "Ars Technica", "{mcp}");
@@ -359,17 +347,7 @@ async fn a_page_larger_than_the_gateway_reads_is_said_in_a_sentence_with_its_cod
         assert_eq!(firecrawl.json["error"], said, "{path}");
     }
 
-    let call = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
-        "name": "web_fetch", "arguments": {"url": huge}}});
-    let mcp = g
-        .http
-        .post(format!("{}/mcp", g.url))
-        .header("accept", "application/json, text/event-stream")
-        .json(&call)
-        .send()
-        .await
-        .expect("the gateway answers");
-    let answer: Value = mcp.json().await.expect("a JSON-RPC answer");
+    let answer = g.web_fetch(json!({"url": huge})).await;
     assert_eq!(answer["result"]["isError"], true, "{answer}");
     assert_eq!(
         answer["result"]["content"][0]["text"],

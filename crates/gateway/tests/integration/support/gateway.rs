@@ -128,6 +128,22 @@ impl TestGateway {
         })
     }
 
+    /// MCP's `web_fetch` with `arguments`, as one JSON-RPC call to `/mcp`: the JSON-RPC answer.
+    pub async fn web_fetch(&self, arguments: Value) -> Value {
+        let call = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+            "name": "web_fetch", "arguments": arguments}});
+        self.http
+            .post(format!("{}/mcp", self.url))
+            .header("accept", "application/json, text/event-stream")
+            .json(&call)
+            .send()
+            .await
+            .expect("the gateway answers")
+            .json()
+            .await
+            .expect("a JSON-RPC answer")
+    }
+
     /// `GET` any path.
     pub async fn get(&self, path: &str) -> Reply {
         let response = self
