@@ -31,7 +31,7 @@ pub use served::{SearchError, Served};
 use crate::fleet::Fleet;
 use crate::operator::traffic;
 use crate::read::passages::rerank::Reranking;
-use crate::read::passages::{Fallback, PageText, PassageSelector, Ranked};
+use crate::read::passages::{self, Fallback, PageText, Passage, PassageSelector, Ranked, Splits};
 use crate::read::{PageRead, ReadRequest, ReadSettings, Reading};
 use crate::search::admission::LoadAdmission;
 use crate::search::answer::FanOutResult;
@@ -77,6 +77,8 @@ struct Inner {
     crawls: crate::crawl::Crawls,
     /// The passage reranker (`RERANK_URL`); `None`: passages are ranked lexically only.
     reranking: Option<Reranking>,
+    /// Read pages' splits into passages, kept while the pages are.
+    splits: Splits,
 }
 
 /// What a cached answer weighs: its JSON's bytes (a shed verdict is never cached).
@@ -276,6 +278,7 @@ impl Engine {
                 traffic: ring,
                 crawls,
                 reranking,
+                splits: Splits::default(),
             }),
         })
     }
@@ -367,10 +370,21 @@ impl Engine {
     ) -> Ranked {
         let selector = self.passages();
         let asked = query.clone();
+        let splits = self.inner.splits.clone();
         let ranked = tokio::task::spawn_blocking(move || {
-            let pages: Vec<(&str, Option<&str>)> =
-                pages.iter().map(|p| (p.text(), p.title())).collect();
-            selector.rank(&pages, &asked, max_chars)
+            let split: Vec<Arc<[Passage]>> = pages
+                .iter()
+                .map(|page| match page.document() {
+                    Some(document) => splits.of(document, max_chars),
+                    None => passages::split(page.text(), max_chars).into(),
+                })
+                .collect();
+            let pages: Vec<(&[Passage], Option<&str>)> = split
+                .iter()
+                .zip(&pages)
+                .map(|(split, page)| (&split[..], page.title()))
+                .collect();
+            selector.rank_split(&pages, &asked)
         })
         .await;
         let Ok(mut ranked) = ranked else {

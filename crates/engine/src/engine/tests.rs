@@ -179,3 +179,62 @@ async fn the_rerankers_breaker_is_on_status_the_admin_switch_and_the_state_file(
     ));
     assert_eq!((skipped.breakers, skipped.skipped), (0, 1));
 }
+
+/// A read page is split once (#41 point 4): a second query on the same document — the page cache
+/// hands out the same one — is ranked from the kept split, and gives what a fresh split gives.
+#[tokio::test]
+async fn a_pages_split_is_kept_with_it_for_the_next_query() {
+    use gateway_core::request::ReadFormat;
+    use gateway_upstreams::reader::Document;
+
+    let gw = gateway(&[]);
+    let mut content = String::from("# Guide\n\n");
+    for topic in ["harbours", "beaches", "lighthouses", "ferries"] {
+        content.push_str(&format!("## {topic}\n\nA paragraph about the {topic}.\n\n"));
+    }
+    let document = Arc::new(Document {
+        url: "https://example.com/".into(),
+        final_url: "https://example.com/".into(),
+        title: Some("Coast".into()),
+        content,
+        format: ReadFormat::Markdown,
+        published: None,
+        language: None,
+        author: None,
+        site_name: None,
+        images: Vec::new(),
+        links: Vec::new(),
+        content_type: "text/html".into(),
+        bytes_read: 0,
+    });
+    let selection = passages::Selection {
+        max_chars: 500,
+        max_passages: Some(1),
+        budget: None,
+        order: passages::PassageOrder::Page,
+        relevant_only: true,
+        merge: passages::Merge::Adjacent,
+    };
+    let limit = Duration::from_secs(5);
+    let mut answers = Vec::new();
+    for query in ["lighthouses", "ferries", "lighthouses"] {
+        let ranked = gw
+            .rank_passages(vec![Arc::clone(&document)], query.into(), 500, limit)
+            .await;
+        answers.push(ranked.choose(&selection));
+    }
+    assert_eq!(gw.inner.splits.made(), 1, "one split for three queries");
+    assert!(answers[0][0].text.contains("lighthouses"));
+    assert!(answers[1][0].text.contains("ferries"));
+    assert_eq!(answers[0], answers[2]);
+    assert_eq!(
+        answers[0],
+        gw.passages().select(&document, "lighthouses", &selection),
+        "the kept split ranks as a fresh one"
+    );
+    // Another length is another split.
+    let _ = gw
+        .rank_passages(vec![Arc::clone(&document)], "ferries".into(), 100, limit)
+        .await;
+    assert_eq!(gw.inner.splits.made(), 2);
+}

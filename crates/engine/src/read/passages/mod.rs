@@ -31,9 +31,12 @@
 //! (lexical on the blocking pool, then the reranker within its timeout and breaker, the lexical
 //! order as the fallback) and chooses from the [`Ranked`] passages as often as it needs.
 //!
-//! Not yet (#41): the split cached with the page. Stemming was measured and left out ([`terms`]).
+//! A read page's split is kept with it ([`memo`]): the cache holds the document, and a query
+//! on it after the first is ranked from the kept passages. Stemming was measured and left out
+//! ([`terms`]).
 
 mod budget;
+mod memo;
 mod rank;
 pub(crate) mod rerank;
 mod select;
@@ -41,6 +44,7 @@ mod split;
 mod terms;
 
 pub use budget::{TokenBudget, TokenCounter};
+pub(crate) use memo::Splits;
 pub use rerank::{Fallback, RankedBy, CANDIDATES};
 pub use select::{Chosen, Merge, PassageOrder, Selection};
 pub use split::{split, Passage};
@@ -59,6 +63,10 @@ pub trait PageText: Send + 'static {
     fn text(&self) -> &str;
     /// Its title, when it has one.
     fn title(&self) -> Option<&str>;
+    /// The read document it is, when it is one: its split is kept with it ([`Splits`]).
+    fn document(&self) -> Option<&Arc<Document>> {
+        None
+    }
 }
 
 impl PageText for Arc<Document> {
@@ -68,6 +76,10 @@ impl PageText for Arc<Document> {
 
     fn title(&self) -> Option<&str> {
         self.title.as_deref()
+    }
+
+    fn document(&self) -> Option<&Arc<Document>> {
+        Some(self)
     }
 }
 
@@ -122,8 +134,22 @@ impl PassageSelector {
     /// [`Ranked::choose`] takes, as often as a door asks. CPU work for long pages: a door runs it
     /// on the blocking pool ([`crate::engine::Engine::rank_passages`] does, and reranks).
     pub fn rank(&self, pages: &[(&str, Option<&str>)], query: &str, max_chars: usize) -> Ranked {
-        let (passages, page_of, first_of_page, scores) =
-            select::split_and_score(pages, query, max_chars);
+        let splits: Vec<Vec<Passage>> = pages
+            .iter()
+            .map(|(text, _)| split(text, max_chars))
+            .collect();
+        let split_pages: Vec<(&[Passage], Option<&str>)> = splits
+            .iter()
+            .zip(pages)
+            .map(|(split, (_, title))| (split.as_slice(), *title))
+            .collect();
+        self.rank_split(&split_pages, query)
+    }
+
+    /// [`Self::rank`] over pages already split (each its passages and title): a cached page's
+    /// kept split ([`Splits`]).
+    pub(crate) fn rank_split(&self, pages: &[(&[Passage], Option<&str>)], query: &str) -> Ranked {
+        let (passages, page_of, first_of_page, scores) = select::score_split(pages, query);
         Ranked {
             passages,
             page_of,

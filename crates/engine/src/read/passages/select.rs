@@ -151,22 +151,19 @@ pub(super) fn select(
         .collect()
 }
 
-/// The passages of several pages (each its content and title), split to at most `max_chars`
-/// each, scored for `query` as one corpus: each passage with the index of its page, and where
-/// each page's passages start.
-pub(super) fn split_and_score(
-    pages: &[(&str, Option<&str>)],
+/// The passages of several pages (each its passages and title), scored for `query` as one
+/// corpus: each passage with the index of its page, and where each page's passages start.
+pub(super) fn score_split(
+    pages: &[(&[Passage], Option<&str>)],
     query: &str,
-    max_chars: usize,
 ) -> (Vec<Passage>, Vec<usize>, Vec<usize>, Vec<f32>) {
-    let mut passages = Vec::new();
-    let mut page_of = Vec::new();
+    let mut passages = Vec::with_capacity(pages.iter().map(|(split, _)| split.len()).sum());
+    let mut page_of = Vec::with_capacity(passages.capacity());
     let mut first_of_page = Vec::with_capacity(pages.len());
-    for (page, (content, _)) in pages.iter().enumerate() {
+    for (page, (split, _)) in pages.iter().enumerate() {
         first_of_page.push(passages.len());
-        let split = split(content, max_chars);
         page_of.extend(std::iter::repeat_n(page, split.len()));
-        passages.extend(split);
+        passages.extend_from_slice(split);
     }
     let scores = rank::scores_titled(&passages, |i| pages[page_of[i]].1, query);
     (passages, page_of, first_of_page, scores)
@@ -182,8 +179,16 @@ pub(super) fn select_across(
     selection: &Selection,
     counter: TokenCounter,
 ) -> Vec<(usize, Chosen)> {
-    let (passages, page_of, first_of_page, scores) =
-        split_and_score(pages, query, selection.max_chars);
+    let splits: Vec<Vec<Passage>> = pages
+        .iter()
+        .map(|(content, _)| split(content, selection.max_chars))
+        .collect();
+    let split_pages: Vec<(&[Passage], Option<&str>)> = splits
+        .iter()
+        .zip(pages)
+        .map(|(split, (_, title))| (split.as_slice(), *title))
+        .collect();
+    let (passages, page_of, first_of_page, scores) = score_split(&split_pages, query);
     let ranking = Ranking::lexical(scores);
     within_pages(
         choose(&passages, &ranking, &page_of, selection, counter),

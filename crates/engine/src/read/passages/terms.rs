@@ -1,10 +1,12 @@
 //! The words a passage or a query is matched on: Unicode words (UAX #29, through
 //! `unicode-segmentation`), lower-cased (each word segmented once, handed to its counter without a
-//! string of its own), without a short list of English stop words and without
+//! string of its own), cut where an identifier joins its words, without an English possessive, a
+//! short list of English stop words, Markdown's backslash escapes and
 //! the targets of Markdown links and images (`](https://…)`: a URL's pieces match every query
 //! that names its host). No stemming, by measurement: Snowball English (`rust-stemmers`) on the
 //! harness's passage row lost a question net (33 of 48 against 34) and took the ranking of a 50 kB
-//! page from 2.6 to 4.3 ms at p50 (docs/src/benchmarks/reading.md).
+//! page from 2.6 to 4.3 ms at p50 (docs/src/benchmarks/reading.md). The identifier cut, the escapes and
+//! the possessive found one more (40 of 48; 1.2 to 1.45 ms at p50).
 
 use unicode_segmentation::UnicodeSegmentation;
 
@@ -22,24 +24,99 @@ const STOP_WORDS: &[&str] = &[
 
 /// Calls `each` with each of `text`'s terms, in order (repeats kept: BM25 counts them), without
 /// a string per term: a term that needs lower-casing is written into `scratch`.
+///
+/// Before the words are cut, Markdown's backslash escapes are undone (`zip\_longest` is the
+/// page's `zip_longest`). Each Unicode word is then cut where an identifier joins its parts
+/// ([`parts`]: `itertools.zip_longest` holds `itertools`, `zip` and `longest`, as a query's
+/// `zip_longest` does) and loses an English possessive ending (`OpenAI's` is `openai`), as
+/// Lucene's word-delimiter and English possessive filters do.
 pub(super) fn each_term(text: &str, scratch: &mut String, mut each: impl FnMut(&str)) {
+    let unescaped;
+    let text = if text.contains('\\') {
+        unescaped = without_escapes(text);
+        unescaped.as_str()
+    } else {
+        text
+    };
     for part in without_link_targets(text) {
         for word in part.unicode_words() {
-            let term = if word
-                .bytes()
-                .any(|b| b.is_ascii_uppercase() || !b.is_ascii())
-            {
-                scratch.clear();
-                scratch.extend(word.chars().flat_map(char::to_lowercase));
-                scratch.as_str()
-            } else {
-                word
-            };
-            if !is_stop_word(term) {
-                each(term);
+            for piece in parts(word) {
+                let piece = without_possessive(piece);
+                let term = if piece
+                    .bytes()
+                    .any(|b| b.is_ascii_uppercase() || !b.is_ascii())
+                {
+                    scratch.clear();
+                    scratch.extend(piece.chars().flat_map(char::to_lowercase));
+                    scratch.as_str()
+                } else {
+                    piece
+                };
+                if !term.is_empty() && !is_stop_word(term) {
+                    each(term);
+                }
             }
         }
     }
+}
+
+/// `text` with each Markdown backslash escape (a backslash before ASCII punctuation) replaced by
+/// the character it escapes.
+fn without_escapes(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '\\' && chars.peek().is_some_and(char::is_ascii_punctuation) {
+            continue;
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// The pieces of one Unicode word that are words of their own: cut at each `_` (an identifier's
+/// joint; one at either end is dropped), and at each `.` or `:` with a letter on both sides
+/// (`itertools.zip`, `std::fs` — not `3.5`, which stays one number).
+fn parts(word: &str) -> impl Iterator<Item = &str> {
+    let bytes = word.as_bytes();
+    let is_joint = move |at: usize| match bytes[at] {
+        b'_' => true,
+        b'.' | b':' => {
+            at > 0
+                && at + 1 < bytes.len()
+                && !bytes[at - 1].is_ascii_digit()
+                && !bytes[at + 1].is_ascii_digit()
+        }
+        _ => false,
+    };
+    let mut start = 0;
+    let mut at = 0;
+    std::iter::from_fn(move || {
+        while at <= bytes.len() {
+            let here = at;
+            at += 1;
+            if here == bytes.len() || is_joint(here) {
+                let piece = &word[start..here];
+                start = here + 1;
+                if !piece.is_empty() {
+                    return Some(piece);
+                }
+            }
+        }
+        None
+    })
+}
+
+/// `word` without an English possessive `'s` (or `’s`) at its end.
+fn without_possessive(word: &str) -> &str {
+    for ending in ["'s", "'S", "\u{2019}s", "\u{2019}S"] {
+        if let Some(stem) = word.strip_suffix(ending) {
+            if !stem.is_empty() {
+                return stem;
+            }
+        }
+    }
+    word
 }
 
 /// [`STOP_WORDS`] as [`key`]s, in the same (sorted) order.
@@ -119,11 +196,27 @@ mod tests {
     fn words_are_lower_cased_unicode_words_without_stop_words() {
         assert_eq!(
             terms("The Café's  MENU, in Zürich: 3.5 francs — and ÉTÉ!"),
-            ["café's", "menu", "zürich", "3.5", "francs", "été"]
+            ["café", "menu", "zürich", "3.5", "francs", "été"]
         );
         assert_eq!(
             terms("東京は日本の首都"),
             ["東", "京", "は", "日", "本", "の", "首", "都"]
+        );
+    }
+
+    #[test]
+    fn identifiers_are_cut_into_their_words_and_escapes_undone() {
+        assert_eq!(
+            terms(r"itertools.zip\_longest(*\*iterables*) and `zip_longest()`"),
+            ["itertools", "zip", "longest", "iterables", "zip", "longest"]
+        );
+        assert_eq!(
+            terms("std::fs::read_to_string, Node.js 3.5 v1.2 __init__ e.g."),
+            ["std", "fs", "read", "string", "node", "js", "3.5", "v1.2", "init", "e", "g"]
+        );
+        assert_eq!(
+            terms("OpenAI's spec, the user\u{2019}s guide, don't"),
+            ["openai", "spec", "user", "guide", "don't"]
         );
     }
 
