@@ -116,7 +116,7 @@ pub const VARIABLES: &[Variable] = &[
     var("JINA_READER_BASE_URL", Text("https://r.jina.ai"), "Origin replacing Jina Reader's (Jina's page reader, another host than its search)."),
     var("READ_PROVIDERS", Unset, "Comma list of premium readers (jina, tavily, exa, firecrawl), in the order they are tried when a direct page read is blocked, fails or finds no readable text; each needs its `<NAME>_API_KEY`. Unset: direct reads only."),
     var("FETCH_TIMEOUT_SECONDS", Text("10"), "Time one direct page read may take (every redirect and the body), never beyond the request's budget."),
-    var("FETCH_MAX_BYTES", Text("5242880"), "Largest page body read (counted after decompression while reading); a larger page fails as `too_large`. At most 16 MiB."),
+    var("FETCH_MAX_BYTES", Text("8388608"), "Largest page body read (counted after decompression while reading); a larger page fails as `too_large`. 8 MiB by default (product pages with inline data pass 5 MB), at most 16 MiB."),
     var("FETCH_USER_AGENT", Text(concat!("searxng-gateway/", env!("CARGO_PKG_VERSION"))), "`User-Agent` of direct page reads."),
     var("FETCH_ALLOW_PRIVATE", Text("false"), "`false`: page reads reach public addresses only (never loopback, private, link-local — cloud metadata included —, CGNAT, ULA, multicast or the gateway's own address); `true`: the address check is off; or a comma list of CIDRs allowed besides public addresses (an intranet). The gateway's own address is always refused."),
     var("FETCH_ALLOW_HOSTS", Unset, "Comma list of the only hosts pages may be read from (`example.com`; `.example.com` for a domain and every name under it). Unset: any host."),

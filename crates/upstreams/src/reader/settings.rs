@@ -124,7 +124,7 @@ mod tests {
     fn the_defaults_read_public_addresses_only_for_ten_seconds_up_to_five_mib() {
         let s = read(&[]).unwrap();
         assert_eq!(s.timeout, std::time::Duration::from_secs(10));
-        assert_eq!(s.max_bytes, 5 * 1024 * 1024);
+        assert_eq!(s.max_bytes, 8 * 1024 * 1024);
         assert!(s.user_agent.starts_with("searxng-gateway/"));
         assert_eq!(s.policy.private, PrivateAccess::Refused);
     }
