@@ -77,7 +77,7 @@ struct Inner {
     crawls: crate::crawl::Crawls,
     /// The passage reranker (`RERANK_URL`); `None`: passages are ranked lexically only.
     reranking: Option<Reranking>,
-    /// Read pages' splits into passages, kept while the pages are.
+    /// Read pages' splits into passages, kept while the pages are (within `FETCH_CACHE_BYTES`).
     splits: Splits,
 }
 
@@ -267,6 +267,7 @@ impl Engine {
             shared.clone(),
             metrics.registry_mut(),
         );
+        let fetch_cache_bytes = config.fetch_cache_bytes;
         Ok(Self {
             inner: Arc::new(Inner {
                 settings: config,
@@ -278,7 +279,7 @@ impl Engine {
                 traffic: ring,
                 crawls,
                 reranking,
-                splits: Splits::default(),
+                splits: Splits::new(fetch_cache_bytes),
             }),
         })
     }
@@ -400,7 +401,10 @@ impl Engine {
     /// other parameters; returns how many went.
     pub fn purge_cache(&self, query: Option<&str>) -> usize {
         match query {
-            None => self.inner.cache.purge(|_| true) + self.inner.reading.purge(),
+            None => {
+                self.inner.splits.clear();
+                self.inner.cache.purge(|_| true) + self.inner.reading.purge()
+            }
             Some(query) => self.inner.cache.purge(|key| key.is_of_query(query)),
         }
     }

@@ -268,6 +268,8 @@ fn article(html: &str, url: &Url, format: ReadFormat) -> Option<Extracted> {
     let mut readability = Readability::new(html, Some(url.as_str()), Some(config)).ok()?;
     // Nothing the page would run reaches either read's output (`inert`).
     super::inert::page(&readability.doc);
+    // Its headings are not taken for its masthead (`headings`).
+    super::headings::keep(&readability.doc);
     // The page's links, navigation included (a crawl follows them, Firecrawl's `links` lists
     // them): taken from the whole page before the article is cut out of it.
     let page_links = links(&readability.doc, url);

@@ -29,6 +29,7 @@ mod content;
 mod declared;
 mod extract;
 mod fetch;
+mod headings;
 mod inert;
 mod metrics;
 mod pdf;

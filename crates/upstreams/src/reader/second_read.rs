@@ -156,15 +156,7 @@ mod tests {
                 &std::fs::read(root.join(format!("ground-truth/{id}.json"))).unwrap(),
             )
             .unwrap();
-            let mut html = Vec::new();
-            std::io::Read::read_to_end(
-                &mut flate2::read::GzDecoder::new(
-                    std::fs::File::open(root.join(format!("html/{id}.html.gz"))).unwrap(),
-                ),
-                &mut html,
-            )
-            .unwrap();
-            let page = String::from_utf8_lossy(&html);
+            let page = crate::reader::wall::corpus::wcxb_html(id).unwrap();
             let url = Url::parse(truth["url"].as_str().unwrap()).unwrap();
             let main = truth["ground_truth"]["main_content"].as_str().unwrap();
             let first = dom_smoothie::Readability::new(page.as_ref(), Some(url.as_str()), None)

@@ -121,7 +121,7 @@ mod tests {
     }
 
     #[test]
-    fn the_defaults_read_public_addresses_only_for_ten_seconds_up_to_five_mib() {
+    fn the_defaults_read_public_addresses_only_for_ten_seconds_up_to_eight_mib() {
         let s = read(&[]).unwrap();
         assert_eq!(s.timeout, std::time::Duration::from_secs(10));
         assert_eq!(s.max_bytes, 8 * 1024 * 1024);

@@ -25,20 +25,20 @@ const STOP_WORDS: &[&str] = &[
 /// Calls `each` with each of `text`'s terms, in order (repeats kept: BM25 counts them), without
 /// a string per term: a term that needs lower-casing is written into `scratch`.
 ///
-/// Before the words are cut, Markdown's backslash escapes are undone (`zip\_longest` is the
+/// Link targets go first; then Markdown's backslash escapes are undone (`zip\_longest` is the
 /// page's `zip_longest`). Each Unicode word is then cut where an identifier joins its parts
 /// ([`parts`]: `itertools.zip_longest` holds `itertools`, `zip` and `longest`, as a query's
 /// `zip_longest` does) and loses an English possessive ending (`OpenAI's` is `openai`), as
 /// Lucene's word-delimiter and English possessive filters do.
 pub(super) fn each_term(text: &str, scratch: &mut String, mut each: impl FnMut(&str)) {
-    let unescaped;
-    let text = if text.contains('\\') {
-        unescaped = without_escapes(text);
-        unescaped.as_str()
-    } else {
-        text
-    };
     for part in without_link_targets(text) {
+        let unescaped;
+        let part = if part.contains('\\') {
+            unescaped = without_escapes(part);
+            unescaped.as_str()
+        } else {
+            part
+        };
         for word in part.unicode_words() {
             for piece in parts(word) {
                 let piece = without_possessive(piece);
@@ -76,16 +76,21 @@ fn without_escapes(text: &str) -> String {
 
 /// The pieces of one Unicode word that are words of their own: cut at each `_` (an identifier's
 /// joint; one at either end is dropped), and at each `.` or `:` with a letter on both sides
-/// (`itertools.zip`, `std::fs` — not `3.5`, which stays one number).
+/// (`itertools.zip`, `std::fs` — not `3.5` or `v1.2`, which stay whole).
 fn parts(word: &str) -> impl Iterator<Item = &str> {
     let bytes = word.as_bytes();
+    // `_`, `.` and `:` are ASCII: never inside a character of more than one byte.
     let is_joint = move |at: usize| match bytes[at] {
         b'_' => true,
         b'.' | b':' => {
-            at > 0
-                && at + 1 < bytes.len()
-                && !bytes[at - 1].is_ascii_digit()
-                && !bytes[at + 1].is_ascii_digit()
+            word[..at]
+                .chars()
+                .next_back()
+                .is_some_and(char::is_alphabetic)
+                && word[at + 1..]
+                    .chars()
+                    .next()
+                    .is_some_and(char::is_alphabetic)
         }
         _ => false,
     };
@@ -211,8 +216,13 @@ mod tests {
             ["itertools", "zip", "longest", "iterables", "zip", "longest"]
         );
         assert_eq!(
-            terms("std::fs::read_to_string, Node.js 3.5 v1.2 __init__ e.g."),
-            ["std", "fs", "read", "string", "node", "js", "3.5", "v1.2", "init", "e", "g"]
+            terms("std::fs::read_to_string, Node.js 3.5 v1.2 __init__ e.g. ٣.٥"),
+            ["std", "fs", "read", "string", "node", "js", "3.5", "v1.2", "init", "e", "g", "٣.٥"]
+        );
+        assert_eq!(
+            terms(r"[x\_y](https://x.example/c_d) \[e\]\(f\)"),
+            ["x", "y", "e", "f"],
+            "a link's target goes before escapes are undone; an escaped bracket is text"
         );
         assert_eq!(
             terms("OpenAI's spec, the user\u{2019}s guide, don't"),
@@ -228,7 +238,7 @@ mod tests {
             STOP_KEYS.windows(2).all(|k| k[0] < k[1]),
             "keys sort as words"
         );
-        assert!(is_stop_word("the") && !is_stop_word("then's") && !is_stop_word("thé"));
+        assert!(is_stop_word("the") && !is_stop_word("thens") && !is_stop_word("thé"));
     }
 
     #[test]

@@ -89,6 +89,17 @@ pub(crate) fn corpus_root() -> PathBuf {
     )
 }
 
+/// The HTML of `wcxb-dev` page `id` (`NNNN`), as text; `None` (said on stderr) when the corpus is
+/// not here: the tests of one page read it so.
+pub(crate) fn wcxb_html(id: &str) -> Option<String> {
+    let root = corpus_root().join("wcxb-dev/dev");
+    if !root.exists() {
+        eprintln!("{} is not here", root.display());
+        return None;
+    }
+    Some(String::from_utf8_lossy(&wcxb_page(&corpus_root(), id).body).into_owned())
+}
+
 /// A folder's entries, sorted.
 fn sorted_entries(dir: &Path) -> Vec<PathBuf> {
     let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
