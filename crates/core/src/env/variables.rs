@@ -132,7 +132,7 @@ pub const VARIABLES: &[Variable] = &[
     var("BROWSER_HOSTS", Unset, "Comma list of hosts always rendered (same form as `FETCH_ALLOW_HOSTS`), without a direct read first."),
     var("FETCH_PER_HOST_CONCURRENCY", Text("2"), "Direct reads in flight at once per host; one more waits (within its budget)."),
     var("FETCH_CACHE_TTL_SECONDS", Text("3600"), "Lifetime of a cached page (keyed by its canonical URL, format and depth)."),
-    var("FETCH_CACHE_BYTES", Text("67108864"), "Bytes of pages the local cache holds at most (least recently used go first; 0 disables it). The Redis tier, when set, keeps pages too."),
+    var("FETCH_CACHE_BYTES", Text("67108864"), "Bytes of pages the local cache holds at most (least recently used go first; 0 disables it). The pages' splits into passages (for queries) are kept beside them within as much again, so reading takes up to twice this. The Redis tier, when set, keeps pages too."),
     var("CRAWL_MAX_PAGES", Text("1000"), "The most pages one crawl or batch scrape reads, whatever it asks (Firecrawl's `limit` is held to it)."),
     var("CRAWL_MAX_SECONDS", Text("1800"), "The longest one crawl runs; then it ends `completed` with what it read."),
     var("CRAWL_MAX_BYTES", Text("67108864"), "The most text (bytes) one crawl keeps; then it ends `completed` with what it read. A client keeps at most four ended jobs per job it may run (`CRAWL_MAX_JOBS_PER_CLIENT`), its oldest forgotten first, so what crawls hold in memory is bounded."),

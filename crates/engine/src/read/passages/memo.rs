@@ -6,9 +6,10 @@
 //! document is (held by the page cache, or by a request still using it), the length asked last (a
 //! page is cut to another length only when a door asks for one: Tavily's and MCP's 500, Exa's
 //! highlight length). What it may hold is bounded in bytes, as the page cache is
-//! (`FETCH_CACHE_BYTES`): a split that would pass the bound is not kept, and splits of passages
-//! shorter than [`MIN_CHARS`] never are (a split of one-character passages weighs some 60 times
-//! its text). A dropped document's split goes at the next insertion, or with `purge_cache`.
+//! (`FETCH_CACHE_BYTES`, so pages and their splits take at most twice that): a split that would
+//! pass the bound is not kept, and splits of passages shorter than [`MIN_CHARS`] never are (a split
+//! of one-character passages weighs some 60 times its text); neither pushes out the page's kept
+//! split. A dropped document's split goes at the next insertion, or with `purge_cache`.
 //!
 //! Hand-written, and why: the key is a document's identity, not its value (two reads of one URL
 //! are two documents, and a value key would hash 50 kB of text per query), and an entry must end
@@ -91,11 +92,20 @@ impl Splits {
             memo.made += 1;
             let mut gone: Vec<Kept> = memo
                 .kept
-                .extract_if(|at, kept| *at == key || kept.document.strong_count() == 0)
+                .extract_if(|_, kept| kept.document.strong_count() == 0)
                 .map(|(_, kept)| kept)
                 .collect();
             memo.bytes -= gone.iter().map(|kept| kept.bytes).sum::<usize>();
-            if max_chars >= MIN_CHARS && memo.bytes + bytes <= memo.max_bytes {
+            // This document's split of another length gives way only to one that is kept.
+            let replaced = memo.kept.get(&key).map_or(0, |kept| kept.bytes);
+            if max_chars >= MIN_CHARS
+                && memo.max_bytes > 0
+                && memo.bytes - replaced + bytes <= memo.max_bytes
+            {
+                if let Some(old) = memo.kept.remove(&key) {
+                    memo.bytes -= old.bytes;
+                    gone.push(old);
+                }
                 memo.bytes += bytes;
                 let kept = Kept {
                     document: Arc::downgrade(document),
@@ -103,9 +113,7 @@ impl Splits {
                     passages: Arc::clone(&passages),
                     bytes,
                 };
-                if let Some(replaced) = memo.kept.insert(key, kept) {
-                    gone.push(replaced);
-                }
+                memo.kept.insert(key, kept);
             }
             gone
         };
@@ -217,8 +225,17 @@ mod tests {
         assert_eq!(tight.made(), 2);
 
         let short = Splits::new(1 << 20);
+        let kept = short.of(&page, 500);
         let cut = short.of(&page, 5);
         assert!(cut.len() > 5);
-        assert_eq!(short.kept(), (0, 0), "one-word passages are not kept");
+        assert_eq!(short.kept(), (1, weight), "one-word passages are not kept");
+        assert!(
+            Arc::ptr_eq(&kept, &short.of(&page, 500)),
+            "nor do they push out the split that is kept"
+        );
+
+        let none = Splits::new(0);
+        let _ = none.of(&document(""), 500);
+        assert_eq!(none.kept(), (0, 0), "0 keeps none");
     }
 }
