@@ -184,29 +184,12 @@ async fn the_rerankers_breaker_is_on_status_the_admin_switch_and_the_state_file(
 /// hands out the same one — is ranked from the kept split, and gives what a fresh split gives.
 #[tokio::test]
 async fn a_pages_split_is_kept_with_it_for_the_next_query() {
-    use gateway_core::request::ReadFormat;
-    use gateway_upstreams::reader::Document;
-
     let gw = gateway(&[]);
     let mut content = String::from("# Guide\n\n");
     for topic in ["harbours", "beaches", "lighthouses", "ferries"] {
         content.push_str(&format!("## {topic}\n\nA paragraph about the {topic}.\n\n"));
     }
-    let document = Arc::new(Document {
-        url: "https://example.com/".into(),
-        final_url: "https://example.com/".into(),
-        title: Some("Coast".into()),
-        content,
-        format: ReadFormat::Markdown,
-        published: None,
-        language: None,
-        author: None,
-        site_name: None,
-        images: Vec::new(),
-        links: Vec::new(),
-        content_type: "text/html".into(),
-        bytes_read: 0,
-    });
+    let document = crate::read::passages::memo::tests::document(&content);
     let selection = passages::Selection {
         max_chars: 500,
         max_passages: Some(1),

@@ -152,11 +152,12 @@ impl Splits {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use gateway_core::request::ReadFormat;
 
-    fn document(content: &str) -> Arc<Document> {
+    /// A Markdown document of `content` (the engine's tests read one too).
+    pub(crate) fn document(content: &str) -> Arc<Document> {
         Arc::new(Document {
             url: "https://example.com/".into(),
             final_url: "https://example.com/".into(),

@@ -36,7 +36,7 @@
 //! ([`terms`]).
 
 mod budget;
-mod memo;
+pub(crate) mod memo;
 mod rank;
 pub(crate) mod rerank;
 mod select;
