@@ -31,7 +31,7 @@ pub(crate) mod upstreams;
 pub use admission::Overloaded;
 pub use answer::Answer;
 pub use failure::Shortfall;
-#[cfg(feature = "bench")]
+#[doc(hidden)]
 pub use fanout::finish_answered;
 pub use outcome::Outcome;
 pub use provider_rotation::Premium;

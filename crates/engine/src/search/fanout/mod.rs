@@ -17,7 +17,6 @@
 mod rules;
 mod run;
 
-#[cfg(feature = "bench")]
 pub use run::finish_answered;
 pub(crate) use run::run_admitted;
 
