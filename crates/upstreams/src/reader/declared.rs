@@ -9,7 +9,7 @@
 //! Measured against WCXB's ground truth (BENCHMARKS.md k., the metadata row).
 //!
 //! Bounded: at most [`MAX_SCRIPTS`] scripts of at most [`MAX_SCRIPT_BYTES`] each are parsed, and
-//! the walk over their values stops at [`MAX_DEPTH`] and after [`MAX_VALUES`] values.
+//! the walk over their values is `structured`'s (bounded in depth and in values looked at).
 
 use dom_query::Document as Dom;
 use serde_json::Value;
@@ -18,10 +18,6 @@ use serde_json::Value;
 const MAX_SCRIPTS: usize = 16;
 /// A JSON-LD script longer than this is not parsed.
 const MAX_SCRIPT_BYTES: usize = 256 * 1024;
-/// How deep the walk goes into a script's values.
-const MAX_DEPTH: usize = 12;
-/// Values looked at per script at most.
-const MAX_VALUES: usize = 5_000;
 
 /// `<meta>` names and properties that give a publication date (those `dom_smoothie` reads are
 /// left to it).
@@ -46,12 +42,15 @@ pub(super) struct Declared {
     pub(super) published: Option<String>,
     pub(super) author: Option<String>,
     pub(super) site_name: Option<String>,
+    /// The main content its JSON-LD declares (`structured`).
+    pub(super) content: super::structured::DeclaredText,
 }
 
 impl Declared {
     /// Reads `dom`.
     pub(super) fn of(dom: &Dom) -> Self {
         let mut found = JsonLd::default();
+        let mut content = super::structured::DeclaredText::default();
         for script in dom
             .select(r#"script[type="application/ld+json" i]"#)
             .iter()
@@ -63,12 +62,14 @@ impl Declared {
             }
             if let Ok(value) = serde_json::from_str::<Value>(text.trim()) {
                 found.take(&value);
+                content.take(&value);
             }
         }
         let mut declared = Self {
             published: found.article_date.or(found.other_date),
             author: found.article_author.or(found.other_author),
             site_name: found.site_name,
+            content,
         };
         if declared.published.is_none() {
             declared.published = meta_date(dom);
@@ -107,44 +108,23 @@ impl JsonLd {
     /// `WebSite`'s name. What a page says about other things — a product's reviews, comments,
     /// citations — is not looked into.
     fn take(&mut self, root: &Value) {
-        let mut stack = vec![(root, 0usize)];
-        let mut seen = 0;
-        while let Some((value, depth)) = stack.pop() {
-            seen += 1;
-            if seen > MAX_VALUES {
-                break;
+        super::structured::objects(root, ABOUT_OTHERS, |object| {
+            let (date, author) = (
+                object.get("datePublished").and_then(string),
+                object.get("author").and_then(names),
+            );
+            if article_like(object.get("@type")) {
+                self.article_date = self.article_date.take().or(date);
+                self.article_author = self.article_author.take().or(author);
+            } else {
+                self.other_date = self.other_date.take().or(date);
+                self.other_author = self.other_author.take().or(author);
             }
-            if depth > MAX_DEPTH {
-                continue;
+            if self.site_name.is_none() {
+                self.site_name = site_name(object);
             }
-            match value {
-                Value::Array(items) => stack.extend(items.iter().rev().map(|v| (v, depth + 1))),
-                Value::Object(object) => {
-                    let (date, author) = (
-                        object.get("datePublished").and_then(string),
-                        object.get("author").and_then(names),
-                    );
-                    if article_like(object.get("@type")) {
-                        self.article_date = self.article_date.take().or(date);
-                        self.article_author = self.article_author.take().or(author);
-                    } else {
-                        self.other_date = self.other_date.take().or(date);
-                        self.other_author = self.other_author.take().or(author);
-                    }
-                    if self.site_name.is_none() {
-                        self.site_name = site_name(object);
-                    }
-                    stack.extend(
-                        object
-                            .iter()
-                            .rev()
-                            .filter(|(key, _)| !ABOUT_OTHERS.contains(&key.as_str()))
-                            .map(|(_, v)| (v, depth + 1)),
-                    );
-                }
-                _ => {}
-            }
-        }
+            true
+        });
     }
 }
 
@@ -268,8 +248,8 @@ mod tests {
         // A branch deeper than the walk goes does not end the walk: the next object is read.
         let deep = format!(
             r#"<script type="application/ld+json">[{}1{}, {{"@type":"NewsArticle","datePublished":"2022-02-02"}}]</script>"#,
-            "[".repeat(MAX_DEPTH + 5),
-            "]".repeat(MAX_DEPTH + 5)
+            "[".repeat(20),
+            "]".repeat(20)
         );
         assert_eq!(
             Declared::of(&Dom::from(deep.as_str())).published.as_deref(),

@@ -56,7 +56,8 @@ pub(crate) struct Extracted {
     pub(crate) images: Vec<String>,
     /// The links of the content kept (absolute http and https URLs, each once).
     pub(crate) links: Vec<String>,
-    /// Words of its text (markup not counted, whatever the format).
+    /// Words of its text (markup not counted, whatever the format), before what the page's
+    /// structured data declares is added to it (`structured`).
     pub(crate) words: usize,
 }
 
@@ -326,6 +327,10 @@ fn article(html: &str, url: &Url, format: ReadFormat) -> Option<Extracted> {
                     }
                 }
             }
+            // What its structured data declares and neither read kept (`structured`).
+            if let Some(completed) = declared.content.complete(&extracted.content, format) {
+                extracted.content = completed;
+            }
             Some(extracted)
         }
         Err(dom_smoothie::ReadabilityError::TooManyElements(..)) => None,
@@ -334,6 +339,9 @@ fn article(html: &str, url: &Url, format: ReadFormat) -> Option<Extracted> {
             page.published = declared.published;
             page.author = declared.author;
             page.site_name = declared.site_name;
+            if let Some(completed) = declared.content.complete(&page.content, format) {
+                page.content = completed;
+            }
             Some(page)
         }
     }
@@ -456,14 +464,7 @@ pub(crate) fn words_outside_tags(markup: &str) -> usize {
 pub(crate) fn preformatted(text: &str) -> String {
     let mut out = String::with_capacity(text.len() + 16);
     out.push_str("<pre>");
-    for c in text.chars() {
-        match c {
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '&' => out.push_str("&amp;"),
-            c => out.push(c),
-        }
-    }
+    super::inert::escape_into(&mut out, text);
     out.push_str("</pre>");
     out
 }

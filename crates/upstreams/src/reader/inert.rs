@@ -28,6 +28,19 @@
 
 use dom_query::Document as Dom;
 
+/// Appends `text` to `html` as text: `<`, `>`, `&` and `"` escaped.
+pub(super) fn escape_into(html: &mut String, text: &str) {
+    for c in text.chars() {
+        match c {
+            '<' => html.push_str("&lt;"),
+            '>' => html.push_str("&gt;"),
+            '&' => html.push_str("&amp;"),
+            '"' => html.push_str("&quot;"),
+            c => html.push(c),
+        }
+    }
+}
+
 /// URL schemes a renderer would execute or inline.
 const ACTIVE_SCHEMES: &[&str] = &["javascript:", "vbscript:", "data:"];
 

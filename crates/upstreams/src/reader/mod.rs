@@ -38,6 +38,7 @@ mod sandbox;
 mod second_read;
 mod settings;
 pub mod site;
+mod structured;
 mod wall;
 
 use std::sync::Arc;

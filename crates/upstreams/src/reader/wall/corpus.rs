@@ -100,6 +100,52 @@ pub(crate) fn wcxb_html(id: &str) -> Option<String> {
     Some(String::from_utf8_lossy(&wcxb_page(&corpus_root(), id).body).into_owned())
 }
 
+/// The ground truth of `wcxb-dev` page `id`: its URL and its main content (call after
+/// [`wcxb_html`] found the corpus).
+pub(crate) fn wcxb_truth(id: &str) -> (String, String) {
+    let path = corpus_root().join(format!("wcxb-dev/dev/ground-truth/{id}.json"));
+    let truth: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(&path).unwrap_or_else(|err| panic!("{}: {err}", path.display())),
+    )
+    .unwrap_or_else(|err| panic!("{}: {err}", path.display()));
+    let field = |value: &serde_json::Value| value.as_str().unwrap_or_default().to_owned();
+    (
+        field(&truth["url"]),
+        field(&truth["ground_truth"]["main_content"]),
+    )
+}
+
+/// Word-level F1 of `read` against `truth`, as WCXB scores it (lower-cased runs of letters,
+/// digits and `_`, compared as multisets).
+pub(crate) fn word_f1(read: &str, truth: &str) -> f64 {
+    fn bag(text: &str) -> (std::collections::HashMap<String, usize>, usize) {
+        let mut bag = std::collections::HashMap::new();
+        let mut total = 0;
+        for word in text
+            .to_lowercase()
+            .split(|c: char| !(c.is_alphanumeric() || c == '_'))
+            .filter(|word| !word.is_empty())
+        {
+            *bag.entry(word.to_owned()).or_insert(0) += 1;
+            total += 1;
+        }
+        (bag, total)
+    }
+    let ((read, read_total), (truth, truth_total)) = (bag(read), bag(truth));
+    let common: usize = read
+        .iter()
+        .map(|(word, n)| (*n).min(truth.get(word).copied().unwrap_or(0)))
+        .sum();
+    if common == 0 {
+        return 0.0;
+    }
+    let (precision, recall) = (
+        common as f64 / read_total as f64,
+        common as f64 / truth_total as f64,
+    );
+    2.0 * precision * recall / (precision + recall)
+}
+
 /// A folder's entries, sorted.
 fn sorted_entries(dir: &Path) -> Vec<PathBuf> {
     let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
