@@ -17,10 +17,13 @@
 //!
 //! Hand-written: the JSON is `serde_json`'s (parsed once, with the metadata, by
 //! [`super::declared`]); what is here is which values are a page's content. Bounded: the walk
-//! stops at [`MAX_DEPTH`] and after [`MAX_VALUES`] values, and at most [`MAX_BYTES`] of text are
-//! kept per page.
+//! goes no deeper than [`MAX_DEPTH`] and stops after [`MAX_VALUES`] values, a text's markup is
+//! parsed only when it holds at most [`MAX_TAGS`] tags and fits in the room left, and at most
+//! [`MAX_BYTES`] of text are kept per page (the walk stops there).
 
 use dom_query::Document as Dom;
+use std::collections::HashMap;
+
 use serde_json::{Map, Value};
 
 use gateway_core::request::ReadFormat;
@@ -44,26 +47,37 @@ const MAX_BYTES: usize = 64 * 1024;
 pub(super) struct DeclaredText {
     texts: Vec<String>,
     bytes: usize,
+    /// A text did not fit: nothing more is read (the page declares more than its content).
+    full: bool,
 }
 
 impl DeclaredText {
     /// Takes the declared content of one JSON-LD script's value.
     pub(super) fn take(&mut self, root: &Value) {
-        objects(root, &[], |object| {
-            if let Some(text) = content_of(object) {
-                self.keep(text);
+        if self.full {
+            return;
+        }
+        objects(root, NOT_THE_PAGES, |object| {
+            let room = MAX_BYTES.saturating_sub(self.bytes);
+            match content_of(object, room) {
+                Some(Found::Text(text)) => self.keep(text),
+                Some(Found::TooLong) => {
+                    self.full = true;
+                    false
+                }
+                None => true,
             }
-            self.bytes < MAX_BYTES
         });
     }
 
-    fn keep(&mut self, text: String) {
-        let room = MAX_BYTES.saturating_sub(self.bytes);
-        if text.len() > room || self.texts.contains(&text) {
-            return;
+    /// Keeps `text` (once); whether there is room for more.
+    fn keep(&mut self, text: String) -> bool {
+        if !self.texts.contains(&text) {
+            self.bytes += text.len();
+            self.texts.push(text);
         }
-        self.bytes += text.len();
-        self.texts.push(text);
+        self.full = self.bytes >= MAX_BYTES;
+        !self.full
     }
 
     /// `content` (a read in `format`) with every declared text it leaves out added after it;
@@ -71,32 +85,53 @@ impl DeclaredText {
     /// read from an app shell or a wall (whose text is in `<noscript>`, in the browser's render or
     /// nowhere) is what the page shows.
     pub(super) fn complete(&self, content: &str, format: ReadFormat) -> Option<String> {
-        if self.texts.is_empty() {
+        if self.texts.is_empty() || format == ReadFormat::RawHtml {
             return None;
         }
-        let read = Bag::of(content);
-        let missing: Vec<&String> = self
-            .texts
-            .iter()
-            .filter(|text| read.leaves_out(text))
-            .collect();
-        if missing.is_empty() {
-            return None;
-        }
-        let mut completed = content.trim_end().to_owned();
-        for text in missing {
-            if !completed.is_empty() {
-                completed.push_str("\n\n");
+        let mut read = Bag::of(content, format);
+        let mut completed: Option<String> = None;
+        for text in &self.texts {
+            if !read.leaves_out(text) {
+                continue;
             }
-            completed.push_str(&written(text, format));
+            // What is added counts as read for the texts after it (a reply declared twice).
+            read.add(text);
+            let out = completed.get_or_insert_with(|| content.trim_end().to_owned());
+            if !out.is_empty() {
+                out.push_str("\n\n");
+            }
+            out.push_str(&written(text, format));
         }
-        Some(completed)
+        completed
     }
 }
 
+/// JSON-LD keys whose objects are about something else than the page's own content (a product's
+/// reviews, related products, a list's items), or which the object holding them reads itself (a
+/// post's replies).
+const NOT_THE_PAGES: &[&str] = &[
+    "comment",
+    "review",
+    "reviews",
+    "itemReviewed",
+    "isRelatedTo",
+    "isSimilarTo",
+    "itemListElement",
+    "subjectOf",
+    "mentions",
+    "citation",
+];
+
+/// What an object declares.
+enum Found {
+    Text(String),
+    /// A text longer than the room left for the page's.
+    TooLong,
+}
+
 /// Calls `visit` on each object of a JSON-LD value, depth first in document order, not looking
-/// into the values of the keys in `skip`; stops when `visit` says so, at [`MAX_DEPTH`] and after
-/// [`MAX_VALUES`] values (the walk `declared` takes for the metadata too).
+/// into the values of the keys in `skip` nor deeper than [`MAX_DEPTH`]; stops when `visit` says
+/// so and after [`MAX_VALUES`] values (the walk `declared` takes for the metadata too).
 pub(super) fn objects<'a>(
     root: &'a Value,
     skip: &[&str],
@@ -131,34 +166,71 @@ pub(super) fn objects<'a>(
     }
 }
 
-/// The text an object declares as a page's content, by its `@type`.
-fn content_of(object: &Map<String, Value>) -> Option<String> {
+/// The text an object declares as a page's content, by its `@type`, if it fits in `room` bytes.
+fn content_of(object: &Map<String, Value>, room: usize) -> Option<Found> {
     let kinds = types(object);
     let is = |wanted: &[&str]| kinds.iter().any(|kind| wanted.contains(kind));
-    let mut parts: Vec<String> = Vec::new();
+    let mut parts = Parts {
+        list: Vec::new(),
+        room,
+    };
     if is(&["Product", "ProductGroup"]) {
-        parts.extend(object.get("description").and_then(text));
+        parts.add(object.get("description"));
     } else if is(&["Question"]) {
-        parts.extend(object.get("name").and_then(text));
-        parts.extend(object.get("text").and_then(text));
+        parts.add(object.get("name"));
+        parts.add(object.get("text"));
         for key in ["acceptedAnswer", "suggestedAnswer"] {
-            parts.extend(
-                each(object.get(key)).filter_map(|answer| answer.get("text").and_then(text)),
-            );
+            for answer in each(object.get(key)) {
+                parts.add(answer.get("text"));
+            }
         }
     } else if is(&["DiscussionForumPosting", "SocialMediaPosting"]) {
-        parts.extend(
-            object
-                .get("text")
-                .or_else(|| object.get("articleBody"))
-                .and_then(text),
-        );
-        parts.extend(
-            each(object.get("comment")).filter_map(|comment| comment.get("text").and_then(text)),
-        );
+        parts.add(object.get("text").or_else(|| object.get("articleBody")));
+        parts.replies(object.get("comment"), 0);
+    } else {
+        return None;
     }
-    let joined = parts.join("\n\n");
-    (joined.split_whitespace().count() >= MIN_WORDS).then_some(joined)
+    if parts.room == 0 {
+        return Some(Found::TooLong);
+    }
+    let joined = parts.list.join("\n\n");
+    (joined.split_whitespace().count() >= MIN_WORDS).then_some(Found::Text(joined))
+}
+
+/// The texts of one object, within the room left.
+struct Parts {
+    list: Vec<String>,
+    /// Bytes left; 0 once a text did not fit.
+    room: usize,
+}
+
+impl Parts {
+    fn add(&mut self, value: Option<&Value>) {
+        let Some(raw) = value.and_then(Value::as_str) else {
+            return;
+        };
+        // Text only shrinks from its markup: one longer than the room is not parsed.
+        if self.room == 0 || raw.len() > self.room {
+            self.room = 0;
+            return;
+        }
+        if let Some(text) = text(raw) {
+            // The text and the blank line joining it to the next.
+            self.room = self.room.saturating_sub(text.len() + 2);
+            self.list.push(text);
+        }
+    }
+
+    /// A post's replies, and theirs, in order, no deeper than the walk goes.
+    fn replies(&mut self, comments: Option<&Value>, depth: usize) {
+        if depth > MAX_DEPTH {
+            return;
+        }
+        for comment in each(comments) {
+            self.add(comment.get("text"));
+            self.replies(comment.get("comment"), depth + 1);
+        }
+    }
 }
 
 /// A value's items when it is a list, the value itself otherwise.
@@ -181,18 +253,15 @@ fn types(object: &Map<String, Value>) -> Vec<&str> {
 }
 
 /// A JSON string as text: markup in it (descriptions often hold some) read as a browser shows
-/// it, whitespace collapsed within lines; `None` when empty or nested too deep to parse.
-fn text(value: &Value) -> Option<String> {
-    let raw = value.as_str()?;
+/// it — blocks on lines of their own, whitespace collapsed within lines; `None` when empty or
+/// holding more tags than [`MAX_TAGS`].
+fn text(raw: &str) -> Option<String> {
     let shown = if raw.contains('<') || raw.contains('&') {
         // Markup of more tags than this cannot nest deeper than the page's own bound.
         if raw.matches('<').count() > MAX_TAGS {
             return None;
         }
-        Dom::fragment(format!("<div>{}</div>", raw.replace("<br", "\n<br")))
-            .select("div")
-            .text()
-            .to_string()
+        Dom::fragment(raw).formatted_text().to_string()
     } else {
         raw.to_owned()
     };
@@ -223,22 +292,38 @@ fn written(text: &str, format: ReadFormat) -> String {
 }
 
 /// A text's words as WCXB's scorer counts them: lower-cased runs of letters, digits and `_`.
-struct Bag(std::collections::HashMap<String, usize>);
+struct Bag(HashMap<String, usize>);
 
 impl Bag {
-    fn of(text: &str) -> Self {
-        let mut bag = std::collections::HashMap::new();
-        for word in word_list(text) {
-            *bag.entry(word).or_insert(0) += 1;
+    /// The words of a read in `format` (an HTML read's tags left out).
+    fn of(content: &str, format: ReadFormat) -> Self {
+        let mut bag = Self(HashMap::new());
+        if format == ReadFormat::Html {
+            let mut rest = content;
+            while let Some(open) = rest.find('<') {
+                bag.add(&rest[..open]);
+                rest = rest[open..]
+                    .find('>')
+                    .map_or("", |close| &rest[open + close + 1..]);
+            }
+            bag.add(rest);
+        } else {
+            bag.add(content);
         }
-        Self(bag)
+        bag
+    }
+
+    fn add(&mut self, text: &str) {
+        for word in word_list(text) {
+            *self.0.entry(word).or_insert(0) += 1;
+        }
     }
 
     /// Whether more than [`MISSING`] of `text`'s words (each as often as it occurs) are not here.
     fn leaves_out(&self, text: &str) -> bool {
-        let mut wanted = std::collections::HashMap::new();
+        let mut wanted: HashMap<String, usize> = HashMap::new();
         for word in word_list(text) {
-            *wanted.entry(word).or_insert(0usize) += 1;
+            *wanted.entry(word).or_insert(0) += 1;
         }
         let total: usize = wanted.values().sum();
         let held: usize = wanted
@@ -285,9 +370,35 @@ mod tests {
         let held =
             "A desk lamp of brushed steel and oak. Its arm bends in three places, warm light.";
         assert_eq!(lamp.complete(held, ReadFormat::Text), None);
-        // Under ten words is not added.
-        let short = declared(r#"{"@type":"Product","description":"A lamp of steel."}"#);
-        assert_eq!(short.complete("Lamp", ReadFormat::Text), None);
+        // Under ten words is not added; ten are.
+        let nine = declared(
+            r#"{"@type":"Product","description":"one two three four five six seven eight nine"}"#,
+        );
+        assert!(nine.texts.is_empty());
+        let ten = declared(
+            r#"{"@type":"Product","description":"one two three four five six seven eight nine ten"}"#,
+        );
+        // Added when more than 40 % of its words are missing: four of ten is not enough, five is.
+        assert_eq!(
+            ten.complete("one two three four five six", ReadFormat::Text),
+            None
+        );
+        assert!(ten
+            .complete("one two three four five", ReadFormat::Text)
+            .is_some());
+        // Markup in a description is read as a browser shows it: each block once, on a line.
+        let blocks = declared(
+            r#"{"@type":"Product","description":"<div><p>Great lamp for reading</p><ul><li>steel arm</li><li>oak foot</li></ul><div>dims warm light at night</div></div>"}"#,
+        );
+        assert_eq!(
+            blocks.complete("", ReadFormat::Text).unwrap(),
+            "Great lamp for reading\nsteel arm\noak foot\ndims warm light at night"
+        );
+        // A related product's description is not the page's.
+        let related = declared(
+            r#"{"@type":"WebPage","isRelatedTo":{"@type":"Product","description":"another lamp entirely, sold on another page of the shop"}}"#,
+        );
+        assert!(related.texts.is_empty());
     }
 
     #[test]
@@ -316,6 +427,28 @@ mod tests {
             text.contains("sailed the fjords") && text.contains("in January"),
             "{text}"
         );
+        // Replies to replies are read in order; a reply that is a post itself is read once.
+        let nested = declared(
+            r#"{"@type":"DiscussionForumPosting","text":"Which tent survives a storm on the ridge in autumn?",
+            "comment":[{"@type":"DiscussionForumPosting","text":"Mine did, a tunnel tent pitched with every guy line out.",
+              "comment":[{"@type":"Comment","text":"Which tunnel tent was it, and how much does it weigh?"}]}]}"#,
+        );
+        let text = nested.complete("", ReadFormat::Text).unwrap();
+        assert_eq!(text.matches("tunnel tent pitched").count(), 1, "{text}");
+        assert!(text.find("pitched") < text.find("how much"), "{text}");
+        // The same post declared in two scripts is added once.
+        let mut twice = declared(
+            r#"{"@type":"SocialMediaPosting","text":"The river rose two metres overnight and closed the old bridge."}"#,
+        );
+        twice.take(&serde_json::from_str(r#"{"@type":"SocialMediaPosting","text":"The river rose two metres overnight and closed the old bridge."}"#).unwrap());
+        assert_eq!(
+            twice
+                .complete("", ReadFormat::Text)
+                .unwrap()
+                .matches("river")
+                .count(),
+            1
+        );
     }
 
     #[test]
@@ -332,6 +465,22 @@ mod tests {
         assert!(!markdown.replace(r"\<", "").contains('<'), "{markdown}");
         assert!(markdown.contains(r"\*\*stars\*\*"), "{markdown}");
         assert!(markdown.contains(r"\[a link\]"), "{markdown}");
+        // Block markers at a line's start are text too.
+        let lines = declared(
+            r##"{"@type":"Product","description":"# Not a heading<br>> not a quote<br>1. not a list, and ``` not a fence either"}"##,
+        );
+        let markdown = lines.complete("", ReadFormat::Markdown).unwrap();
+        for line in markdown.lines().filter(|line| !line.is_empty()) {
+            assert!(
+                line.starts_with('\\') || line.starts_with("1\\."),
+                "{line:?} in {markdown}"
+            );
+        }
+        // An HTML read's tags are not words of the read: the description is still missing.
+        let lamp = declared(LAMP);
+        let html = "<p class=\"desk lamp brushed steel oak arm bends three places warm light dims\">Lamp</p>";
+        assert!(lamp.complete(html, ReadFormat::Html).is_some());
+        assert_eq!(lamp.complete(html, ReadFormat::RawHtml), None);
     }
 
     #[test]
@@ -347,6 +496,14 @@ mod tests {
         let catalogue = declared(&format!("[{}]", many.join(",")));
         assert!(catalogue.bytes <= MAX_BYTES, "{}", catalogue.bytes);
         assert!(catalogue.texts.len() < 400);
+        // Once a text did not fit the walk stops, and no later script is read.
+        let full = catalogue.texts.len();
+        let mut more = catalogue;
+        more.take(
+            &serde_json::from_str(r#"{"@type":"Product","description":"a b c d e f g h i j"}"#)
+                .unwrap(),
+        );
+        assert_eq!(more.texts.len(), full);
         let deep = format!(
             r#"{}{{"@type":"Product","description":"{}"}}{}"#,
             "[".repeat(MAX_DEPTH + 2),
@@ -354,13 +511,51 @@ mod tests {
             "]".repeat(MAX_DEPTH + 2)
         );
         assert!(declared(&deep).texts.is_empty());
+        // More tags than a page may nest: not parsed.
         let nested = format!(
             r#"{{"@type":"Product","description":"{}{}{}"}}"#,
-            "<div>".repeat(100_000),
+            "<div>".repeat(MAX_TAGS),
             "words ".repeat(20),
-            "</div>".repeat(100_000)
+            "</div>".repeat(MAX_TAGS)
         );
         assert!(declared(&nested).texts.is_empty());
+        // Under the bound, nested blocks are read once (not once per block around them).
+        let under = format!(
+            r#"{{"@type":"Product","description":"{}{}{}"}}"#,
+            "<div>".repeat(100),
+            "words ".repeat(20),
+            "</div>".repeat(100)
+        );
+        assert_eq!(
+            declared(&under).texts,
+            vec!["words ".repeat(20).trim_end().to_owned()]
+        );
+    }
+
+    /// Through the reader, in each format: the description after the read, the read's word count
+    /// its own.
+    #[test]
+    fn the_reader_adds_a_declared_description_in_the_format_asked() {
+        let page = format!(
+            r#"<html><head><title>Desk lamp</title><script type="application/ld+json">{LAMP}</script></head>
+            <body><main><h1>Desk lamp</h1><p>Forty-nine dollars, in stock, ships tomorrow.</p></main></body></html>"#
+        );
+        let url = Url::parse("https://shop.example/lamp").unwrap();
+        for format in [ReadFormat::Text, ReadFormat::Markdown, ReadFormat::Html] {
+            let read = crate::reader::extract::html(&page, &url, format).unwrap();
+            assert!(
+                read.content.contains("brushed steel"),
+                "{format:?}: {}",
+                read.content
+            );
+            assert!(
+                read.content.find("Forty-nine") < read.content.find("brushed steel"),
+                "{format:?}: {}",
+                read.content
+            );
+            assert!(!read.content.contains("Bought two"), "{format:?}: a review");
+            assert!(read.words < 12, "{format:?}: {} words", read.words);
+        }
     }
 
     /// WCXB pages whose content is in their JSON-LD and in neither read: a Cruise Critic thread
