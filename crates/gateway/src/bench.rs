@@ -1,11 +1,13 @@
 //! The in-process benchmarks' door to the CPU work of the request path
-//! (`crates/testbed/benches/pipeline.rs`, and the harness's extraction and passage rows): decoding
+//! (`crates/pipeline-bench/benches/pipeline.rs`, and the harness's extraction and passage rows): decoding
 //! SearXNG's body and the providers' bodies, the merge and the rendering of the answer, a page's
 //! extraction, and the passages of a read page that answer a query (Tavily's chunks), each through
 //! the production code exactly as the
 //! request path calls it, with no socket and no runtime. Public only with the `bench` feature,
-//! which the testbed enables and the production build never does (the binary, the Docker image and
-//! the harness build `-p searxng-gateway` alone); the functions behind it stay crate-private.
+//! which the testbed's and pipeline-bench's dev-dependencies enable (and the harness's build of the
+//! binary it measures, so that both share one build of this crate); the Docker image and a plain
+//! `cargo build` never do. The functions behind it stay crate-private, and the crates below have
+//! no such feature.
 //!
 //! Every function returns `None` for a body the request path would refuse, so the benchmark can
 //! check that it measures real answers.

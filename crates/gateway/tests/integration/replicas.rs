@@ -129,8 +129,10 @@ async fn thirty_identical_cold_queries_over_three_replicas_reach_searxng_once() 
     // What is checked is the coalescing, not Redis's speed: with the default 50 ms bound on each
     // Redis call, a claim or a poll starved of CPU on a loaded machine (a CI run, a build beside
     // it) times out and that replica computes on its own — by design, Redis being slow never
-    // costs a search — and SearXNG was reached twice (seen once in CI, 2026-12-06).
-    let (s, others) = replicas(&redis, 2, &[("REDIS_TIMEOUT_MS", "2000")]).await;
+    // costs a search — and SearXNG was reached twice (seen once in CI, 2026-12-06). 500 ms: ten
+    // times the default, and short enough that a slow claim still leaves the leader's 1.5 s lease
+    // alive until its first renewal.
+    let (s, others) = replicas(&redis, 2, &[("REDIS_TIMEOUT_MS", "500")]).await;
     // Slow enough that all thirty arrive while the first is still computing.
     s.searxng
         .set_mode(SearxngMode::Delay(Duration::from_millis(700)));
@@ -143,15 +145,25 @@ async fn thirty_identical_cold_queries_over_three_replicas_reach_searxng_once() 
         assert!(!reply.json["results"].as_array().is_none_or(Vec::is_empty));
     }
     assert_eq!(s.searxng_hits(), 1, "one fan-out across three replicas");
-    let mut coalesced = 0.0;
+    // Each other replica followed the leader once — or, reaching Redis after the leader had
+    // stored its answer (a replica stalled on a loaded machine), found it there.
+    let (mut coalesced, mut shared_hits) = (0.0, 0.0);
     for g in gateways {
         coalesced += g
             .metric("searxng_gateway_shared_coalesced_total", &[])
             .await;
+        shared_hits += g
+            .metric(
+                "searxng_gateway_shared_cache_requests_total",
+                &[("result", "hit")],
+            )
+            .await;
     }
     assert_eq!(
-        coalesced, 2.0,
-        "each other replica followed the leader once"
+        (coalesced + shared_hits, coalesced >= 1.0),
+        (2.0, true),
+        "each other replica followed the leader or found its answer: {coalesced} followed, \
+         {shared_hits} hits"
     );
 }
 

@@ -173,6 +173,8 @@ fn content_of(object: &Map<String, Value>, room: usize) -> Option<Found> {
     let mut parts = Parts {
         list: Vec::new(),
         room,
+        used: 0,
+        too_long: false,
     };
     if is(&["Product", "ProductGroup"]) {
         parts.add(object.get("description"));
@@ -190,7 +192,7 @@ fn content_of(object: &Map<String, Value>, room: usize) -> Option<Found> {
     } else {
         return None;
     }
-    if parts.room == 0 {
+    if parts.too_long {
         return Some(Found::TooLong);
     }
     let joined = parts.list.join("\n\n");
@@ -200,8 +202,12 @@ fn content_of(object: &Map<String, Value>, room: usize) -> Option<Found> {
 /// The texts of one object, within the room left.
 struct Parts {
     list: Vec<String>,
-    /// Bytes left; 0 once a text did not fit.
+    /// Bytes the object may take.
     room: usize,
+    /// Bytes its texts and the blank lines between them take.
+    used: usize,
+    /// A text did not fit.
+    too_long: bool,
 }
 
 impl Parts {
@@ -209,25 +215,31 @@ impl Parts {
         let Some(raw) = value.and_then(Value::as_str) else {
             return;
         };
-        // Text only shrinks from its markup: one longer than the room is not parsed.
-        if self.room == 0 || raw.len() > self.room {
-            self.room = 0;
+        let left = self.room.saturating_sub(self.used);
+        // A text longer than the room as it stands is not parsed (markup and entities make it
+        // about as long or shorter).
+        if self.too_long || raw.len() > left {
+            self.too_long = true;
             return;
         }
         if let Some(text) = text(raw) {
-            // The text and the blank line joining it to the next.
-            self.room = self.room.saturating_sub(text.len() + 2);
+            let separator = if self.list.is_empty() { 0 } else { 2 };
+            if separator + text.len() > left {
+                self.too_long = true;
+                return;
+            }
+            self.used += separator + text.len();
             self.list.push(text);
         }
     }
 
     /// A post's replies, and theirs, in order, no deeper than the walk goes.
     fn replies(&mut self, comments: Option<&Value>, depth: usize) {
-        if depth > MAX_DEPTH {
+        if depth > MAX_DEPTH || self.too_long {
             return;
         }
         for comment in each(comments) {
-            self.add(comment.get("text"));
+            self.add(comment.get("text").or_else(|| comment.get("articleBody")));
             self.replies(comment.get("comment"), depth + 1);
         }
     }
@@ -261,7 +273,12 @@ fn text(raw: &str) -> Option<String> {
         if raw.matches('<').count() > MAX_TAGS {
             return None;
         }
-        Dom::fragment(raw).formatted_text().to_string()
+        let fragment = Dom::fragment(raw);
+        // What a browser does not show as text.
+        fragment
+            .select("script, style, template, noscript")
+            .remove();
+        fragment.formatted_text().to_string()
     } else {
         raw.to_owned()
     };
@@ -388,7 +405,7 @@ mod tests {
             .is_some());
         // Markup in a description is read as a browser shows it: each block once, on a line.
         let blocks = declared(
-            r#"{"@type":"Product","description":"<div><p>Great lamp for reading</p><ul><li>steel arm</li><li>oak foot</li></ul><div>dims warm light at night</div></div>"}"#,
+            r#"{"@type":"Product","description":"<style>.lamp { color: red }</style><div><p>Great lamp for reading</p><ul><li>steel arm</li><li>oak foot</li></ul><div>dims warm light at night</div></div><script>track()</script>"}"#,
         );
         assert_eq!(
             blocks.complete("", ReadFormat::Text).unwrap(),
@@ -430,9 +447,11 @@ mod tests {
         // Replies to replies are read in order; a reply that is a post itself is read once.
         let nested = declared(
             r#"{"@type":"DiscussionForumPosting","text":"Which tent survives a storm on the ridge in autumn?",
-            "comment":[{"@type":"DiscussionForumPosting","text":"Mine did, a tunnel tent pitched with every guy line out.",
+            "comment":[{"@type":"DiscussionForumPosting","articleBody":"Mine did, a tunnel tent pitched with every guy line out.",
               "comment":[{"@type":"Comment","text":"Which tunnel tent was it, and how much does it weigh?"}]}]}"#,
         );
+        // One text: the thread (its reply not taken again as a post of its own).
+        assert_eq!(nested.texts.len(), 1, "{:?}", nested.texts);
         let text = nested.complete("", ReadFormat::Text).unwrap();
         assert_eq!(text.matches("tunnel tent pitched").count(), 1, "{text}");
         assert!(text.find("pitched") < text.find("how much"), "{text}");
@@ -441,6 +460,7 @@ mod tests {
             r#"{"@type":"SocialMediaPosting","text":"The river rose two metres overnight and closed the old bridge."}"#,
         );
         twice.take(&serde_json::from_str(r#"{"@type":"SocialMediaPosting","text":"The river rose two metres overnight and closed the old bridge."}"#).unwrap());
+        assert_eq!(twice.texts.len(), 1);
         assert_eq!(
             twice
                 .complete("", ReadFormat::Text)

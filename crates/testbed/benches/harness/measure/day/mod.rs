@@ -74,7 +74,8 @@ fn day_t1_values(first_day: bool, smoke: bool) -> Vec<usize> {
 }
 
 impl Bench {
-    /// h. Every day, each with T1 = 0 (scored against the targets) and T1 = 1 (reported beside it).
+    /// h. Every day, each with T1 = 0 (scored against the targets) and T1 = 1 (reported beside it;
+    /// the smoke run: the first day only).
     pub(crate) async fn decision_day(&mut self) -> Result<(), BoxError> {
         for (n, schedule) in DAYS.into_iter().enumerate() {
             let day = Day {
